@@ -1,0 +1,106 @@
+import Foundation
+import Synchronization
+
+/// Delivers one asset's events to its delegates, one at a time, in order.
+///
+/// Created only when a delegate or an event stream attaches, so assets nobody watches cost
+/// nothing. Progress is coalesced by the sink before it gets here, so the queue stays short.
+final class AssetEventHub: Sendable {
+    let asset: AssetDownload
+    private let delegates = DelegateList()
+    private let continuation: AsyncStream<Job>.Continuation
+
+    private enum Job: Sendable {
+        case progress(Int64, Int64, Int64?)
+        case resumed(Int64, Int64?)
+        case finished(URL, CheckedContinuation<Bool, Never>)
+        case failed(LibraryError)
+    }
+
+    init(asset: AssetDownload) {
+        self.asset = asset
+        let (stream, continuation) = AsyncStream.makeStream(of: Job.self)
+        self.continuation = continuation
+        let delegates = self.delegates
+        Task {
+            for await job in stream {
+                let current = delegates.list.withLock { $0 }
+                switch job {
+                case .progress(let written, let total, let expected):
+                    for delegate in current {
+                        delegate.download(asset, didWriteData: written, totalBytesWritten: total, expectedTotalBytes: expected)
+                    }
+                case .resumed(let total, let expected):
+                    for delegate in current {
+                        delegate.download(asset, didResumeAt: total, expectedTotalBytes: expected)
+                    }
+                case .finished(let url, let done):
+                    var keep = false
+                    for delegate in current {
+                        do {
+                            try await delegate.download(asset, didFinishDownloadingTo: url)
+                        } catch {
+                            keep = true
+                        }
+                    }
+                    delegates.list.withLock { $0.removeAll() }
+                    done.resume(returning: keep)
+                case .failed(let error):
+                    for delegate in current { delegate.download(asset, didFailWithError: error) }
+                    delegates.list.withLock { $0.removeAll() }
+                }
+            }
+        }
+    }
+
+    deinit { continuation.finish() }
+
+    var hasDelegates: Bool { delegates.list.withLock { !$0.isEmpty } }
+
+    func attach(_ delegate: any AssetDownloadDelegate) {
+        delegates.list.withLock { $0.append(delegate) }
+    }
+
+    func progress(bytesWritten: Int64, total: Int64, expected: Int64?) {
+        continuation.yield(.progress(bytesWritten, total, expected))
+    }
+
+    func resumed(total: Int64, expected: Int64?) {
+        continuation.yield(.resumed(total, expected))
+    }
+
+    func failed(_ error: LibraryError) {
+        continuation.yield(.failed(error))
+    }
+
+    /// Hands the finished file to every delegate, after the events queued before it.
+    ///
+    /// - Returns: `true` if a delegate threw, asking to keep the file in the inbox.
+    func finished(at url: URL) async -> Bool {
+        await withCheckedContinuation { done in
+            continuation.yield(.finished(url, done))
+        }
+    }
+
+    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition {
+        for delegate in delegates.list.withLock({ $0 }) {
+            let answer = await delegate.download(asset, didReceive: challenge)
+            if case .performDefaultHandling = answer { continue }
+            return answer
+        }
+        return .performDefaultHandling
+    }
+
+    func willResume(with request: AssetRequest) async -> AssetRequest {
+        var request = request
+        for delegate in delegates.list.withLock({ $0 }) {
+            request = await delegate.download(asset, willResumeWith: request)
+        }
+        return request
+    }
+}
+
+/// The delegates of one asset, shared by the hub and its delivery task.
+final class DelegateList: Sendable {
+    let list = Mutex<[any AssetDownloadDelegate]>([])
+}

@@ -1,0 +1,254 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Crypto
+import Foundation
+import Synchronization
+
+/// Live counters of a transfer, readable from any thread while it runs.
+final class LiveProgress: Sendable {
+    let written = Atomic<Int64>(0)
+    let expected = Atomic<Int64>(-1)
+
+    var expectedBytes: Int64? {
+        let value = expected.load(ordering: .relaxed)
+        return value < 0 ? nil : value
+    }
+}
+
+/// The core's sink: writes into the partial file, counts, hashes, checkpoints, reports progress.
+///
+/// The transport's calls do not overlap (the contract), so the mutable fields below are only
+/// touched by one thread at a time; the checkpoint in flight runs on the durability queue and
+/// only reads the immutable descriptor.
+final class PartialFileSink: TransferSink, @unchecked Sendable {
+    struct Context: Sendable {
+        var assetID: String
+        var url: URL
+        var requestedOffset: Int64
+        var recordedValidator: ResourceValidator?
+        var expectedSHA256: String?
+        var progressInterval: Duration
+        var checkpointInterval: Duration
+        var store: LibraryStore
+        var durability: Durability
+        var live: LiveProgress
+        var hub: @Sendable () -> AssetEventHub?
+        var answerChallenge: @Sendable (AuthChallenge) async -> AuthChallengeDisposition
+    }
+
+    private let fd: Int32
+    private let context: Context
+    private let checkpoints = DispatchGroup()
+    private let checkpointInFlight = Atomic<Bool>(false)
+
+    private(set) var began = false
+    private(set) var written: Int64 = 0
+    private var reported: Int64 = 0
+    private var reportedOnce = false
+    private var lastReport = ContinuousClock.now
+    private var nextCheckpoint: ContinuousClock.Instant
+    private(set) var expected: Int64?
+    private(set) var validator: ResourceValidator?
+    private var hasher: SHA256?
+    /// The offset the transfer really continued from (set by `begin`).
+    private(set) var startOffset: Int64 = 0
+
+    init(fd: Int32, context: Context) {
+        self.fd = fd
+        self.context = context
+        nextCheckpoint = ContinuousClock.now + context.checkpointInterval
+        if context.expectedSHA256 != nil { hasher = SHA256() }
+    }
+
+    // MARK: TransferSink
+
+    func begin(_ response: TransferResponse) throws {
+        guard !began else {
+            throw TransportError(.protocolError, "transport called begin twice", url: context.url, isRetryable: false)
+        }
+        let requested = context.requestedOffset
+        if response.offset != 0 {
+            if response.offset != requested {
+                throw TransferRestart(reason: "source continued at byte \(response.offset), \(requested) are on disk")
+            }
+            if let recorded = context.recordedValidator, recorded != response.validator {
+                throw TransferRestart(reason: "source changed (validator was \(recorded), now \(response.validator.map(String.init(describing:)) ?? "none"))")
+            }
+            if let length = response.expectedLength, length < requested {
+                throw TransferRestart(reason: "source is shorter (\(length) bytes) than the \(requested) bytes on disk")
+            }
+        }
+        began = true
+        startOffset = response.offset
+        expected = response.expectedLength
+        validator = response.validator
+        context.live.expected.store(response.expectedLength ?? -1, ordering: .relaxed)
+        if response.offset == 0 {
+            if requested > 0 || POSIX.fileSize(fd) > 0 {
+                guard POSIX.truncate(fd, to: 0) else {
+                    throw TransportError(.ioError, "cannot truncate partial file: \(POSIX.errorMessage())", url: context.url)
+                }
+            }
+            written = 0
+            if requested > 0 {
+                // The old bytes are gone: record that before writing new ones.
+                var patch = AssetPatch(id: context.assetID)
+                patch.bytesOnDisk = 0
+                patch.validator = .some(response.validator)
+                patch.expectedBytes = .some(response.expectedLength)
+                context.store.submit(patch)
+                context.store.flush()
+            }
+        } else {
+            written = response.offset
+            if hasher != nil { try hashPrefix(length: response.offset) }
+            context.hub()?.resumed(total: written, expected: expected)
+        }
+        reported = written
+        context.live.written.store(written, ordering: .relaxed)
+        if response.offset == 0, requested == 0, response.validator != nil || response.expectedLength != nil {
+            var patch = AssetPatch(id: context.assetID)
+            patch.validator = .some(response.validator)
+            patch.expectedBytes = .some(response.expectedLength)
+            context.store.submit(patch)
+        }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) async throws {
+        try take(bytes)
+    }
+
+    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
+        try take(bytes)
+        return true
+    }
+
+    func whenWritable(_ callback: @escaping @Sendable () -> Void) {
+        callback()
+    }
+
+    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition {
+        await context.answerChallenge(challenge)
+    }
+
+    // MARK: Writing
+
+    private func take(_ bytes: UnsafeRawBufferPointer) throws {
+        guard began else {
+            throw TransportError(.protocolError, "transport wrote data before calling begin", url: context.url, isRetryable: false)
+        }
+        guard !bytes.isEmpty else { return }
+        let count = Int64(bytes.count)
+        if let expected, written + count > expected {
+            throw TransportError(.protocolError, "source sent more than the \(expected) bytes it announced", url: context.url, isRetryable: true)
+        }
+        if let failure = POSIX.writeAll(fd, bytes) {
+            throw TransportError(.ioError, "cannot write partial file of asset \(context.assetID): \(POSIX.errorMessage(failure))", url: context.url)
+        }
+        hasher?.update(bufferPointer: bytes)
+        written += count
+        context.live.written.store(written, ordering: .relaxed)
+        let now = ContinuousClock.now
+        if now - lastReport >= context.progressInterval {
+            reportProgress(now: now)
+        }
+        if now >= nextCheckpoint {
+            nextCheckpoint = now + context.checkpointInterval
+            checkpoint()
+        }
+    }
+
+    private func reportProgress(now: ContinuousClock.Instant) {
+        lastReport = now
+        guard let hub = context.hub() else { return }
+        hub.progress(bytesWritten: written - reported, total: written, expected: expected)
+        reported = written
+        reportedOnce = true
+    }
+
+    /// Makes the bytes written so far durable, then records their count, off this thread.
+    private func checkpoint() {
+        guard checkpointInFlight.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
+        var patch = AssetPatch(id: context.assetID)
+        patch.bytesOnDisk = written
+        patch.validator = .some(validator)
+        patch.expectedBytes = .some(expected)
+        let fd = self.fd
+        let store = context.store
+        let recorded = patch
+        checkpoints.enter()
+        DispatchQueue.global(qos: .utility).async { [self] in
+            POSIX.dataSync(fd)
+            store.submit(recorded)
+            checkpointInFlight.store(false, ordering: .releasing)
+            checkpoints.leave()
+        }
+    }
+
+    private func hashPrefix(length: Int64) throws {
+        let chunk = 1 << 20
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset: Int64 = 0
+        while offset < length {
+            let want = Int(min(Int64(chunk), length - offset))
+            let got = pread(fd, buffer.baseAddress, want, off_t(offset))
+            if got <= 0 {
+                throw TransportError(.ioError, "cannot read partial file of asset \(context.assetID): \(POSIX.errorMessage())", url: context.url)
+            }
+            hasher?.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
+            offset += Int64(got)
+        }
+        if lseek(fd, off_t(length), SEEK_SET) < 0 {
+            throw TransportError(.ioError, "cannot seek partial file: \(POSIX.errorMessage())", url: context.url)
+        }
+    }
+
+    // MARK: Ending
+
+    /// Waits for a checkpoint in flight (the descriptor must stay open until it ends).
+    func waitForCheckpoints() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            checkpoints.notify(queue: .global()) { continuation.resume() }
+        }
+    }
+
+    /// Checks the transfer is complete and intact, and emits the final progress event.
+    func finish() throws(LibraryError) {
+        guard began else {
+            throw LibraryError(TransportError(.protocolError, "transport ended without calling begin", url: context.url, isRetryable: false))
+        }
+        if let expected, written != expected {
+            throw LibraryError(TransportError(.connectionLost, "transfer ended after \(written) of \(expected) bytes", url: context.url, isRetryable: true))
+        }
+        if let wanted = context.expectedSHA256, let hasher {
+            let actual = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            if actual != wanted {
+                throw LibraryError(.checksumMismatch, "SHA-256 of \(context.url.redactedString) is \(actual), expected \(wanted); the file was discarded")
+            }
+        }
+        if !reportedOnce || reported != written {
+            if let hub = context.hub() {
+                hub.progress(bytesWritten: written - reported, total: written, expected: expected ?? written)
+            }
+            reported = written
+            reportedOnce = true
+        }
+    }
+
+    /// After a failure or a pause: makes what was written durable and records it, so the next
+    /// attempt continues from the last byte.
+    func recordProgressDurably() async {
+        guard began else { return }
+        var patch = AssetPatch(id: context.assetID)
+        patch.bytesOnDisk = written
+        patch.validator = .some(validator)
+        patch.expectedBytes = .some(expected)
+        let fd = self.fd
+        await context.durability.offload { POSIX.dataSync(fd) }
+        context.store.submit(patch)
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+import Synchronization
+
+/// One asset of one issue: the analog of NKAssetDownload.
+///
+/// A handle with a stable ``identifier``: keep the identifier, not the handle, across launches.
+/// Its properties read the library's live state.
+public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
+    /// Stable across launches.
+    public let identifier: String
+    let issueName: String
+    let scheduler: Scheduler
+
+    init(identifier: String, issueName: String, scheduler: Scheduler) {
+        self.identifier = identifier
+        self.issueName = issueName
+        self.scheduler = scheduler
+    }
+
+    /// The issue this asset belongs to.
+    public var issue: Issue? {
+        scheduler.store.issue(named: issueName).map { Issue(record: $0, scheduler: scheduler) }
+    }
+
+    /// What is downloaded (as last refreshed by ``AssetDownloadDelegate/download(_:willResumeWith:)``).
+    public var request: AssetRequest? {
+        scheduler.snapshot(identifier)?.request ?? scheduler.store.asset(id: identifier)?.request
+    }
+
+    /// The app's JSON data given to ``Issue/addAsset(_:userInfo:)``.
+    public var userInfo: JSONValue? { scheduler.store.asset(id: identifier)?.userInfo }
+
+    /// Where the asset is, and why it waits when it waits.
+    public var state: AssetState {
+        if let live = scheduler.snapshot(identifier) { return live.state }
+        guard let record = scheduler.store.asset(id: identifier) else { return .cancelled }
+        return Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
+                                     attempts: record.attempts, detail: record.detail)
+    }
+
+    /// Bytes on disk so far (the whole size once finished).
+    public var totalBytesWritten: Int64 {
+        if let live = scheduler.snapshot(identifier) { return live.written }
+        return scheduler.store.asset(id: identifier)?.bytesOnDisk ?? 0
+    }
+
+    /// The total size, once the source has told it.
+    public var expectedTotalBytes: Int64? {
+        if let live = scheduler.snapshot(identifier) { return live.expected }
+        return scheduler.store.asset(id: identifier)?.expectedBytes
+    }
+
+    /// Starts the download, or reconnects to it (after a relaunch, for example).
+    ///
+    /// Safe to call in any state: a running transfer keeps running and `delegate` is added to
+    /// it; a finished file waiting in the inbox is delivered to `delegate`; a failed, paused or
+    /// cancelled asset starts again (from the bytes on disk when it can).
+    public func download(delegate: (any AssetDownloadDelegate)? = nil) {
+        scheduler.download(self, delegate: delegate)
+    }
+
+    /// Starts or reconnects, delivering the events as an asynchronous sequence.
+    ///
+    /// The sequence ends after `.finished` or `.failed`. The file of `.finished` exists until the
+    /// next call to `next()`; until then, it is still in the inbox and survives a crash.
+    public func events() -> DownloadEvents {
+        let (stream, continuation) = AsyncStream.makeStream(of: DownloadEvents.Envelope.self)
+        let adapter = StreamDelegate(continuation: continuation)
+        continuation.onTermination = { _ in adapter.releaseAll() }
+        download(delegate: adapter)
+        return DownloadEvents(stream: stream)
+    }
+
+    /// Stops the transfer, keeping the bytes; ``download(delegate:)`` continues it.
+    public func pause() { scheduler.pause(identifier) }
+
+    /// Stops the transfer and removes its partial bytes; delegates get a `.cancelled` failure.
+    public func cancel() { scheduler.cancel(identifier) }
+
+    public var description: String { "AssetDownload(\(identifier))" }
+
+    public static func == (lhs: AssetDownload, rhs: AssetDownload) -> Bool {
+        lhs.identifier == rhs.identifier && lhs.scheduler === rhs.scheduler
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(identifier) }
+}
+
+/// The events of one download as an `AsyncSequence` (see ``AssetDownload/events()``).
+public struct DownloadEvents: AsyncSequence, Sendable {
+    public typealias Element = DownloadEvent
+
+    struct Envelope: Sendable {
+        var event: DownloadEvent
+        var acknowledge: (@Sendable () -> Void)?
+    }
+
+    let stream: AsyncStream<Envelope>
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(base: stream.makeAsyncIterator())
+    }
+
+    /// Iterates the events; asking for the next one releases the previous `.finished` file.
+    public struct Iterator: AsyncIteratorProtocol {
+        var base: AsyncStream<Envelope>.Iterator
+        var pending: (@Sendable () -> Void)?
+
+        public mutating func next() async -> DownloadEvent? {
+            pending?()
+            pending = nil
+            guard let envelope = await base.next() else { return nil }
+            pending = envelope.acknowledge
+            return envelope.event
+        }
+    }
+}
+
+/// Turns delegate calls into stream elements; `didFinish` waits until the consumer moves on.
+final class StreamDelegate: AssetDownloadDelegate {
+    let continuation: AsyncStream<DownloadEvents.Envelope>.Continuation
+    private let waiting = Mutex<[Int: CheckedContinuation<Void, Never>]>([:])
+    private let counter = Mutex<Int>(0)
+
+    init(continuation: AsyncStream<DownloadEvents.Envelope>.Continuation) {
+        self.continuation = continuation
+    }
+
+    func download(_ asset: AssetDownload, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
+        continuation.yield(.init(event: .progress(bytesWritten: bytesWritten, totalBytesWritten: totalBytesWritten, expectedTotalBytes: expectedTotalBytes)))
+    }
+
+    func download(_ asset: AssetDownload, didResumeAt totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
+        continuation.yield(.init(event: .resumed(totalBytesWritten: totalBytesWritten, expectedTotalBytes: expectedTotalBytes)))
+    }
+
+    func download(_ asset: AssetDownload, didFinishDownloadingTo destinationURL: URL) async throws {
+        let key = counter.withLock { value in
+            value += 1
+            return value
+        }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            waiting.withLock { $0[key] = done }
+            let result = continuation.yield(.init(event: .finished(destinationURL), acknowledge: { [weak self] in
+                self?.release(key)
+            }))
+            if case .terminated = result { release(key) }
+        }
+        continuation.finish()
+    }
+
+    func download(_ asset: AssetDownload, didFailWithError error: LibraryError) {
+        continuation.yield(.init(event: .failed(error)))
+        continuation.finish()
+    }
+
+    private func release(_ key: Int) {
+        waiting.withLock { $0.removeValue(forKey: key) }?.resume()
+    }
+
+    func releaseAll() {
+        let all = waiting.withLock { waiting in
+            defer { waiting = [:] }
+            return Array(waiting.values)
+        }
+        for continuation in all { continuation.resume() }
+    }
+}

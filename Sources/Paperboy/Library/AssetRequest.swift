@@ -1,0 +1,85 @@
+import Foundation
+
+/// What to download for one asset: the analog of NSURLRequest in NewsstandKit.
+public struct AssetRequest: Sendable, Hashable, Codable {
+    /// The source. Plain paths become `file:` URLs (see ``TransportRegistry/url(from:relativeTo:)``).
+    public var url: URL
+    /// Extra request headers for transports that have them.
+    public var headers: [String: String]
+    /// The expected SHA-256 of the whole file, as 64 hexadecimal digits; verified before delivery.
+    public var sha256: String?
+    /// Higher runs first; first in, first out within one priority.
+    public var priority: Int
+    /// Where the finished file lands, relative to the issue's content folder.
+    ///
+    /// When `nil`, the finished file waits in the library's inbox until a delegate takes it in
+    /// ``AssetDownloadDelegate/download(_:didFinishDownloadingTo:)``.
+    public var destinationPath: String?
+    /// Transport-specific options.
+    public var options: [String: String]
+
+    /// Creates a request.
+    public init(
+        url: URL, headers: [String: String] = [:], sha256: String? = nil, priority: Int = 0,
+        destinationPath: String? = nil, options: [String: String] = [:]
+    ) {
+        self.url = url
+        self.headers = headers
+        self.sha256 = sha256?.lowercased()
+        self.priority = priority
+        self.destinationPath = destinationPath
+        self.options = options
+    }
+
+    /// Checks the parts a transport does not: the checksum format and the destination path.
+    func validated() throws(LibraryError) -> AssetRequest {
+        if let sha256 {
+            guard sha256.count == 64, sha256.allSatisfy(\.isHexDigit) else {
+                throw LibraryError(.invalidRequest, "expected SHA-256 of \(url.redactedString) must be 64 hexadecimal digits, got '\(sha256)'")
+            }
+        }
+        if let destinationPath {
+            try PathRules.validateRelativePath(destinationPath, what: "destination path")
+        }
+        return self
+    }
+}
+
+/// Rules for names and paths that become files inside the library.
+enum PathRules {
+    static let maxComponentBytes = 255
+
+    /// Validates an issue name that becomes a folder name.
+    static func validateIssueName(_ name: String) throws(LibraryError) {
+        if name.isEmpty { throw LibraryError(.invalidIssueName, "issue name is empty") }
+        if name == "." || name == ".." { throw LibraryError(.invalidIssueName, "issue name '\(name)' is not allowed") }
+        if name.hasPrefix(".") { throw LibraryError(.invalidIssueName, "issue name '\(name)' must not start with '.'") }
+        if name.contains("/") || name.contains("\\") {
+            throw LibraryError(.invalidIssueName, "issue name '\(name)' must not contain '/' or '\\'")
+        }
+        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw LibraryError(.invalidIssueName, "issue name \(name.debugDescription) must not contain NUL or control characters")
+        }
+        if name.utf8.count > maxComponentBytes {
+            throw LibraryError(.invalidIssueName, "issue name is \(name.utf8.count) bytes long; the limit is \(maxComponentBytes)")
+        }
+    }
+
+    /// Validates a path relative to an issue folder.
+    static func validateRelativePath(_ path: String, what: String) throws(LibraryError) {
+        if path.isEmpty { throw LibraryError(.invalidPath, "\(what) is empty") }
+        if path.hasPrefix("/") { throw LibraryError(.invalidPath, "\(what) '\(path)' must be relative to the issue folder") }
+        if path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw LibraryError(.invalidPath, "\(what) \(path.debugDescription) must not contain NUL or control characters")
+        }
+        for component in path.split(separator: "/", omittingEmptySubsequences: false) {
+            if component == ".." { throw LibraryError(.invalidPath, "\(what) '\(path)' must not contain '..'") }
+            if component.isEmpty || component == "." {
+                throw LibraryError(.invalidPath, "\(what) '\(path)' has an empty or '.' component")
+            }
+            if component.utf8.count > maxComponentBytes {
+                throw LibraryError(.invalidPath, "\(what) has a component longer than \(maxComponentBytes) bytes")
+            }
+        }
+    }
+}

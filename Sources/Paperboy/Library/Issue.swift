@@ -1,0 +1,102 @@
+import Foundation
+
+/// One issue of a publication: a unique name, a date, a content folder, and its assets.
+///
+/// An `Issue` is a handle: its properties read the library's current state.
+public struct Issue: Sendable, Hashable, CustomStringConvertible {
+    /// The issue's status as a shelf shows it.
+    public enum Status: String, Sendable, Hashable {
+        /// No asset is on its way and the issue is not complete (no assets, or some failed).
+        case none
+        /// At least one asset is waiting, downloading, or waiting to be delivered.
+        case downloading
+        /// Every asset has been delivered.
+        case available
+    }
+
+    /// The unique name; also the name of the content folder.
+    public let name: String
+    /// The publication date.
+    public let date: Date
+    let scheduler: Scheduler
+
+    init(record: IssueRecord, scheduler: Scheduler) {
+        name = record.name
+        date = record.date
+        self.scheduler = scheduler
+    }
+
+    /// The folder that holds the issue's delivered content.
+    public var contentURL: URL { scheduler.layout.contentURL(issue: name) }
+
+    /// The issue's assets, in the order they were added.
+    public var assets: [AssetDownload] {
+        scheduler.store.assets(issueName: name).map {
+            AssetDownload(identifier: $0.id, issueName: name, scheduler: scheduler)
+        }
+    }
+
+    /// Whether the issue is complete, on its way, or neither.
+    public var status: Status {
+        let states = assets.map(\.state)
+        if states.contains(where: \.isActive) { return .downloading }
+        if !states.isEmpty, states.allSatisfy({ $0 == .delivered }) { return .available }
+        return .none
+    }
+
+    /// Whether the issue became available and has not been marked read (counts in the badge).
+    public var isNew: Bool { scheduler.store.issue(named: name)?.isNew ?? false }
+
+    /// Clears ``isNew``.
+    public func markRead() {
+        scheduler.store.updateIssue(named: name) { $0.isNew = false }
+    }
+
+    /// Adds an asset to download into this issue; start it with ``AssetDownload/download(delegate:)``.
+    ///
+    /// - Parameters:
+    ///   - request: what to download.
+    ///   - userInfo: small JSON data of the app's, kept with the asset (64 KiB by default).
+    /// - Throws: ``LibraryError`` for a malformed request, a too large `userInfo`, or a removed issue.
+    @discardableResult
+    public func addAsset(_ request: AssetRequest, userInfo: JSONValue? = nil) throws(LibraryError) -> AssetDownload {
+        try addAssets([(request, userInfo)])[0]
+    }
+
+    /// Adds several assets in one transaction (much faster than one by one).
+    @discardableResult
+    public func addAssets(_ requests: [(AssetRequest, JSONValue?)]) throws(LibraryError) -> [AssetDownload] {
+        guard scheduler.store.issue(named: name) != nil else {
+            throw LibraryError(.issueNotFound, "issue '\(name)' is not in the library")
+        }
+        var seq = scheduler.store.nextAssetSeq()
+        var records: [AssetRecord] = []
+        let encoder = JSONEncoder()
+        for (request, userInfo) in requests {
+            let request = try request.validated()
+            if let userInfo {
+                let size = (try? encoder.encode(userInfo).count) ?? Int.max
+                let limit = scheduler.maxUserInfoBytes
+                if size > limit {
+                    throw LibraryError(.userInfoTooLarge, "userInfo of asset \(request.url.redactedString) is \(size) bytes as JSON; the limit is \(limit)")
+                }
+            }
+            records.append(AssetRecord(
+                id: UUID().uuidString.lowercased(), issueName: name, seq: seq, request: request, userInfo: userInfo,
+                state: PersistedState.idle.rawValue, detail: nil, retryAt: nil, attempts: 0, bytesOnDisk: 0,
+                expectedBytes: nil, validator: nil, validatorStrength: nil))
+            seq += 1
+        }
+        try scheduler.store.insertAssets(records)
+        scheduler.add(records)
+        return records.map { AssetDownload(identifier: $0.id, issueName: name, scheduler: scheduler) }
+    }
+
+    public var description: String { "Issue(\(name))" }
+
+    public static func == (lhs: Issue, rhs: Issue) -> Bool {
+        lhs.name == rhs.name && lhs.scheduler === rhs.scheduler
+    }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+}

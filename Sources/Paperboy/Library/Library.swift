@@ -1,0 +1,213 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Logging
+import Synchronization
+
+/// The persistent collection of issues and their downloads: the analog of NKLibrary.
+///
+/// A library owns one folder (private to the user) holding its database, the issues' content
+/// folders, partial downloads and the inbox of finished files not yet delivered. Open it once
+/// per process; a second process opening the same folder gets a clear error.
+///
+/// ```swift
+/// let library = try Library.open(at: folder, transports: TransportRegistry([FileTransport()]))
+/// let issue = try library.addIssue(name: "2026-11-21", date: .now)
+/// let asset = try issue.addAsset(AssetRequest(url: source, destinationPath: "magazine.pdf"))
+/// asset.download(delegate: myDelegate)
+/// ```
+///
+/// At launch, reconnect with `library.downloadingAssets.forEach { $0.download(delegate: d) }`:
+/// transfers interrupted by a crash continue from the bytes really on disk, and finished files
+/// that were never handed over are delivered again.
+public final class Library: Sendable {
+    /// How a library schedules and records its work.
+    public struct Configuration: Sendable {
+        /// Transfers running at once, all hosts together.
+        public var maxConcurrentTransfers: Int = 4
+        /// Transfers running at once against one host.
+        public var maxTransfersPerHost: Int = 4
+        /// How retryable failures are tried again.
+        public var retry = RetryPolicy()
+        /// The shortest time between two progress events of one download.
+        public var progressInterval: Duration = .milliseconds(100)
+        /// How often a running transfer makes its bytes durable and records their count.
+        public var checkpointInterval: Duration = .seconds(1)
+        /// Time allowed to connect (passed to transports).
+        public var connectTimeout: Duration = .seconds(30)
+        /// Time without a byte after which a transfer counts as stalled (passed to transports).
+        public var idleTimeout: Duration = .seconds(60)
+        /// The largest `userInfo` accepted, measured as JSON.
+        public var maxUserInfoBytes: Int = 64 * 1024
+        /// Whether transfers interrupted by a crash or by ``Library/close()`` continue at open.
+        public var resumesOnOpen: Bool = true
+        /// Whether finished files are synced to disk before delivery (survives power loss).
+        public var syncsFinishedFiles: Bool = true
+        /// Credentials tried before the app's delegate is asked.
+        public var credentials: (any CredentialProvider)?
+        /// Where the library logs.
+        public var logger = Logger(label: "paperboy")
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The library's folder.
+    public let root: URL
+    let scheduler: Scheduler
+    private let lockDescriptor: Mutex<Int32>
+
+    private init(root: URL, scheduler: Scheduler, lockDescriptor: Int32) {
+        self.root = root
+        self.scheduler = scheduler
+        self.lockDescriptor = Mutex(lockDescriptor)
+    }
+
+    deinit {
+        releaseLock()
+    }
+
+    private func releaseLock() {
+        lockDescriptor.withLock { fd in
+            if fd >= 0 { POSIX.closeFile(fd) }
+            fd = -1
+        }
+    }
+
+    /// Opens the library in `folder`, creating it if needed, and resumes interrupted work.
+    ///
+    /// - Parameters:
+    ///   - folder: the library's root folder (created with mode 0700).
+    ///   - transports: the transports assets may use.
+    ///   - configuration: scheduling and recording settings.
+    /// - Throws: ``LibraryError`` when the folder or database cannot be used, or another process
+    ///   has the library open.
+    public static func open(
+        at folder: URL, transports: TransportRegistry, configuration: Configuration = Configuration()
+    ) throws(LibraryError) -> Library {
+        let layout = LibraryLayout(root: folder.standardizedFileURL)
+        try layout.create()
+        let lockURL = layout.root.appendingPathComponent(".lock")
+        let lock = Glibc.open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard lock >= 0 else {
+            throw LibraryError(.storage, "cannot open \(lockURL.path): \(POSIX.errorMessage())")
+        }
+        if flock(lock, LOCK_EX | LOCK_NB) != 0 {
+            POSIX.closeFile(lock)
+            throw LibraryError(.storage, "the library at \(layout.root.path) is open in another process")
+        }
+        let store: LibraryStore
+        do {
+            store = try LibraryStore(fileURL: layout.database)
+        } catch {
+            POSIX.closeFile(lock)
+            throw error
+        }
+        let settings = Scheduler.Settings(
+            maxConcurrent: max(1, configuration.maxConcurrentTransfers),
+            maxPerHost: max(1, configuration.maxTransfersPerHost),
+            retry: configuration.retry,
+            progressInterval: configuration.progressInterval,
+            checkpointInterval: configuration.checkpointInterval,
+            connectTimeout: configuration.connectTimeout,
+            idleTimeout: configuration.idleTimeout,
+            credentials: configuration.credentials,
+            maxUserInfoBytes: configuration.maxUserInfoBytes)
+        let scheduler = Scheduler(
+            store: store, layout: layout, transports: transports, settings: settings,
+            durability: Durability(root: layout.root, enabled: configuration.syncsFinishedFiles),
+            logger: configuration.logger)
+        let records = Reconciler(store: store, layout: layout, logger: configuration.logger).reconcile()
+        scheduler.load(records, resume: configuration.resumesOnOpen)
+        return Library(root: layout.root, scheduler: scheduler, lockDescriptor: lock)
+    }
+
+    // MARK: Issues
+
+    /// Adds an issue.
+    ///
+    /// - Throws: ``LibraryError`` `.duplicateIssue` if the name is taken; `.invalidIssueName` for a
+    ///   name that cannot be a folder name (empty, `.`/`..`, `/`, NUL or control characters,
+    ///   leading `.`, more than 255 bytes).
+    @discardableResult
+    public func addIssue(name: String, date: Date) throws(LibraryError) -> Issue {
+        try PathRules.validateIssueName(name)
+        let record = IssueRecord(name: name, date: date, addedAt: Date(), isNew: false, coverPath: nil)
+        try scheduler.store.insertIssue(record)
+        return Issue(record: record, scheduler: scheduler)
+    }
+
+    /// The issue named `name`, if any.
+    public func issue(named name: String) -> Issue? {
+        scheduler.store.issue(named: name).map { Issue(record: $0, scheduler: scheduler) }
+    }
+
+    /// Every issue, newest first.
+    public var issues: [Issue] {
+        scheduler.store.issues().map { Issue(record: $0, scheduler: scheduler) }
+    }
+
+    /// Removes an issue: cancels its downloads, deletes its content folder and its records.
+    public func removeIssue(_ issue: Issue) async throws(LibraryError) {
+        let assets = scheduler.store.assets(issueName: issue.name)
+        await scheduler.removeIssue(issue.name)
+        for asset in assets {
+            POSIX.remove(scheduler.layout.partialURL(asset: asset.id))
+            POSIX.remove(scheduler.layout.inboxURL(asset: asset.id, request: asset.request))
+        }
+        if currentlyReadingIssue?.name == issue.name { try setCurrentlyReadingIssue(nil) }
+        try scheduler.store.deleteIssue(named: issue.name)
+        try? FileManager.default.removeItem(at: issue.contentURL)
+    }
+
+    /// Assets asked for and not yet delivered (waiting, downloading, or finished in the inbox).
+    ///
+    /// At launch, call ``AssetDownload/download(delegate:)`` on each to reconnect.
+    public var downloadingAssets: [AssetDownload] {
+        scheduler.activeIdentifiers().compactMap { asset(identifier: $0) }
+    }
+
+    /// The asset with this identifier, if it still exists.
+    public func asset(identifier: String) -> AssetDownload? {
+        if let record = scheduler.store.asset(id: identifier) {
+            return AssetDownload(identifier: record.id, issueName: record.issueName, scheduler: scheduler)
+        }
+        return nil
+    }
+
+    /// The issue the user is reading; it is never purged.
+    public var currentlyReadingIssue: Issue? {
+        scheduler.store.meta("currentlyReadingIssue").flatMap { issue(named: $0) }
+    }
+
+    /// Records the issue the user is reading (`nil` for none).
+    public func setCurrentlyReadingIssue(_ issue: Issue?) throws(LibraryError) {
+        try scheduler.store.setMeta("currentlyReadingIssue", issue?.name)
+    }
+
+    /// How many issues are new (available and not marked read).
+    public var badgeCount: Int { scheduler.store.countNewIssues() }
+
+    // MARK: Events and lifetime
+
+    /// Library-wide events: issues completed, assets changing state.
+    public func events() -> AsyncStream<LibraryEvent> {
+        scheduler.broadcaster.subscribe()
+    }
+
+    /// Returns once nothing is queued, downloading, waiting for a retry or being delivered.
+    public func waitUntilIdle() async {
+        await scheduler.waitUntilIdle()
+    }
+
+    /// Stops running transfers (their bytes are kept and continue at the next open) and writes
+    /// everything pending to the database.
+    public func close() async {
+        await scheduler.close()
+        scheduler.broadcaster.finish()
+        releaseLock()
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+
+extension Scheduler {
+    /// What a transfer task needs, copied out of the lock.
+    struct Run: Sendable {
+        var id: String
+        var issueName: String
+        var request: AssetRequest
+        var bytesOnDisk: Int64
+        var validator: ResourceValidator?
+        var live: LiveProgress
+        var hub: AssetEventHub?
+    }
+
+    /// How a transfer ended.
+    enum Outcome: Sendable {
+        /// Complete, verified, durable, and moved into the inbox.
+        case finished(size: Int64, validator: ResourceValidator?)
+        /// Stopped by a pause, a cancel or closing; `written` bytes are durable on disk.
+        case stopped(written: Int64, validator: ResourceValidator?)
+        /// Failed; `written` bytes are durable on disk and can be continued.
+        case failed(LibraryError, retryAfter: Duration?, written: Int64, validator: ResourceValidator?)
+    }
+
+    /// Runs one attempt: opens the partial file, lets the transport fill it, verifies it, and
+    /// moves it into the inbox.
+    func transfer(_ run: Run) async -> Outcome {
+        let transport: any Transport
+        do {
+            transport = try transports.transport(for: run.request.url)
+        } catch {
+            return .failed(Self.libraryError(error), retryAfter: nil, written: run.bytesOnDisk, validator: run.validator)
+        }
+        let partial = layout.partialURL(asset: run.id)
+        let fd: Int32
+        do {
+            fd = try POSIX.openReadWrite(partial)
+        } catch {
+            return .failed(error, retryAfter: nil, written: run.bytesOnDisk, validator: run.validator)
+        }
+        var open = true
+        defer { if open { POSIX.closeFile(fd) } }
+
+        // Only bytes recorded as durable count, and only if they are still there; and only a
+        // validated resume is allowed, so that two versions are never spliced.
+        var offset = min(run.bytesOnDisk, POSIX.fileSize(fd))
+        var validator = run.validator
+        if offset > 0, validator == nil || !transport.capabilities.contains(.resume) {
+            offset = 0
+            validator = nil
+        }
+        guard POSIX.truncate(fd, to: offset) else {
+            let error = LibraryError(.storage, "cannot truncate \(partial.path): \(POSIX.errorMessage())")
+            return .failed(error, retryAfter: nil, written: 0, validator: nil)
+        }
+
+        var request = run.request
+        if offset > 0, let hub = run.hub, hub.hasDelegates {
+            let refreshed = await hub.willResume(with: request)
+            if refreshed != request, let valid = try? refreshed.validated() {
+                request = valid
+                updateRequest(run.id, valid)
+            }
+        }
+
+        var restarts = 0
+        while true {
+            let sink = makeSink(fd: fd, run: run, request: request, offset: offset, validator: validator)
+            let job = TransferJob(
+                url: request.url, headers: request.headers, offset: offset, validator: validator,
+                connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout,
+                options: request.options, assetIdentifier: run.id)
+            do {
+                try await transport.transfer(job, into: sink)
+                await sink.waitForCheckpoints()
+                if Task.isCancelled {
+                    await sink.recordProgressDurably()
+                    return .stopped(written: sink.written, validator: sink.validator)
+                }
+                try sink.finish()
+                await durability.makeDurable(fd: fd, size: sink.written)
+                POSIX.closeFile(fd)
+                open = false
+                try POSIX.rename(partial, layout.inboxURL(asset: run.id, request: request))
+                return .finished(size: sink.written, validator: sink.validator)
+            } catch let restart as TransferRestart {
+                await sink.waitForCheckpoints()
+                restarts += 1
+                logger.info("asset \(run.id): \(restart)")
+                if restarts > 2 || Task.isCancelled {
+                    let error = TransportError(.sourceChanged, "source kept changing while resuming: \(restart.reason)", url: request.url)
+                    return .failed(LibraryError(error), retryAfter: nil, written: 0, validator: nil)
+                }
+                offset = 0
+                validator = nil
+                _ = POSIX.truncate(fd, to: 0)
+                var patch = AssetPatch(id: run.id)
+                patch.bytesOnDisk = 0
+                patch.validator = .some(nil)
+                store.submit(patch)
+                store.flush()
+                continue
+            } catch {
+                await sink.waitForCheckpoints()
+                if Task.isCancelled || error is CancellationError || (error as? TransportError)?.code == .cancelled {
+                    await sink.recordProgressDurably()
+                    return .stopped(written: sink.written, validator: sink.validator)
+                }
+                let failure = Self.libraryError(error)
+                if failure.code == .checksumMismatch {
+                    _ = POSIX.truncate(fd, to: 0)
+                    var patch = AssetPatch(id: run.id)
+                    patch.bytesOnDisk = 0
+                    patch.validator = .some(nil)
+                    store.submit(patch)
+                    return .failed(failure, retryAfter: nil, written: 0, validator: nil)
+                }
+                await sink.recordProgressDurably()
+                return .failed(failure, retryAfter: (error as? TransportError)?.retryAfter,
+                               written: sink.began ? sink.written : offset, validator: sink.began ? sink.validator : validator)
+            }
+        }
+    }
+
+    private func makeSink(fd: Int32, run: Run, request: AssetRequest, offset: Int64, validator: ResourceValidator?) -> PartialFileSink {
+        let hub = run.hub
+        let credentials = settings.credentials
+        let context = PartialFileSink.Context(
+            assetID: run.id, url: request.url, requestedOffset: offset, recordedValidator: validator,
+            expectedSHA256: request.sha256, progressInterval: settings.progressInterval,
+            checkpointInterval: settings.checkpointInterval, store: store, durability: durability,
+            live: run.live, hub: { hub },
+            answerChallenge: { challenge in
+                if challenge.previousFailureCount == 0, let credential = credentials?.credential(for: challenge) {
+                    return .useCredential(credential)
+                }
+                if let hub { return await hub.challenge(challenge) }
+                return .performDefaultHandling
+            })
+        return PartialFileSink(fd: fd, context: context)
+    }
+
+    private func updateRequest(_ id: String, _ request: AssetRequest) {
+        store.flush()
+        _ = try? store.pool.write { db in
+            guard var record = try AssetRecord.fetchOne(db, key: id) else { return }
+            record.request = request
+            try record.update(db)
+        }
+    }
+
+    static func libraryError(_ error: any Error) -> LibraryError {
+        switch error {
+        case let error as LibraryError: error
+        case let error as TransportError: LibraryError(error)
+        default: LibraryError(.transport, String(describing: error), isRetryable: false, underlying: SendableError(error))
+        }
+    }
+}

@@ -1,0 +1,647 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// Runs transfers under the concurrency limits, retries them, and hands finished files over.
+///
+/// All bookkeeping happens under one lock in memory; the database is written in batches
+/// (``LibraryStore/submit(_:)``). Transfers run as tasks; a transport never blocks a thread of
+/// the cooperative pool (the contract), and file syncs run on their own queue.
+final class Scheduler: Sendable {
+    /// The scheduler's knobs; see ``Library/Configuration``.
+    struct Settings: Sendable {
+        var maxConcurrent: Int
+        var maxPerHost: Int
+        var retry: RetryPolicy
+        var progressInterval: Duration
+        var checkpointInterval: Duration
+        var connectTimeout: Duration
+        var idleTimeout: Duration
+        var credentials: (any CredentialProvider)?
+        var maxUserInfoBytes: Int
+    }
+
+    var maxUserInfoBytes: Int { settings.maxUserInfoBytes }
+
+    let store: LibraryStore
+    let layout: LibraryLayout
+    let durability: Durability
+    let transports: TransportRegistry
+    let settings: Settings
+    let logger: Logger
+    let broadcaster = EventBroadcaster()
+    private let state = Mutex<State>(State())
+
+    enum StopKind: Sendable { case pause, cancel, remove }
+
+    struct Entry {
+        let id: String
+        let issueName: String
+        let seq: Int64
+        var request: AssetRequest
+        var state: PersistedState
+        var attempts: Int
+        var retryAt: Date?
+        var detail: String?
+        var bytesOnDisk: Int64
+        var expectedBytes: Int64?
+        var validator: ResourceValidator?
+        let live = LiveProgress()
+        var hub: AssetEventHub?
+        var task: Task<Void, Never>?
+        var retryTask: Task<Void, Never>?
+        var stop: StopKind?
+        var delivering = false
+        var host: String { request.url.host?.lowercased() ?? "" }
+
+        init(_ record: AssetRecord) {
+            id = record.id
+            issueName = record.issueName
+            seq = record.seq
+            request = record.request
+            state = PersistedState(rawValue: record.state) ?? .idle
+            attempts = record.attempts
+            retryAt = record.retryAt
+            detail = record.detail
+            bytesOnDisk = record.bytesOnDisk
+            expectedBytes = record.expectedBytes
+            validator = record.resourceValidator
+            live.written.store(record.bytesOnDisk, ordering: .relaxed)
+            live.expected.store(record.expectedBytes ?? -1, ordering: .relaxed)
+        }
+
+        var isBusy: Bool {
+            delivering || state == .queued || state == .retry || state == .downloading
+        }
+    }
+
+    struct State {
+        var entries: [String: Entry] = [:]
+        var ready = ReadyQueue()
+        var running = 0
+        var hostCounts: [String: Int] = [:]
+        var remainingByIssue: [String: Int] = [:]
+        var busy = 0
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        var closed = false
+
+        /// Applies a change to an entry, keeping the busy count right.
+        mutating func update(_ id: String, _ change: (inout Entry) -> Void) {
+            guard var entry = entries[id] else { return }
+            let wasBusy = entry.isBusy
+            change(&entry)
+            busy += (entry.isBusy ? 1 : 0) - (wasBusy ? 1 : 0)
+            entries[id] = entry
+        }
+
+        mutating func takeIdleWaiters() -> [CheckedContinuation<Void, Never>] {
+            guard busy == 0 else { return [] }
+            defer { idleWaiters = [] }
+            return idleWaiters
+        }
+    }
+
+    init(store: LibraryStore, layout: LibraryLayout, transports: TransportRegistry, settings: Settings,
+         durability: Durability, logger: Logger) {
+        self.store = store
+        self.layout = layout
+        self.transports = transports
+        self.settings = settings
+        self.durability = durability
+        self.logger = logger
+    }
+
+    // MARK: Loading and adding
+
+    /// Takes over the undelivered assets found at open (already reconciled with the disk).
+    func load(_ records: [AssetRecord], resume: Bool) {
+        var deliveries: [String] = []
+        state.withLock { state in
+            for record in records {
+                var entry = Entry(record)
+                state.remainingByIssue[entry.issueName, default: 0] += 1
+                if entry.state == .downloading { entry.state = resume ? .queued : .paused }
+                state.entries[entry.id] = entry
+                if entry.isBusy { state.busy += 1 }
+                switch entry.state {
+                case .queued:
+                    state.ready.push(id: entry.id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
+                case .retry:
+                    scheduleRetry(entry.id, at: entry.retryAt ?? Date(), in: &state)
+                case .finished where entry.request.destinationPath != nil:
+                    deliveries.append(entry.id)
+                default:
+                    break
+                }
+            }
+            pump(&state)
+        }
+        for id in deliveries { startDelivery(id) }
+    }
+
+    /// Registers newly added assets (state idle).
+    func add(_ records: [AssetRecord]) {
+        state.withLock { state in
+            for record in records {
+                let entry = Entry(record)
+                state.entries[entry.id] = entry
+                state.remainingByIssue[entry.issueName, default: 0] += 1
+            }
+        }
+    }
+
+    // MARK: Reading
+
+    struct Snapshot: Sendable {
+        var state: AssetState
+        var written: Int64
+        var expected: Int64?
+        var request: AssetRequest
+    }
+
+    /// The live view of an undelivered asset, or `nil` if the scheduler does not hold it.
+    func snapshot(_ id: String) -> Snapshot? {
+        state.withLock { state in
+            guard let entry = state.entries[id] else { return nil }
+            return Snapshot(state: Self.publicState(entry), written: entry.live.written.load(ordering: .relaxed),
+                            expected: entry.live.expectedBytes, request: entry.request)
+        }
+    }
+
+    /// Identifiers of assets asked for and not yet delivered, oldest first.
+    func activeIdentifiers() -> [String] {
+        state.withLock { state in
+            state.entries.values.filter { Self.publicState($0).isActive }.sorted { $0.seq < $1.seq }.map(\.id)
+        }
+    }
+
+    static func publicState(_ entry: Entry) -> AssetState {
+        publicState(entry.state, retryAt: entry.retryAt, attempts: entry.attempts, detail: entry.detail)
+    }
+
+    static func publicState(_ state: PersistedState, retryAt: Date?, attempts: Int, detail: String?) -> AssetState {
+        switch state {
+        case .idle: .idle
+        case .queued: .waiting(.queued)
+        case .paused: .waiting(.pausedByApp)
+        case .retry: .waiting(.retry(until: retryAt ?? Date(), attempt: attempts + 1))
+        case .downloading: .downloading
+        case .finished: .finished
+        case .delivered: .delivered
+        case .failed: .failed(detail ?? "failed")
+        case .cancelled: .cancelled
+        }
+    }
+
+    // MARK: Commands
+
+    /// Starts or reconnects: attaches `delegate` and makes sure the asset is on its way.
+    func download(_ asset: AssetDownload, delegate: (any AssetDownloadDelegate)?) {
+        let id = asset.identifier
+        var deliver = false
+        state.withLock { state in
+            guard state.entries[id] != nil, !state.closed else { return }
+            var enqueue: (seq: Int64, priority: Int, host: String)?
+            state.update(id) { entry in
+                if let delegate {
+                    if entry.hub == nil { entry.hub = AssetEventHub(asset: asset) }
+                    entry.hub!.attach(delegate)
+                }
+                switch entry.state {
+                case .idle, .failed, .cancelled, .paused:
+                    if entry.state != .paused { entry.attempts = 0 }
+                    entry.state = .queued
+                    entry.detail = nil
+                    entry.stop = nil
+                    enqueue = (entry.seq, entry.request.priority, entry.host)
+                    var patch = AssetPatch(id: id)
+                    patch.state = .queued
+                    patch.detail = .some(nil)
+                    patch.attempts = entry.attempts
+                    store.submit(patch)
+                case .finished:
+                    deliver = !entry.delivering
+                case .queued, .retry, .downloading, .delivered:
+                    break
+                }
+            }
+            if let enqueue {
+                state.ready.push(id: id, seq: enqueue.seq, priority: enqueue.priority, host: enqueue.host)
+            }
+            pump(&state)
+        }
+        if deliver { startDelivery(id) }
+        broadcastState(id)
+    }
+
+    /// Pauses: a running transfer stops keeping its bytes; a waiting one stays put.
+    func pause(_ id: String) {
+        state.withLock { state in
+            state.update(id) { entry in
+                switch entry.state {
+                case .downloading:
+                    entry.stop = .pause
+                    entry.task?.cancel()
+                case .queued, .retry, .idle:
+                    entry.retryTask?.cancel()
+                    entry.retryTask = nil
+                    entry.state = .paused
+                    var patch = AssetPatch(id: id)
+                    patch.state = .paused
+                    store.submit(patch)
+                default:
+                    break
+                }
+            }
+            wakeIdleWaiters(&state)
+        }
+        broadcastState(id)
+    }
+
+    /// Cancels: stops the transfer and removes its partial bytes.
+    func cancel(_ id: String) {
+        let failedHub: AssetEventHub? = state.withLock { state in
+            var hub: AssetEventHub?
+            state.update(id) { entry in
+                switch entry.state {
+                case .downloading:
+                    entry.stop = .cancel
+                    entry.task?.cancel()
+                case .queued, .retry, .idle, .paused, .failed:
+                    entry.retryTask?.cancel()
+                    entry.retryTask = nil
+                    entry.state = .cancelled
+                    entry.bytesOnDisk = 0
+                    entry.live.written.store(0, ordering: .relaxed)
+                    hub = entry.hub
+                    entry.hub = nil
+                    POSIX.remove(layout.partialURL(asset: id))
+                    store.submit(Self.cancelledPatch(id))
+                default:
+                    break
+                }
+            }
+            wakeIdleWaiters(&state)
+            return hub
+        }
+        failedHub?.failed(LibraryError(.cancelled, "download of asset \(id) was cancelled"))
+        broadcastState(id)
+    }
+
+    /// Forgets the assets of an issue: running transfers stop, files are removed by the caller.
+    func removeIssue(_ name: String) async {
+        let tasks: [Task<Void, Never>] = state.withLock { state in
+            var tasks: [Task<Void, Never>] = []
+            for id in state.entries.values.filter({ $0.issueName == name }).map(\.id) {
+                state.update(id) { entry in
+                    entry.retryTask?.cancel()
+                    if let task = entry.task {
+                        entry.stop = .remove
+                        task.cancel()
+                        tasks.append(task)
+                    }
+                }
+                if state.entries[id]?.task == nil {
+                    state.update(id) { $0.state = .cancelled; $0.delivering = false }
+                    state.entries[id] = nil
+                }
+            }
+            state.remainingByIssue[name] = nil
+            wakeIdleWaiters(&state)
+            return tasks
+        }
+        for task in tasks { await task.value }
+    }
+
+    /// Returns when nothing is queued, running, waiting for a retry or being delivered.
+    func waitUntilIdle() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLock { state -> Bool in
+                if state.busy == 0 { return true }
+                state.idleWaiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
+
+    /// Stops every transfer (bytes kept, progress recorded) and writes pending updates.
+    func close() async {
+        let tasks: [Task<Void, Never>] = state.withLock { state in
+            state.closed = true
+            var tasks: [Task<Void, Never>] = []
+            for id in Array(state.entries.keys) {
+                state.update(id) { entry in
+                    entry.retryTask?.cancel()
+                    if let task = entry.task {
+                        entry.stop = .pause
+                        task.cancel()
+                        tasks.append(task)
+                    }
+                }
+            }
+            return tasks
+        }
+        for task in tasks { await task.value }
+        state.withLock { state in
+            // A transfer stopped by closing resumes at the next open.
+            for id in Array(state.entries.keys) where state.entries[id]?.state == .paused && state.entries[id]?.stop == .pause {
+                var patch = AssetPatch(id: id)
+                patch.state = .queued
+                store.submit(patch)
+            }
+            for continuation in state.idleWaiters { continuation.resume() }
+            state.idleWaiters = []
+            state.entries = [:]
+        }
+        await store.flushAsync()
+    }
+
+    // MARK: Dispatch
+
+    private func pump(_ state: inout State) {
+        guard !state.closed else { return }
+        let maxPerHost = settings.maxPerHost
+        while state.running < settings.maxConcurrent {
+            let counts = state.hostCounts
+            let entries = state.entries
+            guard let next = state.ready.pop(
+                hostHasRoom: { counts[$0, default: 0] < maxPerHost },
+                isReady: { entries[$0]?.state == .queued && entries[$0]?.task == nil }
+            ) else { break }
+            start(next.id, host: next.host, in: &state)
+        }
+    }
+
+    private func start(_ id: String, host: String, in state: inout State) {
+        state.running += 1
+        state.hostCounts[host, default: 0] += 1
+        state.update(id) { entry in
+            entry.state = .downloading
+            entry.stop = nil
+            let run = Run(
+                id: id, issueName: entry.issueName, request: entry.request, bytesOnDisk: entry.bytesOnDisk,
+                validator: entry.validator, live: entry.live, hub: entry.hub)
+            entry.task = Task { [self] in
+                let outcome = await transfer(run)
+                finish(id, host: host, outcome: outcome)
+            }
+        }
+        var patch = AssetPatch(id: id)
+        patch.state = .downloading
+        store.submit(patch)
+    }
+
+    private func scheduleRetry(_ id: String, at date: Date, in state: inout State) {
+        let delay = max(0, date.timeIntervalSinceNow)
+        state.update(id) { entry in
+            entry.retryTask?.cancel()
+            entry.retryTask = Task { [self] in
+                do {
+                    try await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
+                } catch {
+                    return
+                }
+                retryDue(id)
+            }
+        }
+    }
+
+    private func retryDue(_ id: String) {
+        state.withLock { state in
+            guard let entry = state.entries[id], entry.state == .retry else { return }
+            state.update(id) { entry in
+                entry.state = .queued
+                entry.retryTask = nil
+            }
+            state.ready.push(id: id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
+            var patch = AssetPatch(id: id)
+            patch.state = .queued
+            store.submit(patch)
+            pump(&state)
+        }
+        broadcastState(id)
+    }
+
+    private func wakeIdleWaiters(_ state: inout State) {
+        for continuation in state.takeIdleWaiters() { continuation.resume() }
+    }
+
+    // MARK: Ending a transfer
+
+    private func finish(_ id: String, host: String, outcome: Outcome) {
+        var deliver = false
+        var failure: (AssetEventHub, LibraryError)?
+        state.withLock { state in
+            state.running -= 1
+            state.hostCounts[host, default: 1] -= 1
+            if state.hostCounts[host] == 0 { state.hostCounts[host] = nil }
+            guard let current = state.entries[id] else {
+                pump(&state)
+                wakeIdleWaiters(&state)
+                return
+            }
+            if current.stop == .remove {
+                state.update(id) { $0.state = .cancelled; $0.task = nil }
+                state.entries[id] = nil
+                pump(&state)
+                wakeIdleWaiters(&state)
+                return
+            }
+            state.update(id) { entry in
+                entry.task = nil
+                var patch = AssetPatch(id: id)
+                switch outcome {
+                case .finished(let size, let validator):
+                    entry.state = .finished
+                    entry.bytesOnDisk = size
+                    entry.expectedBytes = size
+                    entry.validator = validator
+                    entry.live.expected.store(size, ordering: .relaxed)
+                    patch.state = .finished
+                    patch.bytesOnDisk = size
+                    patch.expectedBytes = .some(size)
+                    patch.detail = .some(nil)
+                    deliver = entry.request.destinationPath != nil || entry.hub?.hasDelegates == true
+                case .stopped(let written, let validator):
+                    entry.bytesOnDisk = written
+                    entry.validator = validator
+                    if entry.stop == .cancel {
+                        entry.state = .cancelled
+                        entry.bytesOnDisk = 0
+                        entry.live.written.store(0, ordering: .relaxed)
+                        POSIX.remove(layout.partialURL(asset: id))
+                        patch = Self.cancelledPatch(id)
+                        if let hub = entry.hub {
+                            failure = (hub, LibraryError(.cancelled, "download of asset \(id) was cancelled"))
+                            entry.hub = nil
+                        }
+                    } else {
+                        entry.state = .paused
+                        patch.state = .paused
+                    }
+                case .failed(let error, let retryAfter, let written, let validator):
+                    entry.bytesOnDisk = written
+                    entry.validator = validator
+                    entry.attempts += 1
+                    patch.attempts = entry.attempts
+                    entry.detail = error.message
+                    patch.detail = .some(error.message)
+                    if error.isRetryable && entry.attempts < settings.retry.maxAttempts {
+                        let delay = settings.retry.delay(afterFailedAttempts: entry.attempts, retryAfter: retryAfter)
+                        let date = Date().addingTimeInterval(delay.seconds)
+                        entry.state = .retry
+                        entry.retryAt = date
+                        patch.state = .retry
+                        patch.retryAt = .some(date)
+                        logger.info("asset \(id): \(error.message); retry \(entry.attempts + 1) of \(settings.retry.maxAttempts) in \(String(format: "%.1f", delay.seconds)) s")
+                    } else {
+                        entry.state = .failed
+                        patch.state = .failed
+                        if error.isRetryable {
+                            entry.detail = "\(error.message) (gave up after \(entry.attempts) attempts)"
+                            patch.detail = .some(entry.detail)
+                        }
+                        if let hub = entry.hub {
+                            failure = (hub, LibraryError(error.code, entry.detail ?? error.message, isRetryable: error.isRetryable, underlying: error.underlying))
+                            entry.hub = nil
+                        }
+                    }
+                }
+                store.submit(patch)
+            }
+            if let entry = state.entries[id], entry.state == .retry {
+                scheduleRetry(id, at: entry.retryAt ?? Date(), in: &state)
+            }
+            pump(&state)
+            wakeIdleWaiters(&state)
+        }
+        if let (hub, error) = failure { hub.failed(error) }
+        broadcastState(id)
+        if deliver { startDelivery(id) }
+    }
+
+    private static func cancelledPatch(_ id: String) -> AssetPatch {
+        var patch = AssetPatch(id: id)
+        patch.state = .cancelled
+        patch.bytesOnDisk = 0
+        patch.validator = .some(nil)
+        return patch
+    }
+
+    // MARK: Delivery
+
+    private func startDelivery(_ id: String) {
+        let begin = state.withLock { state -> Bool in
+            guard let entry = state.entries[id], entry.state == .finished, !entry.delivering else { return false }
+            state.update(id) { $0.delivering = true }
+            return true
+        }
+        guard begin else { return }
+        Task { [self] in await deliver(id) }
+    }
+
+    private func deliver(_ id: String) async {
+        guard let (request, issueName, hub) = state.withLock({ state in
+            state.entries[id].map { ($0.request, $0.issueName, $0.hub) }
+        }) else { return }
+        let inbox = layout.inboxURL(asset: id, request: request)
+        var handledByDelegate = false
+        if let hub, hub.hasDelegates, POSIX.exists(inbox) {
+            if await hub.finished(at: inbox) {
+                // A delegate asked to keep the file: it stays in the inbox for the next attach.
+                state.withLock { state in
+                    state.update(id) { $0.delivering = false }
+                    wakeIdleWaiters(&state)
+                }
+                return
+            }
+            handledByDelegate = true
+        }
+        var failure: LibraryError?
+        if POSIX.exists(inbox) {
+            if let path = request.destinationPath {
+                do {
+                    try moveIntoIssue(inbox, issueName: issueName, path: path)
+                } catch {
+                    failure = error
+                    POSIX.remove(inbox)
+                }
+            } else if handledByDelegate {
+                POSIX.remove(inbox)
+            } else {
+                // Nobody took it and it has nowhere to go: keep it for the next delegate.
+                state.withLock { state in
+                    state.update(id) { $0.delivering = false }
+                    wakeIdleWaiters(&state)
+                }
+                return
+            }
+        }
+        var completedIssue: String?
+        state.withLock { state in
+            guard state.entries[id] != nil else { return }
+            var patch = AssetPatch(id: id)
+            if let failure {
+                state.update(id) { entry in
+                    entry.delivering = false
+                    entry.state = .failed
+                    entry.detail = failure.message
+                }
+                patch.state = .failed
+                patch.detail = .some(failure.message)
+            } else {
+                state.update(id) { entry in
+                    entry.delivering = false
+                    entry.state = .delivered
+                    entry.hub = nil
+                }
+                state.entries[id] = nil
+                patch.state = .delivered
+                patch.detail = .some(nil)
+                patch.retryAt = .some(nil)
+                let remaining = (state.remainingByIssue[issueName] ?? 1) - 1
+                state.remainingByIssue[issueName] = remaining > 0 ? remaining : nil
+                if remaining <= 0 { completedIssue = issueName }
+            }
+            store.submit(patch)
+            wakeIdleWaiters(&state)
+        }
+        if failure != nil {
+            logger.error("asset \(id): \(failure!.message)")
+        }
+        broadcastState(id, delivered: failure == nil)
+        if let completedIssue {
+            store.flush()
+            store.updateIssue(named: completedIssue) { $0.isNew = true }
+            if let record = store.issue(named: completedIssue) {
+                broadcaster.send(.issueDownloadCompleted(Issue(record: record, scheduler: self)))
+            }
+        }
+    }
+
+    /// Moves a finished file to `path` inside the issue folder, refusing anything that would
+    /// leave it (a symbolic link planted in the folder included).
+    private func moveIntoIssue(_ file: URL, issueName: String, path: String) throws(LibraryError) {
+        let folder = layout.contentURL(issue: issueName)
+        let destination = folder.appendingPathComponent(path)
+        let parent = destination.deletingLastPathComponent()
+        try POSIX.makeDirectory(parent)
+        guard let realFolder = POSIX.realPath(folder), let realParent = POSIX.realPath(parent),
+              realParent == realFolder || realParent.hasPrefix(realFolder + "/") else {
+            throw LibraryError(.invalidPath, "destination '\(path)' of issue '\(issueName)' leads outside the issue folder")
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw LibraryError(.invalidPath, "destination '\(path)' of issue '\(issueName)' is a folder")
+        }
+        try POSIX.rename(file, destination)
+    }
+
+    private func broadcastState(_ id: String, delivered: Bool = false) {
+        guard broadcaster.hasSubscribers else { return }
+        let current: AssetState? = delivered ? .delivered : snapshot(id)?.state
+        guard let current, let issueName = store.asset(id: id)?.issueName ?? state.withLock({ $0.entries[id]?.issueName }) else { return }
+        broadcaster.send(.assetStateChanged(AssetDownload(identifier: id, issueName: issueName, scheduler: self), current))
+    }
+}

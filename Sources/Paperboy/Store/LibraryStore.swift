@@ -1,0 +1,221 @@
+import Foundation
+import GRDB
+import Synchronization
+
+/// The library's SQLite database (WAL), with batched asset updates.
+///
+/// User-facing operations (adding an issue, adding assets) write synchronously. Progress and
+/// state changes of transfers are queued with ``submit(_:)`` and written together, one
+/// transaction per batch, so bookkeeping never limits throughput.
+final class LibraryStore: Sendable {
+    let pool: DatabasePool
+    let fileURL: URL
+    private let pending = Mutex<Pending>(Pending())
+    private let queue = DispatchQueue(label: "paperboy.store.writer")
+    private let batchDelay: DispatchTimeInterval
+
+    private struct Pending {
+        var patches: [String: AssetPatch] = [:]
+        var order: [String] = []
+        var flushScheduled = false
+    }
+
+    init(fileURL: URL, batchDelay: DispatchTimeInterval = .milliseconds(25)) throws(LibraryError) {
+        self.fileURL = fileURL
+        self.batchDelay = batchDelay
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in
+            // WAL + NORMAL: commits survive a process crash; a power loss may lose the last
+            // batch, which only means a little re-transfer (offsets are recorded after fsync).
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        do {
+            let pool = try DatabasePool(path: fileURL.path, configuration: configuration)
+            try Migrations.migrator.migrate(pool)
+            self.pool = pool
+        } catch {
+            throw LibraryError.storage("cannot open library database \(fileURL.path)", error)
+        }
+        for suffix in ["", "-wal", "-shm"] {
+            chmod(fileURL.path + suffix, 0o600)
+        }
+    }
+
+    // MARK: Issues
+
+    func insertIssue(_ record: IssueRecord) throws(LibraryError) {
+        do {
+            try pool.write { db in
+                if try IssueRecord.fetchOne(db, key: record.name) != nil {
+                    throw LibraryError(.duplicateIssue, "an issue named '\(record.name)' already exists")
+                }
+                try record.insert(db)
+            }
+        } catch let error as LibraryError {
+            throw error
+        } catch {
+            throw LibraryError.storage("cannot add issue '\(record.name)'", error)
+        }
+    }
+
+    func issue(named name: String) -> IssueRecord? {
+        try? pool.read { db in try IssueRecord.fetchOne(db, key: name) }
+    }
+
+    func issues() -> [IssueRecord] {
+        (try? pool.read { db in
+            try IssueRecord.order(Column("date").desc, Column("name").desc).fetchAll(db)
+        }) ?? []
+    }
+
+    func deleteIssue(named name: String) throws(LibraryError) {
+        flush()
+        do {
+            _ = try pool.write { db in try IssueRecord.deleteOne(db, key: name) }
+        } catch {
+            throw LibraryError.storage("cannot remove issue '\(name)'", error)
+        }
+    }
+
+    func updateIssue(named name: String, _ change: @Sendable @escaping (inout IssueRecord) -> Void) {
+        _ = try? pool.write { db in
+            guard var record = try IssueRecord.fetchOne(db, key: name) else { return }
+            change(&record)
+            try record.update(db)
+        }
+    }
+
+    func countNewIssues() -> Int {
+        (try? pool.read { db in try IssueRecord.filter(Column("isNew") == true).fetchCount(db) }) ?? 0
+    }
+
+    // MARK: Assets
+
+    func insertAssets(_ records: [AssetRecord]) throws(LibraryError) {
+        do {
+            try pool.write { db in
+                for record in records { try record.insert(db) }
+            }
+        } catch {
+            throw LibraryError.storage("cannot add assets", error)
+        }
+    }
+
+    func nextAssetSeq() -> Int64 {
+        ((try? pool.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM asset") }) ?? nil).map { $0 + 1 } ?? 1
+    }
+
+    func asset(id: String) -> AssetRecord? {
+        try? pool.read { db in try AssetRecord.fetchOne(db, key: id) }
+    }
+
+    func assets(issueName: String) -> [AssetRecord] {
+        (try? pool.read { db in
+            try AssetRecord.filter(Column("issueName") == issueName).order(Column("seq")).fetchAll(db)
+        }) ?? []
+    }
+
+    func undeliveredAssets() -> [AssetRecord] {
+        (try? pool.read { db in
+            try AssetRecord.filter(Column("state") != PersistedState.delivered.rawValue).order(Column("seq")).fetchAll(db)
+        }) ?? []
+    }
+
+    func deleteAsset(id: String) {
+        flush()
+        _ = try? pool.write { db in try AssetRecord.deleteOne(db, key: id) }
+    }
+
+    // MARK: Meta
+
+    func meta(_ key: String) -> String? {
+        try? pool.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE key = ?", arguments: [key]) }
+    }
+
+    func setMeta(_ key: String, _ value: String?) throws(LibraryError) {
+        do {
+            try pool.write { db in
+                if let value {
+                    try db.execute(sql: "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", arguments: [key, value])
+                } else {
+                    try db.execute(sql: "DELETE FROM meta WHERE key = ?", arguments: [key])
+                }
+            }
+        } catch {
+            throw LibraryError.storage("cannot record '\(key)'", error)
+        }
+    }
+
+    // MARK: Batched updates
+
+    /// Queues a partial update; written with others in one transaction shortly after.
+    func submit(_ patch: AssetPatch) {
+        let schedule = pending.withLock { pending -> Bool in
+            if pending.patches[patch.id] != nil {
+                pending.patches[patch.id]!.merge(patch)
+            } else {
+                pending.patches[patch.id] = patch
+                pending.order.append(patch.id)
+            }
+            if pending.flushScheduled { return false }
+            pending.flushScheduled = true
+            return true
+        }
+        if schedule {
+            queue.asyncAfter(deadline: .now() + batchDelay) { [self] in writeBatch() }
+        }
+    }
+
+    /// Writes every queued update now.
+    func flush() {
+        queue.sync { writeBatch() }
+    }
+
+    /// Writes every queued update, without blocking a thread of the cooperative pool.
+    func flushAsync() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { [self] in
+                writeBatch()
+                continuation.resume()
+            }
+        }
+    }
+
+    private func writeBatch() {
+        let batch = pending.withLock { pending -> [AssetPatch] in
+            let batch = pending.order.compactMap { pending.patches[$0] }
+            pending = Pending()
+            return batch
+        }
+        guard !batch.isEmpty else { return }
+        do {
+            try pool.write { db in
+                for patch in batch { try Self.apply(patch, in: db) }
+            }
+        } catch {
+            // The next checkpoint or state change writes again; reopening reconciles with disk.
+            FileHandle.standardError.write(Data("paperboy: cannot record progress: \(error)\n".utf8))
+        }
+    }
+
+    private static func apply(_ patch: AssetPatch, in db: Database) throws {
+        var assignments: [String] = []
+        var arguments: [(any DatabaseValueConvertible)?] = []
+        if let state = patch.state { assignments.append("state = ?"); arguments.append(state.rawValue) }
+        if let detail = patch.detail { assignments.append("detail = ?"); arguments.append(detail) }
+        if let retryAt = patch.retryAt { assignments.append("retryAt = ?"); arguments.append(retryAt) }
+        if let attempts = patch.attempts { assignments.append("attempts = ?"); arguments.append(attempts) }
+        if let bytes = patch.bytesOnDisk { assignments.append("bytesOnDisk = ?"); arguments.append(bytes) }
+        if let expected = patch.expectedBytes { assignments.append("expectedBytes = ?"); arguments.append(expected) }
+        if let validator = patch.validator {
+            assignments.append("validator = ?"); arguments.append(validator?.value)
+            assignments.append("validatorStrength = ?"); arguments.append(validator?.strength.rawValue)
+        }
+        guard !assignments.isEmpty else { return }
+        arguments.append(patch.id)
+        let statement = try db.cachedStatement(sql: "UPDATE asset SET \(assignments.joined(separator: ", ")) WHERE id = ?")
+        try statement.execute(arguments: StatementArguments(arguments))
+    }
+}

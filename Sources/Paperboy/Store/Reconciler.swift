@@ -1,0 +1,80 @@
+import Foundation
+import Logging
+
+/// Brings the database in line with the files really on disk when a library opens.
+///
+/// The rules: a count of bytes is trusted only up to the length of the partial file (a longer
+/// file is cut back to the durable count by the next attempt); a file in the inbox means the
+/// transfer completed and was verified, whatever the database says; files nobody owns are removed.
+struct Reconciler {
+    let store: LibraryStore
+    let layout: LibraryLayout
+    let logger: Logger
+
+    func reconcile() -> [AssetRecord] {
+        var records = store.undeliveredAssets()
+        var owned = Set<String>()
+        for index in records.indices {
+            var record = records[index]
+            let inbox = layout.inboxURL(asset: record.id, request: record.request)
+            let partial = layout.partialURL(asset: record.id)
+            owned.insert(inbox.lastPathComponent)
+            owned.insert(partial.lastPathComponent)
+            var patch = AssetPatch(id: record.id)
+            let state = PersistedState(rawValue: record.state) ?? .idle
+            switch state {
+            case .finished:
+                if !POSIX.exists(inbox) {
+                    if let path = record.request.destinationPath,
+                       POSIX.exists(layout.contentURL(issue: record.issueName).appendingPathComponent(path)) {
+                        // Moved to its destination; the crash came before the record.
+                        record.state = PersistedState.delivered.rawValue
+                    } else {
+                        // Taken by a delegate that did not return: fetch it again (at least once).
+                        logger.warning("asset \(record.id): finished file missing from the inbox; downloading it again")
+                        record.state = PersistedState.queued.rawValue
+                        record.bytesOnDisk = 0
+                        record.validator = nil
+                        patch.validator = .some(nil)
+                    }
+                    patch.state = PersistedState(rawValue: record.state)
+                    patch.bytesOnDisk = record.bytesOnDisk
+                }
+            case .downloading, .queued, .retry, .paused, .idle, .failed, .cancelled:
+                if POSIX.exists(inbox), [.downloading, .queued, .retry].contains(state) {
+                    // The rename into the inbox is the commit point of a transfer.
+                    record.state = PersistedState.finished.rawValue
+                    patch.state = .finished
+                    POSIX.remove(partial)
+                } else {
+                    let onDisk = fileSize(partial)
+                    if onDisk < record.bytesOnDisk {
+                        logger.info("asset \(record.id): \(record.bytesOnDisk) bytes recorded, \(onDisk) on disk; continuing from \(onDisk)")
+                        record.bytesOnDisk = onDisk
+                        patch.bytesOnDisk = onDisk
+                    }
+                }
+            case .delivered:
+                break
+            }
+            records[index] = record
+            store.submit(patch)
+        }
+        store.flush()
+        removeOrphans(in: layout.partialFolder, keeping: owned)
+        removeOrphans(in: layout.inboxFolder, keeping: owned)
+        return records.filter { $0.state != PersistedState.delivered.rawValue }
+    }
+
+    private func fileSize(_ url: URL) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+
+    private func removeOrphans(in folder: URL, keeping owned: Set<String>) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
+        for name in names where !owned.contains(name) {
+            logger.info("removing orphaned file \(folder.appendingPathComponent(name).path)")
+            try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
+        }
+    }
+}

@@ -1,0 +1,95 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CPaperboySystem
+import Foundation
+
+/// Small wrappers over the system calls the core needs, with errors that name the file.
+enum POSIX {
+    static func errorMessage(_ code: Int32 = errno) -> String {
+        String(cString: strerror(code))
+    }
+
+    /// Opens (creating if needed, mode 0600) a file for reading and writing.
+    static func openReadWrite(_ url: URL) throws(LibraryError) -> Int32 {
+        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd < 0 {
+            throw LibraryError(.storage, "cannot open \(url.path): \(errorMessage())", isRetryable: false)
+        }
+        return fd
+    }
+
+    static func fileSize(_ fd: Int32) -> Int64 {
+        var info = stat()
+        return fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
+    }
+
+    static func truncate(_ fd: Int32, to length: Int64) -> Bool {
+        ftruncate(fd, off_t(length)) == 0 && lseek(fd, off_t(length), SEEK_SET) >= 0
+    }
+
+    /// Writes the whole buffer, retrying on EINTR and short writes.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
+        guard var pointer = bytes.baseAddress else { return nil }
+        var remaining = bytes.count
+        while remaining > 0 {
+            let written = write(fd, pointer, remaining)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            pointer += written
+            remaining -= written
+        }
+        return nil
+    }
+
+    static func dataSync(_ fd: Int32) {
+        #if canImport(Darwin)
+        _ = fsync(fd)
+        #else
+        _ = fdatasync(fd)
+        #endif
+    }
+
+    static func fileSystemSync(_ fd: Int32) {
+        _ = paperboy_syncfs(fd)
+    }
+
+    static func closeFile(_ fd: Int32) {
+        _ = close(fd)
+    }
+
+    static func rename(_ from: URL, _ to: URL) throws(LibraryError) {
+        if Foundation.rename(from.path, to.path) != 0 {
+            throw LibraryError(.storage, "cannot move \(from.path) to \(to.path): \(errorMessage())", isRetryable: false)
+        }
+    }
+
+    static func exists(_ url: URL) -> Bool {
+        access(url.path, F_OK) == 0
+    }
+
+    static func remove(_ url: URL) {
+        unlink(url.path)
+    }
+
+    /// Creates a folder and its missing parents with mode 0700.
+    static func makeDirectory(_ url: URL) throws(LibraryError) {
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw LibraryError.storage("cannot create folder \(url.path)", error)
+        }
+    }
+
+    static func realPath(_ url: URL) -> String? {
+        guard let resolved = realpath(url.path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+}

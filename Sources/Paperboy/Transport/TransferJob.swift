@@ -1,0 +1,86 @@
+import Foundation
+
+/// One request handed to a ``Transport``: what to fetch and where to continue from.
+public struct TransferJob: Sendable {
+    /// The source URL. Plain paths are turned into `file:` URLs before they reach a transport.
+    public var url: URL
+    /// Extra request headers (meaningful to transports that have headers).
+    public var headers: [String: String]
+    /// Bytes already safely on disk: the transport should continue from here (0 = from the start).
+    public var offset: Int64
+    /// The validator recorded when the partial bytes began, if any.
+    ///
+    /// A transport that can make the resume conditional sends it to the source; the core
+    /// compares it again when ``TransferSink/begin(_:)`` reports the current one.
+    public var validator: ResourceValidator?
+    /// Time allowed to establish a connection.
+    public var connectTimeout: Duration
+    /// Time without any byte after which the transfer is abandoned as stalled.
+    public var idleTimeout: Duration
+    /// Transport-specific options (for example a CA file), keyed by option name.
+    public var options: [String: String]
+    /// The identifier of the asset this job belongs to, for logs.
+    public var assetIdentifier: String
+
+    /// Creates a job.
+    public init(
+        url: URL,
+        headers: [String: String] = [:],
+        offset: Int64 = 0,
+        validator: ResourceValidator? = nil,
+        connectTimeout: Duration = .seconds(30),
+        idleTimeout: Duration = .seconds(60),
+        options: [String: String] = [:],
+        assetIdentifier: String = ""
+    ) {
+        self.url = url
+        self.headers = headers
+        self.offset = offset
+        self.validator = validator
+        self.connectTimeout = connectTimeout
+        self.idleTimeout = idleTimeout
+        self.options = options
+        self.assetIdentifier = assetIdentifier
+    }
+}
+
+/// Identifies one version of a remote resource, so that bytes of two versions are never spliced.
+public struct ResourceValidator: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// How much a validator can be trusted to identify a version.
+    public enum Strength: String, Sendable, Hashable, Codable {
+        /// Byte-for-byte identity (a strong ETag, size + mtime + inode of a local file).
+        case strong
+        /// Probably the same version (Last-Modified, a weak ETag).
+        case weak
+    }
+
+    /// An opaque value, compared for equality (for example `etag:"abc"`).
+    public var value: String
+    /// How much the value can be trusted.
+    public var strength: Strength
+
+    /// Creates a validator.
+    public init(_ value: String, strength: Strength) {
+        self.value = value
+        self.strength = strength
+    }
+
+    public var description: String { "\(value) (\(strength.rawValue))" }
+}
+
+/// What the source promised, reported once by a transport through ``TransferSink/begin(_:)``.
+public struct TransferResponse: Sendable, Hashable {
+    /// The offset the source really continues from: `0` when it sends the whole resource.
+    public var offset: Int64
+    /// The total length of the resource in bytes, when known.
+    public var expectedLength: Int64?
+    /// The validator of the version being sent, when the source has one.
+    public var validator: ResourceValidator?
+
+    /// Creates a response.
+    public init(offset: Int64, expectedLength: Int64?, validator: ResourceValidator?) {
+        self.offset = offset
+        self.expectedLength = expectedLength
+        self.validator = validator
+    }
+}

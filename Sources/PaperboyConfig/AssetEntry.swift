@@ -1,0 +1,66 @@
+import Foundation
+
+/// An `[[issues.assets]]` entry: one file of an issue.
+public struct AssetEntry: Sendable, Equatable {
+    /// What to do with the file once downloaded and verified.
+    public enum Unpack: String, Sendable, CaseIterable {
+        /// Extract a zip archive into the issue's folder.
+        case zip
+    }
+
+    /// What the asset is to a shelf UI.
+    public enum Role: String, Sendable, CaseIterable {
+        /// The issue's content.
+        case content
+        /// The issue's cover image.
+        case cover
+    }
+
+    /// Where to download from (`url`); a plain path becomes a file URL relative to the configuration.
+    public var url: URL
+    /// The expected SHA-256 in lowercase hexadecimal (`sha256`), if any.
+    public var sha256: String?
+    /// Where to put the file inside the issue's folder (`path`), relative, without `..`.
+    ///
+    /// Defaults to the last path component of ``url``.
+    public var path: String
+    /// How to unpack the file (`unpack`); `nil` keeps it as is.
+    public var unpack: Unpack?
+    /// The asset's role (`role`), `content` by default.
+    public var role: Role
+    /// The download priority, higher first (`priority`), default 0.
+    public var priority: Int
+    /// The interface classes this asset may use (`allowed_networks`); `nil` follows `[network]`.
+    public var allowedNetworks: Set<NetworkSettings.InterfaceClass>?
+    /// Whether metered networks may be used (`allow_expensive`); `nil` follows `[network]`.
+    public var allowExpensive: Bool?
+    /// Whether constrained networks may be used (`allow_constrained`); `nil` follows `[network]`.
+    public var allowConstrained: Bool?
+    /// The line of the `[[issues.assets]]` header, if known.
+    public var line: Int?
+
+    /// Creates an asset entry.
+    public init(
+        url: URL,
+        sha256: String? = nil,
+        path: String,
+        unpack: Unpack? = nil,
+        role: Role = .content,
+        priority: Int = 0,
+        allowedNetworks: Set<NetworkSettings.InterfaceClass>? = nil,
+        allowExpensive: Bool? = nil,
+        allowConstrained: Bool? = nil,
+        line: Int? = nil
+    ) {
+        self.url = url
+        self.sha256 = sha256
+        self.path = path
+        self.unpack = unpack
+        self.role = role
+        self.priority = priority
+        self.allowedNetworks = allowedNetworks
+        self.allowExpensive = allowExpensive
+        self.allowConstrained = allowConstrained
+        self.line = line
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import TOMLKit
+
+extension ConfigDecoder {
+    func decodeCredentials(_ tables: [TableReader]) throws(ConfigError) -> [CredentialEntry] {
+        var entries: [CredentialEntry] = []
+        for table in tables {
+            try table.checkKnownKeys([
+                "match", "username", "password_env", "password_file", "token_env", "token_file",
+                "private_key", "passphrase_env", "passphrase_file", "known_hosts", "ca_file",
+            ])
+            let match = try table.require(table.string("match"), "match")
+            let matchURL: URL
+            do {
+                matchURL = try PathResolution.parseURL(match)
+            } catch {
+                throw table.invalid("match", error)
+            }
+            if let earlier = entries.first(where: { $0.match == match }) {
+                throw table.error(
+                    .duplicate, "match",
+                    "duplicate credentials for \"\(match)\" (first defined on line \(earlier.line ?? 1))"
+                )
+            }
+            entries.append(CredentialEntry(
+                match: match,
+                matchURL: matchURL,
+                username: try table.string("username"),
+                password: try secret(table, "password"),
+                token: try secret(table, "token"),
+                privateKey: try filePath(table, "private_key"),
+                passphrase: try secret(table, "passphrase"),
+                knownHosts: try filePath(table, "known_hosts"),
+                caFile: try filePath(table, "ca_file"),
+                line: context.line(for: table.path)
+            ))
+        }
+        return entries
+    }
+
+    /// Reads `<name>_env` or `<name>_file`: at most one, the variable set, the file readable.
+    private func secret(_ table: TableReader, _ name: String) throws(ConfigError) -> Secret? {
+        let envKey = name + "_env", fileKey = name + "_file"
+        let variable = try table.string(envKey)
+        let file = try table.string(fileKey)
+        if variable != nil && file != nil {
+            let later = context.line(for: table.keyPath(envKey)) > context.line(for: table.keyPath(fileKey))
+                ? envKey : fileKey
+            throw table.error(.invalidValue, later, "set at most one of '\(envKey)' and '\(fileKey)'")
+        }
+        if let variable {
+            guard !variable.isEmpty else {
+                throw table.error(.invalidValue, envKey, "expected an environment variable name, got \"\"")
+            }
+            guard let value = context.environment[variable] else {
+                throw table.error(.missingEnvironmentVariable, envKey, "environment variable '\(variable)' is not set")
+            }
+            return Secret(environmentVariable: variable, value: value)
+        }
+        if let file {
+            guard !file.isEmpty else { throw table.error(.invalidValue, fileKey, "expected a file path, got \"\"") }
+            let url = context.paths.fileURL(forPath: file)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue,
+                  FileManager.default.isReadableFile(atPath: url.path)
+            else {
+                throw table.error(
+                    .missingSecretFile, fileKey, "secret file '\(url.path)' does not exist or is not readable"
+                )
+            }
+            return Secret(file: url)
+        }
+        return nil
+    }
+
+    private func filePath(_ table: TableReader, _ key: String) throws(ConfigError) -> URL? {
+        guard let path = try table.string(key) else { return nil }
+        guard !path.isEmpty else { throw table.error(.invalidValue, key, "expected a file path, got \"\"") }
+        return context.paths.fileURL(forPath: path)
+    }
+
+    func decodeFeeds(_ tables: [TableReader]) throws(ConfigError) -> [FeedEntry] {
+        var entries: [FeedEntry] = []
+        for table in tables {
+            try table.checkKnownKeys(["name", "url"])
+            let name = try table.require(table.string("name"), "name")
+            let text = try table.require(table.string("url"), "url")
+            guard !name.isEmpty else { throw table.error(.invalidValue, "name", "expected a name, got \"\"") }
+            if let earlier = entries.first(where: { $0.name == name }) {
+                throw table.error(
+                    .duplicate, "name", "duplicate feed name \"\(name)\" (first defined on line \(earlier.line ?? 1))"
+                )
+            }
+            let url: URL
+            do {
+                url = try context.paths.url(for: text)
+            } catch {
+                throw table.invalid("url", error)
+            }
+            entries.append(FeedEntry(name: name, url: url, line: context.line(for: table.path)))
+        }
+        return entries
+    }
+
+    func decodeTransports(_ tables: [TableReader]) throws(ConfigError) -> [TransportEntry] {
+        var entries: [TransportEntry] = []
+        for table in tables {
+            try table.checkKnownKeys(["scheme", "command"])
+            let scheme = try table.require(table.string("scheme"), "scheme").lowercased()
+            var command = try table.require(table.strings("command", nonEmpty: true), "command")
+            guard PathResolution.hasScheme(scheme + ":"), !scheme.contains(":") else {
+                throw table.error(.invalidValue, "scheme", "expected a URL scheme such as \"ipfs\", got \"\(scheme)\"")
+            }
+            if let earlier = entries.first(where: { $0.scheme == scheme }) {
+                throw table.error(
+                    .duplicate, "scheme",
+                    "duplicate transport for scheme \"\(scheme)\" (first defined on line \(earlier.line ?? 1))"
+                )
+            }
+            guard !command[0].isEmpty else {
+                throw context.error(.invalidValue, at: table.keyPath("command") + "[0]", "expected an executable, got \"\"")
+            }
+            if command[0].contains("/") || command[0].hasPrefix("~") {
+                command[0] = context.paths.fileURL(forPath: command[0]).path
+            }
+            entries.append(TransportEntry(scheme: scheme, command: command, line: context.line(for: table.path)))
+        }
+        return entries
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+import TOMLKit
+
+extension ConfigDecoder {
+    func decodeIssues(_ tables: [TableReader]) throws(ConfigError) -> [IssueEntry] {
+        var issues: [IssueEntry] = []
+        for table in tables {
+            try table.checkKnownKeys(["name", "date", "assets"])
+            let name = try table.require(table.string("name"), "name")
+            guard !name.isEmpty, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else {
+                throw table.error(.invalidValue, "name", "expected a non-empty name without control characters")
+            }
+            let date = try table.require(issueDate(table), "date")
+            let line = context.line(for: table.path)
+            if let earlier = issues.first(where: { $0.name == name }) {
+                throw table.error(
+                    .duplicate, "name",
+                    "duplicate issue name \"\(name)\" on lines \(earlier.line ?? 1) and \(line)"
+                )
+            }
+            var assets: [AssetEntry] = []
+            for assetTable in try table.tableArray("assets") {
+                let asset = try decodeAsset(assetTable)
+                if let earlier = assets.first(where: { $0.path == asset.path }) {
+                    throw context.error(
+                        .duplicate, at: assetTable.keyPath(assetTable.value("path") == nil ? "url" : "path"),
+                        "two assets of issue \"\(name)\" would both be saved as \"\(asset.path)\" "
+                            + "(lines \(earlier.line ?? 1) and \(asset.line ?? 1)); set a distinct 'path'"
+                    )
+                }
+                assets.append(asset)
+            }
+            issues.append(IssueEntry(name: name, date: date, assets: assets, line: line))
+        }
+        return issues
+    }
+
+    /// A TOML date (midnight UTC), a `"YYYY-MM-DD"` string, or a date-time (UTC when it has no offset).
+    private func issueDate(_ table: TableReader) throws(ConfigError) -> Date? {
+        guard let value = table.value("date") else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        func makeDate(_ year: Int, _ month: Int, _ day: Int, _ time: TOMLTime? = nil, offsetMinutes: Int = 0) -> Date? {
+            var components = DateComponents(year: year, month: month, day: day)
+            components.hour = time?.hour ?? 0
+            components.minute = time?.minute ?? 0
+            components.second = time?.second ?? 0
+            components.nanosecond = time?.nanoSecond ?? 0
+            guard components.isValidDate(in: calendar), let date = calendar.date(from: components) else { return nil }
+            return date.addingTimeInterval(TimeInterval(-offsetMinutes * 60))
+        }
+        if let date = value.date {
+            if let result = makeDate(date.year, date.month, date.day) { return result }
+        } else if let dateTime = value.dateTime {
+            let offset = dateTime.offset?.offset ?? 0
+            // Typed, because TOMLValueConvertible.time (nil for a date-time) would otherwise win.
+            let time: TOMLTime = dateTime.time
+            if let result = makeDate(
+                dateTime.date.year, dateTime.date.month, dateTime.date.day, time, offsetMinutes: offset
+            ) {
+                return result
+            }
+        } else if let text = value.string {
+            let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+            if parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+               parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+               let result = makeDate(Int(parts[0])!, Int(parts[1])!, Int(parts[2])!) {
+                return result
+            }
+            throw table.error(.invalidValue, "date", "expected a date YYYY-MM-DD, got \"\(text)\"")
+        } else {
+            throw table.typeMismatch("date", expected: "a date (2026-11-21 or \"2026-11-21\")", got: value)
+        }
+        throw table.error(.invalidValue, "date", "not a valid calendar date")
+    }
+
+    private func decodeAsset(_ table: TableReader) throws(ConfigError) -> AssetEntry {
+        try table.checkKnownKeys([
+            "url", "sha256", "path", "unpack", "role", "priority",
+            "allowed_networks", "allow_expensive", "allow_constrained",
+        ])
+        let text = try table.require(table.string("url"), "url")
+        let url: URL
+        do {
+            url = try context.paths.url(for: text)
+        } catch {
+            throw table.invalid("url", error)
+        }
+        var asset = AssetEntry(url: url, path: "", line: context.line(for: table.path))
+        if let sha256 = try table.string("sha256") {
+            guard sha256.count == 64, sha256.allSatisfy(\.isHexDigit) else {
+                throw table.error(.invalidValue, "sha256", "expected 64 hexadecimal digits, got \"\(sha256)\"")
+            }
+            asset.sha256 = sha256.lowercased()
+        }
+        if let path = try table.string("path") {
+            do {
+                asset.path = try Self.validateAssetPath(path)
+            } catch {
+                throw table.invalid("path", error)
+            }
+        } else {
+            let last = url.lastPathComponent
+            guard !last.isEmpty, last != "/", last != ".", last != ".." else {
+                throw table.error(
+                    .invalidValue, "url", "cannot derive a file name from \"\(text)\"; set 'path' for this asset"
+                )
+            }
+            asset.path = last
+        }
+        asset.unpack = try table.choice("unpack", of: AssetEntry.Unpack.self)
+        asset.role = try table.choice("role", of: AssetEntry.Role.self) ?? asset.role
+        asset.priority = try table.int("priority") ?? asset.priority
+        asset.allowedNetworks = try interfaceClasses(table, "allowed_networks")
+        asset.allowExpensive = try table.bool("allow_expensive")
+        asset.allowConstrained = try table.bool("allow_constrained")
+        return asset
+    }
+
+    /// Checks an asset's path inside its issue folder: relative, no `..`, no control characters.
+    static func validateAssetPath(_ path: String) throws(ConfigValueError) -> String {
+        guard !path.isEmpty else { throw ConfigValueError("expected a relative file path, got \"\"") }
+        if path.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw ConfigValueError("a path must not contain NUL or control characters")
+        }
+        guard !path.hasPrefix("/"), !path.hasPrefix("~") else {
+            throw ConfigValueError("expected a path relative to the issue's folder, got \"\(path)\"")
+        }
+        let components = path.split(separator: "/", omittingEmptySubsequences: true)
+        guard !components.contains("..") else {
+            throw ConfigValueError("a path must stay inside the issue's folder (no \"..\"), got \"\(path)\"")
+        }
+        let kept = components.filter { $0 != "." }
+        guard !kept.isEmpty, !path.hasSuffix("/") else {
+            throw ConfigValueError("expected a file path, got \"\(path)\"")
+        }
+        return kept.joined(separator: "/")
+    }
+}

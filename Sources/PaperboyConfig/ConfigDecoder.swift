@@ -1,0 +1,148 @@
+import Foundation
+import TOMLKit
+
+/// Turns a parsed TOML document into a ``PaperboyConfiguration``, section by section.
+struct ConfigDecoder {
+    let context: DecodeContext
+
+    static let sections = [
+        "library", "scheduler", "bandwidth", "network", "notifications", "hooks",
+        "credentials", "feeds", "transports", "issues",
+    ]
+
+    func decode(_ root: TableReader) throws(ConfigError) -> PaperboyConfiguration {
+        try root.checkKnownKeys(Self.sections)
+        let library = try decodeLibrary(root.section("library"))
+        return PaperboyConfiguration(
+            fileURL: context.fileURL,
+            library: library,
+            scheduler: try decodeScheduler(root.section("scheduler")),
+            bandwidth: try decodeBandwidth(root.section("bandwidth")),
+            network: try decodeNetwork(root.section("network"), mode: library.mode),
+            notifications: try decodeNotifications(root.section("notifications")),
+            hooks: try decodeHooks(root.section("hooks")),
+            credentials: try decodeCredentials(root.tableArray("credentials")),
+            feeds: try decodeFeeds(root.tableArray("feeds")),
+            transports: try decodeTransports(root.tableArray("transports")),
+            issues: try decodeIssues(root.tableArray("issues")),
+            sourceMap: context.sourceMap
+        )
+    }
+
+    private func decodeLibrary(_ table: TableReader?) throws(ConfigError) -> LibrarySettings {
+        var settings = LibrarySettings(path: LibrarySettings.defaultPath(environment: context.environment))
+        guard let table else { return settings }
+        try table.checkKnownKeys(["path", "mode"])
+        if let path = try table.string("path") {
+            guard !path.isEmpty else { throw table.error(.invalidValue, "path", "expected a folder path, got \"\"") }
+            settings.path = URL(fileURLWithPath: context.paths.fileURL(forPath: path).path, isDirectory: true)
+        }
+        settings.mode = try table.choice("mode", of: LibrarySettings.Mode.self) ?? settings.mode
+        return settings
+    }
+
+    private func decodeScheduler(_ table: TableReader?) throws(ConfigError) -> SchedulerSettings {
+        var settings = SchedulerSettings()
+        guard let table else { return settings }
+        try table.checkKnownKeys(["max_concurrent", "max_per_host", "retry_attempts", "retry_base_delay", "retry_max_delay"])
+        settings.maxConcurrent = try table.positiveInt("max_concurrent") ?? settings.maxConcurrent
+        settings.maxPerHost = try table.positiveInt("max_per_host") ?? settings.maxPerHost
+        settings.retryAttempts = try table.positiveInt("retry_attempts") ?? settings.retryAttempts
+        settings.retryBaseDelay = try table.duration("retry_base_delay") ?? settings.retryBaseDelay
+        settings.retryMaxDelay = try table.duration("retry_max_delay") ?? settings.retryMaxDelay
+        if settings.retryBaseDelay > settings.retryMaxDelay {
+            let key = table.value("retry_max_delay") != nil ? "retry_max_delay" : "retry_base_delay"
+            throw table.error(
+                .invalidValue, key,
+                "retry_base_delay (\(DurationParser.string(for: settings.retryBaseDelay))) is longer than "
+                    + "retry_max_delay (\(DurationParser.string(for: settings.retryMaxDelay)))"
+            )
+        }
+        return settings
+    }
+
+    private func decodeBandwidth(_ table: TableReader?) throws(ConfigError) -> BandwidthSettings {
+        var settings = BandwidthSettings()
+        guard let table else { return settings }
+        try table.checkKnownKeys(["limit", "per_transfer", "schedule"])
+        if let limit = try table.rate("limit") { settings.limit = limit }
+        if let perTransfer = try table.rate("per_transfer") { settings.perTransfer = perTransfer }
+        for (index, text) in (try table.strings("schedule") ?? []).enumerated() {
+            let keyPath = table.keyPath("schedule") + "[\(index)]"
+            var entry: BandwidthScheduleEntry
+            do {
+                entry = try BandwidthScheduleEntry.parse(text)
+            } catch {
+                throw context.error(.invalidValue, at: keyPath, error.message)
+            }
+            entry.line = context.line(for: keyPath)
+            if let previous = settings.schedule.last, previous.minuteOfDay >= entry.minuteOfDay {
+                throw context.error(
+                    .invalidValue, at: keyPath,
+                    "schedule times must be strictly increasing, but \"\(text)\" does not come after "
+                        + "\(Self.clock(previous.minuteOfDay))"
+                )
+            }
+            settings.schedule.append(entry)
+        }
+        return settings
+    }
+
+    private static func clock(_ minuteOfDay: Int) -> String {
+        let hours = minuteOfDay / 60, minutes = minuteOfDay % 60
+        return (hours < 10 ? "0" : "") + "\(hours):" + (minutes < 10 ? "0" : "") + "\(minutes)"
+    }
+
+    private func decodeNetwork(_ table: TableReader?, mode: LibrarySettings.Mode) throws(ConfigError) -> NetworkSettings {
+        var settings = NetworkSettings(allowExpensive: mode == .foreground)
+        guard let table else { return settings }
+        try table.checkKnownKeys(["assume", "allowed", "allow_expensive", "allow_constrained"])
+        if let assume = try table.string("assume") {
+            do {
+                settings.assume = try NetworkSettings.Assumption.parse(assume)
+            } catch {
+                throw table.invalid("assume", error)
+            }
+        }
+        settings.allowed = try interfaceClasses(table, "allowed") ?? settings.allowed
+        settings.allowExpensive = try table.bool("allow_expensive") ?? settings.allowExpensive
+        settings.allowConstrained = try table.bool("allow_constrained") ?? settings.allowConstrained
+        return settings
+    }
+
+    func interfaceClasses(
+        _ table: TableReader, _ key: String
+    ) throws(ConfigError) -> Set<NetworkSettings.InterfaceClass>? {
+        guard let names = try table.strings(key) else { return nil }
+        var classes: Set<NetworkSettings.InterfaceClass> = []
+        for (index, name) in names.enumerated() {
+            guard let kind = NetworkSettings.InterfaceClass(rawValue: name) else {
+                let all = NetworkSettings.InterfaceClass.allCases.map(\.rawValue)
+                throw context.error(
+                    .invalidValue, at: table.keyPath(key) + "[\(index)]",
+                    "expected one of \(all.joined(separator: ", ")), got \"\(name)\"",
+                    suggestion: EditDistance.suggestion(for: name, among: all)
+                )
+            }
+            classes.insert(kind)
+        }
+        return classes
+    }
+
+    private func decodeNotifications(_ table: TableReader?) throws(ConfigError) -> NotificationSettings {
+        var settings = NotificationSettings()
+        guard let table else { return settings }
+        try table.checkKnownKeys(["throttle", "dont_throttle"])
+        settings.throttle = try table.duration("throttle") ?? settings.throttle
+        settings.dontThrottle = try table.bool("dont_throttle") ?? settings.dontThrottle
+        return settings
+    }
+
+    private func decodeHooks(_ table: TableReader?) throws(ConfigError) -> HookSettings {
+        var settings = HookSettings()
+        guard let table else { return settings }
+        try table.checkKnownKeys(["on_issue_available"])
+        settings.onIssueAvailable = try table.strings("on_issue_available", nonEmpty: true)
+        return settings
+    }
+}

@@ -1,0 +1,33 @@
+import Foundation
+
+/// The `[library]` section: where the library lives and how it runs.
+public struct LibrarySettings: Sendable, Equatable {
+    /// How the library behaves towards networks and the user.
+    public enum Mode: String, Sendable, CaseIterable {
+        /// An app or operator is waiting: any allowed network, including metered ones.
+        case foreground
+        /// Nobody is waiting: by default, unmetered networks only.
+        case background
+    }
+
+    /// The library's root folder (`path`).
+    public var path: URL
+    /// The library's mode (`mode`), `foreground` by default.
+    public var mode: Mode
+
+    /// Creates library settings.
+    public init(path: URL, mode: Mode = .foreground) {
+        self.path = path
+        self.mode = mode
+    }
+
+    /// `$XDG_DATA_HOME/paperboy`, or `~/.local/share/paperboy` when it is unset or relative.
+    public static func defaultPath(environment: [String: String]) -> URL {
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") {
+            return URL(fileURLWithPath: data, isDirectory: true).appendingPathComponent("paperboy", isDirectory: true)
+        }
+        let home = PathResolution.homeDirectory(environment: environment)
+        return URL(fileURLWithPath: home, isDirectory: true)
+            .appendingPathComponent(".local/share/paperboy", isDirectory: true)
+    }
+}

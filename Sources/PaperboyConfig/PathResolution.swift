@@ -1,0 +1,69 @@
+import Foundation
+
+/// Turns paths and URLs written in the configuration into absolute URLs.
+struct PathResolution {
+    /// The folder holding the configuration file; relative paths start here.
+    let baseDirectory: URL
+    /// The home folder, for `~/` paths.
+    let home: String
+
+    init(fileURL: URL, environment: [String: String]) {
+        self.baseDirectory = fileURL.standardizedFileURL.deletingLastPathComponent()
+        self.home = Self.homeDirectory(environment: environment)
+    }
+
+    static func homeDirectory(environment: [String: String]) -> String {
+        if let home = environment["HOME"], !home.isEmpty { return home }
+        return NSHomeDirectory()
+    }
+
+    /// Resolves a file path: `~/x` in the home folder, `/x` as is, anything else in the
+    /// configuration's folder.
+    func fileURL(forPath path: String) -> URL {
+        if path == "~" { return URL(fileURLWithPath: home, isDirectory: true) }
+        if path.hasPrefix("~/") {
+            return URL(fileURLWithPath: home).appendingPathComponent(String(path.dropFirst(2))).standardizedFileURL
+        }
+        if path.hasPrefix("/") { return URL(fileURLWithPath: path).standardizedFileURL }
+        return baseDirectory.appendingPathComponent(path).standardizedFileURL
+    }
+
+    /// Whether text starts with a URL scheme such as `https:` or `file:`.
+    static func hasScheme(_ text: String) -> Bool {
+        guard let colon = text.firstIndex(of: ":") else { return false }
+        let scheme = text[..<colon]
+        guard let first = scheme.first, first.isASCII, first.isLetter else { return false }
+        return scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
+    }
+
+    /// Resolves a URL with a scheme, or a path (relative to the configuration's folder) as a file URL.
+    func url(for text: String) throws(ConfigValueError) -> URL {
+        guard !text.isEmpty else { throw ConfigValueError("expected a URL or a path, got an empty string") }
+        if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            throw ConfigValueError("a URL or path must not contain control characters")
+        }
+        guard Self.hasScheme(text) else {
+            return fileURL(forPath: text)
+        }
+        return try Self.parseURL(text)
+    }
+
+    /// Parses a URL that must have a scheme; rejects spaces and, for network schemes, a missing host.
+    static func parseURL(_ text: String) throws(ConfigValueError) -> URL {
+        guard !text.isEmpty else { throw ConfigValueError("expected a URL, got an empty string") }
+        if let bad = text.unicodeScalars.first(where: {
+            $0.properties.isWhitespace || $0.properties.generalCategory == .control
+        }) {
+            let what = bad == " " ? "a space" : "whitespace or a control character"
+            throw ConfigValueError("invalid URL \"\(text)\": it contains \(what) (percent-encode it as %20)")
+        }
+        guard hasScheme(text), let url = URL(string: text), let scheme = url.scheme, !scheme.isEmpty else {
+            throw ConfigValueError("invalid URL \"\(text)\": expected a URL with a scheme, such as https://host/path")
+        }
+        if ["http", "https", "sftp", "ftp", "ftps", "scp"].contains(scheme.lowercased()),
+           url.host == nil || url.host?.isEmpty == true {
+            throw ConfigValueError("invalid URL \"\(text)\": a \(scheme.lowercased()) URL needs a host")
+        }
+        return url
+    }
+}

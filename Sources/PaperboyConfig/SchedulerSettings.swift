@@ -1,0 +1,28 @@
+/// The `[scheduler]` section: how many transfers run and how failures are retried.
+public struct SchedulerSettings: Sendable, Equatable {
+    /// Transfers running at once across all hosts (`max_concurrent`), default 4.
+    public var maxConcurrent: Int
+    /// Transfers running at once against one host (`max_per_host`), default 4.
+    public var maxPerHost: Int
+    /// Attempts per transfer, the first one included (`retry_attempts`), default 5.
+    public var retryAttempts: Int
+    /// The delay before the first retry, doubled each time (`retry_base_delay`), default 1 s.
+    public var retryBaseDelay: Duration
+    /// The longest delay between retries (`retry_max_delay`), default 5 min.
+    public var retryMaxDelay: Duration
+
+    /// Creates scheduler settings; the defaults are those of an absent `[scheduler]` section.
+    public init(
+        maxConcurrent: Int = 4,
+        maxPerHost: Int = 4,
+        retryAttempts: Int = 5,
+        retryBaseDelay: Duration = .seconds(1),
+        retryMaxDelay: Duration = .seconds(300)
+    ) {
+        self.maxConcurrent = maxConcurrent
+        self.maxPerHost = maxPerHost
+        self.retryAttempts = retryAttempts
+        self.retryBaseDelay = retryBaseDelay
+        self.retryMaxDelay = retryMaxDelay
+    }
+}

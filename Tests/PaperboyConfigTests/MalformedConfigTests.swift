@@ -1,0 +1,296 @@
+import Foundation
+import Testing
+@testable import PaperboyConfig
+
+/// A configuration that must fail, and exactly how.
+struct MalformedCase: Sendable, CustomTestStringConvertible {
+    var name: String
+    var text: String
+    var line: Int
+    var key: String?
+    var code: ConfigError.Code
+    var suggestion: String? = nil
+    /// Text the description must end with (after the file path), or contain.
+    var message: String
+    var environment: [String: String] = fixtureEnvironment
+
+    var testDescription: String { name }
+}
+
+@Suite struct MalformedConfigTests {
+    static let cases: [MalformedCase] = [
+        MalformedCase(
+            name: "bad TOML syntax",
+            text: "[scheduler]\nmax_concurrent = = 4\n",
+            line: 2, key: nil, code: .syntax, message: "paperboy.toml:2:"
+        ),
+        MalformedCase(
+            name: "unknown key",
+            text: "# comment\n[scheduler]\nmax_concurent = 4\n",
+            line: 3, key: "scheduler.max_concurent", code: .unknownKey, suggestion: "max_concurrent",
+            message: "paperboy.toml:3: unknown key 'max_concurent' in [scheduler]; did you mean 'max_concurrent'?"
+        ),
+        MalformedCase(
+            name: "unknown key in an asset",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"a.pdf\"\nsha265 = \"x\"\n",
+            line: 6, key: "issues[0].assets[0].sha265", code: .unknownKey, suggestion: "sha256",
+            message: "paperboy.toml:6: unknown key 'sha265' in [[issues.assets]]; did you mean 'sha256'?"
+        ),
+        MalformedCase(
+            name: "unknown key without a near match",
+            text: "[network]\nallowed = [\"wifi\"]\ncolour = \"blue\"\n",
+            line: 3, key: "network.colour", code: .unknownKey,
+            message: "paperboy.toml:3: unknown key 'colour' in [network]"
+        ),
+        MalformedCase(
+            name: "unknown table",
+            text: "[library]\nmode = \"foreground\"\n\n[schedular]\nmax_concurrent = 4\n",
+            line: 4, key: "schedular", code: .unknownTable, suggestion: "scheduler",
+            message: "paperboy.toml:4: unknown table 'schedular'; did you mean 'scheduler'?"
+        ),
+        MalformedCase(
+            name: "unknown array of tables",
+            text: "[[issue]]\nname = \"a\"\n",
+            line: 1, key: "issue", code: .unknownTable, suggestion: "issues",
+            message: "paperboy.toml:1: unknown table 'issue'; did you mean 'issues'?"
+        ),
+        MalformedCase(
+            name: "wrong type",
+            text: "[scheduler]\nmax_per_host = 2\nmax_concurrent = \"4\"\n",
+            line: 3, key: "scheduler.max_concurrent", code: .typeMismatch,
+            message: "paperboy.toml:3: scheduler.max_concurrent: expected an integer, got a string"
+        ),
+        MalformedCase(
+            name: "section of the wrong type",
+            text: "scheduler = 4\n",
+            line: 1, key: "scheduler", code: .typeMismatch,
+            message: "scheduler: expected a table ([scheduler]), got an integer"
+        ),
+        MalformedCase(
+            name: "number below 1",
+            text: "[scheduler]\nretry_attempts = 0\n",
+            line: 2, key: "scheduler.retry_attempts", code: .invalidValue,
+            message: "scheduler.retry_attempts: expected an integer of at least 1, got 0"
+        ),
+        MalformedCase(
+            name: "bad rate",
+            text: "[bandwidth]\nlimit = \"10 Mbps\"\n",
+            line: 2, key: "bandwidth.limit", code: .invalidValue,
+            message: "bandwidth.limit: expected a rate like \"10MB/s\""
+        ),
+        MalformedCase(
+            name: "zero rate",
+            text: "[bandwidth]\nper_transfer = 0\n",
+            line: 2, key: "bandwidth.per_transfer", code: .invalidValue,
+            message: "a rate must be at least 1 B/s"
+        ),
+        MalformedCase(
+            name: "bad duration",
+            text: "[scheduler]\n\nretry_base_delay = \"5 minutes\"\n",
+            line: 3, key: "scheduler.retry_base_delay", code: .invalidValue,
+            message: "scheduler.retry_base_delay: expected a duration like \"250ms\""
+        ),
+        MalformedCase(
+            name: "duration given as a number",
+            text: "[notifications]\nthrottle = 3600\n",
+            line: 2, key: "notifications.throttle", code: .typeMismatch,
+            message: "notifications.throttle: expected a string, got an integer"
+        ),
+        MalformedCase(
+            name: "bad time in schedule",
+            text: "[bandwidth]\nschedule = [\n  \"08:00 1MB/s\",\n  \"25:00 off\",\n]\n",
+            line: 4, key: "bandwidth.schedule[1]", code: .invalidValue,
+            message: "bandwidth.schedule[1]: expected a time HH:MM between 00:00 and 23:59, got \"25:00\""
+        ),
+        MalformedCase(
+            name: "schedule not increasing",
+            text: "[bandwidth]\nschedule = [\"19:00 10MB/s\", \"08:00 1MB/s\"]\n",
+            line: 2, key: "bandwidth.schedule[1]", code: .invalidValue,
+            message: "schedule times must be strictly increasing"
+        ),
+        MalformedCase(
+            name: "bad URL",
+            text: "[[feeds]]\nname = \"daily\"\nurl = \"https://example.com/my catalog.json\"\n",
+            line: 3, key: "feeds[0].url", code: .invalidValue,
+            message: "feeds[0].url: invalid URL \"https://example.com/my catalog.json\": it contains a space"
+        ),
+        MalformedCase(
+            name: "empty URL",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"\"\n",
+            line: 5, key: "issues[0].assets[0].url", code: .invalidValue,
+            message: "expected a URL or a path, got an empty string"
+        ),
+        MalformedCase(
+            name: "bad sha256",
+            text: """
+                [library]
+                path = "lib"
+
+                [[issues]]
+                name = "2026-11-21"
+                date = 2026-11-21
+
+                  [[issues.assets]]
+                  url = "content/2026-11-21.pdf"
+                  role = "content"
+                  priority = 0
+                  path = "magazine.pdf"
+                  # the checksum below is wrong
+                  sha256 = "abc"
+                """,
+            line: 14, key: "issues[0].assets[0].sha256", code: .invalidValue,
+            message: "paperboy.toml:14: issues[0].assets[0].sha256: expected 64 hexadecimal digits, got \"abc\""
+        ),
+        MalformedCase(
+            name: "path with ..",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\nassets = [\n  { url = \"a.pdf\" },\n  { url = \"b.pdf\", path = \"../b.pdf\" },\n]\n",
+            line: 6, key: "issues[0].assets[1].path", code: .invalidValue,
+            message: "a path must stay inside the issue's folder"
+        ),
+        MalformedCase(
+            name: "absolute path",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"a.pdf\"\npath = \"/etc/passwd\"\n",
+            line: 6, key: "issues[0].assets[0].path", code: .invalidValue,
+            message: "expected a path relative to the issue's folder"
+        ),
+        MalformedCase(
+            name: "unpack other than zip",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"a.tar\"\nunpack = \"tar\"\n",
+            line: 6, key: "issues[0].assets[0].unpack", code: .invalidValue,
+            message: "expected \"zip\", got \"tar\""
+        ),
+        MalformedCase(
+            name: "bad role",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"a.jpg\"\nrole = \"covr\"\n",
+            line: 6, key: "issues[0].assets[0].role", code: .invalidValue, suggestion: "cover",
+            message: "expected \"content\" or \"cover\", got \"covr\"; did you mean 'cover'?"
+        ),
+        MalformedCase(
+            name: "bad mode",
+            text: "[library]\nmode = \"daemon\"\n",
+            line: 2, key: "library.mode", code: .invalidValue,
+            message: "library.mode: expected \"foreground\" or \"background\", got \"daemon\""
+        ),
+        MalformedCase(
+            name: "bad network class",
+            text: "[network]\nallowed = [\n  \"wifi\",\n  \"wfi\",\n]\n",
+            line: 4, key: "network.allowed[1]", code: .invalidValue, suggestion: "wifi",
+            message: "got \"wfi\"; did you mean 'wifi'?"
+        ),
+        MalformedCase(
+            name: "missing environment variable",
+            text: "[[credentials]]\nmatch = \"https://cdn.example.com/\"\nusername = \"reader\"\npassword_env = \"CDN_PASSWORD\"\n",
+            line: 4, key: "credentials[0].password_env", code: .missingEnvironmentVariable,
+            message: "credentials[0].password_env: environment variable 'CDN_PASSWORD' is not set",
+            environment: ["HOME": "/home/reader", "CDN_PASSWORD_OLD": "s3cr3t-old-value", "OTHER": "s3cr3t-other"]
+        ),
+        MalformedCase(
+            name: "missing secret file",
+            text: "[[credentials]]\nmatch = \"sftp://files.example.com/\"\npassword_file = \"secrets/cdn.txt\"\n",
+            line: 3, key: "credentials[0].password_file", code: .missingSecretFile,
+            message: "secret file '/srv/paperboy/secrets/cdn.txt' does not exist or is not readable"
+        ),
+        MalformedCase(
+            name: "inline secret",
+            text: "[[credentials]]\nmatch = \"https://cdn.example.com/\"\npassword = \"hunter2\"\n",
+            line: 3, key: "credentials[0].password", code: .invalidValue,
+            message: "secrets are never written inline; use 'password_env'"
+        ),
+        MalformedCase(
+            name: "two sources for one secret",
+            text: "[[credentials]]\nmatch = \"https://cdn.example.com/\"\ntoken_env = \"T\"\ntoken_file = \"t.txt\"\n",
+            line: 4, key: "credentials[0].token_file", code: .invalidValue,
+            message: "set at most one of 'token_env' and 'token_file'",
+            environment: ["HOME": "/home/reader", "T": "x"]
+        ),
+        MalformedCase(
+            name: "credential match without scheme",
+            text: "[[credentials]]\nmatch = \"cdn.example.com\"\n",
+            line: 2, key: "credentials[0].match", code: .invalidValue,
+            message: "expected a URL with a scheme"
+        ),
+        MalformedCase(
+            name: "duplicate credentials",
+            text: "[[credentials]]\nmatch = \"https://a/\"\n[[credentials]]\nmatch = \"https://a/\"\n",
+            line: 4, key: "credentials[1].match", code: .duplicate,
+            message: "duplicate credentials for \"https://a/\" (first defined on line 1)"
+        ),
+        MalformedCase(
+            name: "duplicate issue",
+            text: "[[issues]]\nname = \"weekly\"\ndate = 2026-01-01\n\n[[issues]]\nname = \"weekly\"\ndate = 2026-01-08\n",
+            line: 6, key: "issues[1].name", code: .duplicate,
+            message: "issues[1].name: duplicate issue name \"weekly\" on lines 1 and 5"
+        ),
+        MalformedCase(
+            name: "missing required key",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n\n[[issues]]\nname = \"b\"\n",
+            line: 5, key: "issues[1].date", code: .missingKey,
+            message: "paperboy.toml:5: missing required key 'date' in [[issues]]"
+        ),
+        MalformedCase(
+            name: "missing asset URL",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n  [[issues.assets]]\n  role = \"cover\"\n",
+            line: 4, key: "issues[0].assets[0].url", code: .missingKey,
+            message: "paperboy.toml:4: missing required key 'url' in [[issues.assets]]"
+        ),
+        MalformedCase(
+            name: "missing transport command",
+            text: "[[transports]]\nscheme = \"ipfs\"\n",
+            line: 1, key: "transports[0].command", code: .missingKey,
+            message: "missing required key 'command' in [[transports]]"
+        ),
+        MalformedCase(
+            name: "bad date string",
+            text: "[[issues]]\nname = \"a\"\ndate = \"21/11/2026\"\n",
+            line: 3, key: "issues[0].date", code: .invalidValue,
+            message: "expected a date YYYY-MM-DD, got \"21/11/2026\""
+        ),
+        MalformedCase(
+            name: "empty hook",
+            text: "[hooks]\non_issue_available = []\n",
+            line: 2, key: "hooks.on_issue_available", code: .invalidValue,
+            message: "expected a non-empty array of strings"
+        ),
+        MalformedCase(
+            name: "retry delays out of order",
+            text: "[scheduler]\nretry_base_delay = \"10m\"\nretry_max_delay = \"1m\"\n",
+            line: 3, key: "scheduler.retry_max_delay", code: .invalidValue,
+            message: "retry_base_delay (10m) is longer than retry_max_delay (1m)"
+        ),
+    ]
+
+    @Test(arguments: cases)
+    func malformedFileIsRejected(_ testCase: MalformedCase) throws {
+        let error = try #require(throws: ConfigError.self) {
+            try PaperboyConfiguration.parse(testCase.text, fileURL: fixtureFile, environment: testCase.environment)
+        }
+        #expect(error.file == fixtureFile)
+        #expect(error.line == testCase.line)
+        #expect(error.key == testCase.key)
+        #expect(error.code == testCase.code)
+        #expect(error.suggestion == testCase.suggestion)
+        #expect(error.description.hasPrefix("/srv/paperboy/paperboy.toml:\(testCase.line):"))
+        #expect(error.description.contains(testCase.message), "\(error.description)")
+        for value in testCase.environment.values where value != "/home/reader" {
+            #expect(!error.description.contains(value))
+        }
+    }
+
+    @Test func syntaxErrorsCarryAColumn() throws {
+        let error = try #require(throws: ConfigError.self) {
+            try PaperboyConfiguration.parse("a = 1\nb = = 2\n", fileURL: fixtureFile, environment: fixtureEnvironment)
+        }
+        #expect(error.line == 2)
+        #expect(error.column != nil)
+        #expect(error.description.hasPrefix("/srv/paperboy/paperboy.toml:2:\(error.column ?? 0): "))
+    }
+
+    @Test func descriptionIsRelativeInsideTheCurrentDirectory() {
+        let cwd = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
+        let error = ConfigError(
+            code: .invalidValue, file: cwd.appendingPathComponent("paperboy.toml"), line: 14,
+            key: "issues[0].assets[0].sha256", message: "expected 64 hexadecimal digits, got \"abc\""
+        )
+        #expect(error.description == "paperboy.toml:14: issues[0].assets[0].sha256: expected 64 hexadecimal digits, got \"abc\"")
+    }
+}
