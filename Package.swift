@@ -49,7 +49,7 @@ let package = Package(
         // Test helpers shipped to transport authors and apps.
         .target(
             name: "PaperboyTesting",
-            dependencies: ["Paperboy"],
+            dependencies: ["Paperboy", .product(name: "Crypto", package: "swift-crypto")],
             path: "Sources/PaperboyTesting",
             swiftSettings: swiftSettings
         ),

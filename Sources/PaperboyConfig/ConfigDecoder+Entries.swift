@@ -5,10 +5,7 @@ extension ConfigDecoder {
     func decodeCredentials(_ tables: [TableReader]) throws(ConfigError) -> [CredentialEntry] {
         var entries: [CredentialEntry] = []
         for table in tables {
-            try table.checkKnownKeys([
-                "match", "username", "password_env", "password_file", "token_env", "token_file",
-                "private_key", "passphrase_env", "passphrase_file", "known_hosts", "ca_file",
-            ])
+            try table.checkKnownKeys(ConfigSchema.credentials)
             let match = try table.require(table.string("match"), "match")
             let matchURL: URL
             do {
@@ -82,7 +79,7 @@ extension ConfigDecoder {
     func decodeFeeds(_ tables: [TableReader]) throws(ConfigError) -> [FeedEntry] {
         var entries: [FeedEntry] = []
         for table in tables {
-            try table.checkKnownKeys(["name", "url"])
+            try table.checkKnownKeys(ConfigSchema.feeds)
             let name = try table.require(table.string("name"), "name")
             let text = try table.require(table.string("url"), "url")
             guard !name.isEmpty else { throw table.error(.invalidValue, "name", "expected a name, got \"\"") }
@@ -105,7 +102,7 @@ extension ConfigDecoder {
     func decodeTransports(_ tables: [TableReader]) throws(ConfigError) -> [TransportEntry] {
         var entries: [TransportEntry] = []
         for table in tables {
-            try table.checkKnownKeys(["scheme", "command"])
+            try table.checkKnownKeys(ConfigSchema.transports)
             let scheme = try table.require(table.string("scheme"), "scheme").lowercased()
             var command = try table.require(table.strings("command", nonEmpty: true), "command")
             guard PathResolution.hasScheme(scheme + ":"), !scheme.contains(":") else {

@@ -5,7 +5,7 @@ extension ConfigDecoder {
     func decodeIssues(_ tables: [TableReader]) throws(ConfigError) -> [IssueEntry] {
         var issues: [IssueEntry] = []
         for table in tables {
-            try table.checkKnownKeys(["name", "date", "assets"])
+            try table.checkKnownKeys(ConfigSchema.issues)
             let name = try table.require(table.string("name"), "name")
             guard !name.isEmpty, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
             else {
@@ -76,10 +76,7 @@ extension ConfigDecoder {
     }
 
     private func decodeAsset(_ table: TableReader) throws(ConfigError) -> AssetEntry {
-        try table.checkKnownKeys([
-            "url", "sha256", "path", "unpack", "role", "priority",
-            "allowed_networks", "allow_expensive", "allow_constrained",
-        ])
+        try table.checkKnownKeys(ConfigSchema.assets)
         let text = try table.require(table.string("url"), "url")
         let url: URL
         do {
@@ -89,7 +86,7 @@ extension ConfigDecoder {
         }
         var asset = AssetEntry(url: url, path: "", line: context.line(for: table.path))
         if let sha256 = try table.string("sha256") {
-            guard sha256.count == 64, sha256.allSatisfy(\.isHexDigit) else {
+            guard sha256.count == 64, sha256.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {
                 throw table.error(.invalidValue, "sha256", "expected 64 hexadecimal digits, got \"\(sha256)\"")
             }
             asset.sha256 = sha256.lowercased()

@@ -5,13 +5,8 @@ import TOMLKit
 struct ConfigDecoder {
     let context: DecodeContext
 
-    static let sections = [
-        "library", "scheduler", "bandwidth", "network", "notifications", "hooks",
-        "credentials", "feeds", "transports", "issues",
-    ]
-
     func decode(_ root: TableReader) throws(ConfigError) -> PaperboyConfiguration {
-        try root.checkKnownKeys(Self.sections)
+        try root.checkKnownKeys(ConfigSchema.topLevel)
         let library = try decodeLibrary(root.section("library"))
         return PaperboyConfiguration(
             fileURL: context.fileURL,
@@ -32,7 +27,7 @@ struct ConfigDecoder {
     private func decodeLibrary(_ table: TableReader?) throws(ConfigError) -> LibrarySettings {
         var settings = LibrarySettings(path: LibrarySettings.defaultPath(environment: context.environment))
         guard let table else { return settings }
-        try table.checkKnownKeys(["path", "mode"])
+        try table.checkKnownKeys(ConfigSchema.library)
         if let path = try table.string("path") {
             guard !path.isEmpty else { throw table.error(.invalidValue, "path", "expected a folder path, got \"\"") }
             settings.path = URL(fileURLWithPath: context.paths.fileURL(forPath: path).path, isDirectory: true)
@@ -44,7 +39,7 @@ struct ConfigDecoder {
     private func decodeScheduler(_ table: TableReader?) throws(ConfigError) -> SchedulerSettings {
         var settings = SchedulerSettings()
         guard let table else { return settings }
-        try table.checkKnownKeys(["max_concurrent", "max_per_host", "retry_attempts", "retry_base_delay", "retry_max_delay"])
+        try table.checkKnownKeys(ConfigSchema.scheduler)
         settings.maxConcurrent = try table.positiveInt("max_concurrent") ?? settings.maxConcurrent
         settings.maxPerHost = try table.positiveInt("max_per_host") ?? settings.maxPerHost
         settings.retryAttempts = try table.positiveInt("retry_attempts") ?? settings.retryAttempts
@@ -64,7 +59,7 @@ struct ConfigDecoder {
     private func decodeBandwidth(_ table: TableReader?) throws(ConfigError) -> BandwidthSettings {
         var settings = BandwidthSettings()
         guard let table else { return settings }
-        try table.checkKnownKeys(["limit", "per_transfer", "schedule"])
+        try table.checkKnownKeys(ConfigSchema.bandwidth)
         if let limit = try table.rate("limit") { settings.limit = limit }
         if let perTransfer = try table.rate("per_transfer") { settings.perTransfer = perTransfer }
         for (index, text) in (try table.strings("schedule") ?? []).enumerated() {
@@ -96,7 +91,7 @@ struct ConfigDecoder {
     private func decodeNetwork(_ table: TableReader?, mode: LibrarySettings.Mode) throws(ConfigError) -> NetworkSettings {
         var settings = NetworkSettings(allowExpensive: mode == .foreground)
         guard let table else { return settings }
-        try table.checkKnownKeys(["assume", "allowed", "allow_expensive", "allow_constrained"])
+        try table.checkKnownKeys(ConfigSchema.network)
         if let assume = try table.string("assume") {
             do {
                 settings.assume = try NetworkSettings.Assumption.parse(assume)
@@ -132,7 +127,7 @@ struct ConfigDecoder {
     private func decodeNotifications(_ table: TableReader?) throws(ConfigError) -> NotificationSettings {
         var settings = NotificationSettings()
         guard let table else { return settings }
-        try table.checkKnownKeys(["throttle", "dont_throttle"])
+        try table.checkKnownKeys(ConfigSchema.notifications)
         settings.throttle = try table.duration("throttle") ?? settings.throttle
         settings.dontThrottle = try table.bool("dont_throttle") ?? settings.dontThrottle
         return settings
@@ -141,7 +136,7 @@ struct ConfigDecoder {
     private func decodeHooks(_ table: TableReader?) throws(ConfigError) -> HookSettings {
         var settings = HookSettings()
         guard let table else { return settings }
-        try table.checkKnownKeys(["on_issue_available"])
+        try table.checkKnownKeys(ConfigSchema.hooks)
         settings.onIssueAvailable = try table.strings("on_issue_available", nonEmpty: true)
         return settings
     }

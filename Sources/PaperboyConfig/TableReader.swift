@@ -72,7 +72,9 @@ struct TableReader {
         if value(first)?.type == .table || value(first)?.array?.first?.type == .table {
             throw error(.unknownTable, first, "unknown table '\(keyPath(first))'", suggestion: suggestion)
         }
-        throw error(.unknownKey, first, "unknown key '\(first)' in \(sectionName)", suggestion: suggestion)
+        throw error(
+            .unknownKey, first, "unknown key '\(first)' \(path.isEmpty ? "at" : "in") \(sectionName)", suggestion: suggestion
+        )
     }
 
     func string(_ key: String) throws(ConfigError) -> String? {

@@ -28,7 +28,9 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The app's JSON data given to ``Issue/addAsset(_:userInfo:)``.
-    public var userInfo: JSONValue? { scheduler.store.asset(id: identifier)?.userInfo }
+    public var userInfo: JSONValue? {
+        scheduler.store.asset(id: identifier)?.userInfo.flatMap { try? JSONDecoder().decode(JSONValue.self, from: $0) }
+    }
 
     /// Where the asset is, and why it waits when it waits.
     public var state: AssetState {

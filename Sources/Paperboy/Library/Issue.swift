@@ -74,15 +74,17 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
         let encoder = JSONEncoder()
         for (request, userInfo) in requests {
             let request = try request.validated()
+            var userInfoJSON: Data?
             if let userInfo {
-                let size = (try? encoder.encode(userInfo).count) ?? Int.max
+                userInfoJSON = try? encoder.encode(userInfo)
+                let size = userInfoJSON?.count ?? Int.max
                 let limit = scheduler.maxUserInfoBytes
                 if size > limit {
                     throw LibraryError(.userInfoTooLarge, "userInfo of asset \(request.url.redactedString) is \(size) bytes as JSON; the limit is \(limit)")
                 }
             }
             records.append(AssetRecord(
-                id: UUID().uuidString.lowercased(), issueName: name, seq: seq, request: request, userInfo: userInfo,
+                id: UUID().uuidString.lowercased(), issueName: name, seq: seq, request: request, userInfo: userInfoJSON,
                 state: PersistedState.idle.rawValue, detail: nil, retryAt: nil, attempts: 0, bytesOnDisk: 0,
                 expectedBytes: nil, validator: nil, validatorStrength: nil))
             seq += 1

@@ -463,6 +463,9 @@ final class Scheduler: Sendable {
                     patch.expectedBytes = .some(size)
                     patch.detail = .some(nil)
                     deliver = entry.request.destinationPath != nil || entry.hub?.hasDelegates == true
+                    // Marked here, under the same lock, so that the library never looks idle
+                    // between the end of the transfer and the delivery.
+                    entry.delivering = deliver
                 case .stopped(let written, let validator):
                     entry.bytesOnDisk = written
                     entry.validator = validator
@@ -518,7 +521,7 @@ final class Scheduler: Sendable {
         }
         if let (hub, error) = failure { hub.failed(error) }
         broadcastState(id)
-        if deliver { startDelivery(id) }
+        if deliver { Task { [self] in await self.deliver(id) } }
     }
 
     private static func cancelledPatch(_ id: String) -> AssetPatch {

@@ -18,7 +18,7 @@ enum Migrations {
                     .references("issue", column: "name", onDelete: .cascade)
                 t.column("seq", .integer).notNull()
                 t.column("request", .jsonText).notNull()
-                t.column("userInfo", .jsonText)
+                t.column("userInfo", .blob)
                 t.column("state", .text).notNull().indexed()
                 t.column("detail", .text)
                 t.column("retryAt", .datetime)

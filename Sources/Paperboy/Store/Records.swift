@@ -18,7 +18,8 @@ struct AssetRecord: Codable, Sendable, FetchableRecord, PersistableRecord {
     var issueName: String
     var seq: Int64
     var request: AssetRequest
-    var userInfo: JSONValue?
+    /// The app's userInfo, as JSON bytes.
+    var userInfo: Data?
     /// One of ``PersistedState``'s raw values.
     var state: String
     /// The failure message, when failed.

@@ -1,0 +1,226 @@
+import Foundation
+import Testing
+@testable import Paperboy
+import PaperboyTesting
+
+@Suite("Delivery")
+struct DeliveryTests {
+    let folder = TempFolder()
+    var root: URL { folder.file("library") }
+
+    func open(_ transport: InMemoryTransport, _ configuration: Library.Configuration = testConfiguration()) throws -> Library {
+        try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
+    }
+
+    @Test func callbackTrioIsOrderedAndCoalesced() async throws {
+        let data = randomData(4 << 20)
+        let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(1))
+        let url = transport.serve(data, at: "big.pdf")
+        let library = try open(transport)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let asset = try issue.addAsset(AssetRequest(url: url))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+
+        let events = delegate.events
+        let progress = events.compactMap { event -> (Int64, Int64, Int64?)? in
+            if case .progress(let written, let total, let expected) = event { return (written, total, expected) }
+            return nil
+        }
+        // 64 chunks arrive; progress is coalesced to the 20 ms interval, with a final event.
+        #expect(progress.count >= 1)
+        #expect(progress.count < 64)
+        #expect(progress.map(\.0).reduce(0, +) == Int64(data.count))
+        #expect(progress.last?.1 == Int64(data.count))
+        #expect(progress.allSatisfy { $0.2 == Int64(data.count) })
+        #expect(zip(progress, progress.dropFirst()).allSatisfy { $0.1 < $1.1 })
+        guard case .finished(let path, let existed) = events.last else {
+            Testing.Issue.record("last event is \(String(describing: events.last))")
+            return
+        }
+        #expect(existed)
+        #expect(path.hasSuffix(".pdf"))
+        #expect(!events.contains { if case .resumed = $0 { return true } else { return false } })
+        // The temporary file lives only for the duration of the call.
+        await eventually("delivered") { asset.state == .delivered }
+        #expect(!FileManager.default.fileExists(atPath: path))
+        #expect(delegate.keptFiles == [data])
+        await library.close()
+    }
+
+    @Test func destinationPathDeliveryCompletesTheIssue() async throws {
+        let transport = InMemoryTransport()
+        let pdf = randomData(300_000, seed: 1)
+        let cover = randomData(1_000, seed: 2)
+        let pdfURL = transport.serve(pdf, at: "mag.pdf")
+        let coverURL = transport.serve(cover, at: "cover.png")
+        let library = try open(transport)
+        let events = library.events()
+        let issue = try library.addIssue(name: "2026-11-21", date: Date())
+        let assets = try issue.addAssets([
+            (AssetRequest(url: pdfURL, sha256: sha256Hex(pdf), destinationPath: "magazine.pdf"), nil),
+            (AssetRequest(url: coverURL, destinationPath: "art/cover.png"), nil),
+        ])
+        #expect(issue.status == .none)
+        for asset in assets { asset.download() }
+        #expect(issue.status == .downloading)
+        await library.waitUntilIdle()
+
+        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("magazine.pdf")) == pdf)
+        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("art/cover.png")) == cover)
+        #expect(issue.status == .available)
+        #expect(issue.isNew)
+        #expect(library.badgeCount == 1)
+        #expect(library.downloadingAssets.isEmpty)
+        var completed: String?
+        for await event in events {
+            if case .issueDownloadCompleted(let done) = event {
+                completed = done.name
+                break
+            }
+        }
+        #expect(completed == "2026-11-21")
+        issue.markRead()
+        #expect(library.badgeCount == 0)
+        await library.close()
+    }
+
+    @Test func checksumMismatchKeepsNothing() async throws {
+        let transport = InMemoryTransport()
+        let url = transport.serve(randomData(100_000), at: "bad")
+        let library = try open(transport)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let asset = try issue.addAsset(AssetRequest(url: url, sha256: String(repeating: "ab", count: 32), destinationPath: "bad.bin"))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        guard case .failed(let code, let message) = delegate.events.last else {
+            Testing.Issue.record("expected a failure, got \(delegate.events)")
+            return
+        }
+        #expect(code == "checksum-mismatch")
+        #expect(message.contains("expected abab"))
+        #expect(transport.jobs.count == 1)
+        if case .failed = asset.state {} else { Testing.Issue.record("state \(asset.state)") }
+        #expect(!FileManager.default.fileExists(atPath: issue.contentURL.appendingPathComponent("bad.bin").path))
+        for sub in [".partial", ".inbox"] {
+            let folder = root.appendingPathComponent(sub)
+            let sizes = try FileManager.default.contentsOfDirectory(atPath: folder.path).map {
+                try FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent($0).path)[.size] as? Int ?? 0
+            }
+            #expect(sizes.allSatisfy { $0 == 0 }, "\(sub) keeps bytes")
+        }
+        await library.close()
+    }
+
+    @Test func unsupportedSchemeNamesTheSchemeAndTheRegisteredOnes() async throws {
+        let transport = InMemoryTransport()
+        let library = try open(transport)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let asset = try issue.addAsset(AssetRequest(url: URL(string: "gopher://host/file")!))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        guard case .failed(let code, let message) = delegate.events.last else {
+            Testing.Issue.record("expected a failure")
+            return
+        }
+        #expect(code == "transport")
+        #expect(message.contains("'gopher'"))
+        #expect(message.contains("registered: mem"))
+        await library.close()
+    }
+
+    @Test func redeliveredAfterACrashDuringDidFinish() async throws {
+        let data = randomData(50_000)
+        let transport = InMemoryTransport()
+        let url = transport.serve(data, at: "crash.bin")
+        let first = try open(transport)
+        let issue = try first.addIssue(name: "i", date: Date())
+        let asset = try issue.addAsset(AssetRequest(url: url))
+        let hanging = RecordingDelegate(finish: .hang)
+        asset.download(delegate: hanging)
+        await hanging.waitForEnd()
+        // The app dies inside didFinish: nothing was recorded as delivered.
+        await first.close()
+
+        let second = try open(transport)
+        let pending = second.downloadingAssets
+        #expect(pending.map(\.identifier) == [asset.identifier])
+        #expect(pending.first?.state == .finished)
+        let delegate = RecordingDelegate()
+        pending.first?.download(delegate: delegate)
+        await delegate.waitForEnd()
+        #expect(delegate.keptFiles == [data])
+        await eventually("delivered") { second.asset(identifier: asset.identifier)?.state == .delivered }
+        #expect(transport.jobs.count == 1)
+        await second.close()
+    }
+
+    @Test func throwingDidFinishKeepsTheFileInTheInbox() async throws {
+        let transport = InMemoryTransport()
+        let url = transport.serve(Data("keep me".utf8), at: "k.txt")
+        let library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let refusing = RecordingDelegate(finish: .throwError)
+        asset.download(delegate: refusing)
+        await refusing.waitForEnd()
+        await library.waitUntilIdle()
+        #expect(asset.state == .finished)
+        let target = folder.file("moved.txt")
+        let taking = RecordingDelegate(finish: .move(to: target))
+        asset.download(delegate: taking)
+        await taking.waitForEnd()
+        await eventually("delivered") { asset.state == .delivered }
+        #expect(try String(contentsOf: target, encoding: .utf8) == "keep me")
+        await library.close()
+    }
+
+    @Test func eventsSequenceHoldsTheFileUntilTheNextElement() async throws {
+        let data = randomData(200_000)
+        let transport = InMemoryTransport()
+        let url = transport.serve(data, at: "seq.bin")
+        let library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        var finishedURL: URL?
+        var sawProgress = false
+        var iterator = asset.events().makeAsyncIterator()
+        while let event = await iterator.next() {
+            switch event {
+            case .progress: sawProgress = true
+            case .finished(let location):
+                finishedURL = location
+                #expect(try Data(contentsOf: location) == data)
+            case .failed(let error): Testing.Issue.record("failed: \(error)")
+            case .resumed: Testing.Issue.record("unexpected resume")
+            }
+        }
+        #expect(sawProgress)
+        let location = try #require(finishedURL)
+        await eventually("file released") { !FileManager.default.fileExists(atPath: location.path) }
+        await eventually("delivered") { asset.state == .delivered }
+        await library.close()
+    }
+
+    @Test func deliveryRefusesASymlinkOutOfTheIssueFolder() async throws {
+        let transport = InMemoryTransport()
+        let url = transport.serve(Data("payload".utf8), at: "p")
+        let library = try open(transport)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let outside = folder.file("outside")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: issue.contentURL, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: issue.contentURL.appendingPathComponent("link"), withDestinationURL: outside)
+        let asset = try issue.addAsset(AssetRequest(url: url, destinationPath: "link/file.txt"))
+        asset.download()
+        await library.waitUntilIdle()
+        guard case .failed(let message) = asset.state else {
+            Testing.Issue.record("expected failure, got \(asset.state)")
+            return
+        }
+        #expect(message.contains("outside the issue folder"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
+        await library.close()
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+@testable import Paperboy
+import PaperboyTesting
+
+@Suite("Library")
+struct LibraryTests {
+    let folder = TempFolder()
+    var root: URL { folder.file("library") }
+
+    func open(_ transport: InMemoryTransport = InMemoryTransport()) throws -> Library {
+        try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration())
+    }
+
+    @Test func issuesPersistAcrossReopen() async throws {
+        let library = try open()
+        let older = try library.addIssue(name: "2026-11-20", date: Date(timeIntervalSince1970: 1_000))
+        try library.addIssue(name: "2026-11-21", date: Date(timeIntervalSince1970: 2_000))
+        try library.setCurrentlyReadingIssue(older)
+        await library.close()
+
+        let reopened = try open()
+        #expect(reopened.issues.map(\.name) == ["2026-11-21", "2026-11-20"])
+        #expect(reopened.issue(named: "2026-11-20")?.date == Date(timeIntervalSince1970: 1_000))
+        #expect(reopened.issue(named: "missing") == nil)
+        #expect(reopened.currentlyReadingIssue?.name == "2026-11-20")
+        #expect(reopened.issue(named: "2026-11-21")?.status == Issue.Status.none)
+        await reopened.close()
+    }
+
+    @Test func libraryFilesArePrivate() async throws {
+        let library = try open()
+        defer { Task { await library.close() } }
+        let attributes = try FileManager.default.attributesOfItem(atPath: root.path)
+        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o700)
+        let database = try FileManager.default.attributesOfItem(atPath: root.appendingPathComponent("library.sqlite").path)
+        #expect((database[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+    }
+
+    @Test func secondOpenOfTheSameFolderIsRefused() async throws {
+        let library = try open()
+        #expect(throws: LibraryError.self) { _ = try open() }
+        do {
+            _ = try open()
+        } catch let error as LibraryError {
+            #expect(error.message.contains("open in another process"))
+        }
+        await library.close()
+        let again = try open()
+        await again.close()
+    }
+
+    @Test func duplicateIssueNameIsAClearError() async throws {
+        let library = try open()
+        try library.addIssue(name: "weekly", date: Date())
+        do {
+            try library.addIssue(name: "weekly", date: Date())
+            Testing.Issue.record("expected an error")
+        } catch {
+            #expect(error.code == .duplicateIssue)
+            #expect(error.message.contains("'weekly'"))
+        }
+        await library.close()
+    }
+
+    @Test(arguments: ["", ".", "..", "a/b", "a\\b", "nul\u{0}name", "tab\tname", ".hidden", String(repeating: "x", count: 256)])
+    func invalidIssueNamesAreRejected(_ name: String) async throws {
+        let library = try open()
+        do {
+            try library.addIssue(name: name, date: Date())
+            Testing.Issue.record("expected an error for \(name.debugDescription)")
+        } catch {
+            #expect(error.code == .invalidIssueName)
+        }
+        #expect(library.issues.isEmpty)
+        await library.close()
+    }
+
+    @Test func unicodeIssueNamesAreFine() async throws {
+        let library = try open()
+        let issue = try library.addIssue(name: "Ausgabe März 2026 — Nº 3", date: Date())
+        #expect(issue.contentURL.lastPathComponent == "Ausgabe März 2026 — Nº 3")
+        await library.close()
+    }
+
+    @Test func userInfoIsBoundedAndPersisted() async throws {
+        let transport = InMemoryTransport()
+        let url = transport.serve(Data("x".utf8), at: "a")
+        let library = try open(transport)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let asset = try issue.addAsset(AssetRequest(url: url), userInfo: ["page": 3, "title": "Cover", "tags": ["a", "b"]])
+        #expect(asset.userInfo == ["page": 3, "title": "Cover", "tags": ["a", "b"]])
+        do {
+            try issue.addAsset(AssetRequest(url: url), userInfo: .string(String(repeating: "y", count: 70_000)))
+            Testing.Issue.record("expected userInfoTooLarge")
+        } catch {
+            #expect(error.code == .userInfoTooLarge)
+            #expect(error.message.contains("65536"))
+        }
+        #expect(issue.assets.count == 1)
+        await library.close()
+        let reopened = try open(transport)
+        #expect(reopened.asset(identifier: asset.identifier)?.userInfo == ["page": 3, "title": "Cover", "tags": ["a", "b"]])
+        await reopened.close()
+    }
+
+    @Test func malformedRequestsAreRejected() async throws {
+        let library = try open()
+        let issue = try library.addIssue(name: "i", date: Date())
+        let url = URL(string: "mem://example/a")!
+        for path in ["../escape", "/etc/passwd", "a/../../b", "", "a//b"] {
+            #expect(throws: LibraryError.self, "path \(path)") {
+                try issue.addAsset(AssetRequest(url: url, destinationPath: path))
+            }
+        }
+        #expect(throws: LibraryError.self) { try issue.addAsset(AssetRequest(url: url, sha256: "abc")) }
+        #expect(issue.assets.isEmpty)
+        await library.close()
+    }
+
+    @Test func removeIssueCancelsDownloadsAndRemovesTheFolder() async throws {
+        let transport = InMemoryTransport()
+        let url = transport.serve(randomData(256 * 1024), at: "slow", script: [.stallAfter(64 * 1024)])
+        let done = transport.serve(Data("done".utf8), at: "done")
+        let library = try open(transport)
+        let issue = try library.addIssue(name: "gone", date: Date())
+        let finished = try issue.addAsset(AssetRequest(url: done, destinationPath: "done.txt"))
+        finished.download()
+        let asset = try issue.addAsset(AssetRequest(url: url))
+        asset.download()
+        await eventually("stall") { asset.totalBytesWritten >= 64 * 1024 }
+        await eventually("delivered") { finished.state == .delivered }
+        #expect(FileManager.default.fileExists(atPath: issue.contentURL.appendingPathComponent("done.txt").path))
+        try await library.removeIssue(issue)
+        #expect(library.issue(named: "gone") == nil)
+        #expect(!FileManager.default.fileExists(atPath: issue.contentURL.path))
+        #expect(library.downloadingAssets.isEmpty)
+        let partials = try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent(".partial").path)
+        #expect(partials.isEmpty)
+        await library.close()
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import Testing
+@testable import Paperboy
+import PaperboyTesting
+
+@Suite("Resume")
+struct ResumeTests {
+    let folder = TempFolder()
+    var root: URL { folder.file("library") }
+    let data = randomData(3 << 20)
+    let cut = 1 << 20
+
+    func open(_ transport: any Transport, attempts: Int = 1) throws -> Library {
+        try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration(attempts: attempts))
+    }
+
+    /// Downloads until the transport drops the connection after `cut` bytes, then closes the library.
+    func interrupted(_ transport: InMemoryTransport) async throws -> (asset: String, partial: URL) {
+        let library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/file.bin")!))
+        asset.download()
+        await library.waitUntilIdle()
+        guard case .failed = asset.state else {
+            Testing.Issue.record("expected a failure, got \(asset.state)")
+            return ("", root)
+        }
+        #expect(asset.totalBytesWritten == Int64(cut))
+        await library.close()
+        return (asset.identifier, root.appendingPathComponent(".partial/\(asset.identifier)"))
+    }
+
+    func resume(_ transport: any Transport, _ id: String) async throws -> (RecordingDelegate, Library) {
+        let library = try open(transport)
+        let asset = try #require(library.asset(identifier: id))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        return (delegate, library)
+    }
+
+    func makeTransport() -> InMemoryTransport {
+        let transport = InMemoryTransport()
+        transport.serve(data, at: "file.bin", script: [.failAfter(cut, TransportError(.connectionLost, "reset by peer"))])
+        return transport
+    }
+
+    @Test func resumesAfterReopenFromThePartialFile() async throws {
+        let transport = makeTransport()
+        let (id, partial) = try await interrupted(transport)
+        #expect(try Data(contentsOf: partial) == data.prefix(cut))
+        let (delegate, library) = try await resume(transport, id)
+        #expect(transport.jobs.last?.offset == Int64(cut))
+        #expect(transport.jobs.last?.validator == ResourceValidator("v1", strength: .strong))
+        #expect(delegate.events.first == .willResume(url: URL(string: "mem://example/file.bin")!))
+        #expect(delegate.events.dropFirst().first == .resumed(total: Int64(cut), expected: Int64(data.count)))
+        #expect(delegate.keptFiles == [data])
+        await library.close()
+    }
+
+    @Test func aPartialFileLongerThanRecordedIsCutBack() async throws {
+        let transport = makeTransport()
+        let (id, partial) = try await interrupted(transport)
+        // Bytes that were written but never recorded as durable: not trusted.
+        let handle = try FileHandle(forWritingTo: partial)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(repeating: 0xEE, count: 4096))
+        try handle.close()
+        let (delegate, library) = try await resume(transport, id)
+        #expect(transport.jobs.last?.offset == Int64(cut))
+        #expect(delegate.keptFiles == [data])
+        await library.close()
+    }
+
+    @Test func aPartialFileShorterThanRecordedResumesFromWhatIsThere() async throws {
+        let transport = makeTransport()
+        let (id, partial) = try await interrupted(transport)
+        let handle = try FileHandle(forWritingTo: partial)
+        try handle.truncate(atOffset: 100_000)
+        try handle.close()
+        let (delegate, library) = try await resume(transport, id)
+        #expect(transport.jobs.last?.offset == 100_000)
+        #expect(delegate.keptFiles == [data])
+        await library.close()
+    }
+
+    @Test func aMissingPartialFileStartsFromZero() async throws {
+        let transport = makeTransport()
+        let (id, partial) = try await interrupted(transport)
+        try FileManager.default.removeItem(at: partial)
+        let (delegate, library) = try await resume(transport, id)
+        #expect(transport.jobs.last?.offset == 0)
+        #expect(delegate.keptFiles == [data])
+        await library.close()
+    }
+
+    @Test func aChangedSourceRestartsFromZero() async throws {
+        let transport = makeTransport()
+        let (id, _) = try await interrupted(transport)
+        let newer = randomData(2 << 20, seed: 99)
+        transport.replace(URL(string: "mem://example/file.bin")!, with: newer, validator: "v2")
+        let (delegate, library) = try await resume(transport, id)
+        #expect(transport.jobs.last?.offset == Int64(cut))
+        #expect(delegate.keptFiles == [newer])
+        #expect(!delegate.events.contains { if case .resumed = $0 { return true } else { return false } })
+        await library.close()
+    }
+
+    @Test func aSourceIgnoringTheRangeIsTakenFromZero() async throws {
+        let transport = InMemoryTransport()
+        transport.serve(data, at: "file.bin", script: [.failAfter(cut, TransportError(.connectionLost, "reset")), .ignoreRange])
+        let (id, _) = try await interrupted(transport)
+        let (delegate, library) = try await resume(transport, id)
+        #expect(delegate.keptFiles == [data])
+        await library.close()
+    }
+
+    /// A transport that claims to continue at the offset even though the version changed:
+    /// the core must refuse to splice and start over.
+    struct CarelessTransport: Transport {
+        let inner: InMemoryTransport
+        let newer: Data
+        var schemes: Set<String> { ["mem"] }
+        var capabilities: TransportCapabilities { [.resume] }
+        func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
+            try sink.begin(TransferResponse(offset: job.offset, expectedLength: Int64(newer.count), validator: ResourceValidator("v2", strength: .strong)))
+            try await sink.write(newer[Int(job.offset)...])
+        }
+    }
+
+    @Test func theCoreRefusesToSpliceTwoVersions() async throws {
+        let transport = makeTransport()
+        let (id, _) = try await interrupted(transport)
+        let newer = randomData(3 << 20, seed: 7)
+        let careless = CarelessTransport(inner: transport, newer: newer)
+        let (delegate, library) = try await resume(careless, id)
+        #expect(delegate.keptFiles == [newer])
+        await library.close()
+    }
+
+    @Test func pauseKeepsBytesAndDownloadContinues() async throws {
+        let transport = InMemoryTransport()
+        let url = transport.serve(data, at: "p.bin", script: [.stallAfter(cut)])
+        let library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
+        asset.pause()
+        await eventually("paused") { asset.state == .waiting(.pausedByApp) }
+        #expect(asset.totalBytesWritten == Int64(cut))
+        asset.download()
+        await delegate.waitForEnd()
+        #expect(delegate.events.contains(.resumed(total: Int64(cut), expected: Int64(data.count))))
+        #expect(delegate.keptFiles == [data])
+        #expect(transport.jobs.map(\.offset) == [0, Int64(cut)])
+        await library.close()
+    }
+
+    @Test func cancelRemovesPartialBytes() async throws {
+        let transport = InMemoryTransport()
+        let url = transport.serve(data, at: "c.bin", script: [.stallAfter(cut)])
+        let library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
+        asset.cancel()
+        await delegate.waitForEnd()
+        #expect(delegate.events.last == .failed(code: "cancelled", message: "download of asset \(asset.identifier) was cancelled"))
+        #expect(asset.state == .cancelled)
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent(".partial/\(asset.identifier)").path))
+        await library.close()
+    }
+
+    @Test func willResumeMayRefreshTheURLAndKeepTheBytes() async throws {
+        let transport = makeTransport()
+        let fresh = transport.serve(data, at: "fresh.bin")
+        let (id, _) = try await interrupted(transport)
+        let library = try open(transport)
+        let asset = try #require(library.asset(identifier: id))
+        let delegate = RecordingDelegate(refresh: { request in
+            var request = request
+            request.url = fresh
+            return request
+        })
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        #expect(delegate.events.first == .willResume(url: URL(string: "mem://example/file.bin")!))
+        #expect(transport.jobs.last?.url == fresh)
+        #expect(transport.jobs.last?.offset == Int64(cut))
+        #expect(delegate.keptFiles == [data])
+        #expect(asset.request?.url == fresh)
+        await library.close()
+    }
+}

@@ -1,0 +1,142 @@
+import Foundation
+import Testing
+@testable import Paperboy
+import PaperboyTesting
+
+@Suite("Scheduler")
+struct SchedulerTests {
+    let folder = TempFolder()
+    var root: URL { folder.file("library") }
+
+    func open(_ transport: InMemoryTransport, _ change: (inout Library.Configuration) -> Void = { _ in }) throws -> Library {
+        var configuration = testConfiguration()
+        change(&configuration)
+        return try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
+    }
+
+    @Test func retryableErrorsAreRetriedWithBackoff() async throws {
+        let transport = InMemoryTransport()
+        let error = TransportError(.serverError, "HTTP 503")
+        let url = transport.serve(Data("ok".utf8), at: "r", script: [.fail(error), .fail(error), .serve])
+        let library = try open(transport) { $0.retry = RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(20), maxDelay: .milliseconds(40)) }
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url, destinationPath: "r"))
+        let start = ContinuousClock.now
+        asset.download()
+        await eventually("retry state") {
+            if case .waiting(.retry) = asset.state { return true }
+            return asset.state == .delivered
+        }
+        await library.waitUntilIdle()
+        #expect(asset.state == .delivered)
+        #expect(transport.jobs.count == 3)
+        // Two waits of at least half the exponential delay each (10 ms, then 20 ms).
+        #expect(ContinuousClock.now - start >= .milliseconds(30))
+        await library.close()
+    }
+
+    @Test func attemptsAreBounded() async throws {
+        let transport = InMemoryTransport()
+        let error = TransportError(.timedOut, "no byte for 60 s")
+        let url = transport.serve(Data("x".utf8), at: "t", script: Array(repeating: .fail(error), count: 10))
+        let library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        #expect(transport.jobs.count == 3)
+        guard case .failed(let code, let message) = delegate.events.last else {
+            Testing.Issue.record("expected failure")
+            return
+        }
+        #expect(code == "transport")
+        #expect(message.contains("gave up after 3 attempts"))
+        // Asking again starts a fresh round of attempts.
+        let again = RecordingDelegate()
+        asset.download(delegate: again)
+        await again.waitForEnd()
+        #expect(transport.jobs.count == 6)
+        await library.close()
+    }
+
+    @Test func fatalErrorsAreNotRetried() async throws {
+        let transport = InMemoryTransport()
+        let library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/missing")!))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        #expect(transport.jobs.count == 1)
+        guard case .failed(_, let message) = delegate.events.last else {
+            Testing.Issue.record("expected failure")
+            return
+        }
+        #expect(message.contains("mem://example/missing"))
+        await library.close()
+    }
+
+    @Test func retryAfterIsHonoured() {
+        let policy = RetryPolicy(maxAttempts: 5, baseDelay: .seconds(1), maxDelay: .seconds(60))
+        #expect(policy.delay(afterFailedAttempts: 1, retryAfter: .seconds(30), random: { _ in 0 }) == .seconds(30))
+        #expect(policy.delay(afterFailedAttempts: 1, random: { _ in 0 }) == .milliseconds(500))
+        #expect(policy.delay(afterFailedAttempts: 1, random: { _ in 1 }) == .seconds(1))
+        #expect(policy.delay(afterFailedAttempts: 3, random: { _ in 1 }) == .seconds(4))
+        #expect(policy.delay(afterFailedAttempts: 20, random: { _ in 1 }) == .seconds(60))
+        #expect(policy.delay(afterFailedAttempts: 20, random: { _ in 0 }) == .seconds(30))
+    }
+
+    @Test func perHostAndGlobalLimitsAreHonoured() async throws {
+        let transport = InMemoryTransport(chunkSize: 1024, chunkDelay: .milliseconds(1))
+        let library = try open(transport) {
+            $0.maxConcurrentTransfers = 3
+            $0.maxTransfersPerHost = 2
+        }
+        let issue = try library.addIssue(name: "i", date: Date())
+        var requests: [(AssetRequest, JSONValue?)] = []
+        for index in 0..<30 {
+            let host = index.isMultiple(of: 2) ? "a.example" : "b.example"
+            let url = transport.serve(randomData(8 * 1024, seed: UInt64(index)), at: "f\(index)", host: host)
+            requests.append((AssetRequest(url: url, destinationPath: "f\(index)"), nil))
+        }
+        let assets = try issue.addAssets(requests)
+        for asset in assets { asset.download() }
+        await library.waitUntilIdle()
+        #expect(assets.allSatisfy { $0.state == .delivered })
+        #expect(transport.maxConcurrent(host: "a.example") == 2)
+        #expect(transport.maxConcurrent(host: "b.example") == 2)
+        #expect(transport.maxConcurrentTotal == 3)
+        await library.close()
+    }
+
+    @Test func higherPriorityRunsFirstAndFIFOWithinOne() async throws {
+        let transport = InMemoryTransport()
+        let library = try open(transport) { $0.maxConcurrentTransfers = 1 }
+        let issue = try library.addIssue(name: "i", date: Date())
+        let blocker = transport.serve(Data("b".utf8), at: "blocker", script: [.stallAfter(0)])
+        let first = try issue.addAsset(AssetRequest(url: blocker))
+        first.download()
+        await eventually("blocker running") { transport.jobs.count == 1 }
+        var order: [String] = []
+        for (name, priority) in [("low1", 0), ("high1", 5), ("low2", 0), ("high2", 5), ("mid", 2)] {
+            let url = transport.serve(Data(name.utf8), at: name)
+            try issue.addAsset(AssetRequest(url: url, priority: priority)).download()
+            order.append(name)
+        }
+        first.cancel()
+        await library.waitUntilIdle()
+        #expect(transport.jobs.dropFirst().map(\.url.lastPathComponent) == ["high1", "high2", "mid", "low1", "low2"])
+        await library.close()
+    }
+
+    @Test func readyQueueSkipsStaleEntries() {
+        var queue = ReadyQueue()
+        queue.push(id: "a", seq: 1, priority: 0, host: "h")
+        queue.push(id: "b", seq: 2, priority: 0, host: "h")
+        queue.push(id: "c", seq: 3, priority: 1, host: "g")
+        #expect(queue.pop(hostHasRoom: { _ in true }, isReady: { _ in true })?.id == "c")
+        #expect(queue.pop(hostHasRoom: { _ in true }, isReady: { $0 != "a" })?.id == "b")
+        #expect(queue.pop(hostHasRoom: { _ in true }, isReady: { _ in true }) == nil)
+        queue.push(id: "d", seq: 4, priority: 0, host: "full")
+        #expect(queue.pop(hostHasRoom: { $0 != "full" }, isReady: { _ in true }) == nil)
+        #expect(queue.pop(hostHasRoom: { _ in true }, isReady: { _ in true })?.id == "d")
+    }
+}
