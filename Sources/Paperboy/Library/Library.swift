@@ -125,6 +125,30 @@ public final class Library: Sendable {
         return Library(root: layout.root, scheduler: scheduler, lockDescriptor: lock)
     }
 
+    /// Opens an existing library to read its state while another process may be using it.
+    ///
+    /// Nothing is resumed, reconciled or written; transfers running elsewhere show the bytes
+    /// recorded at their last checkpoint (about once a second).
+    ///
+    /// - Throws: ``LibraryError`` `.storage` when there is no library in `folder`.
+    public static func openForReading(at folder: URL) throws(LibraryError) -> Library {
+        let layout = LibraryLayout(root: folder.standardizedFileURL)
+        guard POSIX.exists(layout.database) else {
+            throw LibraryError(.storage, "no library at \(layout.root.path) (run 'paperboy sync' first)")
+        }
+        let store = try LibraryStore(fileURL: layout.database, readOnly: true)
+        let configuration = Configuration()
+        let settings = Scheduler.Settings(
+            maxConcurrent: 1, maxPerHost: 1, retry: configuration.retry,
+            progressInterval: configuration.progressInterval, checkpointInterval: configuration.checkpointInterval,
+            connectTimeout: configuration.connectTimeout, idleTimeout: configuration.idleTimeout,
+            credentials: nil, maxUserInfoBytes: configuration.maxUserInfoBytes)
+        let scheduler = Scheduler(
+            store: store, layout: layout, transports: TransportRegistry(), settings: settings,
+            durability: Durability(root: layout.root, enabled: false), logger: configuration.logger)
+        return Library(root: layout.root, scheduler: scheduler, lockDescriptor: -1)
+    }
+
     // MARK: Issues
 
     /// Adds an issue.

@@ -30,7 +30,7 @@ final class Scheduler: Sendable {
     let settings: Settings
     let logger: Logger
     let broadcaster = EventBroadcaster()
-    private let state = Mutex<State>(State())
+    let state = Mutex<State>(State())
 
     enum StopKind: Sendable { case pause, cancel, remove }
 

@@ -20,21 +20,30 @@ final class LibraryStore: Sendable {
         var flushScheduled = false
     }
 
-    init(fileURL: URL, batchDelay: DispatchTimeInterval = .milliseconds(25)) throws(LibraryError) {
+    init(fileURL: URL, readOnly: Bool = false, batchDelay: DispatchTimeInterval = .milliseconds(25)) throws(LibraryError) {
         self.fileURL = fileURL
         self.batchDelay = batchDelay
         var configuration = Configuration()
+        configuration.readonly = readOnly
         configuration.foreignKeysEnabled = true
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             // WAL + NORMAL: commits survive a process crash; a power loss may lose the last
             // batch, which only means a little re-transfer (offsets are recorded after fsync).
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            if !readOnly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         }
         do {
             let pool = try DatabasePool(path: fileURL.path, configuration: configuration)
-            try Migrations.migrator.migrate(pool)
+            if readOnly {
+                if try pool.read({ db in try Migrations.migrator.hasCompletedMigrations(db) }) == false {
+                    throw LibraryError(.storage, "the library database \(fileURL.path) was written by a newer or older Paperboy")
+                }
+            } else {
+                try Migrations.migrator.migrate(pool)
+            }
             self.pool = pool
+        } catch let error as LibraryError {
+            throw error
         } catch {
             throw LibraryError.storage("cannot open library database \(fileURL.path)", error)
         }

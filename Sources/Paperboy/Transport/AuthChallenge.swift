@@ -113,6 +113,8 @@ public struct Credential: Sendable, CustomStringConvertible, CustomDebugStringCo
     public var token: String?
     /// A private key file for SSH public key authentication.
     public var privateKey: URL?
+    /// The passphrase of ``privateKey``.
+    public var passphrase: String?
     /// For ``AuthChallenge/Kind/serverTrust``: trust the presented identity (and record it).
     public var trustsServer: Bool
     /// Answers to keyboard-interactive prompts, in order.
@@ -121,12 +123,13 @@ public struct Credential: Sendable, CustomStringConvertible, CustomDebugStringCo
     /// Creates a credential.
     public init(
         user: String? = nil, password: String? = nil, token: String? = nil, privateKey: URL? = nil,
-        trustsServer: Bool = false, responses: [String] = []
+        passphrase: String? = nil, trustsServer: Bool = false, responses: [String] = []
     ) {
         self.user = user
         self.password = password
         self.token = token
         self.privateKey = privateKey
+        self.passphrase = passphrase
         self.trustsServer = trustsServer
         self.responses = responses
     }
@@ -140,6 +143,7 @@ public struct Credential: Sendable, CustomStringConvertible, CustomDebugStringCo
         if password != nil { parts.append("password: <redacted>") }
         if token != nil { parts.append("token: <redacted>") }
         if let privateKey { parts.append("privateKey: \(privateKey.path)") }
+        if passphrase != nil { parts.append("passphrase: <redacted>") }
         if trustsServer { parts.append("trustsServer") }
         if !responses.isEmpty { parts.append("responses: <\(responses.count) redacted>") }
         return "Credential(\(parts.joined(separator: ", ")))"

@@ -1,0 +1,81 @@
+import Foundation
+
+/// A snapshot of one asset, for listings (cheaper than reading each ``AssetDownload`` property).
+public struct AssetStatus: Sendable, Hashable {
+    /// The asset's stable identifier.
+    public var identifier: String
+    /// What is downloaded.
+    public var request: AssetRequest
+    /// Where the asset is, and why it waits when it waits.
+    public var state: AssetState
+    /// Bytes on disk (the whole size once finished).
+    public var totalBytesWritten: Int64
+    /// The total size, once known.
+    public var expectedTotalBytes: Int64?
+    /// Failed attempts in the current round.
+    public var attempts: Int
+}
+
+/// What a library is doing right now (see ``Library/activity``).
+public struct LibraryActivity: Sendable, Hashable {
+    /// Assets transferring now.
+    public var downloading = 0
+    /// Assets waiting for a slot.
+    public var queued = 0
+    /// Assets waiting to retry after an error.
+    public var waitingForRetry = 0
+    /// Assets paused by the app.
+    public var paused = 0
+    /// Finished files waiting in the inbox for a delegate.
+    public var inInbox = 0
+    /// Assets that gave up.
+    public var failed = 0
+    /// Bytes on disk of assets not yet delivered.
+    public var bytesWritten: Int64 = 0
+    /// Known total size of assets not yet delivered (assets of unknown size count what they have).
+    public var expectedBytes: Int64 = 0
+}
+
+extension Issue {
+    /// Snapshots of the issue's assets, in the order they were added.
+    public var assetStatuses: [AssetStatus] {
+        scheduler.store.assets(issueName: name).map { record in
+            if let live = scheduler.snapshot(record.id) {
+                return AssetStatus(identifier: record.id, request: live.request, state: live.state, totalBytesWritten: live.written,
+                                   expectedTotalBytes: live.expected, attempts: record.attempts)
+            }
+            let state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
+                                              attempts: record.attempts, detail: record.detail)
+            return AssetStatus(identifier: record.id, request: record.request, state: state, totalBytesWritten: record.bytesOnDisk,
+                               expectedTotalBytes: record.expectedBytes, attempts: record.attempts)
+        }
+    }
+}
+
+extension Library {
+    /// Counts and bytes of the work in progress.
+    public var activity: LibraryActivity { scheduler.activity() }
+}
+
+extension Scheduler {
+    func activity() -> LibraryActivity {
+        state.withLock { state in
+            var activity = LibraryActivity()
+            for entry in state.entries.values {
+                switch entry.state {
+                case .downloading: activity.downloading += 1
+                case .queued: activity.queued += 1
+                case .retry: activity.waitingForRetry += 1
+                case .paused: activity.paused += 1
+                case .finished: activity.inInbox += 1
+                case .failed: activity.failed += 1
+                default: continue
+                }
+                let written = entry.live.written.load(ordering: .relaxed)
+                activity.bytesWritten += written
+                activity.expectedBytes += max(written, entry.live.expectedBytes ?? written)
+            }
+            return activity
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Paperboy
+import PaperboyConfig
+
+/// Options every command shares.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .shortAndLong, help: "The configuration file (default: ./paperboy.toml, then $XDG_CONFIG_HOME/paperboy/paperboy.toml).")
+    var config: String?
+
+    @Flag(name: .shortAndLong, help: "Print only errors.")
+    var quiet = false
+
+    @Flag(name: .shortAndLong, help: "Print every asset and retry.")
+    var verbose = false
+
+    /// Sets up logging to standard error at the level the flags ask for.
+    func bootstrapLogging() {
+        let level: Logger.Level = quiet ? .error : (verbose ? .info : .warning)
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+
+    /// Finds and reads the configuration; errors exit with code 2 having written nothing.
+    func loadConfiguration() throws -> PaperboyConfiguration {
+        let current = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+        guard let url = PaperboyConfiguration.defaultConfigURL(explicit: config, currentDirectory: current) else {
+            Console.error("paperboy: no configuration file; pass --config FILE or create ./paperboy.toml")
+            throw ExitCode(2)
+        }
+        do {
+            return try PaperboyConfiguration.load(contentsOf: url)
+        } catch {
+            Console.error(error.description)
+            throw ExitCode(2)
+        }
+    }
+}
+
+/// Writing to the terminal.
+enum Console {
+    static let isTerminal = isatty(STDOUT_FILENO) == 1
+
+    static func error(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    static func line(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    static func bytes(_ count: Int64) -> String {
+        let units = ["B", "kB", "MB", "GB", "TB"]
+        var value = Double(count)
+        var unit = 0
+        while value >= 1000, unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return unit == 0 ? "\(count) B" : String(format: "%.1f %@", value, units[unit])
+    }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+import Foundation
+
+/// `paperboy`: downloads issues and their assets into a library, as a config file says.
+@main
+struct PaperboyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "paperboy",
+        abstract: "Download issues and their assets into a library, resumably.",
+        discussion: """
+            Exit codes: 0 done, 1 some assets failed, 2 usage or configuration error, \
+            130 interrupted (the next sync resumes).
+            """,
+        version: "0.1.0",
+        subcommands: [SyncCommand.self, StatusCommand.self]
+    )
+
+    /// Runs the command; usage errors exit with 2, like configuration errors.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            if code == .validationFailure {
+                FileHandle.standardError.write(Data((fullMessage(for: error) + "\n").utf8))
+                Foundation.exit(2)
+            }
+            exit(withError: error)
+        }
+    }
+}
