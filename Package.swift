@@ -98,7 +98,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyCLITests",
-            dependencies: ["Paperboy", "PaperboyTesting"],
+            dependencies: ["paperboy", "PaperboyTesting"],
             path: "Tests/PaperboyCLITests",
             swiftSettings: swiftSettings
         ),

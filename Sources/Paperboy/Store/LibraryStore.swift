@@ -18,6 +18,8 @@ final class LibraryStore: Sendable {
         var patches: [String: AssetPatch] = [:]
         var order: [String] = []
         var flushScheduled = false
+        /// The batch being written: still overlaid on reads until it is committed.
+        var writing: [String: AssetPatch] = [:]
     }
 
     init(fileURL: URL, readOnly: Bool = false, batchDelay: DispatchTimeInterval = .milliseconds(25)) throws(LibraryError) {
@@ -117,19 +119,33 @@ final class LibraryStore: Sendable {
     }
 
     func asset(id: String) -> AssetRecord? {
-        try? pool.read { db in try AssetRecord.fetchOne(db, key: id) }
+        overlay((try? pool.read { db in try AssetRecord.fetchOne(db, key: id) }).map { [$0] } ?? []).first
     }
 
     func assets(issueName: String) -> [AssetRecord] {
-        (try? pool.read { db in
+        overlay((try? pool.read { db in
             try AssetRecord.filter(Column("issueName") == issueName).order(Column("seq")).fetchAll(db)
-        }) ?? []
+        }) ?? [])
     }
 
     func undeliveredAssets() -> [AssetRecord] {
-        (try? pool.read { db in
+        flush()
+        return (try? pool.read { db in
             try AssetRecord.filter(Column("state") != PersistedState.delivered.rawValue).order(Column("seq")).fetchAll(db)
         }) ?? []
+    }
+
+    /// Applies the updates not yet written, so reads see the latest state.
+    private func overlay(_ records: [AssetRecord]) -> [AssetRecord] {
+        pending.withLock { pending in
+            guard !pending.patches.isEmpty || !pending.writing.isEmpty else { return records }
+            return records.map { record in
+                var record = record
+                if let patch = pending.writing[record.id] { patch.apply(to: &record) }
+                if let patch = pending.patches[record.id] { patch.apply(to: &record) }
+                return record
+            }
+        }
     }
 
     func deleteAsset(id: String) {
@@ -195,9 +211,13 @@ final class LibraryStore: Sendable {
     private func writeBatch() {
         let batch = pending.withLock { pending -> [AssetPatch] in
             let batch = pending.order.compactMap { pending.patches[$0] }
-            pending = Pending()
+            pending.writing = pending.patches
+            pending.patches = [:]
+            pending.order = []
+            pending.flushScheduled = false
             return batch
         }
+        defer { pending.withLock { $0.writing = [:] } }
         guard !batch.isEmpty else { return }
         do {
             try pool.write { db in

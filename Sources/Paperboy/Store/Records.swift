@@ -63,6 +63,20 @@ struct AssetPatch: Sendable {
 
     init(id: String) { self.id = id }
 
+    /// Applies this patch to a record read from the database.
+    func apply(to record: inout AssetRecord) {
+        if let state { record.state = state.rawValue }
+        if let detail { record.detail = detail }
+        if let retryAt { record.retryAt = retryAt }
+        if let attempts { record.attempts = attempts }
+        if let bytesOnDisk { record.bytesOnDisk = bytesOnDisk }
+        if let expectedBytes { record.expectedBytes = expectedBytes }
+        if let validator {
+            record.validator = validator?.value
+            record.validatorStrength = validator?.strength.rawValue
+        }
+    }
+
     /// Folds a later patch into this one (later values win).
     mutating func merge(_ later: AssetPatch) {
         if let value = later.state { state = value }

@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+
+/// Runs the built `paperboy` tool and captures what it printed.
+struct CLIResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+enum CLI {
+    /// The `paperboy` executable next to the test bundle (or `PAPERBOY_BIN`).
+    static var executable: URL {
+        if let override = ProcessInfo.processInfo.environment["PAPERBOY_BIN"] {
+            return URL(fileURLWithPath: override)
+        }
+        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<3 {
+            let candidate = folder.appendingPathComponent("paperboy")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            folder.deleteLastPathComponent()
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return root.appendingPathComponent(".build/debug/paperboy")
+    }
+
+    static func run(_ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:]) throws -> CLIResult {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        if let folder { process.currentDirectoryURL = folder }
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Read both pipes concurrently with the process, so a full pipe never blocks it.
+        nonisolated(unsafe) var errData = Data()
+        let reader = Thread { errData = err.fileHandleForReading.readDataToEndOfFile() }
+        reader.start()
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        while !reader.isFinished { usleep(1000) }
+        return CLIResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                         stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
+
+/// A temporary folder removed when the test ends.
+final class Workspace: @unchecked Sendable {
+    let url: URL
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-cli-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    func write(_ text: String, to name: String) -> URL {
+        let file = url.appendingPathComponent(name)
+        try! FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try! Data(text.utf8).write(to: file)
+        return file
+    }
+
+    func write(_ data: Data, to name: String) -> URL {
+        let file = url.appendingPathComponent(name)
+        try! FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try! data.write(to: file)
+        return file
+    }
+
+    func path(_ name: String) -> URL { url.appendingPathComponent(name) }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import PaperboyTesting
+import Testing
+
+@Suite("paperboy sync and status")
+struct SyncCommandTests {
+    let workspace = Workspace()
+
+    func makeContent() -> (Data, Data) {
+        var generator = SystemRandomNumberGenerator()
+        let pdf = Data((0..<300_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let cover = Data("cover".utf8)
+        _ = workspace.write(pdf, to: "content/issue.pdf")
+        _ = workspace.write(cover, to: "content/cover.png")
+        return (pdf, cover)
+    }
+
+    func config(sha: String, extra: String = "") -> URL {
+        workspace.write("""
+            [library]
+            path = "lib"
+
+            [[issues]]
+            name = "2026-11-21"
+            date = 2026-11-21
+              [[issues.assets]]
+              url = "content/issue.pdf"
+              sha256 = "\(sha)"
+              path = "magazine.pdf"
+              [[issues.assets]]
+              url = "content/cover.png"
+            \(extra)
+            """, to: "paperboy.toml")
+    }
+
+    @Test func syncDeliversThenDoesNothingTheSecondTime() throws {
+        let (pdf, cover) = makeContent()
+        let file = config(sha: sha256Hex(pdf))
+        let first = try CLI.run(["sync", "--config", file.path])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("2 of 2 asset(s) delivered"))
+        let delivered = workspace.path("lib/Issues/2026-11-21/magazine.pdf")
+        #expect(try Data(contentsOf: delivered) == pdf)
+        #expect(try Data(contentsOf: workspace.path("lib/Issues/2026-11-21/cover.png")) == cover)
+        let inode = try FileManager.default.attributesOfItem(atPath: delivered.path)[.systemFileNumber] as? Int
+
+        let second = try CLI.run(["sync"], in: workspace.url)
+        #expect(second.status == 0)
+        #expect(second.stdout.contains("nothing to do; 2 asset(s) already delivered"))
+        #expect(try FileManager.default.attributesOfItem(atPath: delivered.path)[.systemFileNumber] as? Int == inode)
+    }
+
+    @Test func statusJSONDescribesTheLibrary() throws {
+        let (pdf, _) = makeContent()
+        let file = config(sha: sha256Hex(pdf))
+        let before = try CLI.run(["status", "--json", "--config", file.path])
+        #expect(before.status == 0)
+        #expect(before.stdout.contains("\"issues\" : ["))
+        #expect(try CLI.run(["sync", "-q", "--config", file.path]).status == 0)
+        let result = try CLI.run(["status", "--json", "--config", file.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let issues = try #require(json["issues"] as? [[String: Any]])
+        #expect(issues.count == 1)
+        #expect(issues[0]["name"] as? String == "2026-11-21")
+        #expect(issues[0]["date"] as? String == "2026-11-21")
+        #expect(issues[0]["status"] as? String == "available")
+        #expect((issues[0]["contentPath"] as? String)?.hasSuffix("lib/Issues/2026-11-21") == true)
+        let assets = try #require(issues[0]["assets"] as? [[String: Any]])
+        #expect(assets.count == 2)
+        #expect(assets[0]["state"] as? String == "delivered")
+        #expect(assets[0]["bytesWritten"] as? Int == pdf.count)
+        #expect(assets[0]["expectedBytes"] as? Int == pdf.count)
+        #expect(assets[0]["path"] as? String == "magazine.pdf")
+        #expect(assets[1]["path"] as? String == "cover.png")
+        #expect((assets[0]["url"] as? String)?.hasSuffix("content/issue.pdf") == true)
+        #expect(assets[0]["id"] is String)
+    }
+
+    @Test func failedAssetsAreReportedOneLineEachWithExitCode1() throws {
+        let (pdf, _) = makeContent()
+        let file = config(sha: String(repeating: "0", count: 64), extra: """
+              [[issues.assets]]
+              url = "content/missing.pdf"
+            """)
+        let result = try CLI.run(["sync", "--config", file.path])
+        #expect(result.status == 1)
+        let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("failed: ") }
+        #expect(lines.count == 2, "\(result.stderr)")
+        #expect(lines.contains { $0.contains("2026-11-21/magazine.pdf") && $0.contains("SHA-256") && $0.contains(sha256Hex(pdf)) })
+        #expect(lines.contains { $0.contains("2026-11-21/missing.pdf") && $0.contains("no such file") })
+        // The good asset was still delivered; the bad one left nothing behind.
+        #expect(FileManager.default.fileExists(atPath: workspace.path("lib/Issues/2026-11-21/cover.png").path))
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("lib/Issues/2026-11-21/magazine.pdf").path))
+    }
+
+    @Test(arguments: [
+        ("[library]\npath = \"lib\"\n[[issues]]\nname = \"a\"\ndate = 2026-11-21\n  [[issues.assets]]\n  url = \"x\"\n  sha256 = \"abc\"\n", ":8:", "sha256"),
+        ("[library]\npath = \"lib\"\n[schedular]\nmax_concurrent = 2\n", ":3:", "scheduler"),
+        ("[library]\npath = \"lib\"\n[scheduler]\nmax_concurent = 2\n", ":4:", "max_concurrent"),
+        ("[library]\npath = \"lib\"\n[scheduler]\nmax_concurrent = \"two\"\n", ":4:", "max_concurrent"),
+        ("[library]\npath = \"lib\"\n[[issues]]\nname = \"a\"\ndate = 2026-11-21\n[[issues]]\nname = \"a\"\ndate = 2026-11-22\n", ":7:", "duplicate issue name"),
+        ("[library\npath = \"lib\"\n", ":1", "paperboy.toml"),
+        ("[library]\npath = \"lib\"\n[[issues]]\nname = \"a\"\ndate = 2026-11-21\n  [[issues.assets]]\n  url = \"x\"\n  path = \"../out\"\n", ":8:", "path"),
+        ("[library]\npath = \"lib\"\n[[credentials]]\nmatch = \"https://cdn.example.com/\"\npassword_env = \"PAPERBOY_TEST_UNSET_VARIABLE\"\n", ":5:", "PAPERBOY_TEST_UNSET_VARIABLE"),
+    ])
+    func configErrorsExitWith2AndWriteNothing(_ text: String, _ line: String, _ mention: String) throws {
+        let file = workspace.write(text, to: "paperboy.toml")
+        let result = try CLI.run(["sync", "--config", file.path])
+        #expect(result.status == 2, "\(result.stdout) \(result.stderr)")
+        #expect(result.stderr.contains("paperboy.toml\(line)"), "\(result.stderr)")
+        #expect(result.stderr.contains(mention), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("lib").path))
+    }
+
+    @Test func missingConfigurationAndBadUsageExitWith2() throws {
+        let none = try CLI.run(["sync"], in: workspace.url, environment: ["XDG_CONFIG_HOME": workspace.path("xdg").path])
+        #expect(none.status == 2)
+        #expect(none.stderr.contains("no configuration file"))
+        let badFlag = try CLI.run(["sync", "--no-such-flag"])
+        #expect(badFlag.status == 2)
+        let badCommand = try CLI.run(["fly"])
+        #expect(badCommand.status == 2)
+    }
+}
