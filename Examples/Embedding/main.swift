@@ -1,1 +1,74 @@
-print("x")
+// An app embedding Paperboy: open the library, reconnect downloads at launch, add an issue,
+// download it with a delegate that moves the finished file, then update the shelf.
+//
+//   swift run EmbeddingExample [LIBRARY_FOLDER]
+import Foundation
+import Paperboy
+import PaperboyFile
+
+/// Keeps each finished file by moving it into the issue's folder, as a NewsstandKit app did.
+final class ShelfDelegate: AssetDownloadDelegate {
+    func download(_ asset: AssetDownload, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
+        let total = expectedTotalBytes.map { " of \($0)" } ?? ""
+        print("  \(asset.identifier.prefix(8)): \(totalBytesWritten)\(total) bytes")
+    }
+
+    func download(_ asset: AssetDownload, didResumeAt totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
+        print("  \(asset.identifier.prefix(8)): resuming at byte \(totalBytesWritten)")
+    }
+
+    func download(_ asset: AssetDownload, didFinishDownloadingTo destinationURL: URL) async throws {
+        // The file is only valid during this call: move it where the app wants it.
+        guard let issue = asset.issue, case .string(let name)? = asset.userInfo?["file"] else { return }
+        try FileManager.default.createDirectory(at: issue.contentURL, withIntermediateDirectories: true)
+        let target = issue.contentURL.appendingPathComponent(name)
+        try? FileManager.default.removeItem(at: target)
+        try FileManager.default.moveItem(at: destinationURL, to: target)
+        print("  \(asset.identifier.prefix(8)): saved \(target.path)")
+    }
+
+    func download(_ asset: AssetDownload, didFailWithError error: LibraryError) {
+        print("  \(asset.identifier.prefix(8)): failed: \(error)")
+    }
+}
+
+extension JSONValue {
+    subscript(key: String) -> JSONValue? {
+        if case .object(let object) = self { return object[key] }
+        return nil
+    }
+}
+
+let arguments = CommandLine.arguments
+let folder = arguments.count > 1
+    ? URL(fileURLWithPath: arguments[1])
+    : FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-embedding-example")
+
+// The publisher's file, generated here so the example needs no server.
+let source = folder.appendingPathComponent("publisher/2026-11-21.pdf")
+try FileManager.default.createDirectory(at: source.deletingLastPathComponent(), withIntermediateDirectories: true)
+try Data(repeating: 0x25, count: 3 << 20).write(to: source)
+
+let library = try Library.open(at: folder.appendingPathComponent("library"), transports: TransportRegistry([FileTransport()]))
+let delegate = ShelfDelegate()
+
+// At launch: reconnect whatever was on its way when the app last quit (or crashed).
+for asset in library.downloadingAssets {
+    print("reconnecting \(asset.identifier)")
+    asset.download(delegate: delegate)
+}
+
+let name = "2026-11-21"
+let issue = try library.issue(named: name) ?? library.addIssue(name: name, date: Date())
+if issue.assets.isEmpty {
+    let asset = try issue.addAsset(AssetRequest(url: source), userInfo: ["file": "magazine.pdf"])
+    asset.download(delegate: delegate)
+}
+
+// Wait for the issue to complete, then update the shelf.
+await library.waitUntilIdle()
+print("\(issue.name): \(issue.status), new: \(issue.isNew), badge: \(library.badgeCount)")
+try library.setCurrentlyReadingIssue(issue)
+issue.markRead()
+print("reading \(library.currentlyReadingIssue?.name ?? "nothing"), badge: \(library.badgeCount)")
+await library.close()

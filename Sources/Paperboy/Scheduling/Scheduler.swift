@@ -30,6 +30,8 @@ final class Scheduler: Sendable {
     let settings: Settings
     let logger: Logger
     let broadcaster = EventBroadcaster()
+    /// Destination folders already created and found inside their issue folder.
+    private let checkedFolders = Mutex<Set<String>>([])
     let state = Mutex<State>(State())
 
     enum StopKind: Sendable { case pause, cancel, remove }
@@ -290,6 +292,8 @@ final class Scheduler: Sendable {
 
     /// Forgets the assets of an issue: running transfers stop, files are removed by the caller.
     func removeIssue(_ name: String) async {
+        let folder = layout.contentURL(issue: name).path
+        checkedFolders.withLock { $0 = $0.filter { !($0 == folder || $0.hasPrefix(folder + "/")) } }
         let tasks: [Task<Void, Never>] = state.withLock { state in
             var tasks: [Task<Void, Never>] = []
             for id in state.entries.values.filter({ $0.issueName == name }).map(\.id) {
@@ -629,10 +633,14 @@ final class Scheduler: Sendable {
         let folder = layout.contentURL(issue: issueName)
         let destination = folder.appendingPathComponent(path)
         let parent = destination.deletingLastPathComponent()
-        try POSIX.makeDirectory(parent)
-        guard let realFolder = POSIX.realPath(folder), let realParent = POSIX.realPath(parent),
-              realParent == realFolder || realParent.hasPrefix(realFolder + "/") else {
-            throw LibraryError(.invalidPath, "destination '\(path)' of issue '\(issueName)' leads outside the issue folder")
+        // Checking a folder once per run is enough: only this process writes the library.
+        if !checkedFolders.withLock({ $0.contains(parent.path) }) {
+            try POSIX.makeDirectory(parent)
+            guard let realFolder = POSIX.realPath(folder), let realParent = POSIX.realPath(parent),
+                  realParent == realFolder || realParent.hasPrefix(realFolder + "/") else {
+                throw LibraryError(.invalidPath, "destination '\(path)' of issue '\(issueName)' leads outside the issue folder")
+            }
+            checkedFolders.withLock { _ = $0.insert(parent.path) }
         }
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory), isDirectory.boolValue {

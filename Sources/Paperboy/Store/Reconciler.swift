@@ -58,7 +58,7 @@ struct Reconciler {
                 break
             }
             records[index] = record
-            store.submit(patch)
+            if patch.state != nil || patch.bytesOnDisk != nil { store.submit(patch) }
         }
         store.flush()
         removeOrphans(in: layout.partialFolder, keeping: owned)

@@ -51,8 +51,12 @@ struct SyncCommand: AsyncParsableCommand {
         var failures = 0
         var delivered = 0
         var bytes: Int64 = 0
+        var statuses: [String: AssetStatus] = [:]
+        for name in Set(plan.entries.map(\.issue)) {
+            for status in library.issue(named: name)?.assetStatuses ?? [] { statuses[status.identifier] = status }
+        }
         for entry in plan.entries {
-            let status = entry.status()
+            let status = statuses[entry.identifier]
             switch status?.state {
             case .delivered?:
                 delivered += 1
@@ -88,17 +92,11 @@ struct SyncPlan {
         var path: String
         var url: URL
         var identifier: String
-        var library: Library
-
-        func status() -> AssetStatus? {
-            library.issue(named: issue)?.assetStatuses.first { $0.identifier == identifier }
-        }
     }
 
     var entries: [Entry] = []
     var toDownload: [AssetDownload] = []
     var alreadyDelivered = 0
-    private var statusCache: [String: [String: AssetStatus]] = [:]
 
     static func make(config: PaperboyConfiguration, library: Library) throws(LibraryError) -> SyncPlan {
         var plan = SyncPlan()
@@ -141,7 +139,7 @@ struct SyncPlan {
                     continue
                 }
                 plan.entries.append(Entry(issue: configured.name, path: asset.path, url: asset.url,
-                                          identifier: download.identifier, library: library))
+                                          identifier: download.identifier))
             }
         }
         return plan

@@ -1,0 +1,113 @@
+import Foundation
+import Paperboy
+import PaperboyFile
+import PaperboyTesting
+import Testing
+
+@Suite("FileTransport")
+struct FileTransportTests {
+    let folder: URL = {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-file-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }()
+
+    func source(_ bytes: Int, name: String = "source.bin") throws -> (URL, Data) {
+        let data = Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) })
+        let url = folder.appendingPathComponent(name)
+        try data.write(to: url)
+        return (url, data)
+    }
+
+    @Test func copiesTheWholeFile() async throws {
+        let (url, data) = try source(3 << 20)
+        let sink = RecordingSink()
+        try await FileTransport(chunkSize: 1 << 20).transfer(TransferJob(url: url), into: sink)
+        #expect(sink.beginCount == 1)
+        #expect(sink.response?.offset == 0)
+        #expect(sink.response?.expectedLength == Int64(data.count))
+        #expect(sink.response?.validator?.strength == .strong)
+        #expect(sink.data == data)
+        #expect(sink.writeCount == 3)
+    }
+
+    @Test func resumesFromAnOffsetWhenTheValidatorMatches() async throws {
+        let (url, data) = try source(100_000)
+        let probe = RecordingSink()
+        try await FileTransport().transfer(TransferJob(url: url), into: probe)
+        let validator = try #require(probe.response?.validator)
+        let sink = RecordingSink()
+        try await FileTransport().transfer(TransferJob(url: url, offset: 40_000, validator: validator), into: sink)
+        #expect(sink.response?.offset == 40_000)
+        #expect(sink.data == data[40_000...])
+    }
+
+    @Test func aChangedFileRestartsFromZero() async throws {
+        let (url, _) = try source(100_000)
+        let probe = RecordingSink()
+        try await FileTransport().transfer(TransferJob(url: url), into: probe)
+        let old = try #require(probe.response?.validator)
+        try await Task.sleep(for: .milliseconds(5))
+        let (_, newer) = try source(120_000)   // rewritten in place: new size and mtime
+        let sink = RecordingSink()
+        try await FileTransport().transfer(TransferJob(url: url, offset: 40_000, validator: old), into: sink)
+        #expect(sink.response?.offset == 0)
+        #expect(sink.response?.validator != old)
+        #expect(sink.data == newer)
+    }
+
+    @Test func anOffsetPastTheEndRestartsFromZero() async throws {
+        let (url, data) = try source(1000)
+        let sink = RecordingSink()
+        try await FileTransport().transfer(TransferJob(url: url, offset: 5000), into: sink)
+        #expect(sink.response?.offset == 0)
+        #expect(sink.data == data)
+    }
+
+    @Test func missingFilesAndFoldersAreFatalNotFound() async throws {
+        for url in [folder.appendingPathComponent("missing.bin"), folder] {
+            do {
+                try await FileTransport().transfer(TransferJob(url: url), into: RecordingSink())
+                Issue.record("expected an error for \(url.path)")
+            } catch let error as TransportError {
+                #expect(error.code == .notFound)
+                #expect(!error.isRetryable)
+                #expect(error.message.contains(url.path))
+            }
+        }
+    }
+
+    @Test func cancellationStopsPromptly() async throws {
+        let (url, _) = try source(8 << 20)
+        let sink = RecordingSink(writeDelay: .milliseconds(20))
+        let task = Task { try await FileTransport(chunkSize: 64 * 1024).transfer(TransferJob(url: url), into: sink) }
+        try await Task.sleep(for: .milliseconds(60))
+        task.cancel()
+        let result = await task.result
+        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(sink.data.count < 8 << 20)
+    }
+
+    @Test func plainPathsBecomeFileURLs() throws {
+        let base = URL(fileURLWithPath: "/srv/publisher", isDirectory: true)
+        #expect(try TransportRegistry.url(from: "content/a.pdf", relativeTo: base).path == "/srv/publisher/content/a.pdf")
+        #expect(try TransportRegistry.url(from: "/abs/b.pdf").path == "/abs/b.pdf")
+        #expect(try TransportRegistry.url(from: "file:///abs/c.pdf").path == "/abs/c.pdf")
+        #expect(try TransportRegistry.url(from: "https://cdn.example.com/x.zip").host == "cdn.example.com")
+        for bad in ["", "https://exa mple.com/x", "https:///nohost"] {
+            #expect(throws: TransportError.self, "\(bad)") { try TransportRegistry.url(from: bad) }
+        }
+    }
+
+    @Test func throughTheLibraryTheFileLandsInTheIssueFolder() async throws {
+        let (url, data) = try source(2 << 20)
+        let library = try Library.open(at: folder.appendingPathComponent("lib"), transports: TransportRegistry([FileTransport()]))
+        let issue = try library.addIssue(name: "i", date: Date())
+        let asset = try issue.addAsset(AssetRequest(url: url, sha256: sha256Hex(data), destinationPath: "sub/out.bin"))
+        asset.download()
+        await library.waitUntilIdle()
+        #expect(asset.state == .delivered)
+        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("sub/out.bin")) == data)
+        await library.close()
+    }
+}
