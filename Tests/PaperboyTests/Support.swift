@@ -42,6 +42,7 @@ func testConfiguration(attempts: Int = 3) -> Library.Configuration {
     configuration.retry = RetryPolicy(maxAttempts: attempts, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))
     configuration.progressInterval = .milliseconds(20)
     configuration.syncsFinishedFiles = false
+    configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .wired))
     return configuration
 }
 

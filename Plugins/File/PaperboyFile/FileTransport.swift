@@ -20,7 +20,7 @@ public struct FileTransport: Transport {
     }
 
     public var schemes: Set<String> { ["file"] }
-    public var capabilities: TransportCapabilities { [.resume, .validators] }
+    public var capabilities: TransportCapabilities { [.resume, .validators, .local] }
 
     public func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
         let path = job.url.path

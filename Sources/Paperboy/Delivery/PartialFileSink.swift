@@ -36,6 +36,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         var durability: Durability
         var live: LiveProgress
         var hub: @Sendable () -> AssetEventHub?
+        /// Limits applied to every byte, the per-transfer one first, then the global one.
+        var limiters: [BandwidthLimiter]
         var answerChallenge: @Sendable (AuthChallenge) async -> AuthChallengeDisposition
     }
 
@@ -43,6 +45,9 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     private let context: Context
     private let checkpoints = DispatchGroup()
     private let checkpointInFlight = Atomic<Bool>(false)
+    /// For `tryWrite`: bytes each limiter already granted and not yet used, and the request
+    /// that could not be granted (limiter index, bytes).
+    private let credits: Mutex<(granted: [Int], pending: (index: Int, bytes: Int)?)>
 
     private(set) var began = false
     private(set) var written: Int64 = 0
@@ -61,6 +66,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         self.context = context
         nextCheckpoint = ContinuousClock.now + context.checkpointInterval
         if context.expectedSHA256 != nil { hasher = SHA256() }
+        credits = Mutex((Array(repeating: 0, count: context.limiters.count), nil))
     }
 
     // MARK: TransferSink
@@ -118,16 +124,60 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) async throws {
+        guard began else {
+            throw TransportError(.protocolError, "transport wrote data before calling begin", url: context.url, isRetryable: false)
+        }
+        for limiter in context.limiters {
+            try await limiter.acquire(bytes.count)
+        }
         try take(bytes)
     }
 
     func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
+        let count = bytes.count
+        let allowed = credits.withLock { credits -> Bool in
+            for index in context.limiters.indices where credits.granted[index] < count {
+                if context.limiters[index].tryAcquire(count) {
+                    credits.granted[index] += count
+                } else {
+                    credits.pending = (index, count)
+                    return false
+                }
+            }
+            for index in credits.granted.indices { credits.granted[index] -= count }
+            return true
+        }
+        guard allowed else { return false }
         try take(bytes)
         return true
     }
 
     func whenWritable(_ callback: @escaping @Sendable () -> Void) {
-        callback()
+        guard let pending = credits.withLock({ credits in
+            defer { credits.pending = nil }
+            return credits.pending
+        }) else {
+            callback()
+            return
+        }
+        grant(from: pending.index, bytes: pending.bytes, then: callback)
+    }
+
+    /// Asks limiter `index` and the ones after it for `bytes`, then calls `callback`.
+    private func grant(from index: Int, bytes: Int, then callback: @escaping @Sendable () -> Void) {
+        guard index < context.limiters.count else {
+            callback()
+            return
+        }
+        let alreadyGranted = credits.withLock { $0.granted[index] >= bytes }
+        if alreadyGranted {
+            grant(from: index + 1, bytes: bytes, then: callback)
+            return
+        }
+        context.limiters[index].acquire(bytes) { [self] in
+            credits.withLock { $0.granted[index] += bytes }
+            grant(from: index + 1, bytes: bytes, then: callback)
+        }
     }
 
     func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition {

@@ -17,11 +17,16 @@ public struct AssetRequest: Sendable, Hashable, Codable {
     public var destinationPath: String?
     /// Transport-specific options.
     public var options: [String: String]
+    /// A limit for this transfer alone, in bytes per second (the global limit applies too).
+    public var maxBytesPerSecond: Int64?
+    /// Changes to the library's default network policy for this asset.
+    public var network: NetworkPolicyOverride?
 
     /// Creates a request.
     public init(
         url: URL, headers: [String: String] = [:], sha256: String? = nil, priority: Int = 0,
-        destinationPath: String? = nil, options: [String: String] = [:]
+        destinationPath: String? = nil, options: [String: String] = [:], maxBytesPerSecond: Int64? = nil,
+        network: NetworkPolicyOverride? = nil
     ) {
         self.url = url
         self.headers = headers
@@ -29,6 +34,8 @@ public struct AssetRequest: Sendable, Hashable, Codable {
         self.priority = priority
         self.destinationPath = destinationPath
         self.options = options
+        self.maxBytesPerSecond = maxBytesPerSecond
+        self.network = network
     }
 
     /// Checks the parts a transport does not: the checksum format and the destination path.

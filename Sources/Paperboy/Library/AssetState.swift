@@ -55,6 +55,11 @@ public enum WaitReason: Sendable, Hashable, CustomStringConvertible {
     case retry(until: Date, attempt: Int)
     /// Paused by the app (``AssetDownload/pause()``); bytes are kept.
     case pausedByApp
+    /// The current network is not allowed by the asset's ``NetworkPolicy``; bytes are kept and
+    /// the transfer continues when an allowed network appears.
+    case network
+    /// Waiting behind the per-host concurrency limit for this host.
+    case hostLimit(host: String)
 
     public var description: String {
         switch self {
@@ -62,6 +67,8 @@ public enum WaitReason: Sendable, Hashable, CustomStringConvertible {
         case .retry(let until, let attempt):
             "retry \(attempt) at \(until.formatted(.iso8601))"
         case .pausedByApp: "paused by the app"
+        case .network: "waiting for an allowed network"
+        case .hostLimit(let host): "queued behind the per-host limit for \(host.isEmpty ? "local files" : host)"
         }
     }
 }

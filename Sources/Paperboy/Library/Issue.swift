@@ -38,7 +38,7 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the issue is complete, on its way, or neither.
     public var status: Status {
-        let states = assets.map(\.state)
+        let states = assetStatuses.map(\.state)
         if states.contains(where: \.isActive) { return .downloading }
         if !states.isEmpty, states.allSatisfy({ $0 == .delivered }) { return .available }
         return .none

@@ -50,6 +50,26 @@ public final class Library: Sendable {
         public var credentials: (any CredentialProvider)?
         /// Where the library logs.
         public var logger = Logger(label: "paperboy")
+        /// The global bandwidth limit in bytes per second (`nil`: unlimited), shared fairly by
+        /// every transfer of every transport. A ``bandwidthSchedule`` replaces it.
+        public var bandwidthLimit: Int64?
+        /// A limit applied to each transfer on its own (`nil`: none); requests may set their own.
+        public var perTransferBandwidthLimit: Int64?
+        /// A time-of-day schedule for the global limit.
+        public var bandwidthSchedule: BandwidthSchedule?
+        /// Foreground or background: in the background, the default network policy is
+        /// ``NetworkPolicy/unmeteredOnly`` (NewsstandKit downloaded over Wi-Fi only in the background).
+        public var mode: Mode = .foreground
+        /// The default network policy; `nil` takes the mode's default.
+        public var networkPolicy: NetworkPolicy?
+        /// Where the network status comes from; `nil` reads Linux state, or the `PAPERBOY_NETWORK`
+        /// environment variable when it is set (such as `cellular,expensive`).
+        public var networkMonitor: (any NetworkMonitor)?
+
+        /// Whether the app is in front of the user.
+        public enum Mode: String, Sendable {
+            case foreground, background
+        }
 
         /// The defaults.
         public init() {}
@@ -106,6 +126,17 @@ public final class Library: Sendable {
             POSIX.closeFile(lock)
             throw error
         }
+        let monitor: any NetworkMonitor
+        if let given = configuration.networkMonitor {
+            monitor = given
+        } else {
+            do {
+                monitor = try defaultNetworkMonitor()
+            } catch {
+                POSIX.closeFile(lock)
+                throw error
+            }
+        }
         let settings = Scheduler.Settings(
             maxConcurrent: max(1, configuration.maxConcurrentTransfers),
             maxPerHost: max(1, configuration.maxTransfersPerHost),
@@ -115,14 +146,32 @@ public final class Library: Sendable {
             connectTimeout: configuration.connectTimeout,
             idleTimeout: configuration.idleTimeout,
             credentials: configuration.credentials,
-            maxUserInfoBytes: configuration.maxUserInfoBytes)
+            maxUserInfoBytes: configuration.maxUserInfoBytes,
+            bandwidthLimit: configuration.bandwidthLimit,
+            perTransferLimit: configuration.perTransferBandwidthLimit,
+            schedule: configuration.bandwidthSchedule,
+            networkMonitor: monitor,
+            networkPolicy: configuration.networkPolicy ?? (configuration.mode == .background ? .unmeteredOnly : .any))
         let scheduler = Scheduler(
             store: store, layout: layout, transports: transports, settings: settings,
             durability: Durability(root: layout.root, enabled: configuration.syncsFinishedFiles),
             logger: configuration.logger)
         let records = Reconciler(store: store, layout: layout, logger: configuration.logger).reconcile()
+        scheduler.startBackgroundWork()
         scheduler.load(records, resume: configuration.resumesOnOpen)
         return Library(root: layout.root, scheduler: scheduler, lockDescriptor: lock)
+    }
+
+    /// The Linux monitor, or a fixed status from `PAPERBOY_NETWORK`.
+    static func defaultNetworkMonitor() throws(LibraryError) -> any NetworkMonitor {
+        if let forced = ProcessInfo.processInfo.environment["PAPERBOY_NETWORK"], !forced.isEmpty {
+            do {
+                return FixedNetworkMonitor(try NetworkStatus.parse(forced))
+            } catch {
+                throw LibraryError(.invalidRequest, "PAPERBOY_NETWORK: \(error.message)")
+            }
+        }
+        return LinuxNetworkMonitor()
     }
 
     /// Opens an existing library to read its state while another process may be using it.
@@ -191,7 +240,7 @@ public final class Library: Sendable {
     ///
     /// At launch, call ``AssetDownload/download(delegate:)`` on each to reconnect.
     public var downloadingAssets: [AssetDownload] {
-        scheduler.activeIdentifiers().compactMap { asset(identifier: $0) }
+        scheduler.activeAssets()
     }
 
     /// The asset with this identifier, if it still exists.
@@ -223,8 +272,36 @@ public final class Library: Sendable {
     }
 
     /// Returns once nothing is queued, downloading, waiting for a retry or being delivered.
-    public func waitUntilIdle() async {
-        await scheduler.waitUntilIdle()
+    ///
+    /// - Parameter includingNetworkWaits: also wait for assets waiting for an allowed network
+    ///   (by default they do not count: they may wait for hours).
+    public func waitUntilIdle(includingNetworkWaits: Bool = false) async {
+        await scheduler.waitUntilIdle(includingNetworkWaits: includingNetworkWaits)
+    }
+
+    // MARK: Policies
+
+    /// The global bandwidth limiter: read its ``BandwidthLimiter/statistics``, or change the
+    /// limit at run time with ``BandwidthLimiter/setBytesPerSecond(_:)``.
+    public var bandwidthLimiter: BandwidthLimiter { scheduler.limiter }
+
+    /// Follows a time-of-day schedule for the global limit from now on (`nil`: stop following it).
+    public func setBandwidthSchedule(_ schedule: BandwidthSchedule?) {
+        scheduler.setSchedule(schedule)
+    }
+
+    /// Changes the limit of each transfer on its own, running ones included (`nil`: none).
+    public func setPerTransferBandwidthLimit(_ bytesPerSecond: Int64?) {
+        scheduler.setPerTransferLimit(bytesPerSecond)
+    }
+
+    /// The network status the scheduler works with.
+    public var networkStatus: NetworkStatus { scheduler.state.withLock { $0.network } }
+
+    /// The limiter statistics recorded by the process that has the library open (about once a
+    /// second), for reading from another process.
+    public var recordedBandwidthStatistics: BandwidthLimiter.Statistics? {
+        scheduler.store.meta("bandwidth").flatMap { try? JSONDecoder().decode(BandwidthLimiter.Statistics.self, from: Data($0.utf8)) }
     }
 
     /// Stops running transfers (their bytes are kept and continue at the next open) and writes

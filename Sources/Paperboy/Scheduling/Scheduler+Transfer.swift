@@ -10,6 +10,7 @@ extension Scheduler {
         var validator: ResourceValidator?
         var live: LiveProgress
         var hub: AssetEventHub?
+        var limiters: [BandwidthLimiter]
     }
 
     /// How a transfer ended.
@@ -123,21 +124,27 @@ extension Scheduler {
     }
 
     private func makeSink(fd: Int32, run: Run, request: AssetRequest, offset: Int64, validator: ResourceValidator?) -> PartialFileSink {
-        let hub = run.hub
+        let id = run.id
+        // Looked up on each use, so that a delegate attached mid-transfer gets the events.
+        let hub: @Sendable () -> AssetEventHub? = { [weak self] in self?.currentHub(id) }
         let credentials = settings.credentials
         let context = PartialFileSink.Context(
             assetID: run.id, url: request.url, requestedOffset: offset, recordedValidator: validator,
             expectedSHA256: request.sha256, progressInterval: settings.progressInterval,
             checkpointInterval: settings.checkpointInterval, store: store, durability: durability,
-            live: run.live, hub: { hub },
+            live: run.live, hub: hub, limiters: run.limiters,
             answerChallenge: { challenge in
                 if challenge.previousFailureCount == 0, let credential = credentials?.credential(for: challenge) {
                     return .useCredential(credential)
                 }
-                if let hub { return await hub.challenge(challenge) }
+                if let hub = hub() { return await hub.challenge(challenge) }
                 return .performDefaultHandling
             })
         return PartialFileSink(fd: fd, context: context)
+    }
+
+    func currentHub(_ id: String) -> AssetEventHub? {
+        state.withLock { $0.entries[id]?.hub }
     }
 
     private func updateRequest(_ id: String, _ request: AssetRequest) {

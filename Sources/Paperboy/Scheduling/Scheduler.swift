@@ -19,7 +19,16 @@ final class Scheduler: Sendable {
         var idleTimeout: Duration
         var credentials: (any CredentialProvider)?
         var maxUserInfoBytes: Int
+        var bandwidthLimit: Int64? = nil
+        var perTransferLimit: Int64? = nil
+        var schedule: BandwidthSchedule? = nil
+        var networkMonitor: any NetworkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .other))
+        var networkPolicy: NetworkPolicy = .any
     }
+
+    /// The global bandwidth limit, shared by every transfer.
+    let limiter: BandwidthLimiter
+    private let background = Mutex<[Task<Void, Never>]>([])
 
     var maxUserInfoBytes: Int { settings.maxUserInfoBytes }
 
@@ -34,7 +43,7 @@ final class Scheduler: Sendable {
     private let checkedFolders = Mutex<Set<String>>([])
     let state = Mutex<State>(State())
 
-    enum StopKind: Sendable { case pause, cancel, remove }
+    enum StopKind: Sendable { case pause, cancel, remove, network }
 
     struct Entry {
         let id: String
@@ -75,6 +84,8 @@ final class Scheduler: Sendable {
         var isBusy: Bool {
             delivering || state == .queued || state == .retry || state == .downloading
         }
+
+        var policyOverride: NetworkPolicyOverride? { request.network }
     }
 
     struct State {
@@ -84,22 +95,33 @@ final class Scheduler: Sendable {
         var hostCounts: [String: Int] = [:]
         var remainingByIssue: [String: Int] = [:]
         var busy = 0
-        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        var waitingForNetwork = 0
+        var idleWaiters: [(includingNetwork: Bool, continuation: CheckedContinuation<Void, Never>)] = []
         var closed = false
+        var network = NetworkStatus(kind: .other)
+        var perTransferLimit: Int64?
+        var perTransferLimiters: [String: BandwidthLimiter] = [:]
 
-        /// Applies a change to an entry, keeping the busy count right.
+        /// Applies a change to an entry, keeping the counts right.
         mutating func update(_ id: String, _ change: (inout Entry) -> Void) {
             guard var entry = entries[id] else { return }
             let wasBusy = entry.isBusy
+            let wasWaiting = entry.state == .network
             change(&entry)
             busy += (entry.isBusy ? 1 : 0) - (wasBusy ? 1 : 0)
+            waitingForNetwork += (entry.state == .network ? 1 : 0) - (wasWaiting ? 1 : 0)
             entries[id] = entry
         }
 
         mutating func takeIdleWaiters() -> [CheckedContinuation<Void, Never>] {
             guard busy == 0 else { return [] }
-            defer { idleWaiters = [] }
-            return idleWaiters
+            var ready: [CheckedContinuation<Void, Never>] = []
+            idleWaiters.removeAll { waiter in
+                guard !waiter.includingNetwork || waitingForNetwork == 0 else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
         }
     }
 
@@ -111,6 +133,114 @@ final class Scheduler: Sendable {
         self.settings = settings
         self.durability = durability
         self.logger = logger
+        limiter = BandwidthLimiter(bytesPerSecond: settings.bandwidthLimit)
+        state.withLock { state in
+            state.network = settings.networkMonitor.current
+            state.perTransferLimit = settings.perTransferLimit
+        }
+    }
+
+    /// Starts the background work of an open library: following the network, the bandwidth
+    /// schedule, and recording the limiter's statistics for `paperboy status`.
+    func startBackgroundWork() {
+        let changes = settings.networkMonitor.changes()
+        var tasks = [Task { [weak self] in
+            for await status in changes {
+                guard let self else { return }
+                self.networkChanged(status)
+            }
+        }]
+        tasks.append(Task { [weak self] in
+            var last: Int64 = -1
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                guard let self else { return }
+                let statistics = self.limiter.statistics
+                if statistics.bytesGranted != last {
+                    last = statistics.bytesGranted
+                    self.recordLimiterStatistics(statistics)
+                }
+            }
+        })
+        background.withLock { $0 = tasks }
+        setSchedule(settings.schedule)
+    }
+
+    /// Follows a time-of-day schedule (replacing the previous one); `nil` stops following.
+    func setSchedule(_ schedule: BandwidthSchedule?) {
+        let task: Task<Void, Never>? = schedule.map { schedule in
+            Task { [weak self] in
+                while !Task.isCancelled {
+                    guard let self else { return }
+                    let now = Date()
+                    self.limiter.setBytesPerSecond(schedule.bytesPerSecond(at: now))
+                    guard let next = schedule.nextChange(after: now) else { return }
+                    try? await Task.sleep(for: .milliseconds(Int64(max(0.05, next.timeIntervalSinceNow) * 1000)))
+                }
+            }
+        }
+        scheduleTask.withLock { current in
+            current?.cancel()
+            current = task
+        }
+    }
+
+    private let scheduleTask = Mutex<Task<Void, Never>?>(nil)
+
+    /// Whether an asset may transfer on `status` (always, for local transports).
+    private func allowsNetwork(_ entry: Entry, _ status: NetworkStatus) -> Bool {
+        if let transport = try? transports.transport(for: entry.request.url), transport.capabilities.contains(.local) {
+            return true
+        }
+        return settings.networkPolicy.applying(entry.policyOverride).allows(status)
+    }
+
+    /// Changes the limit of each transfer (running ones included); `nil` for none.
+    func setPerTransferLimit(_ bytesPerSecond: Int64?) {
+        let running = state.withLock { state -> [BandwidthLimiter] in
+            state.perTransferLimit = bytesPerSecond
+            return Array(state.perTransferLimiters.values)
+        }
+        for limiter in running { limiter.setBytesPerSecond(bytesPerSecond) }
+    }
+
+    private func recordLimiterStatistics(_ statistics: BandwidthLimiter.Statistics) {
+        guard let data = try? JSONEncoder().encode(statistics) else { return }
+        try? store.setMeta("bandwidth", String(decoding: data, as: UTF8.self))
+    }
+
+    func stopBackgroundWork() {
+        for task in background.withLock({ $0 }) { task.cancel() }
+        setSchedule(nil)
+    }
+
+    /// Re-evaluates every asset against a new network status.
+    func networkChanged(_ status: NetworkStatus) {
+        logger.info("network is now \(status)")
+        var changed: [String] = []
+        state.withLock { state in
+            state.network = status
+            for (id, entry) in state.entries {
+                let allowed = allowsNetwork(entry, status)
+                if entry.state == .downloading, !allowed, entry.stop == nil {
+                    state.update(id) { entry in
+                        entry.stop = .network
+                        entry.task?.cancel()
+                    }
+                    changed.append(id)
+                } else if entry.state == .network, allowed {
+                    state.update(id) { $0.state = .queued }
+                    state.ready.push(id: id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
+                    var patch = AssetPatch(id: id)
+                    patch.state = .queued
+                    store.submit(patch)
+                    changed.append(id)
+                }
+            }
+            pump(&state)
+            wakeIdleWaiters(&state)
+        }
+        for id in changed { broadcastState(id) }
     }
 
     // MARK: Loading and adding
@@ -123,6 +253,8 @@ final class Scheduler: Sendable {
                 var entry = Entry(record)
                 state.remainingByIssue[entry.issueName, default: 0] += 1
                 if entry.state == .downloading { entry.state = resume ? .queued : .paused }
+                // Re-evaluated against the network as it is now when the entry is dequeued.
+                if entry.state == .network { entry.state = .queued }
                 state.entries[entry.id] = entry
                 if entry.isBusy { state.busy += 1 }
                 switch entry.state {
@@ -165,15 +297,21 @@ final class Scheduler: Sendable {
     func snapshot(_ id: String) -> Snapshot? {
         state.withLock { state in
             guard let entry = state.entries[id] else { return nil }
-            return Snapshot(state: Self.publicState(entry), written: entry.live.written.load(ordering: .relaxed),
+            var public_ = Self.publicState(entry)
+            if entry.state == .queued, state.hostCounts[entry.host, default: 0] >= settings.maxPerHost,
+               state.running < settings.maxConcurrent {
+                public_ = .waiting(.hostLimit(host: entry.host))
+            }
+            return Snapshot(state: public_, written: entry.live.written.load(ordering: .relaxed),
                             expected: entry.live.expectedBytes, request: entry.request)
         }
     }
 
-    /// Identifiers of assets asked for and not yet delivered, oldest first.
-    func activeIdentifiers() -> [String] {
+    /// Assets asked for and not yet delivered, oldest first.
+    func activeAssets() -> [AssetDownload] {
         state.withLock { state in
-            state.entries.values.filter { Self.publicState($0).isActive }.sorted { $0.seq < $1.seq }.map(\.id)
+            state.entries.values.filter { Self.publicState($0).isActive }.sorted { $0.seq < $1.seq }
+                .map { AssetDownload(identifier: $0.id, issueName: $0.issueName, scheduler: self) }
         }
     }
 
@@ -187,6 +325,7 @@ final class Scheduler: Sendable {
         case .queued: .waiting(.queued)
         case .paused: .waiting(.pausedByApp)
         case .retry: .waiting(.retry(until: retryAt ?? Date(), attempt: attempts + 1))
+        case .network: .waiting(.network)
         case .downloading: .downloading
         case .finished: .finished
         case .delivered: .delivered
@@ -223,7 +362,7 @@ final class Scheduler: Sendable {
                     store.submit(patch)
                 case .finished:
                     deliver = !entry.delivering
-                case .queued, .retry, .downloading, .delivered:
+                case .queued, .retry, .downloading, .delivered, .network:
                     break
                 }
             }
@@ -244,7 +383,7 @@ final class Scheduler: Sendable {
                 case .downloading:
                     entry.stop = .pause
                     entry.task?.cancel()
-                case .queued, .retry, .idle:
+                case .queued, .retry, .idle, .network:
                     entry.retryTask?.cancel()
                     entry.retryTask = nil
                     entry.state = .paused
@@ -269,7 +408,7 @@ final class Scheduler: Sendable {
                 case .downloading:
                     entry.stop = .cancel
                     entry.task?.cancel()
-                case .queued, .retry, .idle, .paused, .failed:
+                case .queued, .retry, .idle, .paused, .failed, .network:
                     entry.retryTask?.cancel()
                     entry.retryTask = nil
                     entry.state = .cancelled
@@ -317,12 +456,13 @@ final class Scheduler: Sendable {
         for task in tasks { await task.value }
     }
 
-    /// Returns when nothing is queued, running, waiting for a retry or being delivered.
-    func waitUntilIdle() async {
+    /// Returns when nothing is queued, running, waiting for a retry or being delivered (and,
+    /// if asked, nothing waits for an allowed network).
+    func waitUntilIdle(includingNetworkWaits: Bool = false) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let idle = state.withLock { state -> Bool in
-                if state.busy == 0 { return true }
-                state.idleWaiters.append(continuation)
+                if state.busy == 0, !includingNetworkWaits || state.waitingForNetwork == 0 { return true }
+                state.idleWaiters.append((includingNetworkWaits, continuation))
                 return false
             }
             if idle { continuation.resume() }
@@ -331,6 +471,7 @@ final class Scheduler: Sendable {
 
     /// Stops every transfer (bytes kept, progress recorded) and writes pending updates.
     func close() async {
+        stopBackgroundWork()
         let tasks: [Task<Void, Never>] = state.withLock { state in
             state.closed = true
             var tasks: [Task<Void, Never>] = []
@@ -354,7 +495,7 @@ final class Scheduler: Sendable {
                 patch.state = .queued
                 store.submit(patch)
             }
-            for continuation in state.idleWaiters { continuation.resume() }
+            for waiter in state.idleWaiters { waiter.continuation.resume() }
             state.idleWaiters = []
             state.entries = [:]
         }
@@ -373,6 +514,13 @@ final class Scheduler: Sendable {
                 hostHasRoom: { counts[$0, default: 0] < maxPerHost },
                 isReady: { entries[$0]?.state == .queued && entries[$0]?.task == nil }
             ) else { break }
+            if let entry = state.entries[next.id], !allowsNetwork(entry, state.network) {
+                state.update(next.id) { $0.state = .network }
+                var patch = AssetPatch(id: next.id)
+                patch.state = .network
+                store.submit(patch)
+                continue
+            }
             start(next.id, host: next.host, in: &state)
         }
     }
@@ -380,12 +528,18 @@ final class Scheduler: Sendable {
     private func start(_ id: String, host: String, in state: inout State) {
         state.running += 1
         state.hostCounts[host, default: 0] += 1
+        var limiters = [limiter]
+        if let entry = state.entries[id], let rate = entry.request.maxBytesPerSecond ?? state.perTransferLimit {
+            let own = BandwidthLimiter(bytesPerSecond: rate)
+            limiters.insert(own, at: 0)
+            if entry.request.maxBytesPerSecond == nil { state.perTransferLimiters[id] = own }
+        }
         state.update(id) { entry in
             entry.state = .downloading
             entry.stop = nil
             let run = Run(
                 id: id, issueName: entry.issueName, request: entry.request, bytesOnDisk: entry.bytesOnDisk,
-                validator: entry.validator, live: entry.live, hub: entry.hub)
+                validator: entry.validator, live: entry.live, hub: entry.hub, limiters: limiters)
             entry.task = Task { [self] in
                 let outcome = await transfer(run)
                 finish(id, host: host, outcome: outcome)
@@ -438,6 +592,7 @@ final class Scheduler: Sendable {
         var failure: (AssetEventHub, LibraryError)?
         state.withLock { state in
             state.running -= 1
+            state.perTransferLimiters[id] = nil
             state.hostCounts[host, default: 1] -= 1
             if state.hostCounts[host] == 0 { state.hostCounts[host] = nil }
             guard let current = state.entries[id] else {
@@ -483,10 +638,14 @@ final class Scheduler: Sendable {
                             failure = (hub, LibraryError(.cancelled, "download of asset \(id) was cancelled"))
                             entry.hub = nil
                         }
+                    } else if entry.stop == .network {
+                        entry.state = .network
+                        patch.state = .network
                     } else {
                         entry.state = .paused
                         patch.state = .paused
                     }
+                    entry.stop = nil
                 case .failed(let error, let retryAfter, let written, let validator):
                     entry.bytesOnDisk = written
                     entry.validator = validator

@@ -40,8 +40,8 @@ struct Reconciler {
                     patch.state = PersistedState(rawValue: record.state)
                     patch.bytesOnDisk = record.bytesOnDisk
                 }
-            case .downloading, .queued, .retry, .paused, .idle, .failed, .cancelled:
-                if POSIX.exists(inbox), [.downloading, .queued, .retry].contains(state) {
+            case .downloading, .queued, .retry, .network, .paused, .idle, .failed, .cancelled:
+                if POSIX.exists(inbox), [.downloading, .queued, .retry, .network].contains(state) {
                     // The rename into the inbox is the commit point of a transfer.
                     record.state = PersistedState.finished.rawValue
                     patch.state = .finished

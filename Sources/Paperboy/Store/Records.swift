@@ -47,7 +47,7 @@ struct AssetRecord: Codable, Sendable, FetchableRecord, PersistableRecord {
 
 /// The states as stored in the database.
 enum PersistedState: String, Sendable {
-    case idle, queued, paused, retry, downloading, finished, delivered, failed, cancelled
+    case idle, queued, paused, retry, network, downloading, finished, delivered, failed, cancelled
 }
 
 /// A partial update of one asset row; `nil` fields are left alone.

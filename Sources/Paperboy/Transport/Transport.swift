@@ -57,4 +57,6 @@ public struct TransportCapabilities: OptionSet, Sendable, Hashable {
     public static let challenges = TransportCapabilities(rawValue: 1 << 1)
     /// The transport reports a validator (ETag, mtime and size, …) that identifies a version.
     public static let validators = TransportCapabilities(rawValue: 1 << 2)
+    /// The transport reads local resources only: network policies do not apply to it.
+    public static let local = TransportCapabilities(rawValue: 1 << 3)
 }

@@ -1,0 +1,174 @@
+import Foundation
+import Paperboy
+import Synchronization
+import Testing
+
+/// The checks every transport must pass, run from the transport author's own test target.
+///
+/// ```swift
+/// import PaperboyTransportTesting
+/// import Testing
+///
+/// @Test(arguments: TransportConformance.Check.allCases)
+/// func conformance(_ check: TransportConformance.Check) async {
+///     await TransportConformance(MyTransport(), fixture: MyFixture()).run(check)
+/// }
+/// ```
+///
+/// Each check reports through Swift Testing: a breach of the contract is an issue whose message
+/// starts with the check's name (`[resume] …`) and points at the caller's line; a check the
+/// fixture cannot support (no URL that drops, no authentication) is skipped with a warning that
+/// says why. ``run(_:sourceLocation:)`` also returns the outcome, for tests that want to assert
+/// on it.
+public struct TransportConformance: Sendable {
+    /// One promise of the ``Transport`` contract.
+    public enum Check: String, CaseIterable, Sendable, CustomStringConvertible {
+        /// The whole resource arrives byte for byte, after exactly one `begin` at offset 0
+        /// (also for an empty resource).
+        case fullDownload = "full-download"
+        /// A transfer from an offset reports that offset and sends exactly the bytes after it;
+        /// through a real `Library`, a transfer cut midway resumes and ends byte-identical.
+        case resume
+        /// A resume whose recorded validator no longer matches starts over from 0 (or rethrows
+        /// the sink's ``TransferRestart``); two versions are never spliced.
+        case changedValidatorRestarts = "changed-validator-restarts"
+        /// A source that ignores the resume request is reported at offset 0, and through a real
+        /// `Library` a partial file ends byte-identical.
+        case ignoredRangeRestarts = "ignored-range-restarts"
+        /// A missing resource fails with `.notFound`, not retryable, without data.
+        case notFound = "not-found"
+        /// Refused credentials fail with `.authenticationFailed` (or `.accessDenied`), not retryable.
+        case authenticationRefused = "authentication-refused"
+        /// A connection dropped mid-transfer fails with a retryable error after a prefix of the bytes.
+        case droppedConnection = "dropped-connection"
+        /// A slow sink is never flooded: chunks stay bounded, calls never overlap, bytes stay in order
+        /// (through both `write` and `tryWrite`/`whenWritable`).
+        case backPressure = "back-pressure"
+        /// Cancelling the task ends the transfer promptly, with no call to the sink afterwards.
+        case cancellation
+        /// Challenges reach the sink, their answers are used, and a cancelled challenge fails.
+        case challenges
+
+        public var description: String { rawValue }
+    }
+
+    /// How one check ended.
+    public enum Outcome: Sendable, Equatable {
+        /// Every expectation held.
+        case passed
+        /// These expectations failed (each was also recorded as an issue).
+        case failed([String])
+        /// The check could not run, for this reason (recorded as a warning).
+        case skipped(String)
+    }
+
+    /// Sizes and limits used by the checks.
+    public struct Options: Sendable {
+        /// Size of the resource used by most checks; odd on purpose, to catch chunk-boundary bugs.
+        public var resourceSize = 1_500_007
+        /// Size of the resource used by the back-pressure and cancellation checks.
+        public var largeResourceSize = 6 << 20
+        /// The largest chunk a transport may hand to one `write`.
+        public var maxBytesPerWrite = 2 << 20
+        /// How long a cancelled transfer may take to end.
+        public var cancellationDeadline: Duration = .seconds(2)
+        /// How long any one transfer may take before the check gives up on it.
+        public var transferTimeout: Duration = .seconds(30)
+        /// Job timeouts passed to the transport.
+        public var connectTimeout: Duration = .seconds(10)
+        public var idleTimeout: Duration = .seconds(10)
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The transport under test.
+    public let transport: any Transport
+    /// Where the test resources are published.
+    public let fixture: any TransportFixture
+    /// Sizes and limits.
+    public var options: Options
+
+    /// Creates the suite for `transport`, publishing through `fixture`.
+    public init(_ transport: any Transport, fixture: any TransportFixture, options: Options = Options()) {
+        self.transport = transport
+        self.fixture = fixture
+        self.options = options
+    }
+
+    /// Runs one check, recording its failures (or why it was skipped) as Swift Testing issues.
+    @discardableResult
+    public func run(_ check: Check, sourceLocation: SourceLocation = #_sourceLocation) async -> Outcome {
+        let recorder = CheckRecorder(check: check, sourceLocation: sourceLocation)
+        do {
+            switch check {
+            case .fullDownload: try await checkFullDownload(recorder)
+            case .resume: try await checkResume(recorder)
+            case .changedValidatorRestarts: try await checkChangedValidator(recorder)
+            case .ignoredRangeRestarts: try await checkIgnoredRange(recorder)
+            case .notFound: try await checkNotFound(recorder)
+            case .authenticationRefused: try await checkAuthenticationRefused(recorder)
+            case .droppedConnection: try await checkDroppedConnection(recorder)
+            case .backPressure: try await checkBackPressure(recorder)
+            case .cancellation: try await checkCancellation(recorder)
+            case .challenges: try await checkChallenges(recorder)
+            }
+        } catch let skip as Skip {
+            recorder.skip(skip.reason)
+        } catch {
+            recorder.fail("unexpected error: \(error)")
+        }
+        return recorder.outcome
+    }
+
+    /// Runs every check in turn and returns their outcomes.
+    @discardableResult
+    public func runAll(sourceLocation: SourceLocation = #_sourceLocation) async -> [Check: Outcome] {
+        var outcomes: [Check: Outcome] = [:]
+        for check in Check.allCases {
+            outcomes[check] = await run(check, sourceLocation: sourceLocation)
+        }
+        return outcomes
+    }
+}
+
+/// Thrown inside a check to skip it.
+struct Skip: Error {
+    var reason: String
+}
+
+/// Collects one check's failures and reports them as issues naming the check.
+final class CheckRecorder: Sendable {
+    let check: TransportConformance.Check
+    let sourceLocation: SourceLocation
+    private let failures = Mutex<[String]>([])
+    private let skipped = Mutex<String?>(nil)
+
+    init(check: TransportConformance.Check, sourceLocation: SourceLocation) {
+        self.check = check
+        self.sourceLocation = sourceLocation
+    }
+
+    func fail(_ message: String) {
+        failures.withLock { $0.append(message) }
+        Issue.record("[\(check)] \(message)", sourceLocation: sourceLocation)
+    }
+
+    /// Records `message` as a failure unless `condition` holds; returns `condition`.
+    @discardableResult
+    func expect(_ condition: Bool, _ message: @autoclosure () -> String) -> Bool {
+        if !condition { fail(message()) }
+        return condition
+    }
+
+    func skip(_ reason: String) {
+        skipped.withLock { $0 = reason }
+        Issue.record("[\(check)] skipped: \(reason)", severity: .warning, sourceLocation: sourceLocation)
+    }
+
+    var outcome: TransportConformance.Outcome {
+        if let reason = skipped.withLock({ $0 }) { return .skipped(reason) }
+        let failed = failures.withLock { $0 }
+        return failed.isEmpty ? .passed : .failed(failed)
+    }
+}
