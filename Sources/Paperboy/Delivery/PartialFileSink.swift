@@ -48,6 +48,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// For `tryWrite`: bytes each limiter already granted and not yet used, and the request
     /// that could not be granted (limiter index, bytes).
     private let credits: Mutex<(granted: [Int], pending: (index: Int, bytes: Int)?)>
+    /// This transfer's flow in each limiter, for fair sharing.
+    private let flows: [UInt64]
 
     private(set) var began = false
     private(set) var written: Int64 = 0
@@ -67,6 +69,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         nextCheckpoint = ContinuousClock.now + context.checkpointInterval
         if context.expectedSHA256 != nil { hasher = SHA256() }
         credits = Mutex((Array(repeating: 0, count: context.limiters.count), nil))
+        flows = context.limiters.map { $0.makeFlow() }
     }
 
     // MARK: TransferSink
@@ -127,8 +130,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         guard began else {
             throw TransportError(.protocolError, "transport wrote data before calling begin", url: context.url, isRetryable: false)
         }
-        for limiter in context.limiters {
-            try await limiter.acquire(bytes.count)
+        for (limiter, flow) in zip(context.limiters, flows) {
+            try await limiter.acquire(bytes.count, flow: flow)
         }
         try take(bytes)
     }
@@ -137,7 +140,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         let count = bytes.count
         let allowed = credits.withLock { credits -> Bool in
             for index in context.limiters.indices where credits.granted[index] < count {
-                if context.limiters[index].tryAcquire(count) {
+                if context.limiters[index].tryAcquire(count, flow: flows[index]) {
                     credits.granted[index] += count
                 } else {
                     credits.pending = (index, count)
@@ -174,7 +177,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             grant(from: index + 1, bytes: bytes, then: callback)
             return
         }
-        context.limiters[index].acquire(bytes) { [self] in
+        context.limiters[index].acquire(bytes, flow: flows[index]) { [self] in
             credits.withLock { $0.granted[index] += bytes }
             grant(from: index + 1, bytes: bytes, then: callback)
         }
@@ -258,6 +261,11 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     }
 
     // MARK: Ending
+
+    /// Forgets this transfer's flows in the limiters.
+    func endFlows() {
+        for (limiter, flow) in zip(context.limiters, flows) { limiter.endFlow(flow) }
+    }
 
     /// Waits for a checkpoint in flight (the descriptor must stay open until it ends).
     func waitForCheckpoints() async {

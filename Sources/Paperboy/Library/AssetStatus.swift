@@ -26,6 +26,8 @@ public struct LibraryActivity: Sendable, Hashable {
     public var waitingForRetry = 0
     /// Assets paused by the app.
     public var paused = 0
+    /// Assets waiting for a network their policy allows.
+    public var waitingForNetwork = 0
     /// Finished files waiting in the inbox for a delegate.
     public var inInbox = 0
     /// Assets that gave up.
@@ -67,6 +69,7 @@ extension Scheduler {
                 case .queued: activity.queued += 1
                 case .retry: activity.waitingForRetry += 1
                 case .paused: activity.paused += 1
+                case .network: activity.waitingForNetwork += 1
                 case .finished: activity.inInbox += 1
                 case .failed: activity.failed += 1
                 default: continue

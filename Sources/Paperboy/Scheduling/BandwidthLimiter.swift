@@ -120,10 +120,22 @@ public final class BandwidthLimiter: Sendable {
         }
     }
 
+    /// A new flow identifier: pass the same one for every request of one transfer, so that
+    /// transfers share the limit fairly in bytes.
+    public func makeFlow() -> UInt64 {
+        nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+
+    /// Forgets a transfer's flow when it ends.
+    public func endFlow(_ flow: UInt64) {
+        state.withLock { $0.bucket.forget(flow: flow) }
+    }
+
     /// Waits until `bytes` may be written, in fair slices.
     ///
+    /// - Parameter flow: the transfer asking (from ``makeFlow()``); `0` for an anonymous one.
     /// - Throws: `CancellationError` if the task is cancelled while waiting.
-    public func acquire(_ bytes: Int) async throws {
+    public func acquire(_ bytes: Int, flow: UInt64 = 0) async throws {
         if unlimited.load(ordering: .relaxed) {
             state.withLock { $0.record(bytes, now: clock.now) }
             return
@@ -131,21 +143,13 @@ public final class BandwidthLimiter: Sendable {
         var remaining = bytes
         while remaining > 0 {
             let slice = min(remaining, state.withLock { $0.bucket.quantum })
-            try await acquireSlice(slice)
+            try await acquireSlice(slice, flow: flow)
             remaining -= slice
         }
     }
 
-    private func acquireSlice(_ bytes: Int) async throws {
-        let now = clock.now
-        let immediate = state.withLock { state -> Bool in
-            if state.queue.isEmpty, state.bucket.take(bytes, now: now) {
-                state.record(bytes, now: now)
-                return true
-            }
-            return false
-        }
-        if immediate { return }
+    private func acquireSlice(_ bytes: Int, flow: UInt64) async throws {
+        if tryAcquire(bytes, flow: flow) { return }
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -153,7 +157,7 @@ public final class BandwidthLimiter: Sendable {
                     continuation.resume(throwing: CancellationError())
                     return
                 }
-                enqueue(bytes, Entry(id: id, wake: .continuation(continuation)))
+                enqueue(bytes, flow: flow, Entry(id: id, wake: .continuation(continuation)))
             }
         } onCancel: {
             let removed = state.withLock { state -> Wake? in
@@ -167,10 +171,15 @@ public final class BandwidthLimiter: Sendable {
     }
 
     /// Takes `bytes` without waiting, if the limit allows it now and nobody waits before.
-    public func tryAcquire(_ bytes: Int) -> Bool {
+    public func tryAcquire(_ bytes: Int, flow: UInt64 = 0) -> Bool {
         let now = clock.now
         return state.withLock { state in
             if state.bucket.rate == nil || (state.queue.isEmpty && state.bucket.take(bytes, now: now)) {
+                if state.bucket.rate != nil {
+                    // Count it in the flow's virtual time, as if it had been queued.
+                    var waiter = TokenBucket.Waiter(bytes: bytes, token: ())
+                    state.bucket.tag(&waiter, flow: flow)
+                }
                 state.record(bytes, now: now)
                 return true
             }
@@ -179,23 +188,25 @@ public final class BandwidthLimiter: Sendable {
     }
 
     /// Queues a request for `bytes` and calls `callback` once they are granted (already taken).
-    public func acquire(_ bytes: Int, then callback: @escaping @Sendable () -> Void) {
-        if tryAcquire(bytes) {
+    public func acquire(_ bytes: Int, flow: UInt64 = 0, then callback: @escaping @Sendable () -> Void) {
+        if tryAcquire(bytes, flow: flow) {
             callback()
             return
         }
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
-        enqueue(bytes, Entry(id: id, wake: .callback(callback)))
+        enqueue(bytes, flow: flow, Entry(id: id, wake: .callback(callback)))
     }
 
-    private func enqueue(_ bytes: Int, _ entry: Entry) {
+    private func enqueue(_ bytes: Int, flow: UInt64, _ entry: Entry) {
         let now = clock.now
         let immediate = state.withLock { state -> Bool in
             if state.bucket.rate == nil {
                 state.record(bytes, now: now)
                 return true
             }
-            state.queue.append(TokenBucket.Waiter(bytes: bytes, token: entry))
+            var waiter = TokenBucket.Waiter(bytes: bytes, token: entry)
+            state.bucket.tag(&waiter, flow: flow)
+            state.queue.append(waiter)
             state.updateThrottled(now: now)
             return false
         }

@@ -67,6 +67,7 @@ extension Scheduler {
         var restarts = 0
         while true {
             let sink = makeSink(fd: fd, run: run, request: request, offset: offset, validator: validator)
+            defer { sink.endFlows() }
             let job = TransferJob(
                 url: request.url, headers: request.headers, offset: offset, validator: validator,
                 connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout,

@@ -1,10 +1,11 @@
 /// The arithmetic of the bandwidth limiter, without clocks or tasks, so it can be tested on
 /// simulated time.
 ///
-/// Requests wait in one first-in-first-out queue and are granted in order as tokens accrue.
-/// A transfer asks for at most ``quantum`` bytes at a time and queues again for the rest, so
-/// concurrent transfers are served round-robin in equal slices: N equal transfers each get
-/// about 1/N of the rate, whatever their chunk sizes.
+/// Requests are granted as tokens accrue, in the order of start-time fair queuing: each
+/// transfer (a *flow*) has a virtual clock advanced by the bytes it was granted, and the request
+/// with the earliest virtual start goes first. A transfer writing 16 KiB chunks is therefore
+/// served four times for each 64 KiB slice of another: N transfers each get about 1/N of the
+/// rate in bytes, whatever their chunk sizes. Requests are cut to at most ``quantum`` bytes.
 struct TokenBucket {
     /// Bytes per second; `nil` is unlimited.
     private(set) var rate: Int64?
@@ -17,6 +18,29 @@ struct TokenBucket {
     struct Waiter<Token> {
         var bytes: Int
         var token: Token
+        /// The virtual start tag (set by ``tag(_:flow:)``).
+        var start: Double = 0
+        var sequence: UInt64 = 0
+    }
+
+    /// Virtual time: the start tag of the last request granted.
+    private(set) var virtualTime: Double = 0
+    private var flowFinish: [UInt64: Double] = [:]
+    private var sequence: UInt64 = 0
+
+    /// Tags a request of `flow` before it is queued.
+    mutating func tag<Token>(_ waiter: inout Waiter<Token>, flow: UInt64) {
+        let start = max(virtualTime, flowFinish[flow] ?? 0)
+        flowFinish[flow] = start + Double(waiter.bytes)
+        waiter.start = start
+        sequence += 1
+        waiter.sequence = sequence
+        if flowFinish.count > 4096 { flowFinish = flowFinish.filter { $0.value > virtualTime } }
+    }
+
+    /// Forgets a flow that ended.
+    mutating func forget(flow: UInt64) {
+        flowFinish[flow] = nil
     }
 
     init(rate: Int64?, now: Double, quantum: Int = 64 * 1024) {
@@ -50,6 +74,10 @@ struct TokenBucket {
         if newRate == nil { tokens = 0 }
     }
 
+    private static func earliest<Token>(_ queue: [Waiter<Token>]) -> Int? {
+        queue.indices.min { (queue[$0].start, queue[$0].sequence) < (queue[$1].start, queue[$1].sequence) }
+    }
+
     /// Tokens needed before granting `bytes`: a request larger than the burst is granted when
     /// the bucket is full and leaves a debt, so the average rate stays exact.
     private func needed(_ bytes: Int) -> Double {
@@ -76,14 +104,14 @@ struct TokenBucket {
         }
         refill(now: now)
         var granted: [Waiter<Token>] = []
-        var index = 0
-        while index < queue.count, tokens >= needed(queue[index].bytes) {
-            tokens -= Double(queue[index].bytes)
-            granted.append(queue[index])
-            index += 1
+        while let index = Self.earliest(queue), tokens >= needed(queue[index].bytes) {
+            let waiter = queue.remove(at: index)
+            tokens -= Double(waiter.bytes)
+            virtualTime = max(virtualTime, waiter.start)
+            granted.append(waiter)
         }
-        queue.removeFirst(index)
-        guard let next = queue.first else { return (granted, nil) }
+        guard let index = Self.earliest(queue) else { return (granted, nil) }
+        let next = queue[index]
         let missing = needed(next.bytes) - tokens
         return (granted, max(missing / Double(max(rate, 1)), 0.0005))
     }

@@ -1,0 +1,303 @@
+import Foundation
+import Paperboy
+
+extension TransportConformance {
+    func checkFullDownload(_ recorder: CheckRecorder) async throws {
+        for (size, seed) in [(options.resourceSize, UInt64(1)), (0, 2)] {
+            let data = sampleData(size, seed: seed)
+            let url = try await fixture.publish(data, as: uniqueName("full"))
+            let sink = ConformanceSink()
+            let result = await transfer(job(url), into: sink)
+            let what = size == 0 ? "an empty resource" : "a \(size)-byte resource"
+            guard recorder.expect(result.isFinished, "downloading \(what) failed: \(result)") else { continue }
+            expectContract(sink, finished: true, recorder)
+            recorder.expect(sink.response?.offset == 0, "begin reported offset \(sink.response?.offset ?? -1) for a transfer from 0")
+            if let length = sink.response?.expectedLength {
+                recorder.expect(length == Int64(size), "begin announced \(length) bytes for \(what)")
+            }
+            recorder.expect(sink.data == data, "received \(sink.data.count) bytes that differ from the \(size) published")
+        }
+    }
+
+    func checkResume(_ recorder: CheckRecorder) async throws {
+        guard transport.capabilities.contains(.resume) else {
+            throw Skip(reason: "the transport does not declare the .resume capability")
+        }
+        let data = sampleData(options.resourceSize, seed: 3)
+        let url = try await fixture.publish(data, as: uniqueName("resume"))
+        let validator = try await probeValidator(url, recorder)
+        let offset = data.count / 3
+        let sink = ConformanceSink(.init(requestedOffset: Int64(offset), recordedValidator: validator))
+        let result = await transfer(job(url, offset: Int64(offset), validator: validator), into: sink)
+        if recorder.expect(result.isFinished, "resuming from byte \(offset) failed: \(result)") {
+            expectContract(sink, finished: true, recorder)
+            recorder.expect(
+                sink.response?.offset == Int64(offset),
+                "asked to continue an unchanged resource at byte \(offset), begin reported offset \(sink.response?.offset ?? -1)")
+            if let length = sink.response?.expectedLength {
+                recorder.expect(length == Int64(data.count),
+                                "begin announced \(length) bytes: expectedLength is the whole resource's length (\(data.count)), not what remains")
+            }
+            let honoured = Int(sink.response?.offset ?? 0)
+            recorder.expect(sink.data == data[honoured...], "the bytes after offset \(honoured) differ from the published ones")
+        }
+
+        let run = await deliverThroughLibrary(url, data: data, cutAfter: offset)
+        guard recorder.expect(run.failure == nil, "through a Library, a transfer cut at byte \(offset) did not recover: \(run.failure ?? "")") else { return }
+        recorder.expect(run.delivered == data, "through a Library, the resumed file is not byte-identical to the source")
+        recorder.expect(run.offsets == [0, Int64(offset)], "through a Library, the attempts asked for offsets \(run.offsets), expected [0, \(offset)]")
+        if validator != nil {
+            recorder.expect(run.responses.last?.offset == Int64(offset),
+                            "through a Library, the second attempt began at \(run.responses.last?.offset ?? -1), expected \(offset)")
+        }
+    }
+
+    func checkChangedValidator(_ recorder: CheckRecorder) async throws {
+        guard transport.capabilities.contains(.validators) else {
+            throw Skip(reason: "the transport does not declare the .validators capability, so the core cannot tell versions apart")
+        }
+        let first = sampleData(options.resourceSize, seed: 4)
+        let url = try await fixture.publish(first, as: uniqueName("changing"))
+        guard let old = try await probeValidator(url, recorder) else {
+            recorder.fail("the transport declares .validators but begin reported no validator")
+            return
+        }
+        let second = sampleData(options.resourceSize + 4099, seed: 5)
+        try await fixture.replace(url, with: second)
+        let offset = first.count / 2
+        let sink = ConformanceSink(.init(requestedOffset: Int64(offset), recordedValidator: old))
+        let result = await transfer(job(url, offset: Int64(offset), validator: old), into: sink)
+        if sink.threwRestart {
+            // The transport resumed and let the core decide: it must pass the restart on.
+            guard case .failed(let error) = result, error is TransferRestart else {
+                recorder.fail("begin threw TransferRestart but the transfer ended with \(result); rethrow it unchanged")
+                return
+            }
+            let again = ConformanceSink()
+            let retry = await transfer(job(url), into: again)
+            recorder.expect(retry.isFinished, "downloading the new version from 0 failed: \(retry)")
+            recorder.expect(again.response?.validator != old, "the new version reports the old validator \(old)")
+            recorder.expect(again.data == second, "the new version's bytes differ from the published ones")
+            return
+        }
+        guard recorder.expect(result.isFinished, "resuming after the resource changed failed: \(result)") else { return }
+        expectContract(sink, finished: true, recorder)
+        recorder.expect(sink.response?.offset == 0,
+                        "the resource changed but begin reported offset \(sink.response?.offset ?? -1): two versions would be spliced")
+        recorder.expect(sink.response?.validator != old, "the resource changed but begin reported the old validator \(old)")
+        recorder.expect(sink.data == second, "after restarting, the bytes differ from the new version")
+    }
+
+    func checkIgnoredRange(_ recorder: CheckRecorder) async throws {
+        let data = sampleData(options.resourceSize, seed: 6)
+        guard let url = try await fixture.publishIgnoringRanges(data, as: uniqueName("no-ranges")) else {
+            throw Skip(reason: "the fixture has no URL that ignores resume requests (publishIgnoringRanges)")
+        }
+        let validator = try await probeValidator(url, recorder)
+        let offset = data.count / 2
+        let sink = ConformanceSink(.init(requestedOffset: Int64(offset), recordedValidator: validator))
+        let result = await transfer(job(url, offset: Int64(offset), validator: validator), into: sink)
+        if recorder.expect(result.isFinished, "a transfer the source answered from 0 failed: \(result)") {
+            expectContract(sink, finished: true, recorder)
+            recorder.expect(sink.response?.offset == 0,
+                            "the source sent the whole resource but begin reported offset \(sink.response?.offset ?? -1)")
+            recorder.expect(sink.data == data, "the bytes sent from 0 differ from the published ones")
+        }
+        let run = await deliverThroughLibrary(url, data: data, cutAfter: offset)
+        guard recorder.expect(run.failure == nil, "through a Library, a partial file of \(offset) bytes did not recover: \(run.failure ?? "")") else { return }
+        recorder.expect(run.delivered == data, "through a Library, the file is not byte-identical after the source ignored the range")
+        recorder.expect(run.responses.last?.offset == 0,
+                        "through a Library, the last attempt began at \(run.responses.last?.offset ?? -1), expected 0")
+    }
+
+    func checkNotFound(_ recorder: CheckRecorder) async throws {
+        let url = try await fixture.missingURL()
+        let sink = ConformanceSink()
+        let result = await transfer(job(url), into: sink)
+        expectContract(sink, finished: false, recorder)
+        guard let error = result.transportError else {
+            recorder.fail("fetching a missing resource ended with \(result), expected a TransportError .not-found")
+            return
+        }
+        recorder.expect(error.code == .notFound, "a missing resource failed with code \(error.code), expected not-found (\(error))")
+        recorder.expect(!error.isRetryable, "a missing resource is reported as retryable: \(error)")
+        recorder.expect(sink.data.isEmpty, "a missing resource produced \(sink.data.count) bytes")
+    }
+
+    func checkAuthenticationRefused(_ recorder: CheckRecorder) async throws {
+        let data = sampleData(4096, seed: 7)
+        guard let url = try await fixture.publishRefusingCredentials(data, as: uniqueName("refusing")) else {
+            throw Skip(reason: "the fixture has no URL that refuses credentials (publishRefusingCredentials)")
+        }
+        let wrong = Credential(user: "conformance", password: "wrong-password")
+        let sink = ConformanceSink(.init(answer: { _ in .useCredential(wrong) }))
+        let result = await transfer(job(url), into: sink)
+        expectContract(sink, finished: false, recorder)
+        guard let error = result.transportError else {
+            recorder.fail("refused credentials ended with \(result), expected a TransportError .authentication-failed")
+            return
+        }
+        recorder.expect([.authenticationFailed, .accessDenied].contains(error.code),
+                        "refused credentials failed with code \(error.code), expected authentication-failed or access-denied (\(error))")
+        recorder.expect(!error.isRetryable, "refused credentials are reported as retryable: \(error)")
+        recorder.expect(sink.data.isEmpty, "refused credentials still produced \(sink.data.count) bytes")
+        recorder.expect(sink.challenges.count <= 10, "the transport asked \(sink.challenges.count) times for refused credentials")
+        if sink.challenges.count > 1 {
+            recorder.expect(sink.challenges.last!.previousFailureCount > 0,
+                            "a challenge repeated after a refused answer must count the refusals (previousFailureCount)")
+        }
+    }
+
+    func checkDroppedConnection(_ recorder: CheckRecorder) async throws {
+        let data = sampleData(options.resourceSize, seed: 8)
+        let cut = data.count / 3
+        guard let url = try await fixture.publishDropping(data, as: uniqueName("dropping"), after: cut) else {
+            throw Skip(reason: "the fixture has no URL whose connection drops (publishDropping)")
+        }
+        let sink = ConformanceSink()
+        let result = await transfer(job(url), into: sink)
+        expectContract(sink, finished: false, recorder)
+        guard let error = result.transportError else {
+            recorder.fail("a connection dropped after \(cut) bytes ended with \(result), expected a retryable TransportError")
+            return
+        }
+        recorder.expect(error.isRetryable, "a dropped connection is reported as not retryable: \(error)")
+        recorder.expect(sink.data.count <= cut, "received \(sink.data.count) bytes from a connection dropped after \(cut)")
+        recorder.expect(sink.data == data.prefix(sink.data.count), "the bytes received before the drop differ from the published ones")
+    }
+
+    func checkBackPressure(_ recorder: CheckRecorder) async throws {
+        let data = sampleData(options.largeResourceSize, seed: 9)
+        let url = try await fixture.publish(data, as: uniqueName("large"))
+        let behaviours: [(String, ConformanceSink.Behaviour)] = [
+            ("a slow write", .init(delay: .milliseconds(5))),
+            ("a refusing tryWrite", .init(delay: .milliseconds(2), refusesTryWrites: true)),
+        ]
+        for (name, behaviour) in behaviours {
+            let sink = ConformanceSink(behaviour)
+            let result = await transfer(job(url), into: sink)
+            guard recorder.expect(result.isFinished, "with \(name), the transfer failed: \(result)") else { continue }
+            expectContract(sink, finished: true, recorder)
+            let largest = sink.writeSizes.max() ?? 0
+            recorder.expect(largest <= options.maxBytesPerWrite,
+                            "with \(name), one chunk held \(largest) bytes (limit \(options.maxBytesPerWrite)): the transport buffered instead of pausing")
+            recorder.expect(sink.data == data, "with \(name), the bytes arrived out of order or incomplete (\(sink.data.count) of \(data.count))")
+        }
+    }
+
+    func checkCancellation(_ recorder: CheckRecorder) async throws {
+        let data = sampleData(options.largeResourceSize, seed: 10)
+        let url = try await fixture.publish(data, as: uniqueName("cancelled"))
+        let sink = ConformanceSink(.init(delay: .milliseconds(50)))
+        let run = TransferRun(transport: transport, job: job(url), sink: sink)
+        let deadline = ContinuousClock.now + options.transferTimeout
+        while sink.writeSizes.isEmpty, !run.hasEnded, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        guard recorder.expect(!sink.writeSizes.isEmpty, "no byte arrived before cancelling: \(run.hasEnded ? "the transfer ended first" : "timed out")") else {
+            run.cancel()
+            return
+        }
+        let cancelled = ContinuousClock.now
+        run.cancel()
+        let result = await run.result(timeout: options.cancellationDeadline + .seconds(3))
+        let elapsed = ContinuousClock.now - cancelled
+        recorder.expect(elapsed < options.cancellationDeadline, "the transfer took \(elapsed) to stop after cancellation (limit \(options.cancellationDeadline))")
+        switch result {
+        case .failed(let error as TransportError) where error.code == .cancelled:
+            break
+        case .failed(is CancellationError):
+            break
+        default:
+            recorder.fail("a cancelled transfer ended with \(result), expected CancellationError or TransportError .cancelled")
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        recorder.expect(sink.writesAfterEnd == 0, "the transport called the sink \(sink.writesAfterEnd) times after it returned")
+        recorder.expect(sink.data.count < data.count, "the whole resource arrived although the transfer was cancelled")
+    }
+
+    func checkChallenges(_ recorder: CheckRecorder) async throws {
+        let data = sampleData(options.resourceSize, seed: 11)
+        guard let (url, credential) = try await fixture.publishProtected(data, as: uniqueName("protected")) else {
+            throw Skip(reason: "the fixture has no URL behind authentication (publishProtected)")
+        }
+        recorder.expect(transport.capabilities.contains(.challenges), "the transport raises challenges but does not declare the .challenges capability")
+        let sink = ConformanceSink(.init(answer: { _ in .useCredential(credential) }))
+        let result = await transfer(job(url), into: sink)
+        if recorder.expect(result.isFinished, "with the right credential, the transfer failed: \(result)") {
+            expectContract(sink, finished: true, recorder)
+            recorder.expect(!sink.challenges.isEmpty, "the protected resource arrived without any challenge")
+            if let challenge = sink.challenges.first {
+                recorder.expect(challenge.url.scheme == url.scheme && challenge.url.host == url.host,
+                                "the challenge names \(challenge.url.redactedString), not the URL being fetched")
+            }
+            recorder.expect(sink.data == data, "the protected resource's bytes differ from the published ones")
+        }
+
+        let refusing = ConformanceSink(.init(answer: { _ in .cancelAuthenticationChallenge }))
+        let cancelled = await transfer(job(url), into: refusing)
+        expectContract(refusing, finished: false, recorder)
+        recorder.expect(!refusing.challenges.isEmpty, "the protected resource raised no challenge")
+        recorder.expect(refusing.challenges.count <= 3, "a cancelled challenge was asked again \(refusing.challenges.count) times")
+        guard let error = cancelled.transportError else {
+            recorder.fail("cancelling the challenge ended with \(cancelled), expected a TransportError")
+            return
+        }
+        recorder.expect([.authenticationFailed, .accessDenied, .cancelled].contains(error.code),
+                        "cancelling the challenge failed with code \(error.code), expected authentication-failed (\(error))")
+        recorder.expect(!error.isRetryable, "cancelling the challenge is reported as retryable: \(error)")
+        recorder.expect(refusing.data.isEmpty, "cancelling the challenge still produced \(refusing.data.count) bytes")
+    }
+
+    // MARK: Helpers
+
+    func job(_ url: URL, offset: Int64 = 0, validator: ResourceValidator? = nil) -> TransferJob {
+        TransferJob(url: url, offset: offset, validator: validator, connectTimeout: options.connectTimeout,
+                    idleTimeout: options.idleTimeout, assetIdentifier: "conformance")
+    }
+
+    func transfer(_ job: TransferJob, into sink: ConformanceSink) async -> TransferResult {
+        await TransferRun(transport: transport, job: job, sink: sink).result(timeout: options.transferTimeout)
+    }
+
+    /// Downloads `url` once and returns the validator its `begin` reported.
+    func probeValidator(_ url: URL, _ recorder: CheckRecorder) async throws -> ResourceValidator? {
+        let sink = ConformanceSink()
+        let result = await transfer(job(url), into: sink)
+        guard result.isFinished else {
+            recorder.fail("the first, full download of \(url.redactedString) failed: \(result)")
+            throw Skip(reason: "a full download failed (see the full-download check)")
+        }
+        return sink.response?.validator
+    }
+
+    /// The rules every transfer must keep, whatever its outcome.
+    func expectContract(_ sink: ConformanceSink, finished: Bool, _ recorder: CheckRecorder) {
+        if finished {
+            recorder.expect(sink.beginCount == 1, "begin was called \(sink.beginCount) times, expected exactly once")
+        } else {
+            recorder.expect(sink.beginCount <= 1, "begin was called \(sink.beginCount) times, expected at most once")
+        }
+        recorder.expect(sink.writesBeforeBegin == 0, "\(sink.writesBeforeBegin) chunk(s) were written before begin")
+        recorder.expect(!sink.overlapped, "calls into the sink overlapped (the contract says they must not)")
+    }
+
+    func uniqueName(_ base: String) -> String { "\(base)-\(UUID().uuidString.prefix(8)).bin" }
+
+    /// Reproducible pseudo-random bytes (SplitMix64), so a failure shows the same data again.
+    func sampleData(_ count: Int, seed: UInt64) -> Data {
+        var state = seed &* 0x9E37_79B9_7F4A_7C15
+        var data = Data(count: count)
+        data.withUnsafeMutableBytes { buffer in
+            for index in stride(from: 0, to: count, by: 8) {
+                state &+= 0x9E37_79B9_7F4A_7C15
+                var z = state
+                z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+                z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+                z ^= z >> 31
+                for byte in 0..<min(8, count - index) { buffer[index + byte] = UInt8(truncatingIfNeeded: z >> (8 * byte)) }
+            }
+        }
+        return data
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import Testing
+@testable import Paperboy
+import PaperboyTesting
+
+@Suite("Bandwidth")
+struct BandwidthTests {
+    /// Simulates `transfers` transfers, each writing `chunk`-byte chunks as fast as the bucket
+    /// allows, for `seconds` of simulated time; returns the bytes each got.
+    func simulate(rate: Int64, transfers: Int, chunks: [Int], seconds: Double, step: Double = 0.001) -> [Int64] {
+        var bucket = TokenBucket(rate: rate, now: 0)
+        var queue: [TokenBucket.Waiter<Int>] = []
+        var received = Array(repeating: Int64(0), count: transfers)
+        var remainingInChunk = chunks
+        func request(_ transfer: Int) {
+            let slice = min(remainingInChunk[transfer], bucket.quantum)
+            var waiter = TokenBucket.Waiter(bytes: slice, token: transfer)
+            bucket.tag(&waiter, flow: UInt64(transfer + 1))
+            queue.append(waiter)
+        }
+        for transfer in 0..<transfers { request(transfer) }
+        var now = 0.0
+        while now < seconds {
+            let (granted, _) = bucket.grant(&queue, now: now)
+            for waiter in granted {
+                received[waiter.token] += Int64(waiter.bytes)
+                remainingInChunk[waiter.token] -= waiter.bytes
+                if remainingInChunk[waiter.token] == 0 { remainingInChunk[waiter.token] = chunks[waiter.token] }
+                request(waiter.token)
+            }
+            now += step
+        }
+        return received
+    }
+
+    @Test func oneTransferGetsTheRateAccurately() {
+        let received = simulate(rate: 20_000_000, transfers: 1, chunks: [1 << 20], seconds: 10)
+        let error = abs(Double(received[0]) - 200_000_000) / 200_000_000
+        #expect(error < 0.005, "error \(error * 100) %")
+    }
+
+    @Test func equalTransfersShareFairlyWhateverTheirChunkSizes() {
+        // Chunk sizes of different transports: curl's 16 KiB, 512 KiB buffers, a file's 1 MiB.
+        let received = simulate(rate: 20_000_000, transfers: 4, chunks: [16_384, 524_288, 1 << 20, 100_000], seconds: 10)
+        let total = received.reduce(0, +)
+        #expect(abs(Double(total) - 200_000_000) / 200_000_000 < 0.005)
+        let spread = Double(received.min()!) / Double(received.max()!)
+        #expect(spread >= 0.98, "per-transfer bytes \(received)")
+    }
+
+    @Test func aRateChangeAppliesAtOnce() {
+        var bucket = TokenBucket(rate: 1_000_000, now: 0)
+        var queue: [TokenBucket.Waiter<Int>] = []
+        var got: Int64 = 0
+        var now = 0.0
+        while now < 2 {
+            if now >= 1, bucket.rate == 1_000_000 { bucket.setRate(4_000_000, now: now) }
+            if queue.isEmpty { queue.append(.init(bytes: 65_536, token: 0)) }
+            let (granted, _) = bucket.grant(&queue, now: now)
+            got += Int64(granted.reduce(0) { $0 + $1.bytes })
+            now += 0.001
+        }
+        #expect(abs(Double(got) - 5_000_000) / 5_000_000 < 0.03, "\(got)")
+    }
+
+    @Test func aRequestLargerThanTheBurstIsGrantedWithADebt() {
+        var bucket = TokenBucket(rate: 100_000, now: 0)
+        var queue: [TokenBucket.Waiter<Int>] = [.init(bytes: 1 << 20, token: 0), .init(bytes: 1000, token: 1)]
+        let first = bucket.grant(&queue, now: 0)
+        #expect(first.granted.map(\.token) == [0])
+        // The debt of ~1 MB takes ~10 s to repay before the next grant.
+        #expect((first.wait ?? 0) > 9)
+    }
+
+    @Test func theLimiterIsUnlimitedByDefaultAndCountsBytes() async throws {
+        let limiter = BandwidthLimiter()
+        try await limiter.acquire(1_000_000)
+        #expect(limiter.tryAcquire(5))
+        #expect(limiter.statistics.bytesGranted == 1_000_005)
+        #expect(limiter.statistics.limit == nil)
+    }
+
+    @Test func aLimitedDownloadCannotBeFasterThanTheLimit() async throws {
+        let folder = TempFolder()
+        let transport = InMemoryTransport(chunkSize: 256 * 1024)
+        let data = randomData(1_500_000)
+        let url = transport.serve(data, at: "limited")
+        var configuration = testConfiguration()
+        configuration.bandwidthLimit = 2_000_000
+        let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([transport]), configuration: configuration)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let delegate = RecordingDelegate()
+        let start = ContinuousClock.now
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        let elapsed = ContinuousClock.now - start
+        #expect(delegate.keptFiles == [data])
+        // 1.5 MB at 2 MB/s, minus the 64 KiB burst: at least 0.6 s whatever the machine.
+        #expect(elapsed >= .milliseconds(600), "took \(elapsed)")
+        let statistics = library.bandwidthLimiter.statistics
+        #expect(statistics.bytesGranted == Int64(data.count))
+        #expect(statistics.secondsThrottled > 0.3)
+        await library.close()
+    }
+
+    @Test func aPerAssetLimitAppliesUnderTheGlobalOne() async throws {
+        let folder = TempFolder()
+        let transport = InMemoryTransport(chunkSize: 64 * 1024)
+        let slow = transport.serve(randomData(600_000, seed: 1), at: "slow")
+        let fast = transport.serve(randomData(600_000, seed: 2), at: "fast")
+        var configuration = testConfiguration()
+        configuration.bandwidthLimit = 50_000_000
+        let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([transport]), configuration: configuration)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let slowAsset = try issue.addAsset(AssetRequest(url: slow, maxBytesPerSecond: 1_000_000))
+        let fastAsset = try issue.addAsset(AssetRequest(url: fast))
+        let slowDelegate = RecordingDelegate()
+        let fastDelegate = RecordingDelegate()
+        let start = ContinuousClock.now
+        slowAsset.download(delegate: slowDelegate)
+        fastAsset.download(delegate: fastDelegate)
+        await fastDelegate.waitForEnd()
+        let fastTime = ContinuousClock.now - start
+        await slowDelegate.waitForEnd()
+        let slowTime = ContinuousClock.now - start
+        // 600 kB at 1 MB/s (minus one quantum of burst) takes at least 0.45 s; the other is not held back by it.
+        #expect(slowTime >= .milliseconds(450))
+        #expect(fastTime < slowTime)
+        await library.close()
+    }
+
+    /// A transport shaped like a C-callback one: `tryWrite`, and a pause until `whenWritable`.
+    struct CallbackStyleTransport: Transport {
+        let data: Data
+        let pauses = PauseCounter()
+        var schemes: Set<String> { ["cb"] }
+        var capabilities: TransportCapabilities { [.resume] }
+        func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
+            try sink.begin(TransferResponse(offset: 0, expectedLength: Int64(data.count), validator: nil))
+            var position = 0
+            while position < data.count {
+                let end = min(position + 100_000, data.count)
+                let taken = try data[position..<end].withUnsafeBytes { try sink.tryWrite($0) }
+                if taken {
+                    position = end
+                } else {
+                    pauses.increment()
+                    await withCheckedContinuation { continuation in sink.whenWritable { continuation.resume() } }
+                }
+            }
+        }
+    }
+
+    final class PauseCounter: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        func increment() { lock.withLock { count += 1 } }
+        var value: Int { lock.withLock { count } }
+    }
+
+    @Test func callbackTransportsArePausedAndResumed() async throws {
+        let folder = TempFolder()
+        let data = randomData(1_000_000)
+        let transport = CallbackStyleTransport(data: data)
+        var configuration = testConfiguration()
+        configuration.bandwidthLimit = 4_000_000
+        let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([transport]), configuration: configuration)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "cb://host/x")!))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        #expect(delegate.keptFiles == [data])
+        #expect(transport.pauses.value > 0)
+        await library.close()
+    }
+
+    @Test func scheduleBoundariesIncludingMidnight() throws {
+        let utc = TimeZone(identifier: "UTC")!
+        let schedule = BandwidthSchedule([
+            .init(minuteOfDay: 19 * 60, bytesPerSecond: 10_000_000),
+            .init(minuteOfDay: 8 * 60, bytesPerSecond: 1_000_000),
+            .init(minuteOfDay: 23 * 60, bytesPerSecond: nil),
+        ], timeZone: utc)
+        func at(_ text: String) -> Date { try! Date(text, strategy: .iso8601) }
+        #expect(schedule.bytesPerSecond(at: at("2026-11-21T07:59:59Z")) == nil)      // still 23:00's "off"
+        #expect(schedule.bytesPerSecond(at: at("2026-11-21T08:00:00Z")) == 1_000_000)
+        #expect(schedule.bytesPerSecond(at: at("2026-11-21T18:59:00Z")) == 1_000_000)
+        #expect(schedule.bytesPerSecond(at: at("2026-11-21T19:00:00Z")) == 10_000_000)
+        #expect(schedule.bytesPerSecond(at: at("2026-11-21T23:30:00Z")) == nil)
+        #expect(schedule.bytesPerSecond(at: at("2026-11-22T00:10:00Z")) == nil)
+        #expect(schedule.nextChange(after: at("2026-11-21T12:00:00Z")) == at("2026-11-21T19:00:00Z"))
+        #expect(schedule.nextChange(after: at("2026-11-21T23:30:00Z")) == at("2026-11-22T08:00:00Z"))
+        let night = BandwidthSchedule([.init(minuteOfDay: 22 * 60, bytesPerSecond: 5), .init(minuteOfDay: 6 * 60, bytesPerSecond: 1)], timeZone: utc)
+        #expect(night.bytesPerSecond(at: at("2026-11-21T02:00:00Z")) == 5)
+        #expect(BandwidthSchedule([]).bytesPerSecond(at: Date()) == nil)
+        #expect(BandwidthSchedule([]).nextChange(after: Date()) == nil)
+    }
+}
