@@ -11,8 +11,11 @@ let package = Package(
     products: [
         .library(name: "Paperboy", targets: ["Paperboy"]),
         .library(name: "PaperboyFile", targets: ["PaperboyFile"]),
+        .library(name: "PaperboyHTTP", targets: ["PaperboyHTTP"]),
         .library(name: "PaperboyConfig", targets: ["PaperboyConfig"]),
         .library(name: "PaperboyTesting", targets: ["PaperboyTesting"]),
+        .library(name: "PaperboyTransportTesting", targets: ["PaperboyTransportTesting"]),
+        .library(name: "PaperboyExec", targets: ["PaperboyExec"]),
         .executable(name: "paperboy", targets: ["paperboy"]),
     ],
     dependencies: [
@@ -53,6 +56,13 @@ let package = Package(
             path: "Sources/PaperboyTesting",
             swiftSettings: swiftSettings
         ),
+        // The conformance suite every transport runs from its own tests.
+        .target(
+            name: "PaperboyTransportTesting",
+            dependencies: ["Paperboy", "PaperboyTesting", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/PaperboyTransportTesting",
+            swiftSettings: swiftSettings
+        ),
         // Transports.
         .target(
             name: "PaperboyFile",
@@ -60,11 +70,33 @@ let package = Package(
             path: "Plugins/File/PaperboyFile",
             swiftSettings: swiftSettings
         ),
+        // libcurl, with typed wrappers for its variadic calls.
+        .systemLibrary(
+            name: "CPaperboyCurl",
+            path: "Plugins/HTTP/CPaperboyCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .target(
+            name: "PaperboyHTTP",
+            dependencies: ["Paperboy", "CPaperboyCurl"],
+            path: "Plugins/HTTP/PaperboyHTTP",
+            swiftSettings: swiftSettings
+        ),
+        // Out-of-process transports: helper executables speaking the transport protocol.
+        // The C shim forks with PR_SET_PDEATHSIG, which Foundation's Process cannot.
+        .target(name: "CPaperboyExec", path: "Plugins/Exec/CPaperboyExec"),
+        .target(
+            name: "PaperboyExec",
+            dependencies: ["Paperboy", "CPaperboyExec", .product(name: "Logging", package: "swift-log")],
+            path: "Plugins/Exec/PaperboyExec",
+            swiftSettings: swiftSettings
+        ),
         // The command-line tool.
         .executableTarget(
             name: "paperboy",
             dependencies: [
-                "Paperboy", "PaperboyConfig", "PaperboyFile",
+                "Paperboy", "PaperboyConfig", "PaperboyFile", "PaperboyHTTP", "PaperboyExec",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -76,6 +108,13 @@ let package = Package(
             name: "EmbeddingExample",
             dependencies: ["Paperboy", "PaperboyFile"],
             path: "Examples/Embedding",
+            swiftSettings: swiftSettings
+        ),
+        // An in-process transport written as a third party would: entries of local tar archives.
+        .target(
+            name: "TarTransportExample",
+            dependencies: ["Paperboy"],
+            path: "Examples/TarTransport",
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -90,6 +129,19 @@ let package = Package(
             path: "Tests/PaperboyFileTests",
             swiftSettings: swiftSettings
         ),
+        // Loopback servers for tests: a scriptable fault-injecting HTTP server, an nginx launcher.
+        .target(
+            name: "PaperboyTestServers",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/PaperboyTestServers",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PaperboyHTTPTests",
+            dependencies: ["Paperboy", "PaperboyHTTP", "PaperboyTesting", "PaperboyTestServers"],
+            path: "Tests/PaperboyHTTPTests",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PaperboyConfigTests",
             dependencies: ["PaperboyConfig"],
@@ -100,6 +152,25 @@ let package = Package(
             name: "PaperboyCLITests",
             dependencies: ["paperboy", "PaperboyTesting"],
             path: "Tests/PaperboyCLITests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PaperboyTransportTestingTests",
+            dependencies: ["Paperboy", "PaperboyFile", "PaperboyTransportTesting"],
+            path: "Tests/PaperboyTransportTestingTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PaperboyExecTests",
+            dependencies: ["Paperboy", "PaperboyExec", "PaperboyTesting"],
+            path: "Tests/PaperboyExecTests",
+            swiftSettings: swiftSettings
+        ),
+        // The examples, through the conformance suite (the Python helper via PaperboyExec).
+        .testTarget(
+            name: "PaperboyExampleTests",
+            dependencies: ["Paperboy", "PaperboyExec", "PaperboyTesting", "PaperboyTransportTesting", "TarTransportExample"],
+            path: "Tests/PaperboyExampleTests",
             swiftSettings: swiftSettings
         ),
     ],

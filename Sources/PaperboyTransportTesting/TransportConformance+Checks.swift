@@ -47,8 +47,8 @@ extension TransportConformance {
         recorder.expect(run.delivered == data, "through a Library, the resumed file is not byte-identical to the source")
         recorder.expect(run.offsets == [0, Int64(offset)], "through a Library, the attempts asked for offsets \(run.offsets), expected [0, \(offset)]")
         if validator != nil {
-            recorder.expect(run.responses.last?.offset == Int64(offset),
-                            "through a Library, the second attempt began at \(run.responses.last?.offset ?? -1), expected \(offset)")
+            recorder.expect(run.lastResponse?.offset == Int64(offset),
+                            "through a Library, the second attempt began at \(run.lastResponse?.offset ?? -1), expected \(offset)")
         }
     }
 
@@ -106,8 +106,8 @@ extension TransportConformance {
         let run = await deliverThroughLibrary(url, data: data, cutAfter: offset)
         guard recorder.expect(run.failure == nil, "through a Library, a partial file of \(offset) bytes did not recover: \(run.failure ?? "")") else { return }
         recorder.expect(run.delivered == data, "through a Library, the file is not byte-identical after the source ignored the range")
-        recorder.expect(run.responses.last?.offset == 0,
-                        "through a Library, the last attempt began at \(run.responses.last?.offset ?? -1), expected 0")
+        recorder.expect(run.lastResponse?.offset == 0,
+                        "through a Library, the last attempt began at \(run.lastResponse?.offset ?? -1), expected 0")
     }
 
     func checkNotFound(_ recorder: CheckRecorder) async throws {
@@ -288,7 +288,7 @@ extension TransportConformance {
     func sampleData(_ count: Int, seed: UInt64) -> Data {
         var state = seed &* 0x9E37_79B9_7F4A_7C15
         var data = Data(count: count)
-        data.withUnsafeMutableBytes { buffer in
+        data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
             for index in stride(from: 0, to: count, by: 8) {
                 state &+= 0x9E37_79B9_7F4A_7C15
                 var z = state

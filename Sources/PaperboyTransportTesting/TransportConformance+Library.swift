@@ -15,6 +15,9 @@ extension TransportConformance {
         var delivered: Data?
         /// Why the asset was not delivered.
         var failure: String?
+
+        /// What the last attempt's `begin` reported.
+        var lastResponse: TransferResponse? { responses.last ?? nil }
     }
 
     /// Downloads `url` through a real `Library` whose first attempt is cut after `cutAfter` bytes

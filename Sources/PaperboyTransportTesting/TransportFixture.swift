@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import Paperboy
 
@@ -87,7 +92,10 @@ public final class FolderFixture: TransportFixture, @unchecked Sendable {
         let target = file(name)
         let fresh = target.deletingLastPathComponent().appendingPathComponent(".\(UUID().uuidString).new")
         try data.write(to: fresh)
-        _ = try FileManager.default.replaceItemAt(target, withItemAt: fresh)
+        // A rename gives the new version its own inode, as publishers' atomic updates do.
+        guard rename(fresh.path, target.path) == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: target.path])
+        }
     }
 
     public func missingURL() async throws -> URL { makeURL(file("missing-\(UUID().uuidString).bin")) }

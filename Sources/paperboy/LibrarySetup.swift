@@ -25,6 +25,27 @@ extension PaperboyConfiguration {
             throw ExitCode(2)
         }
         if !rules.isEmpty { configuration.credentials = PrefixCredentials(rules) }
+        configuration.bandwidthLimit = bandwidth.limit?.bytesPerSecond
+        configuration.perTransferBandwidthLimit = bandwidth.perTransfer?.bytesPerSecond
+        if !bandwidth.schedule.isEmpty {
+            configuration.bandwidthSchedule = BandwidthSchedule(bandwidth.schedule.map {
+                BandwidthSchedule.Entry(minuteOfDay: $0.minuteOfDay, bytesPerSecond: $0.rate?.bytesPerSecond)
+            })
+        }
+        configuration.mode = library.mode == .background ? .background : .foreground
+        configuration.networkPolicy = NetworkPolicy(
+            allowedKinds: Set(network.allowed.compactMap { NetworkStatus.Kind(rawValue: $0.rawValue) }),
+            allowsExpensive: network.allowExpensive,
+            allowsConstrained: network.allowConstrained,
+            allowsRoaming: library.mode == .foreground)
+        // PAPERBOY_NETWORK (read by the library) wins over `assume`: it is the more specific.
+        if let assume = network.assume, (ProcessInfo.processInfo.environment["PAPERBOY_NETWORK"] ?? "").isEmpty {
+            configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(
+                kind: NetworkStatus.Kind(rawValue: assume.interfaceClass.rawValue) ?? .other,
+                isExpensive: assume.attributes.contains(.expensive),
+                isConstrained: assume.attributes.contains(.constrained),
+                isRoaming: assume.attributes.contains(.roaming)))
+        }
         configuration.logger = Logger(label: "paperboy")
         return configuration
     }

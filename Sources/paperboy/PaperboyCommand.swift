@@ -9,7 +9,8 @@ struct PaperboyCommand: AsyncParsableCommand {
         abstract: "Download issues and their assets into a library, resumably.",
         discussion: """
             Exit codes: 0 done, 1 some assets failed, 2 usage or configuration error, \
-            130 interrupted (the next sync resumes).
+            75 assets wait for an allowed network (sync --wait waits instead), 130 interrupted \
+            (the next sync resumes).
             """,
         version: "0.1.0",
         subcommands: [SyncCommand.self, StatusCommand.self]

@@ -39,6 +39,12 @@ final class ProgressLine: Sendable {
                     if activity.downloading > 0 { parts.append("\(activity.downloading) downloading") }
                     if activity.queued > 0 { parts.append("\(activity.queued) queued") }
                     if activity.waitingForRetry > 0 { parts.append("\(activity.waitingForRetry) waiting to retry") }
+                    if activity.waitingForNetwork > 0 {
+                        parts.append("\(activity.waitingForNetwork) waiting for an allowed network (now \(library.networkStatus))")
+                    }
+                    if let limit = library.bandwidthLimiter.bytesPerSecond {
+                        parts.append("limit \(Console.bytes(limit))/s")
+                    }
                     if activity.failed > 0 { parts.append("\(activity.failed) failed") }
                     FileHandle.standardOutput.write(Data(("\r\u{1B}[2K" + parts.joined(separator: " · ")).utf8))
                 }

@@ -24,7 +24,27 @@ enum CLI {
         return root.appendingPathComponent(".build/debug/paperboy")
     }
 
-    static func run(_ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:]) throws -> CLIResult {
+    /// Runs the tool on a thread of its own, so that waiting never blocks the cooperative pool
+    /// (other tests' sleeps and timeouts stay punctual).
+    static func run(_ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:]) async throws -> CLIResult {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result { try runBlocking(arguments, in: folder, environment: environment) })
+            }.start()
+        }
+    }
+
+    /// Waits for a process on a thread of its own.
+    static func waitForExit(_ process: Process) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread {
+                process.waitUntilExit()
+                continuation.resume()
+            }.start()
+        }
+    }
+
+    private static func runBlocking(_ arguments: [String], in folder: URL?, environment: [String: String]) throws -> CLIResult {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments

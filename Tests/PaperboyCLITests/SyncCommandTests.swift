@@ -33,10 +33,10 @@ struct SyncCommandTests {
             """, to: "paperboy.toml")
     }
 
-    @Test func syncDeliversThenDoesNothingTheSecondTime() throws {
+    @Test func syncDeliversThenDoesNothingTheSecondTime() async throws {
         let (pdf, cover) = makeContent()
         let file = config(sha: sha256Hex(pdf))
-        let first = try CLI.run(["sync", "--config", file.path])
+        let first = try await CLI.run(["sync", "--config", file.path])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("2 of 2 asset(s) delivered"))
         let delivered = workspace.path("lib/Issues/2026-11-21/magazine.pdf")
@@ -44,20 +44,20 @@ struct SyncCommandTests {
         #expect(try Data(contentsOf: workspace.path("lib/Issues/2026-11-21/cover.png")) == cover)
         let inode = try FileManager.default.attributesOfItem(atPath: delivered.path)[.systemFileNumber] as? Int
 
-        let second = try CLI.run(["sync"], in: workspace.url)
+        let second = try await CLI.run(["sync"], in: workspace.url)
         #expect(second.status == 0)
         #expect(second.stdout.contains("nothing to do; 2 asset(s) already delivered"))
         #expect(try FileManager.default.attributesOfItem(atPath: delivered.path)[.systemFileNumber] as? Int == inode)
     }
 
-    @Test func statusJSONDescribesTheLibrary() throws {
+    @Test func statusJSONDescribesTheLibrary() async throws {
         let (pdf, _) = makeContent()
         let file = config(sha: sha256Hex(pdf))
-        let before = try CLI.run(["status", "--json", "--config", file.path])
+        let before = try await CLI.run(["status", "--json", "--config", file.path])
         #expect(before.status == 0)
         #expect(before.stdout.contains("\"issues\" : ["))
-        #expect(try CLI.run(["sync", "-q", "--config", file.path]).status == 0)
-        let result = try CLI.run(["status", "--json", "--config", file.path])
+        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 0)
+        let result = try await CLI.run(["status", "--json", "--config", file.path])
         #expect(result.status == 0, "\(result.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let issues = try #require(json["issues"] as? [[String: Any]])
@@ -77,13 +77,13 @@ struct SyncCommandTests {
         #expect(assets[0]["id"] is String)
     }
 
-    @Test func failedAssetsAreReportedOneLineEachWithExitCode1() throws {
+    @Test func failedAssetsAreReportedOneLineEachWithExitCode1() async throws {
         let (pdf, _) = makeContent()
         let file = config(sha: String(repeating: "0", count: 64), extra: """
               [[issues.assets]]
               url = "content/missing.pdf"
             """)
-        let result = try CLI.run(["sync", "--config", file.path])
+        let result = try await CLI.run(["sync", "--config", file.path])
         #expect(result.status == 1)
         let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("failed: ") }
         #expect(lines.count == 2, "\(result.stderr)")
@@ -104,22 +104,22 @@ struct SyncCommandTests {
         ("[library]\npath = \"lib\"\n[[issues]]\nname = \"a\"\ndate = 2026-11-21\n  [[issues.assets]]\n  url = \"x\"\n  path = \"../out\"\n", ":8:", "path"),
         ("[library]\npath = \"lib\"\n[[credentials]]\nmatch = \"https://cdn.example.com/\"\npassword_env = \"PAPERBOY_TEST_UNSET_VARIABLE\"\n", ":5:", "PAPERBOY_TEST_UNSET_VARIABLE"),
     ])
-    func configErrorsExitWith2AndWriteNothing(_ text: String, _ line: String, _ mention: String) throws {
+    func configErrorsExitWith2AndWriteNothing(_ text: String, _ line: String, _ mention: String) async throws {
         let file = workspace.write(text, to: "paperboy.toml")
-        let result = try CLI.run(["sync", "--config", file.path])
+        let result = try await CLI.run(["sync", "--config", file.path])
         #expect(result.status == 2, "\(result.stdout) \(result.stderr)")
         #expect(result.stderr.contains("paperboy.toml\(line)"), "\(result.stderr)")
         #expect(result.stderr.contains(mention), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: workspace.path("lib").path))
     }
 
-    @Test func missingConfigurationAndBadUsageExitWith2() throws {
-        let none = try CLI.run(["sync"], in: workspace.url, environment: ["XDG_CONFIG_HOME": workspace.path("xdg").path])
+    @Test func missingConfigurationAndBadUsageExitWith2() async throws {
+        let none = try await CLI.run(["sync"], in: workspace.url, environment: ["XDG_CONFIG_HOME": workspace.path("xdg").path])
         #expect(none.status == 2)
         #expect(none.stderr.contains("no configuration file"))
-        let badFlag = try CLI.run(["sync", "--no-such-flag"])
+        let badFlag = try await CLI.run(["sync", "--no-such-flag"])
         #expect(badFlag.status == 2)
-        let badCommand = try CLI.run(["fly"])
+        let badCommand = try await CLI.run(["fly"])
         #expect(badCommand.status == 2)
     }
 }

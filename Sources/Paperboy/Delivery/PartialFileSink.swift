@@ -60,6 +60,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     private(set) var expected: Int64?
     private(set) var validator: ResourceValidator?
     private var hasher: SHA256?
+    /// Set when the transfer continued from bytes on disk: the hash is computed from the file.
+    private var hashFromFile = false
     /// The offset the transfer really continued from (set by `begin`).
     private(set) var startOffset: Int64 = 0
 
@@ -108,12 +110,17 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
                 patch.bytesOnDisk = 0
                 patch.validator = .some(response.validator)
                 patch.expectedBytes = .some(response.expectedLength)
+                // Not flushed here: begin may run on a transport's shared thread. If the process
+                // dies before this is written, the next resume compares validators again.
                 context.store.submit(patch)
-                context.store.flush()
             }
         } else {
             written = response.offset
-            if hasher != nil { try hashPrefix(length: response.offset) }
+            // The bytes already on disk are hashed at the end, off the transport's thread.
+            if hasher != nil {
+                hashFromFile = true
+                hasher = nil
+            }
             context.hub()?.resumed(total: written, expected: expected)
         }
         reported = written
@@ -241,7 +248,9 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         }
     }
 
-    private func hashPrefix(length: Int64) throws {
+    /// The SHA-256 of the first `length` bytes of the partial file.
+    private static func hashFile(_ fd: Int32, length: Int64) -> String? {
+        var hasher = SHA256()
         let chunk = 1 << 20
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
         defer { buffer.deallocate() }
@@ -249,15 +258,12 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         while offset < length {
             let want = Int(min(Int64(chunk), length - offset))
             let got = pread(fd, buffer.baseAddress, want, off_t(offset))
-            if got <= 0 {
-                throw TransportError(.ioError, "cannot read partial file of asset \(context.assetID): \(POSIX.errorMessage())", url: context.url)
-            }
-            hasher?.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
+            if got < 0, errno == EINTR { continue }
+            if got <= 0 { return nil }
+            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
             offset += Int64(got)
         }
-        if lseek(fd, off_t(length), SEEK_SET) < 0 {
-            throw TransportError(.ioError, "cannot seek partial file: \(POSIX.errorMessage())", url: context.url)
-        }
+        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
     }
 
     // MARK: Ending
@@ -275,15 +281,22 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     }
 
     /// Checks the transfer is complete and intact, and emits the final progress event.
-    func finish() throws(LibraryError) {
+    func finish() async throws(LibraryError) {
         guard began else {
             throw LibraryError(TransportError(.protocolError, "transport ended without calling begin", url: context.url, isRetryable: false))
         }
         if let expected, written != expected {
             throw LibraryError(TransportError(.connectionLost, "transfer ended after \(written) of \(expected) bytes", url: context.url, isRetryable: true))
         }
-        if let wanted = context.expectedSHA256, let hasher {
-            let actual = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        if let wanted = context.expectedSHA256 {
+            let actual: String
+            if hashFromFile {
+                let fd = self.fd
+                let length = written
+                actual = await context.durability.offload { Self.hashFile(fd, length: length) } ?? "unreadable"
+            } else {
+                actual = (hasher ?? SHA256()).finalize().map { String(format: "%02x", $0) }.joined()
+            }
             if actual != wanted {
                 throw LibraryError(.checksumMismatch, "SHA-256 of \(context.url.redactedString) is \(actual), expected \(wanted); the file was discarded")
             }

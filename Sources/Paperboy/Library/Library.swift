@@ -34,8 +34,9 @@ public final class Library: Sendable {
         public var retry = RetryPolicy()
         /// The shortest time between two progress events of one download.
         public var progressInterval: Duration = .milliseconds(100)
-        /// How often a running transfer makes its bytes durable and records their count.
-        public var checkpointInterval: Duration = .seconds(1)
+        /// How often a running transfer makes its bytes durable and records their count: what a
+        /// crash can cost is about this much transfer time.
+        public var checkpointInterval: Duration = .milliseconds(500)
         /// Time allowed to connect (passed to transports).
         public var connectTimeout: Duration = .seconds(30)
         /// Time without a byte after which a transfer counts as stalled (passed to transports).
@@ -115,7 +116,15 @@ public final class Library: Sendable {
         guard lock >= 0 else {
             throw LibraryError(.storage, "cannot open \(lockURL.path): \(POSIX.errorMessage())")
         }
-        if flock(lock, LOCK_EX | LOCK_NB) != 0 {
+        // A child process forked by this one holds a copy of the lock until it calls exec: retry
+        // briefly before concluding that another process has the library open.
+        var attempts = 0
+        while flock(lock, LOCK_EX | LOCK_NB) != 0 {
+            attempts += 1
+            if attempts < 20, errno == EWOULDBLOCK || errno == EINTR {
+                usleep(50_000)
+                continue
+            }
             POSIX.closeFile(lock)
             throw LibraryError(.storage, "the library at \(layout.root.path) is open in another process")
         }

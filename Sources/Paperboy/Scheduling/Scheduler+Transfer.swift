@@ -79,7 +79,7 @@ extension Scheduler {
                     await sink.recordProgressDurably()
                     return .stopped(written: sink.written, validator: sink.validator)
                 }
-                try sink.finish()
+                try await sink.finish()
                 await durability.makeDurable(fd: fd, size: sink.written)
                 POSIX.closeFile(fd)
                 open = false

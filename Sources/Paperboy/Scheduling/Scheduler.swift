@@ -43,7 +43,7 @@ final class Scheduler: Sendable {
     private let checkedFolders = Mutex<Set<String>>([])
     let state = Mutex<State>(State())
 
-    enum StopKind: Sendable { case pause, cancel, remove, network }
+    enum StopKind: Sendable { case pause, cancel, remove, network, close }
 
     struct Entry {
         let id: String
@@ -479,7 +479,7 @@ final class Scheduler: Sendable {
                 state.update(id) { entry in
                     entry.retryTask?.cancel()
                     if let task = entry.task {
-                        entry.stop = .pause
+                        entry.stop = .close
                         task.cancel()
                         tasks.append(task)
                     }
@@ -489,12 +489,6 @@ final class Scheduler: Sendable {
         }
         for task in tasks { await task.value }
         state.withLock { state in
-            // A transfer stopped by closing resumes at the next open.
-            for id in Array(state.entries.keys) where state.entries[id]?.state == .paused && state.entries[id]?.stop == .pause {
-                var patch = AssetPatch(id: id)
-                patch.state = .queued
-                store.submit(patch)
-            }
             for waiter in state.idleWaiters { waiter.continuation.resume() }
             state.idleWaiters = []
             state.entries = [:]
@@ -641,6 +635,10 @@ final class Scheduler: Sendable {
                     } else if entry.stop == .network {
                         entry.state = .network
                         patch.state = .network
+                    } else if entry.stop == .close {
+                        // Stopped by closing the library: it continues at the next open.
+                        entry.state = .queued
+                        patch.state = .queued
                     } else {
                         entry.state = .paused
                         patch.state = .paused

@@ -18,9 +18,11 @@ final class LibraryStore: Sendable {
         var patches: [String: AssetPatch] = [:]
         var order: [String] = []
         var flushScheduled = false
-        /// The batch being written: still overlaid on reads until it is committed.
-        var writing: [String: AssetPatch] = [:]
     }
+
+    /// Held while a batch is taken and committed, and while a read takes its overlay and reads:
+    /// a read sees each update either in the database or in the overlay, never in neither.
+    private let commitLock = Mutex<Void>(())
 
     init(fileURL: URL, readOnly: Bool = false, batchDelay: DispatchTimeInterval = .milliseconds(25)) throws(LibraryError) {
         self.fileURL = fileURL
@@ -119,13 +121,15 @@ final class LibraryStore: Sendable {
     }
 
     func asset(id: String) -> AssetRecord? {
-        overlay((try? pool.read { db in try AssetRecord.fetchOne(db, key: id) }).map { [$0] } ?? []).first
+        overlaid { (try? pool.read { db in try AssetRecord.fetchOne(db, key: id) }).map { [$0] } ?? [] }.first
     }
 
     func assets(issueName: String) -> [AssetRecord] {
-        overlay((try? pool.read { db in
-            try AssetRecord.filter(Column("issueName") == issueName).order(Column("seq")).fetchAll(db)
-        }) ?? [])
+        overlaid {
+            (try? pool.read { db in
+                try AssetRecord.filter(Column("issueName") == issueName).order(Column("seq")).fetchAll(db)
+            }) ?? []
+        }
     }
 
     func undeliveredAssets() -> [AssetRecord] {
@@ -135,15 +139,17 @@ final class LibraryStore: Sendable {
         }) ?? []
     }
 
-    /// Applies the updates not yet written, so reads see the latest state.
-    private func overlay(_ records: [AssetRecord]) -> [AssetRecord] {
-        pending.withLock { pending in
-            guard !pending.patches.isEmpty || !pending.writing.isEmpty else { return records }
-            return records.map { record in
-                var record = record
-                if let patch = pending.writing[record.id] { patch.apply(to: &record) }
-                if let patch = pending.patches[record.id] { patch.apply(to: &record) }
-                return record
+    /// Reads, then applies the updates not yet written, so reads see the latest state.
+    private func overlaid(_ read: () -> [AssetRecord]) -> [AssetRecord] {
+        commitLock.withLock { _ in
+            let records = read()
+            return pending.withLock { pending in
+                guard !pending.patches.isEmpty else { return records }
+                return records.map { record in
+                    var record = record
+                    if let patch = pending.patches[record.id] { patch.apply(to: &record) }
+                    return record
+                }
             }
         }
     }
@@ -209,15 +215,17 @@ final class LibraryStore: Sendable {
     }
 
     private func writeBatch() {
+        commitLock.withLock { _ in writeBatchLocked() }
+    }
+
+    private func writeBatchLocked() {
         let batch = pending.withLock { pending -> [AssetPatch] in
             let batch = pending.order.compactMap { pending.patches[$0] }
-            pending.writing = pending.patches
             pending.patches = [:]
             pending.order = []
             pending.flushScheduled = false
             return batch
         }
-        defer { pending.withLock { $0.writing = [:] } }
         guard !batch.isEmpty else { return }
         do {
             try pool.write { db in

@@ -68,6 +68,8 @@ struct StatusReport: Encodable {
 
     var libraryPath: String
     var issues: [IssueReport]
+    /// The limiter of the process that has the library open (or had it last).
+    var bandwidth: BandwidthLimiter.Statistics?
 
     init(libraryPath: String, issues: [IssueReport]) {
         self.libraryPath = libraryPath
@@ -76,6 +78,7 @@ struct StatusReport: Encodable {
 
     init(library: Library) {
         libraryPath = library.root.path
+        bandwidth = library.recordedBandwidthStatistics
         let dateFormat = Date.ISO8601FormatStyle().year().month().day()
         issues = library.issues.map { issue in
             IssueReport(
@@ -102,6 +105,12 @@ struct StatusReport: Encodable {
 
     func printText() {
         Console.line("library \(libraryPath)")
+        if let bandwidth {
+            let limit = bandwidth.limit.map { "\(Console.bytes($0))/s" } ?? "unlimited"
+            Console.line(String(format: "bandwidth: limit %@, achieved %@/s, %@ granted, throttled %.1f s",
+                                limit, Console.bytes(Int64(bandwidth.achievedRate)), Console.bytes(bandwidth.bytesGranted),
+                                bandwidth.secondsThrottled))
+        }
         if issues.isEmpty { Console.line("  no issues") }
         for issue in issues {
             Console.line("\(issue.name)  \(issue.date)  \(issue.status)\(issue.isNew ? "  new" : "")")

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Paperboy
 import PaperboyConfig
+import Synchronization
 
 /// `paperboy sync`: adds the configured issues, downloads every undelivered asset, delivers it.
 struct SyncCommand: AsyncParsableCommand {
@@ -14,12 +15,15 @@ struct SyncCommand: AsyncParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
+    @Flag(help: "Wait for an allowed network instead of exiting with 75 when assets wait for one.")
+    var wait = false
+
     func run() async throws {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
         let library: Library
         do {
-            library = try Library.open(at: config.library.path, transports: Transports.registry(),
+            library = try Library.open(at: config.library.path, transports: Transports.registry(for: config),
                                        configuration: try config.libraryConfiguration())
         } catch let error as LibraryError {
             Console.error("paperboy: \(error.message)")
@@ -45,10 +49,21 @@ struct SyncCommand: AsyncParsableCommand {
         let progress = Console.isTerminal && !options.quiet ? ProgressLine(library: library, total: plan.toDownload.count) : nil
         progress?.start()
         await library.waitUntilIdle()
+        if library.activity.waitingForNetwork > 0, wait {
+            if !options.quiet {
+                Console.error("paperboy: \(library.activity.waitingForNetwork) asset(s) wait for an allowed network (now: \(library.networkStatus)); waiting")
+            }
+            await library.waitUntilIdle(includingNetworkWaits: true)
+        }
         progress?.stop()
+        if InterruptHandler.interrupted.load(ordering: .relaxed) {
+            // The interrupt handler is closing the library and exits with 130.
+            while true { try? await Task.sleep(for: .seconds(60)) }
+        }
         let elapsed = ContinuousClock.now - started
 
         var failures = 0
+        var waitingForNetwork = 0
         var delivered = 0
         var bytes: Int64 = 0
         var statuses: [String: AssetStatus] = [:]
@@ -64,6 +79,9 @@ struct SyncCommand: AsyncParsableCommand {
             case .failed(let message)?:
                 failures += 1
                 Console.error("failed: \(entry.issue)/\(entry.path) (\(entry.url.redactedString)): \(message)")
+            case .waiting(.network)?:
+                waitingForNetwork += 1
+                if options.verbose { Console.error("waiting: \(entry.issue)/\(entry.path): waiting for an allowed network") }
             case let state?:
                 failures += 1
                 Console.error("not delivered: \(entry.issue)/\(entry.path): \(state)")
@@ -72,7 +90,11 @@ struct SyncCommand: AsyncParsableCommand {
                 Console.error("not delivered: \(entry.issue)/\(entry.path): the asset disappeared")
             }
         }
+        let network = library.networkStatus
         await library.close()
+        if waitingForNetwork > 0 {
+            Console.error("paperboy: \(waitingForNetwork) asset(s) wait for an allowed network (now: \(network)); run again, or use --wait")
+        }
         if !options.quiet, !plan.toDownload.isEmpty {
             let seconds = max(elapsed.secondsValue, 0.001)
             let fetched = delivered - plan.alreadyDelivered
@@ -82,6 +104,7 @@ struct SyncCommand: AsyncParsableCommand {
                 failures > 0 ? ", \(failures) failed" : ""))
         }
         if failures > 0 { throw ExitCode(1) }
+        if waitingForNetwork > 0 { throw ExitCode(75) }
     }
 }
 
@@ -114,7 +137,14 @@ struct SyncPlan {
             }
             var missing: [(AssetRequest, JSONValue?)] = []
             for asset in configured.assets where byKey[Self.key(asset.url, asset.path)] == nil {
-                missing.append((AssetRequest(url: asset.url, sha256: asset.sha256, priority: asset.priority, destinationPath: asset.path), nil))
+                var network: NetworkPolicyOverride?
+                if asset.allowedNetworks != nil || asset.allowExpensive != nil || asset.allowConstrained != nil {
+                    network = NetworkPolicyOverride(
+                        allowedKinds: asset.allowedNetworks.map { Set($0.compactMap { NetworkStatus.Kind(rawValue: $0.rawValue) }) },
+                        allowsExpensive: asset.allowExpensive, allowsConstrained: asset.allowConstrained)
+                }
+                missing.append((AssetRequest(url: asset.url, sha256: asset.sha256, priority: asset.priority,
+                                             destinationPath: asset.path, network: network), nil))
             }
             let added = try issue.addAssets(missing)
             var addedByKey: [String: AssetDownload] = [:]
@@ -157,6 +187,7 @@ final class InterruptHandler {
         signal(SIGTERM, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
         let handler: @Sendable () -> Void = {
+            InterruptHandler.interrupted.store(true, ordering: .relaxed)
             Console.error("\npaperboy: interrupted; stopping (the next sync resumes)")
             Task {
                 await library.close()
@@ -173,6 +204,9 @@ final class InterruptHandler {
     }
 
     private let terminate: any DispatchSourceSignal
+
+    /// Set once Ctrl-C or SIGTERM arrived: the handler closes the library and exits.
+    static let interrupted = Atomic<Bool>(false)
 
     func cancel() {
         source.cancel()

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# HTTP side by side: `paperboy sync` (release build) against curl, wget and aria2c, all
+# downloading from one nginx on loopback into the same file system.
+#
+#   (a) one large file (1 GiB by default)        → MB/s, peak RSS
+#   (b) many small files (1,000 × 64 KiB)        → files/s, peak RSS
+#
+# Run by hand, on a quiet machine:  Benchmarks/http/run.sh
+# Knobs (environment): BIG_MB=1024 SMALL_COUNT=1000 SMALL_KB=64 RUNS=3 PARALLEL=8
+#   WORK=/var/tmp/...  (where data and downloads live; default a new folder in /var/tmp)
+#   PAPERBOY=path      (a built paperboy; default: swift build -c release in SCRATCH)
+#   SCRATCH=/var/tmp/paperboy-bench-build  (release build folder, apart from .build so it does
+#                      not hold SwiftPM's lock on the debug build)
+# Needs nginx and /usr/bin/time; wget and aria2c are compared when installed.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BIG_MB=${BIG_MB:-1024}
+SMALL_COUNT=${SMALL_COUNT:-1000}
+SMALL_KB=${SMALL_KB:-64}
+RUNS=${RUNS:-3}
+PARALLEL=${PARALLEL:-8}
+WORK=${WORK:-$(mktemp -d /var/tmp/paperboy-http-bench.XXXXXX)}
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+[[ -x $NGINX ]] || { echo "nginx is not installed" >&2; exit 1; }
+[[ -x /usr/bin/time ]] || { echo "/usr/bin/time is not installed (apt-get install time)" >&2; exit 1; }
+
+if [[ -z ${PAPERBOY:-} ]]; then
+    echo "building paperboy (release)…" >&2
+    SCRATCH=${SCRATCH:-/var/tmp/paperboy-bench-build}
+    (cd "$ROOT" && swift build -c release --product paperboy --scratch-path "$SCRATCH" >&2)
+    PAPERBOY="$SCRATCH/release/paperboy"
+fi
+
+mkdir -p "$WORK"/{www/small,tmp,logs,out}
+echo "work folder: $WORK" >&2
+
+# Test data is generated here, never committed.
+if [[ ! -f $WORK/www/big.bin ]] || (( $(stat -c %s "$WORK/www/big.bin") != BIG_MB * 1048576 )); then
+    head -c $((BIG_MB * 1048576)) /dev/urandom > "$WORK/www/big.bin"
+fi
+if (( $(find "$WORK/www/small" -type f | wc -l) != SMALL_COUNT )); then
+    rm -f "$WORK"/www/small/*
+    head -c $((SMALL_COUNT * SMALL_KB * 1024)) /dev/urandom |
+        split -a 5 -d -b $((SMALL_KB * 1024)) - "$WORK/www/small/f"
+fi
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+USER_LINE=""
+[[ $(id -u) == 0 ]] && USER_LINE="user root;"
+cat > "$WORK/nginx.conf" <<EOF
+$USER_LINE
+worker_processes 2;
+daemon off;
+pid $WORK/nginx.pid;
+error_log $WORK/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_requests 100000;
+    client_body_temp_path $WORK/tmp/body;
+    proxy_temp_path $WORK/tmp/proxy;
+    fastcgi_temp_path $WORK/tmp/fastcgi;
+    uwsgi_temp_path $WORK/tmp/uwsgi;
+    scgi_temp_path $WORK/tmp/scgi;
+    server {
+        listen 127.0.0.1:$PORT;
+        root $WORK/www;
+    }
+}
+EOF
+"$NGINX" -p "$WORK" -c "$WORK/nginx.conf" -e "$WORK/logs/error.log" &
+NGINX_PID=$!
+trap 'kill $NGINX_PID 2>/dev/null; wait $NGINX_PID 2>/dev/null || true' EXIT
+for _ in $(seq 100); do
+    (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break
+    sleep 0.05
+done
+BASE="http://127.0.0.1:$PORT"
+
+# Lists for the other tools.
+: > "$WORK/small-urls.txt"
+: > "$WORK/small-curl.txt"
+for file in "$WORK"/www/small/*; do
+    name=$(basename "$file")
+    echo "$BASE/small/$name" >> "$WORK/small-urls.txt"
+    printf 'url = "%s/small/%s"\noutput = "%s"\n' "$BASE" "$name" "$name" >> "$WORK/small-curl.txt"
+done
+
+paperboy_config() {  # $1 = case, $2 = output folder
+    {
+        printf '[library]\npath = "%s/lib"\n\n[scheduler]\nmax_concurrent = %d\nmax_per_host = %d\nretry_attempts = 1\n\n' "$2" "$PARALLEL" "$PARALLEL"
+        printf '[[issues]]\nname = "bench"\ndate = "2025-01-01"\n\n'
+        if [[ $1 == big ]]; then
+            printf '[[issues.assets]]\nurl = "%s/big.bin"\n' "$BASE"
+        else
+            while read -r url; do printf '[[issues.assets]]\nurl = "%s"\n' "$url"; done < "$WORK/small-urls.txt"
+        fi
+    } > "$WORK/paperboy-$1.toml"
+}
+paperboy_config big "$WORK/out"
+paperboy_config small "$WORK/out"
+
+# run NAME CASE COMMAND… : runs in a fresh output folder; appends "seconds peak_kib" to a result file.
+run() {
+    local name=$1 case=$2; shift 2
+    rm -rf "$WORK/out"; mkdir -p "$WORK/out"
+    sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null || true
+    cat "$WORK/www/big.bin" > /dev/null 2>&1 || true   # same warm source for everyone
+    if ! (cd "$WORK/out" && /usr/bin/time -f '%e %M' -o "$WORK/time.txt" "$@" > "$WORK/tool.log" 2>&1); then
+        echo "$name ($case) failed:" >&2; tail -5 "$WORK/tool.log" >&2; return 0
+    fi
+    local bytes
+    bytes=$(find "$WORK/out" -type f \( -name '*.bin' -o -name 'f[0-9]*' \) -printf '%s\n' | awk '{s+=$1} END {print s+0}')
+    echo "$(cat "$WORK/time.txt") $bytes" >> "$WORK/result-$case-$name.txt"
+}
+
+TOOLS_BIG=(paperboy curl)
+TOOLS_SMALL=(paperboy curl-seq "curl-Z$PARALLEL")
+command -v wget > /dev/null && { TOOLS_BIG+=(wget); TOOLS_SMALL+=(wget); }
+command -v aria2c > /dev/null && { TOOLS_BIG+=(aria2c); TOOLS_SMALL+=("aria2c-j$PARALLEL"); }
+rm -f "$WORK"/result-*.txt
+
+for ((i = 1; i <= RUNS; i++)); do
+    echo "run $i of $RUNS…" >&2
+    for tool in "${TOOLS_BIG[@]}"; do      # paired: every tool once per round
+        case $tool in
+            paperboy) run paperboy big "$PAPERBOY" sync -q --config "$WORK/paperboy-big.toml" ;;
+            curl) run curl big curl -sS -o big.bin "$BASE/big.bin" ;;
+            wget) run wget big wget -q -O big.bin "$BASE/big.bin" ;;
+            aria2c) run aria2c big aria2c -q --file-allocation=none --allow-overwrite=true -o big.bin "$BASE/big.bin" ;;
+        esac
+    done
+    for tool in "${TOOLS_SMALL[@]}"; do
+        case $tool in
+            paperboy) run paperboy small "$PAPERBOY" sync -q --config "$WORK/paperboy-small.toml" ;;
+            curl-seq) run "$tool" small curl -sS -K "$WORK/small-curl.txt" ;;
+            curl-Z*) run "$tool" small curl -sS -Z --parallel-max "$PARALLEL" -K "$WORK/small-curl.txt" ;;
+            wget) run wget small wget -q -i "$WORK/small-urls.txt" ;;
+            aria2c-j*) run "$tool" small aria2c -q --file-allocation=none -j "$PARALLEL" -i "$WORK/small-urls.txt" ;;
+        esac
+    done
+done
+
+# Medians of the runs, ratios against paperboy.
+report() {  # $1 = case, $2 = unit
+    local case=$1 unit=$2 base=""
+    printf '\n(%s) %s\n' "$case" "$([[ $case == big ]] && echo "one ${BIG_MB} MiB file" || echo "${SMALL_COUNT} files of ${SMALL_KB} KiB, parallelism ${PARALLEL} where the tool has it")"
+    printf '%-14s %12s %10s %14s %12s\n' tool seconds "$unit" "vs paperboy" "peak RSS"
+    for file in "$WORK/result-$case-paperboy.txt" "$WORK"/result-"$case"-*.txt; do
+        [[ -f $file ]] || continue
+        local name=${file##*/result-$case-}; name=${name%.txt}
+        [[ $name == paperboy && -n $base ]] && continue
+        read -r seconds rss bytes < <(sort -n "$file" | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}')
+        local rate
+        if [[ $case == big ]]; then
+            rate=$(awk -v b="$bytes" -v s="$seconds" 'BEGIN {printf "%.0f", b / 1e6 / (s > 0 ? s : 0.001)}')
+        else
+            rate=$(awk -v n="$SMALL_COUNT" -v s="$seconds" 'BEGIN {printf "%.0f", n / (s > 0 ? s : 0.001)}')
+        fi
+        [[ -z $base ]] && base=$rate
+        printf '%-14s %12s %10s %13sx %9s MiB\n' "$name" "$seconds" "$rate" \
+            "$(awk -v r="$rate" -v b="$base" 'BEGIN {printf "%.2f", r / b}')" "$(( rss / 1024 ))"
+    done
+}
+report big MB/s
+report small files/s
+echo
+echo "file system of the downloads: $(df -T "$WORK" | awk 'NR==2 {print $2}') ($WORK)"

@@ -1,0 +1,191 @@
+import Foundation
+import Paperboy
+
+/// The Paperboy transport protocol spoken with helper executables (see docs/WritingTransports.md).
+///
+/// Every message is a frame: an ASCII header line `KIND LENGTH\n` (an upper-case word, one
+/// space, the payload length in decimal) followed by exactly `LENGTH` payload bytes. `DATA`
+/// payloads are raw bytes; every other payload is one UTF-8 JSON object.
+public enum ExecProtocol {
+    /// The protocol versions this Paperboy speaks, offered in the core's `HELLO`.
+    public static let versions = [1]
+    /// The largest `DATA` payload accepted.
+    public static let maxDataLength = 1 << 20
+    /// The largest payload of any other frame.
+    public static let maxControlLength = 64 * 1024
+    /// The longest header line, newline included.
+    static let maxHeaderLength = 32
+
+    /// Frame kinds.
+    public enum Kind {
+        public static let hello = "HELLO"
+        public static let fetch = "FETCH"
+        public static let challenge = "CHALLENGE"
+        public static let answer = "ANSWER"
+        public static let begin = "BEGIN"
+        public static let data = "DATA"
+        public static let done = "DONE"
+        public static let error = "ERROR"
+    }
+
+    /// Encodes one frame.
+    public static func frame(_ kind: String, _ payload: Data = Data()) -> Data {
+        var frame = Data("\(kind) \(payload.count)\n".utf8)
+        frame.append(payload)
+        return frame
+    }
+
+    /// Encodes one frame with a JSON payload.
+    static func frame<Message: Encodable>(_ kind: String, json message: Message) throws -> Data {
+        frame(kind, try encoder.encode(message))
+    }
+
+    /// Parses a header line (without its newline) into a kind and a length.
+    static func parseHeader(_ line: some Collection<UInt8>) -> (kind: String, length: Int)? {
+        guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { return nil }
+        let kind = line[line.startIndex..<space]
+        let digits = line[line.index(after: space)...]
+        guard (1...16).contains(kind.count), kind.allSatisfy({ (65...90).contains($0) }),
+              (1...10).contains(digits.count), digits.allSatisfy({ (48...57).contains($0) }),
+              let length = Int(String(decoding: digits, as: UTF8.self)) else { return nil }
+        return (String(decoding: kind, as: UTF8.self), length)
+    }
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    static let decoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return decoder
+    }()
+}
+
+/// One frame read from a helper.
+struct Frame: Sendable {
+    var kind: String
+    var payload: Data
+}
+
+// MARK: Messages (field names are snake_case on the wire)
+
+/// Core → helper, first message.
+struct CoreHello: Codable {
+    var protocols: [Int]
+    var paperboy: String
+}
+
+/// Helper → core, answer to ``CoreHello``.
+struct HelperHello: Codable {
+    var `protocol`: Int
+    var name: String?
+    var version: String?
+    var schemes: [String]?
+    var capabilities: [String]?
+}
+
+/// A validator as it travels on the wire.
+struct WireValidator: Codable {
+    var value: String
+    var strength: String
+
+    init(_ validator: ResourceValidator) {
+        value = validator.value
+        strength = validator.strength.rawValue
+    }
+
+    var validator: ResourceValidator {
+        ResourceValidator(value, strength: ResourceValidator.Strength(rawValue: strength) ?? .weak)
+    }
+}
+
+/// Core → helper: fetch a resource.
+struct FetchRequest: Codable {
+    var id: Int
+    var url: String
+    var offset: Int64
+    var validator: WireValidator?
+    var headers: [String: String]
+    var options: [String: String]
+    var connectTimeout: Double
+    var idleTimeout: Double
+    var asset: String
+}
+
+/// Helper → core: what the source promised.
+struct BeginMessage: Codable {
+    var id: Int?
+    var offset: Int64
+    var length: Int64?
+    var validator: WireValidator?
+}
+
+/// Helper → core: credentials or a trust decision are needed.
+struct ChallengeMessage: Codable {
+    struct Trust: Codable {
+        var host: String
+        var keyType: String
+        var fingerprint: String
+        var reason: String
+    }
+
+    var id: Int?
+    var kind: String
+    var realm: String?
+    var previousFailures: Int?
+    var prompts: [String]?
+    var serverTrust: Trust?
+}
+
+/// Core → helper: the answer to a challenge.
+struct AnswerMessage: Codable {
+    struct WireCredential: Codable {
+        var user: String?
+        var password: String?
+        var token: String?
+        var privateKey: String?
+        var passphrase: String?
+        var trustsServer: Bool
+        var responses: [String]
+    }
+
+    var id: Int
+    var disposition: String
+    var credential: WireCredential?
+
+    init(id: Int, _ disposition: AuthChallengeDisposition) {
+        self.id = id
+        switch disposition {
+        case .useCredential(let credential):
+            self.disposition = "use-credential"
+            self.credential = WireCredential(
+                user: credential.user, password: credential.password, token: credential.token,
+                privateKey: credential.privateKey?.path, passphrase: credential.passphrase,
+                trustsServer: credential.trustsServer, responses: credential.responses)
+        case .performDefaultHandling:
+            self.disposition = "default"
+        case .cancelAuthenticationChallenge:
+            self.disposition = "cancel"
+        case .rejectProtectionSpace:
+            self.disposition = "reject"
+        }
+    }
+}
+
+/// Helper → core: the transfer ended.
+struct DoneMessage: Codable {
+    var id: Int?
+}
+
+/// Helper → core: the transfer failed.
+struct ErrorMessage: Codable {
+    var id: Int?
+    var code: String
+    var message: String
+    var retryable: Bool?
+    var retryAfter: Double?
+}

@@ -1,0 +1,131 @@
+import CPaperboyCurl
+import Foundation
+import Paperboy
+import Synchronization
+
+/// A libcurl easy handle (`CURL *`), typed so it cannot be confused with a multi handle.
+struct EasyHandle: Hashable, @unchecked Sendable {
+    let raw: UnsafeMutableRawPointer
+}
+
+/// One libcurl multi handle driven by one dedicated thread, shared by every HTTP transfer.
+///
+/// One thread owns the multi handle and every easy handle added to it: requests are built on
+/// the caller's thread, then handed over through the command queue, and never touched by the
+/// caller again. Other threads only append commands and wake the thread with
+/// `curl_multi_wakeup` (the one call libcurl allows from any thread). Connections, TLS
+/// sessions and DNS answers are cached in the multi handle, so consecutive assets from one
+/// host reuse a connection, and HTTP/2 streams to one host are multiplexed.
+final class CurlMulti: @unchecked Sendable {
+    /// The engine every ``HTTPTransport`` uses; its thread starts on first use and lives as long
+    /// as the process.
+    static let shared = CurlMulti()
+
+    private enum Command {
+        case add(CurlRequest)
+        case cancel(CurlRequest)
+        case unpause(CurlRequest)
+    }
+
+    private let multi: UnsafeMutableRawPointer
+    private let commands = Mutex<[Command]>([])
+    /// Requests in the multi handle, by easy handle. Curl thread only.
+    private var active: [EasyHandle: CurlRequest] = [:]
+
+    /// Whether this libcurl speaks HTTP/2.
+    static let supportsHTTP2 = paperboy_curl_supports_http2() != 0
+    /// libcurl's version, such as `7.88.1`.
+    static let version = String(cString: paperboy_curl_version())
+
+    private init() {
+        curl_global_init(PAPERBOY_CURL_GLOBAL_DEFAULT)
+        guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed (out of memory)") }
+        self.multi = multi
+        _ = paperboy_multi_setopt_long(multi, CURLMOPT_PIPELINING, PAPERBOY_CURLPIPE_MULTIPLEX)
+        // Idle connections kept for reuse across assets.
+        _ = paperboy_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, 64)
+        let thread = Thread { [self] in run() }
+        thread.name = "paperboy-curl"
+        thread.start()
+    }
+
+    /// Runs `request` to its end: its outcome, or `CancellationError` when the task is cancelled.
+    func perform(_ request: CurlRequest) async throws -> CurlOutcome {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CurlOutcome, any Error>) in
+                request.continuation = continuation
+                submit(.add(request))
+            }
+        } onCancel: {
+            submit(.cancel(request))
+        }
+    }
+
+    /// Asks the curl thread to continue a request paused by back-pressure.
+    func unpause(_ request: CurlRequest) {
+        submit(.unpause(request))
+    }
+
+    private func submit(_ command: Command) {
+        commands.withLock { $0.append(command) }
+        curl_multi_wakeup(multi)
+    }
+
+    // MARK: The curl thread
+
+    private func run() {
+        var running: Int32 = 0
+        while true {
+            let pending = commands.withLock { queue -> [Command] in
+                defer { queue.removeAll(keepingCapacity: true) }
+                return queue
+            }
+            for command in pending { execute(command) }
+            curl_multi_perform(multi, &running)
+            collectFinished()
+            // Returns early on socket activity, curl's own timers, or curl_multi_wakeup.
+            curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+    }
+
+    private func execute(_ command: Command) {
+        switch command {
+        case .add(let request):
+            if request.isCancelled {
+                request.finish(cancelled: true)
+                return
+            }
+            let code = curl_multi_add_handle(multi, request.easy.raw)
+            guard code == CURLM_OK else {
+                request.finish(failure: TransportError(
+                    .ioError, "libcurl refused the transfer: \(String(cString: curl_multi_strerror(code)))",
+                    url: request.url, isRetryable: true))
+                return
+            }
+            active[request.easy] = request
+        case .cancel(let request):
+            request.isCancelled = true
+            if active.removeValue(forKey: request.easy) != nil {
+                curl_multi_remove_handle(multi, request.easy.raw)
+                request.finish(cancelled: true)
+            }
+        case .unpause(let request):
+            guard active[request.easy] === request, request.isPaused else { return }
+            request.isPaused = false
+            // May call the write callback at once with the bytes curl kept while paused.
+            curl_easy_pause(request.easy.raw, PAPERBOY_CURLPAUSE_CONT)
+        }
+    }
+
+    private func collectFinished() {
+        var left: Int32 = 0
+        while let message = curl_multi_info_read(multi, &left) {
+            guard message.pointee.msg == CURLMSG_DONE, let raw = message.pointee.easy_handle else { continue }
+            let result = paperboy_message_result(message)
+            let easy = EasyHandle(raw: raw)
+            guard let request = active.removeValue(forKey: easy) else { continue }
+            curl_multi_remove_handle(multi, raw)
+            request.finish(result: result)
+        }
+    }
+}

@@ -1,0 +1,312 @@
+import CPaperboyCurl
+import Foundation
+import Paperboy
+
+/// Everything one HTTP request needs, decided by ``HTTPTransport`` before it is handed to curl.
+struct RequestPlan: Sendable {
+    var url: URL
+    /// First byte asked for with `Range` (0: the whole resource).
+    var offset: Int64
+    /// The `If-Range` value guarding a resume.
+    var ifRange: String?
+    var headers: [String: String]
+    var credential: Credential?
+    var authentication: HTTPAuthentication.Scheme?
+    var authenticatesProxy: Bool
+    var configuration: HTTPTransport.Configuration
+    var caFile: String?
+    var connectTimeout: Duration
+    var idleTimeout: Duration
+}
+
+/// How one request ended, collected on the curl thread before the easy handle is freed.
+struct CurlOutcome: Sendable {
+    /// libcurl's result.
+    var code: CURLcode
+    /// libcurl's own explanation (CURLOPT_ERRORBUFFER), possibly empty.
+    var detail: String
+    /// The last complete response head (after redirects and curl's own authentication rounds).
+    var head: ResponseHead?
+    /// Whether `begin` was called on the sink.
+    var began: Bool
+    /// The transfer was aborted because the status says it failed (4xx, 5xx).
+    var failedStatus: Bool
+    /// An error thrown by the sink, to be rethrown unchanged.
+    var sinkError: (any Error)?
+    /// The URL that answered last (after redirects).
+    var effectiveURL: URL?
+    /// Body bytes handed to the sink.
+    var bodyBytes: Int64
+}
+
+/// One HTTP request on one easy handle, with the state its libcurl callbacks share.
+///
+/// Built on the caller's thread; from the moment it is submitted to ``CurlMulti`` until
+/// ``finish(result:)`` only the curl thread touches it.
+final class CurlRequest: @unchecked Sendable {
+    private enum Phase {
+        /// Reading a response head.
+        case head
+        /// A response whose body is not ours (redirect, authentication round, 416): dropped.
+        case discarding
+        /// The final response's body: into the sink.
+        case body
+    }
+
+    let easy: EasyHandle
+    let url: URL
+    private let plan: RequestPlan
+    private let sink: any TransferSink
+    private unowned let engine: CurlMulti
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+
+    var continuation: CheckedContinuation<CurlOutcome, any Error>?
+    var isCancelled = false
+    var isPaused = false
+
+    private var phase = Phase.head
+    private var current: ResponseHead?
+    private var final: ResponseHead?
+    private var began = false
+    private var failedStatus = false
+    private var sinkError: (any Error)?
+    private var bodyBytes: Int64 = 0
+
+    init(plan: RequestPlan, sink: any TransferSink, engine: CurlMulti) throws {
+        guard let raw = curl_easy_init() else {
+            throw TransportError(.ioError, "curl_easy_init failed (out of memory)", url: plan.url)
+        }
+        easy = EasyHandle(raw: raw)
+        url = plan.url.redacted
+        self.plan = plan
+        self.sink = sink
+        self.engine = engine
+        errorBuffer = .allocate(capacity: Int(PAPERBOY_CURL_ERROR_SIZE) + 1)
+        errorBuffer.initialize(repeating: 0, count: Int(PAPERBOY_CURL_ERROR_SIZE) + 1)
+        try configure()
+    }
+
+    deinit {
+        curl_easy_cleanup(easy.raw)
+        curl_slist_free_all(headerList)
+        errorBuffer.deallocate()
+    }
+
+    // MARK: Options
+
+    private func configure() throws {
+        let handle = easy.raw
+        let configuration = plan.configuration
+        var failures: [String] = []
+        func check(_ code: CURLcode, _ name: String) {
+            if code != CURLE_OK { failures.append("\(name): \(String(cString: curl_easy_strerror(code)))") }
+        }
+        func set(_ option: CURLoption, _ value: Int, _ name: String) {
+            check(paperboy_easy_setopt_long(handle, option, value), name)
+        }
+        func set(_ option: CURLoption, _ value: String, _ name: String) {
+            check(paperboy_easy_setopt_string(handle, option, value), name)
+        }
+
+        set(CURLOPT_URL, plan.url.absoluteString, "URL")
+        set(CURLOPT_PROTOCOLS_STR, "http,https", "PROTOCOLS_STR")
+        set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "REDIR_PROTOCOLS_STR")
+        set(CURLOPT_NOSIGNAL, 1, "NOSIGNAL")
+        set(CURLOPT_FOLLOWLOCATION, configuration.maxRedirects > 0 ? 1 : 0, "FOLLOWLOCATION")
+        set(CURLOPT_MAXREDIRS, configuration.maxRedirects, "MAXREDIRS")
+        // Credentials stay with the host they were given for.
+        set(CURLOPT_UNRESTRICTED_AUTH, 0, "UNRESTRICTED_AUTH")
+        set(CURLOPT_SSL_VERIFYPEER, 1, "SSL_VERIFYPEER")
+        set(CURLOPT_SSL_VERIFYHOST, 2, "SSL_VERIFYHOST")
+        if let caFile = plan.caFile { set(CURLOPT_CAINFO, caFile, "CAINFO") }
+        set(CURLOPT_BUFFERSIZE, configuration.bufferSize, "BUFFERSIZE")
+        set(CURLOPT_USERAGENT, configuration.userAgent, "USERAGENT")
+        set(CURLOPT_TCP_KEEPALIVE, 1, "TCP_KEEPALIVE")
+        set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, "SUPPRESS_CONNECT_HEADERS")
+        if CurlMulti.supportsHTTP2 { set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS, "HTTP_VERSION") }
+        set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(plan.connectTimeout.milliseconds)), "CONNECTTIMEOUT_MS")
+        // A stall: less than one byte per second for the idle timeout (whole seconds in libcurl).
+        set(CURLOPT_LOW_SPEED_LIMIT, 1, "LOW_SPEED_LIMIT")
+        set(CURLOPT_LOW_SPEED_TIME, max(1, Int((plan.idleTimeout.milliseconds + 999) / 1000)), "LOW_SPEED_TIME")
+        if plan.offset > 0 { set(CURLOPT_RANGE, "\(plan.offset)-", "RANGE") }
+
+        var lines: [String] = []
+        for (name, value) in plan.headers.sorted(by: { $0.key < $1.key }) {
+            // Range, validators and encoding belong to the resume logic.
+            if ["range", "if-range", "accept-encoding"].contains(name.lowercased()) { continue }
+            lines.append("\(name): \(value)")
+        }
+        lines.append("Accept-Encoding: identity")
+        if let ifRange = plan.ifRange, plan.offset > 0 { lines.append("If-Range: \(ifRange)") }
+        for line in lines { headerList = curl_slist_append(headerList, line) }
+        check(paperboy_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList), "HTTPHEADER")
+
+        if let credential = plan.credential, let scheme = plan.authentication {
+            try applyCredential(credential, scheme: scheme, set: { option, value, name in set(option, value, name) },
+                                setNumber: { option, value, name in set(option, value, name) })
+        }
+
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        check(paperboy_easy_setopt_write_function(handle, CURLOPT_WRITEFUNCTION, curlWriteCallback), "WRITEFUNCTION")
+        check(paperboy_easy_setopt_pointer(handle, CURLOPT_WRITEDATA, context), "WRITEDATA")
+        check(paperboy_easy_setopt_write_function(handle, CURLOPT_HEADERFUNCTION, curlHeaderCallback), "HEADERFUNCTION")
+        check(paperboy_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, context), "HEADERDATA")
+        check(paperboy_easy_setopt_pointer(handle, CURLOPT_ERRORBUFFER, errorBuffer), "ERRORBUFFER")
+
+        if !failures.isEmpty {
+            throw TransportError(
+                .protocolError, "libcurl \(CurlMulti.version) refused options for \(url.redactedString): \(failures.joined(separator: "; "))",
+                url: url, isRetryable: false)
+        }
+    }
+
+    private func applyCredential(
+        _ credential: Credential, scheme: HTTPAuthentication.Scheme,
+        set: (CURLoption, String, String) -> Void, setNumber: (CURLoption, Int, String) -> Void
+    ) throws {
+        let proxy = plan.authenticatesProxy
+        if let token = credential.token, scheme == .bearer || credential.user == nil {
+            guard !proxy else {
+                throw TransportError(.authenticationFailed, "a bearer token cannot answer a proxy challenge for \(url.redactedString)",
+                                     url: url, isRetryable: false)
+            }
+            set(CURLOPT_XOAUTH2_BEARER, token, "XOAUTH2_BEARER")
+            setNumber(CURLOPT_HTTPAUTH, PAPERBOY_CURLAUTH_BEARER, "HTTPAUTH")
+            return
+        }
+        let method = scheme == .digest ? PAPERBOY_CURLAUTH_DIGEST : PAPERBOY_CURLAUTH_BASIC
+        set(proxy ? CURLOPT_PROXYUSERNAME : CURLOPT_USERNAME, credential.user ?? "", "USERNAME")
+        set(proxy ? CURLOPT_PROXYPASSWORD : CURLOPT_PASSWORD, credential.password ?? "", "PASSWORD")
+        setNumber(proxy ? CURLOPT_PROXYAUTH : CURLOPT_HTTPAUTH, method, "HTTPAUTH")
+    }
+
+    // MARK: Callbacks (curl thread)
+
+    /// One header line, status line or the blank line ending a head.
+    func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var line = Substring(decoding: bytes, as: UTF8.self)
+        while let last = line.last, last.isNewline { line = line.dropLast() }
+
+        if let status = ResponseHead.statusCode(ofStatusLine: line) {
+            current = ResponseHead(status: status)
+            phase = .head
+            return bytes.count
+        }
+        guard phase == .head, var head = current else { return bytes.count }  // trailers
+        if !line.isEmpty {
+            if let colon = line.firstIndex(of: ":") {
+                let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                head.fields.append((name, value))
+                current = head
+            }
+            return bytes.count
+        }
+        return headComplete(head) ? bytes.count : 0
+    }
+
+    /// Decides what the body of a complete head is for; `false` aborts the transfer.
+    private func headComplete(_ head: ResponseHead) -> Bool {
+        switch head.status {
+        case 100..<200:
+            return true
+        case 200..<300:
+            final = head
+            phase = .body
+            do {
+                let response = try RangeResume.response(for: head, requestedOffset: plan.offset, url: url)
+                began = true
+                try sink.begin(response)
+                return true
+            } catch {
+                sinkError = error
+                return false
+            }
+        case 300..<400 where head.value("location") != nil:
+            // curl follows it (or stops with CURLE_TOO_MANY_REDIRECTS).
+            phase = .discarding
+            return true
+        case 401, 407, 416:
+            // curl may answer an authentication round itself; the transport decides at the end.
+            final = head
+            phase = .discarding
+            return true
+        default:
+            final = head
+            failedStatus = true
+            phase = .discarding
+            return false
+        }
+    }
+
+    /// Body bytes: into the sink, or dropped when they belong to a response that is not ours.
+    func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        switch phase {
+        case .head, .discarding:
+            return bytes.count
+        case .body:
+            do {
+                if try sink.tryWrite(bytes) {
+                    bodyBytes += Int64(bytes.count)
+                    return bytes.count
+                }
+            } catch {
+                sinkError = error
+                return 0
+            }
+            // curl keeps this chunk and offers it again after curl_easy_pause(CONT).
+            isPaused = true
+            sink.whenWritable { [self] in engine.unpause(self) }
+            return PAPERBOY_CURL_WRITEFUNC_PAUSE
+        }
+    }
+
+    // MARK: Ending (curl thread)
+
+    /// Reports how the request ended.
+    func finish(result: CURLcode) {
+        var effective: UnsafeMutablePointer<CChar>?
+        _ = paperboy_easy_getinfo_string(easy.raw, CURLINFO_EFFECTIVE_URL, &effective)
+        let outcome = CurlOutcome(
+            code: result, detail: String(cString: errorBuffer), head: final, began: began,
+            failedStatus: failedStatus, sinkError: sinkError,
+            effectiveURL: effective.flatMap { URL(string: String(cString: $0)) }, bodyBytes: bodyBytes)
+        resume(with: .success(outcome))
+    }
+
+    /// Reports a cancelled request.
+    func finish(cancelled: Bool) {
+        resume(with: .failure(CancellationError()))
+    }
+
+    /// Reports a request curl would not run.
+    func finish(failure: TransportError) {
+        resume(with: .failure(failure))
+    }
+
+    private func resume(with result: Result<CurlOutcome, any Error>) {
+        guard let continuation else { return }
+        self.continuation = nil
+        continuation.resume(with: result)
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, rounded down.
+    var milliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+    }
+}
+
+let curlWriteCallback: curl_write_callback = { pointer, size, count, context in
+    guard let context else { return 0 }
+    let request = Unmanaged<CurlRequest>.fromOpaque(context).takeUnretainedValue()
+    return request.receiveBody(UnsafeRawBufferPointer(start: pointer, count: size * count))
+}
+
+let curlHeaderCallback: curl_write_callback = { pointer, size, count, context in
+    guard let context else { return 0 }
+    let request = Unmanaged<CurlRequest>.fromOpaque(context).takeUnretainedValue()
+    return request.receiveHeader(UnsafeRawBufferPointer(start: pointer, count: size * count))
+}

@@ -1,0 +1,218 @@
+import CPaperboyCurl
+import Foundation
+import Paperboy
+
+/// Fetches `http:` and `https:` URLs with libcurl.
+///
+/// All transfers of all `HTTPTransport` values share one libcurl multi handle driven by one
+/// dedicated thread (never a cooperative-pool thread): connections to a host are reused across
+/// assets, HTTP/2 is used when the server and libcurl both speak it, and back-pressure from
+/// the sink pauses the transfer in libcurl instead of buffering. The value itself is cheap to
+/// copy.
+///
+/// - Resume: `Range: bytes=N-` guarded by `If-Range` (the strong ETag, else Last-Modified), so a
+///   changed resource arrives whole (200) and the core starts over instead of splicing versions.
+///   A 416 whose `Content-Range: bytes */TOTAL` equals the bytes on disk finishes the transfer.
+/// - Authentication: a 401 or 407 with Basic, Digest or Bearer raises an ``AuthChallenge``
+///   through the sink; the answer is handed to libcurl. Credentials never follow a redirect to
+///   another host. After ``Configuration/maxAuthenticationFailures`` refused answers the
+///   transfer fails with `.authenticationFailed`.
+/// - TLS: verified always, against the system store or a CA file (``Configuration/caFile``, or
+///   the job option `ca_file`). Proxies come from the standard `http_proxy`, `https_proxy` and
+///   `no_proxy` variables.
+public struct HTTPTransport: Transport {
+    /// Settings applied to every transfer.
+    public struct Configuration: Sendable {
+        /// A PEM file of certificate authorities trusted instead of the system store.
+        public var caFile: String?
+        /// Redirects followed before giving up with `.tooManyRedirects`.
+        public var maxRedirects: Int
+        /// libcurl's receive buffer: the largest chunk handed to the sink at once.
+        public var bufferSize: Int
+        /// The `User-Agent` header (default `Paperboy libcurl/VERSION`).
+        public var userAgent: String
+        /// Refused credentials tolerated before failing with `.authenticationFailed`.
+        public var maxAuthenticationFailures: Int
+
+        /// Creates settings.
+        public init(
+            caFile: String? = nil, maxRedirects: Int = 10, bufferSize: Int = 512 * 1024,
+            userAgent: String? = nil, maxAuthenticationFailures: Int = 3
+        ) {
+            self.caFile = caFile
+            self.maxRedirects = max(0, maxRedirects)
+            // libcurl accepts 1 KiB to 10 MiB; below 512 KiB writes to files get slower.
+            self.bufferSize = min(10 << 20, max(1024, bufferSize))
+            self.userAgent = userAgent ?? "Paperboy libcurl/\(CurlMulti.version)"
+            self.maxAuthenticationFailures = max(1, maxAuthenticationFailures)
+        }
+    }
+
+    /// The settings of this transport.
+    public var configuration: Configuration
+    private let engine: CurlMulti
+
+    /// Creates a transport.
+    ///
+    /// - Parameters:
+    ///   - caFile: certificate authorities (PEM) to trust instead of the system store.
+    ///   - maxRedirects: redirects followed at most (default 10).
+    ///   - bufferSize: libcurl's receive buffer in bytes (default 512 KiB).
+    ///   - userAgent: the `User-Agent` header.
+    public init(caFile: String? = nil, maxRedirects: Int = 10, bufferSize: Int = 512 * 1024, userAgent: String? = nil) {
+        self.init(configuration: Configuration(caFile: caFile, maxRedirects: maxRedirects, bufferSize: bufferSize, userAgent: userAgent))
+    }
+
+    /// Creates a transport with complete settings.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        engine = CurlMulti.shared
+    }
+
+    public var schemes: Set<String> { ["http", "https"] }
+    public var capabilities: TransportCapabilities { [.resume, .challenges, .validators] }
+
+    public func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
+        var target = try Self.validated(job.url)
+        try Self.validate(headers: job.headers, of: job.url)
+
+        var ifRange = job.offset > 0 ? RangeResume.ifRange(for: job.validator) : nil
+        var offset = ifRange == nil ? 0 : job.offset
+        var credential: Credential?
+        var scheme: HTTPAuthentication.Scheme?
+        var authenticatesProxy = false
+        var refused = 0
+
+        while true {
+            try Task.checkCancellation()
+            let plan = RequestPlan(
+                url: target, offset: offset, ifRange: ifRange, headers: job.headers,
+                credential: credential, authentication: scheme, authenticatesProxy: authenticatesProxy,
+                configuration: configuration, caFile: job.options["ca_file"] ?? configuration.caFile,
+                connectTimeout: job.connectTimeout, idleTimeout: job.idleTimeout)
+            let outcome = try await engine.perform(CurlRequest(plan: plan, sink: sink, engine: engine))
+            if let error = outcome.sinkError { throw error }
+            let answered = outcome.effectiveURL?.redacted ?? target.redacted
+            if outcome.failedStatus, let head = outcome.head { throw TransportError.http(head, url: answered) }
+            if outcome.began {
+                guard outcome.code == CURLE_OK else {
+                    let expected = outcome.head.flatMap { try? RangeResume.response(for: $0, requestedOffset: offset, url: answered) }?.expectedLength
+                    throw TransportError.curl(outcome.code, detail: outcome.detail, url: answered,
+                                              received: offset + outcome.bodyBytes, expected: expected)
+                }
+                return
+            }
+            guard outcome.code == CURLE_OK else {
+                throw TransportError.curl(outcome.code, detail: outcome.detail, url: answered)
+            }
+            guard let head = outcome.head else {
+                throw TransportError(.protocolError, "\(answered.redactedString) sent no usable response", url: answered)
+            }
+
+            switch head.status {
+            case 416:
+                if offset > 0, let total = RangeResume.unsatisfiedLength(of: head), total == offset {
+                    // Everything is on disk already. If-Range was sent, so a 416 (not a 200) means
+                    // the server holds the same version.
+                    let validator = RangeResume.validator(of: head) ?? job.validator
+                    try sink.begin(TransferResponse(offset: offset, expectedLength: total, validator: validator))
+                    return
+                }
+                if offset > 0 {
+                    offset = 0
+                    ifRange = nil
+                    continue
+                }
+                throw TransportError.http(head, url: answered)
+            case 401, 407:
+                if credential != nil { refused += 1 }
+                let isProxy = head.status == 407
+                let answer = try await authenticate(
+                    head, isProxy: isProxy, url: answered, refused: refused, sink: sink)
+                credential = answer.credential
+                scheme = answer.scheme
+                authenticatesProxy = isProxy
+                // The challenge came from where the redirects led: ask there, with the credential.
+                if !isProxy { target = answered }
+            default:
+                throw TransportError.http(head, url: answered)
+            }
+        }
+    }
+
+    /// Raises the challenge of a 401 or 407 through the sink and returns the credential to send.
+    private func authenticate(
+        _ head: ResponseHead, isProxy: Bool, url: URL, refused: Int, sink: any TransferSink
+    ) async throws -> (credential: Credential, scheme: HTTPAuthentication.Scheme) {
+        let offered = HTTPAuthentication.offered(in: head.values(isProxy ? "proxy-authenticate" : "www-authenticate"))
+        var failure = TransportError.http(head, url: url)
+        guard !offered.isEmpty else {
+            failure.message += ": no supported authentication scheme offered (Basic, Digest, Bearer)"
+            throw failure
+        }
+        guard refused < configuration.maxAuthenticationFailures else {
+            failure.message += ": credentials refused \(refused) times"
+            throw failure
+        }
+        for offer in offered {
+            let challenge = AuthChallenge(kind: offer.scheme.challengeKind, url: url, realm: offer.realm, previousFailureCount: refused)
+            switch await sink.challenge(challenge) {
+            case .useCredential(let credential):
+                return (credential, offer.scheme)
+            case .rejectProtectionSpace:
+                continue
+            case .performDefaultHandling, .cancelAuthenticationChallenge:
+                failure.message += refused > 0 ? ": credentials refused" : ": no credentials for \(offer.scheme.rawValue) authentication"
+                throw failure
+            }
+        }
+        failure.message += ": every offered authentication scheme was declined"
+        throw failure
+    }
+
+    /// Parses `text` as an `http:` or `https:` URL.
+    ///
+    /// - Throws: ``TransportError`` `.badURL` naming the problem: spaces or control characters,
+    ///   another scheme, a missing host.
+    public static func url(from text: String) throws -> URL {
+        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        var shown = trimmed
+        if let schemeEnd = shown.range(of: "://"), let at = shown[schemeEnd.upperBound...].firstIndex(of: "@") {
+            shown.replaceSubrange(schemeEnd.upperBound..<at, with: "…")
+        }
+        if trimmed.unicodeScalars.contains(where: { $0 == " " || $0.properties.generalCategory == .control }) {
+            throw TransportError(.badURL, "URL '\(shown)' contains spaces or control characters (encode a space as %20)", isRetryable: false)
+        }
+        guard let url = URL(string: trimmed, encodingInvalidCharacters: false) else {
+            throw TransportError(.badURL, "malformed URL '\(shown)'", isRetryable: false)
+        }
+        return try validated(url)
+    }
+
+    /// `url` if this transport can fetch it.
+    ///
+    /// - Throws: ``TransportError`` `.badURL` for another scheme, a missing host, or spaces.
+    static func validated(_ url: URL) throws -> URL {
+        let text = url.absoluteString
+        guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw TransportError(.badURL, "'\(url.redactedString)' is not an http or https URL", url: url, isRetryable: false)
+        }
+        guard let host = url.host, !host.isEmpty else {
+            throw TransportError(.badURL, "URL '\(url.redactedString)' has no host", url: url, isRetryable: false)
+        }
+        guard !text.unicodeScalars.contains(where: { $0 == " " || $0.properties.generalCategory == .control }) else {
+            throw TransportError(.badURL, "URL '\(url.redactedString)' contains spaces or control characters", url: url, isRetryable: false)
+        }
+        return url
+    }
+
+    /// Checks that extra headers cannot smuggle lines into the request.
+    static func validate(headers: [String: String], of url: URL) throws {
+        for (name, value) in headers {
+            let badName = name.isEmpty || name.unicodeScalars.contains { !$0.isASCII || $0.value <= 32 || $0 == ":" }
+            if badName || value.contains(where: \.isNewline) || value.contains("\0") {
+                throw TransportError(.badURL, "request header '\(name)' for \(url.redactedString) is malformed", url: url, isRetryable: false)
+            }
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import Paperboy
+
+/// The status line and header fields of one HTTP response.
+struct ResponseHead: Sendable {
+    /// The status code, such as 206.
+    var status: Int
+    /// Header fields in arrival order, names lowercased.
+    var fields: [(name: String, value: String)] = []
+
+    /// The first value of header `name` (lowercase).
+    func value(_ name: String) -> String? {
+        fields.first { $0.name == name }?.value
+    }
+
+    /// Every value of header `name` (lowercase), in order.
+    func values(_ name: String) -> [String] {
+        fields.filter { $0.name == name }.map(\.value)
+    }
+
+    /// The announced body length, unless the body is chunked or the length is absent.
+    var contentLength: Int64? {
+        if let encoding = value("transfer-encoding"), encoding.lowercased().contains("chunked") { return nil }
+        return value("content-length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    /// Parses a status line such as `HTTP/1.1 206 Partial Content` or `HTTP/2 200`.
+    static func statusCode(ofStatusLine line: Substring) -> Int? {
+        guard line.hasPrefix("HTTP/") else { return nil }
+        let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
+        guard parts.count >= 2, let code = Int(parts[1]), (100..<1000).contains(code) else { return nil }
+        return code
+    }
+}
+
+/// How a resumed HTTP request is made conditional, and how the answer is read.
+///
+/// A validator is recorded as `etag:"…"` (strong) when the server sends a strong ETag, else
+/// `last-modified:…` (weak), else `etag:W/"…"` (weak). A resume sends `Range: bytes=N-` with
+/// `If-Range` carrying the strong ETag or the Last-Modified date, so a server holding another
+/// version answers 200 with the whole new version instead of splicing. A weak ETag cannot be
+/// sent in `If-Range` (RFC 9110 §13.1.5): such a resource is fetched again from the start.
+enum RangeResume {
+    /// The `If-Range` value for a recorded validator, or `nil` when it cannot guard a resume.
+    static func ifRange(for validator: ResourceValidator?) -> String? {
+        guard let value = validator?.value else { return nil }
+        if value.hasPrefix("etag:\""), validator?.strength == .strong { return String(value.dropFirst(5)) }
+        if value.hasPrefix("last-modified:") { return String(value.dropFirst(14)) }
+        return nil
+    }
+
+    /// The validator of the version a response carries.
+    static func validator(of head: ResponseHead) -> ResourceValidator? {
+        if let etag = head.value("etag")?.trimmingCharacters(in: .whitespaces), !etag.isEmpty {
+            if etag.hasPrefix("\"") { return ResourceValidator("etag:\(etag)", strength: .strong) }
+            if let modified = lastModified(head) { return ResourceValidator("last-modified:\(modified)", strength: .weak) }
+            return ResourceValidator("etag:\(etag)", strength: .weak)
+        }
+        if let modified = lastModified(head) { return ResourceValidator("last-modified:\(modified)", strength: .weak) }
+        return nil
+    }
+
+    private static func lastModified(_ head: ResponseHead) -> String? {
+        guard let value = head.value("last-modified")?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        return value
+    }
+
+    /// `Content-Range: bytes START-END/TOTAL` (TOTAL may be `*`).
+    static func contentRange(of head: ResponseHead) -> (start: Int64, end: Int64, total: Int64?)? {
+        guard let value = head.value("content-range")?.trimmingCharacters(in: .whitespaces),
+              value.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = value.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let halves = spec.split(separator: "/", maxSplits: 1)
+        guard halves.count == 2 else { return nil }
+        let bounds = halves[0].split(separator: "-", maxSplits: 1)
+        guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]), start <= end else { return nil }
+        let total = Int64(halves[1])
+        if halves[1] != "*", total == nil { return nil }
+        return (start, end, total)
+    }
+
+    /// The length in `Content-Range: bytes */TOTAL` (the answer to an unsatisfiable range).
+    static func unsatisfiedLength(of head: ResponseHead) -> Int64? {
+        guard let value = head.value("content-range")?.trimmingCharacters(in: .whitespaces),
+              value.lowercased().hasPrefix("bytes */") else { return nil }
+        return Int64(value.dropFirst(8))
+    }
+
+    /// What to tell the sink about a successful (2xx) response to a request for `requestedOffset`.
+    ///
+    /// - Throws: ``TransferRestart`` when a 206 does not continue at the requested byte, and
+    ///   ``TransportError`` `.protocolError` when it cannot be read.
+    static func response(for head: ResponseHead, requestedOffset: Int64, url: URL) throws -> TransferResponse {
+        let validator = validator(of: head)
+        guard head.status == 206 else {
+            return TransferResponse(offset: 0, expectedLength: head.contentLength, validator: validator)
+        }
+        guard let range = contentRange(of: head) else {
+            throw TransportError(
+                .protocolError, "HTTP 206 from \(url.redactedString) without a usable Content-Range (\(head.value("content-type") ?? "no type"))",
+                url: url, isRetryable: false)
+        }
+        guard range.start == requestedOffset else {
+            throw TransferRestart(reason: "server sent bytes from \(range.start), \(requestedOffset) were asked for")
+        }
+        return TransferResponse(offset: range.start, expectedLength: range.total ?? range.end + 1, validator: validator)
+    }
+}

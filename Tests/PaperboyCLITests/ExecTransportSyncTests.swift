@@ -1,0 +1,122 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import PaperboyTesting
+import Testing
+
+@Suite("paperboy sync with out-of-process transports")
+struct ExecTransportSyncTests {
+    let workspace = Workspace()
+
+    static let treeHelper = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Examples/ExecPython/paperboy-transport-tree").path
+
+    func config(transports: String = "", asset: String = "tree://issues/2026-11/magazine.pdf", sha: String) -> URL {
+        workspace.write("""
+            [library]
+            path = "lib"
+            \(transports)
+            [[issues]]
+            name = "2026-11-21"
+            date = 2026-11-21
+              [[issues.assets]]
+              url = "\(asset)"
+              sha256 = "\(sha)"
+              path = "magazine.pdf"
+            """, to: "paperboy.toml")
+    }
+
+    func publish() -> Data {
+        let pdf = Data((0..<700_000).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 9) })
+        _ = workspace.write(pdf, to: "pub/issues/2026-11/magazine.pdf")
+        return pdf
+    }
+
+    @Test func syncDeliversThroughAConfiguredPythonHelper() async throws {
+        let pdf = publish()
+        let file = config(transports: """
+            [[transports]]
+            scheme = "tree"
+            command = ["\(Self.treeHelper)", "--root", "pub"]
+            """, sha: sha256Hex(pdf))
+        let result = try await CLI.run(["sync", "--config", file.path], in: workspace.url)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("1 of 1 asset(s) delivered"))
+        #expect(try Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf")) == pdf)
+    }
+
+    @Test func syncFindsPaperboyTransportSchemeOnThePath() async throws {
+        let pdf = publish()
+        let bin = workspace.path("bin")
+        try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent("paperboy-transport-tree").path,
+                                                   withDestinationPath: Self.treeHelper)
+        let file = config(sha: sha256Hex(pdf))
+        let path = bin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+        let result = try await CLI.run(["sync", "--config", file.path], in: workspace.url,
+                                 environment: ["PATH": path, "PAPERBOY_TREE_ROOT": workspace.path("pub").path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf")) == pdf)
+    }
+
+    @Test func aMissingResourceFailsWithTheHelpersMessage() async throws {
+        _ = publish()
+        let file = config(transports: """
+            [[transports]]
+            scheme = "tree"
+            command = ["\(Self.treeHelper)", "--root", "pub"]
+            """, asset: "tree://issues/absent.pdf", sha: String(repeating: "0", count: 64))
+        let result = try await CLI.run(["sync", "--config", file.path], in: workspace.url)
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("paperboy-transport-tree: no such file: tree://issues/absent.pdf"), "\(result.stderr)")
+    }
+
+    /// kill -9 of the core: the helper must not outlive it (PR_SET_PDEATHSIG, and end of input).
+    @Test func aHelperDiesWithACoreKilledBySIGKILL() async throws {
+        let pidFile = workspace.path("helper.pid")
+        let helper = workspace.write("""
+            #!/bin/sh
+            echo $$ > "\(pidFile.path)"
+            # Never answers: the core waits for the handshake.
+            exec sleep 60
+            """, to: "hanging-helper")
+        chmod(helper.path, 0o755)
+        let file = config(transports: """
+            [[transports]]
+            scheme = "tree"
+            command = ["\(helper.path)"]
+            """, sha: String(repeating: "0", count: 64))
+        let process = Process()
+        process.executableURL = CLI.executable
+        process.arguments = ["sync", "-q", "--config", file.path]
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var helperPID: Int32?
+        let deadline = ContinuousClock.now + .seconds(10)
+        while helperPID == nil, ContinuousClock.now < deadline {
+            helperPID = (try? String(contentsOf: pidFile, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let pid = try #require(helperPID, "the helper never started")
+        #expect(kill(pid, 0) == 0)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        let gone = ContinuousClock.now + .seconds(3)
+        while !Self.isDeadOrZombie(pid), ContinuousClock.now < gone {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(Self.isDeadOrZombie(pid), "helper \(pid) outlived the core")
+        if !Self.isDeadOrZombie(pid) { kill(pid, SIGKILL) }
+    }
+
+    static func isDeadOrZombie(_ pid: Int32) -> Bool {
+        if kill(pid, 0) != 0 { return true }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return true }
+        return stat[stat.index(close, offsetBy: 2)] == "Z"
+    }
+}

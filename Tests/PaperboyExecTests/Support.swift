@@ -1,0 +1,132 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Paperboy
+import PaperboyExec
+import Testing
+
+/// A temporary folder removed when the test ends.
+final class TempFolder: @unchecked Sendable {
+    let url: URL
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-exec-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    /// Writes an executable script.
+    @discardableResult
+    func script(_ name: String, _ text: String) -> URL {
+        let file = file(name)
+        try! Data(text.utf8).write(to: file)
+        chmod(file.path, 0o755)
+        return file
+    }
+}
+
+/// A helper that misbehaves in the way its first argument names; generated at test time.
+///
+/// Modes: serve (correct), crash, garbage, overflow, version, hang, stubborn (ignores SIGTERM
+/// and hangs), count (serves 4 MiB and records in $COUNT_FILE how many bytes it wrote so far).
+let fakeHelper = #"""
+#!/usr/bin/env python3
+import json, os, signal, sys, time
+mode = sys.argv[1]
+stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+
+def read_frame():
+    header = stdin.readline()
+    if not header:
+        sys.exit(0)
+    kind, length = header.split()
+    return kind.decode(), stdin.read(int(length))
+
+def send(kind, payload=b""):
+    stdout.write(b"%s %d\n" % (kind.encode(), len(payload)) + payload)
+    stdout.flush()
+
+def send_json(kind, message):
+    send(kind, json.dumps(message).encode())
+
+read_frame()
+if mode == "garbage":
+    stdout.write(b"Traceback (most recent call last): oops\n")
+    stdout.flush()
+    time.sleep(30)
+if mode == "version":
+    send_json("HELLO", {"protocol": 2, "schemes": ["fake"]})
+    time.sleep(30)
+send_json("HELLO", {"protocol": 1, "name": "fake", "schemes": ["fake"], "capabilities": ["resume"]})
+if mode == "stubborn":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+print(f"fake helper {os.getpid()} ready in mode {mode}", file=sys.stderr, flush=True)
+while True:
+    kind, payload = read_frame()
+    request = json.loads(payload)
+    rid = request["id"]
+    data = bytes(range(256)) * 4096
+    if mode == "count":
+        data = data * 4
+    send_json("BEGIN", {"id": rid, "offset": 0, "length": len(data) - (1000 if mode == "overflow" else 0),
+                        "validator": {"value": "v1", "strength": "strong"}})
+    if mode in ("hang", "stubborn"):
+        time.sleep(60)
+    written = 0
+    for start in range(0, len(data), 65536):
+        if mode == "crash" and start >= 3 * 65536:
+            print("fake helper: disk on fire, giving up", file=sys.stderr, flush=True)
+            os._exit(3)
+        send("DATA", data[start:start + 65536])
+        written += 65536
+        if mode == "count":
+            with open(os.environ["COUNT_FILE"], "w") as file:
+                file.write(str(written))
+    send_json("DONE", {"id": rid})
+"""#
+
+extension TempFolder {
+    /// An ``ExecTransport`` for scheme `fake` running the fake helper in `mode`.
+    func fakeTransport(_ mode: String, environment: [String: String] = [:]) -> ExecTransport {
+        let helper = script("fake-helper", fakeHelper)
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        return ExecTransport(scheme: "fake", command: [helper.path, mode], environment: env, terminationGrace: .milliseconds(300))
+    }
+}
+
+/// Whether process `pid` is gone (reaped, not a zombie).
+func processIsGone(_ pid: Int32) -> Bool {
+    kill(pid, 0) != 0 && errno == ESRCH
+}
+
+/// Whether process `pid` is gone or a zombie (for processes that are not our children).
+func processIsDeadOrZombie(_ pid: Int32) -> Bool {
+    if processIsGone(pid) { return true }
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = stat.lastIndex(of: ")") else { return true }
+    return stat[stat.index(close, offsetBy: 2)] == "Z"
+}
+
+/// Waits until `condition` holds, polling; records an issue after `timeout`.
+func eventually(timeout: Duration = .seconds(5), _ what: String, _ condition: () -> Bool) async {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        if ContinuousClock.now > deadline {
+            Issue.record("timed out waiting for \(what)")
+            return
+        }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+}
+
+/// The failure a transfer ended with.
+func failure(of transport: some Transport, _ job: TransferJob, into sink: some TransferSink) async -> (any Error)? {
+    do {
+        try await transport.transfer(job, into: sink)
+        return nil
+    } catch {
+        return error
+    }
+}

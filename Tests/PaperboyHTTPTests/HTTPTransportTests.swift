@@ -1,0 +1,183 @@
+import Foundation
+import Paperboy
+import PaperboyHTTP
+import PaperboyTestServers
+import PaperboyTesting
+import Testing
+
+@Suite("HTTPTransport")
+struct HTTPTransportTests {
+    let data = randomData(3 << 20 + 17)
+
+    @Test func downloadsAWholeFileAndReportsLengthAndStrongValidator() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0) }
+        let sink = RecordingSink()
+        try await HTTPTransport().transfer(job(server.url("/file.bin")), into: sink)
+        #expect(sink.beginCount == 1)
+        #expect(sink.response == TransferResponse(offset: 0, expectedLength: Int64(data.count), validator: ResourceValidator("etag:\"v1\"", strength: .strong)))
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+        #expect(server.requests.first?.header("accept-encoding") == "identity")
+        #expect(server.requests.first?.header("range") == nil)
+    }
+
+    @Test func downloadsThroughTheLibrary() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0) }
+        let folder = TempFolder()
+        let delegate = try await downloadThroughLibrary(server.url("/file.bin"), in: folder, sha256: sha256Hex(data))
+        #expect(delegate.deliveredSHA256 == sha256Hex(data))
+    }
+
+    @Test func registersForHTTPAndHTTPS() throws {
+        let registry = TransportRegistry([.http()])
+        #expect(registry.schemes == ["http", "https"])
+        #expect(try registry.transport(for: URL(string: "https://example.com/a")!) is HTTPTransport)
+        #expect(HTTPTransport().capabilities == [.resume, .challenges, .validators])
+    }
+
+    @Test func chunkedBodyHasNoExpectedLength() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0, chunked: true) }
+        let sink = RecordingSink()
+        try await HTTPTransport().transfer(job(server.url("/chunked")), into: sink)
+        #expect(sink.response?.expectedLength == nil)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+    }
+
+    @Test func lastModifiedIsAWeakValidatorWithoutETag() async throws {
+        let server = try FaultServer { .serving(Data("hello".utf8), for: $0, etag: nil) }
+        let sink = RecordingSink()
+        try await HTTPTransport().transfer(job(server.url("/a")), into: sink)
+        #expect(sink.response?.validator == ResourceValidator("last-modified:Tue, 01 Jul 2025 10:00:00 GMT", strength: .weak))
+    }
+
+    @Test func weakETagAloneIsAWeakValidator() async throws {
+        let server = try FaultServer { .serving(Data("hello".utf8), for: $0, etag: "W/\"w1\"", lastModified: nil) }
+        let sink = RecordingSink()
+        try await HTTPTransport().transfer(job(server.url("/a")), into: sink)
+        #expect(sink.response?.validator == ResourceValidator("etag:W/\"w1\"", strength: .weak))
+    }
+
+    @Test func reusesOneConnectionAcrossAssets() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0) }
+        for name in ["/a", "/b", "/c"] {
+            let sink = RecordingSink()
+            try await HTTPTransport().transfer(job(server.url(name)), into: sink)
+            #expect(sink.data.count == data.count)
+        }
+        #expect(server.requests.count == 3)
+        #expect(server.connectionCount == 1)
+    }
+
+    @Test func pausesOnBackPressureWithoutLosingOrReorderingBytes() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0) }
+        let sink = PushbackSink()
+        try await HTTPTransport(bufferSize: 64 * 1024).transfer(job(server.url("/file.bin")), into: sink)
+        #expect(sink.refusals > 5)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+    }
+
+    @Test func aPushBackLongerThanTheIdleTimeoutIsNotAStall() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0) }
+        let sink = PushbackSink(pause: .milliseconds(2500), every: 3, limit: 1)
+        try await HTTPTransport(bufferSize: 1 << 20).transfer(job(server.url("/f"), idleTimeout: .seconds(1)), into: sink)
+        #expect(sink.refusals == 1)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+    }
+
+    @Test func rethrowsTheSinksBeginErrorUnchanged() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0) }
+        await #expect(throws: TransferRestart.self) {
+            try await HTTPTransport().transfer(job(server.url("/f")), into: FailingSink(TransferRestart(reason: "test"), when: .begin))
+        }
+    }
+
+    @Test func rethrowsTheSinksWriteErrorUnchanged() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0) }
+        await #expect(throws: MarkerError()) {
+            try await HTTPTransport().transfer(job(server.url("/f")), into: FailingSink(MarkerError(), when: .write))
+        }
+    }
+
+    @Test func cancellationStopsAStalledTransferPromptly() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0, fault: .stallAfter(100_000)) }
+        let sink = RecordingSink()
+        let task = Task { try await HTTPTransport().transfer(job(server.url("/f"), idleTimeout: .seconds(30)), into: sink) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while sink.data.count < 100_000, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let start = ContinuousClock.now
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(sink.data == data.prefix(100_000))
+    }
+
+    @Test func cancellationBeforeStartThrowsCancellationError() async throws {
+        let server = try FaultServer { .serving(Data("x".utf8), for: $0) }
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await HTTPTransport().transfer(job(server.url("/f")), into: RecordingSink())
+        }
+        await #expect(throws: CancellationError.self) { try await task.value }
+    }
+
+    @Test(arguments: [
+        ("ftp://example.com/file", "not an http or https URL"),
+        ("http:///file", "has no host"),
+        ("file:///etc/passwd", "not an http or https URL"),
+    ])
+    func rejectsUnusableURLs(text: String, message: String) async throws {
+        let url = try #require(URL(string: text))
+        let error = await transportError { try await HTTPTransport().transfer(job(url), into: RecordingSink()) }
+        #expect(error?.code == .badURL)
+        #expect(error?.isRetryable == false)
+        #expect(error?.message.contains(message) == true)
+    }
+
+    @Test(arguments: ["http://127.0.0.1/a b", "http://exa mple.com/", "ftp://example.com/f", "https:///f", "http://"])
+    func rejectsUnusableURLText(text: String) throws {
+        #expect(throws: TransportError.self) { try HTTPTransport.url(from: text) }
+        do {
+            _ = try HTTPTransport.url(from: text)
+        } catch let error as TransportError {
+            #expect(error.code == .badURL)
+        }
+    }
+
+    @Test func acceptsHTTPURLText() throws {
+        #expect(try HTTPTransport.url(from: " https://cdn.example.com/a%20b.pdf ") == URL(string: "https://cdn.example.com/a%20b.pdf"))
+    }
+
+    @Test func rejectsHeaderValuesWithLineBreaks() async throws {
+        var request = job(URL(string: "http://127.0.0.1:9/")!)
+        request.headers = ["X-Test": "a\r\nInjected: yes"]
+        let error = await transportError { try await HTTPTransport().transfer(request, into: RecordingSink()) }
+        #expect(error?.code == .badURL)
+    }
+
+    @Test func messagesNeverContainCredentials() async throws {
+        let server = try FaultServer { _ in ServerResponse(status: 404) }
+        let url = URL(string: "http://user:secret@127.0.0.1:\(server.port)/missing")!
+        let error = await transportError { try await HTTPTransport().transfer(job(url), into: RecordingSink()) }
+        #expect(error?.code == .notFound)
+        #expect(error.map { "\($0)" }?.contains("secret") == false)
+        #expect(error?.message.contains("HTTP 404") == true)
+        #expect(error?.message.contains("/missing") == true)
+    }
+
+    @Test func sendsExtraHeaders() async throws {
+        let server = try FaultServer { .serving(Data("x".utf8), for: $0) }
+        var request = job(server.url("/h"))
+        request.headers = ["X-Edition": "42"]
+        try await HTTPTransport(userAgent: "PaperboyTests/1").transfer(request, into: RecordingSink())
+        #expect(server.requests.first?.header("x-edition") == "42")
+        #expect(server.requests.first?.header("user-agent") == "PaperboyTests/1")
+    }
+}

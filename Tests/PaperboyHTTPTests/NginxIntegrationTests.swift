@@ -1,0 +1,144 @@
+import Foundation
+import Paperboy
+import PaperboyHTTP
+import PaperboyTestServers
+import PaperboyTesting
+import Testing
+
+/// Against a real nginx started by the test. Under `CI=true` a missing nginx is a failure.
+@Suite("nginx integration")
+struct NginxIntegrationTests {
+    let data = randomData(8 << 20 + 123)
+
+    /// Starts nginx serving `data` as `/file.bin`, or returns nil (skipping) when it is not installed.
+    func startNginx(tls: (certificate: URL, key: URL)? = nil) throws -> NginxServer? {
+        guard let binary = NginxServer.binary else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" {
+                Testing.Issue.record("nginx is not installed: CI must install it (apt-get install nginx)")
+            } else {
+                print("skipping nginx integration test: nginx is not installed")
+            }
+            return nil
+        }
+        let nginx = try NginxServer(binary: binary, slowRate: "4m", tls: tls)
+        try data.write(to: nginx.documentRoot.appendingPathComponent("file.bin"))
+        return nginx
+    }
+
+    @Test func downloadsAFileWithTheLibrary() async throws {
+        guard let nginx = try startNginx() else { return }
+        defer { nginx.stop() }
+        let folder = TempFolder()
+        let delegate = try await downloadThroughLibrary(nginx.url("/file.bin"), in: folder, sha256: sha256Hex(data))
+        #expect(delegate.deliveredSHA256 == sha256Hex(data))
+    }
+
+    @Test func reportsNginxsStrongETagAndLength() async throws {
+        guard let nginx = try startNginx() else { return }
+        defer { nginx.stop() }
+        let sink = RecordingSink()
+        try await HTTPTransport().transfer(job(nginx.url("/file.bin")), into: sink)
+        let response = try #require(sink.response)
+        #expect(response.expectedLength == Int64(data.count))
+        #expect(response.validator?.strength == .strong)
+        #expect(response.validator?.value.hasPrefix("etag:\"") == true)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+    }
+
+    @Test func resumesAfterTheLibraryIsClosedMidTransfer() async throws {
+        guard let nginx = try startNginx() else { return }
+        defer { nginx.stop() }
+        let folder = TempFolder()
+        let url = nginx.url("/slow/file.bin")
+        let configuration = testConfiguration()
+
+        var library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]), configuration: configuration)
+        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
+        asset.download()
+        let deadline = ContinuousClock.now + .seconds(20)
+        while asset.totalBytesWritten < 1 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        await library.close()
+        let kept = try #require(Library.openForReading(at: folder.file("library")).asset(identifier: asset.identifier)).totalBytesWritten
+        #expect(kept >= 1 << 20)
+        #expect(kept < Int64(data.count))
+
+        library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]), configuration: configuration)
+        let delegate = RecordingDelegate()
+        try #require(library.asset(identifier: asset.identifier)).download(delegate: delegate)
+        await delegate.waitForEnd()
+        await library.close()
+
+        #expect(delegate.deliveredSHA256 == sha256Hex(data))
+        #expect(delegate.events.contains { if case .resumed(let total, let expected) = $0 { total > 0 && expected == Int64(data.count) } else { false } })
+        #expect(nginx.accessLog.contains { $0.hasPrefix("206 \"bytes=") })
+    }
+
+    @Test func resumesAfterATaskIsCancelledMidTransfer() async throws {
+        guard let nginx = try startNginx() else { return }
+        defer { nginx.stop() }
+        let url = nginx.url("/slow/file.bin")
+        let first = RecordingSink()
+        let task = Task { try await HTTPTransport().transfer(job(url), into: first) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while first.data.count < 1 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        let prefix = first.data
+        #expect(prefix.count >= 1 << 20 && prefix.count < data.count)
+
+        let second = RecordingSink(startOffset: Int64(prefix.count))
+        try await HTTPTransport().transfer(job(url, offset: Int64(prefix.count), validator: first.response?.validator), into: second)
+        #expect(second.response?.offset == Int64(prefix.count))
+        #expect(sha256Hex(prefix + second.data) == sha256Hex(data))
+        #expect(nginx.accessLog.contains("206 \"bytes=\(prefix.count)-\" \(data.count - prefix.count)"))
+    }
+
+    @Test func finishesWithA416WhenEverythingIsOnDisk() async throws {
+        guard let nginx = try startNginx() else { return }
+        defer { nginx.stop() }
+        let head = RecordingSink()
+        try await HTTPTransport().transfer(job(nginx.url("/file.bin")), into: head)
+        let sink = RecordingSink(startOffset: Int64(data.count))
+        try await HTTPTransport().transfer(job(nginx.url("/file.bin"), offset: Int64(data.count), validator: head.response?.validator), into: sink)
+        #expect(sink.response?.offset == Int64(data.count))
+        #expect(sink.response?.expectedLength == Int64(data.count))
+        #expect(sink.data.isEmpty)
+    }
+
+    @Test func verifiesTLSAndTrustsAConfiguredCAFile() async throws {
+        let folder = TempFolder()
+        let certificate = folder.file("cert.pem")
+        let key = folder.file("key.pem")
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        openssl.arguments = [
+            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", key.path, "-out", certificate.path, "-days", "2", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1",
+        ]
+        openssl.standardOutput = FileHandle.nullDevice
+        openssl.standardError = FileHandle.nullDevice
+        guard (try? openssl.run()) != nil else {
+            print("skipping TLS test: openssl is not installed")
+            return
+        }
+        openssl.waitUntilExit()
+        try #require(openssl.terminationStatus == 0)
+        guard let nginx = try startNginx(tls: (certificate, key)), let url = nginx.tlsURL("/file.bin") else { return }
+        defer { nginx.stop() }
+
+        let refused = await transportError { try await HTTPTransport().transfer(job(url), into: RecordingSink()) }
+        #expect(refused?.code == .untrustedServer)
+        #expect(refused?.isRetryable == false)
+
+        let sink = RecordingSink()
+        try await HTTPTransport(caFile: certificate.path).transfer(job(url), into: sink)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+
+        var withOption = job(url)
+        withOption.options = ["ca_file": certificate.path]
+        let other = RecordingSink()
+        try await HTTPTransport().transfer(withOption, into: other)
+        #expect(other.data.count == data.count)
+    }
+}

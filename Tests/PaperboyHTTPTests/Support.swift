@@ -1,0 +1,160 @@
+import Foundation
+import Paperboy
+import PaperboyHTTP
+import PaperboyTestServers
+import PaperboyTesting
+import Synchronization
+import Testing
+
+/// A temporary folder removed when the test ends.
+final class TempFolder: @unchecked Sendable {
+    let url: URL
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-http-test-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+}
+
+/// Deterministic pseudo-random bytes (test data is generated, never committed).
+func randomData(_ count: Int, seed: UInt64 = 42) -> Data {
+    var state = seed
+    func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    var data = Data(count: count)
+    data.withUnsafeMutableBytes { buffer in
+        let words = buffer.bindMemory(to: UInt64.self)
+        for index in words.indices { words[index] = next() }
+        for index in (words.count * 8)..<count { buffer[index] = UInt8(truncatingIfNeeded: next()) }
+    }
+    return data
+}
+
+func testConfiguration(attempts: Int = 1, idleTimeout: Duration = .seconds(10)) -> Library.Configuration {
+    var configuration = Library.Configuration()
+    configuration.retry = RetryPolicy(maxAttempts: attempts, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))
+    configuration.progressInterval = .milliseconds(20)
+    configuration.syncsFinishedFiles = false
+    configuration.idleTimeout = idleTimeout
+    configuration.connectTimeout = .seconds(5)
+    return configuration
+}
+
+/// A job with short timeouts, as tests want them.
+func job(_ url: URL, offset: Int64 = 0, validator: ResourceValidator? = nil, idleTimeout: Duration = .seconds(10)) -> TransferJob {
+    TransferJob(url: url, offset: offset, validator: validator, connectTimeout: .seconds(5), idleTimeout: idleTimeout)
+}
+
+/// Runs `transfer` and returns the TransportError it throws (recording an issue if it does not).
+func transportError(_ body: () async throws -> Void) async -> TransportError? {
+    do {
+        try await body()
+        Testing.Issue.record("expected a TransportError, the transfer succeeded")
+    } catch let error as TransportError {
+        return error
+    } catch {
+        Testing.Issue.record("expected a TransportError, got \(type(of: error)): \(error)")
+    }
+    return nil
+}
+
+/// Downloads `url` through a real library and returns the delegate after the end.
+func downloadThroughLibrary(
+    _ url: URL, in folder: TempFolder, configuration: Library.Configuration = testConfiguration(),
+    sha256: String? = nil, delegate: RecordingDelegate = RecordingDelegate()
+) async throws -> RecordingDelegate {
+    let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]), configuration: configuration)
+    let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
+    asset.download(delegate: delegate)
+    await delegate.waitForEnd()
+    await library.close()
+    return delegate
+}
+
+extension RecordingDelegate {
+    /// The SHA-256 of the single delivered file, if any.
+    var deliveredSHA256: String? { keptFiles.count == 1 ? sha256Hex(keptFiles[0]) : nil }
+
+    /// The code of the first failure, if any.
+    var failureCode: String? {
+        for event in events { if case .failed(let code, _) = event { return code } }
+        return nil
+    }
+}
+
+/// A sink that pushes back: every other `tryWrite` refuses, and it allows writing again later
+/// from another thread, as the core's bandwidth limiter does.
+final class PushbackSink: TransferSink, @unchecked Sendable {
+    /// How long each push-back lasts.
+    let pause: Duration
+    /// Refuse every `every`-th write.
+    let every: Int
+    /// Refuse at most this many times.
+    let limit: Int
+    init(pause: Duration = .milliseconds(5), every: Int = 2, limit: Int = .max) {
+        self.pause = pause
+        self.every = every
+        self.limit = limit
+    }
+
+    private let lock = Mutex<(data: Data, refusals: Int, calls: Int, pending: Bool, response: TransferResponse?)>((Data(), 0, 0, false, nil))
+
+    var data: Data { lock.withLock { $0.data } }
+    var refusals: Int { lock.withLock { $0.refusals } }
+    var response: TransferResponse? { lock.withLock { $0.response } }
+
+    func begin(_ response: TransferResponse) throws { lock.withLock { $0.response = response } }
+
+    func write(_ bytes: UnsafeRawBufferPointer) async throws { lock.withLock { $0.data.append(contentsOf: bytes) } }
+
+    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
+        try lock.withLock { state in
+            if state.pending { throw TransportError(.protocolError, "write while paused", isRetryable: false) }
+            state.calls += 1
+            if state.calls % every == 0, state.refusals < limit {
+                state.refusals += 1
+                state.pending = true
+                return false
+            }
+            state.data.append(contentsOf: bytes)
+            return true
+        }
+    }
+
+    func whenWritable(_ callback: @escaping @Sendable () -> Void) {
+        let milliseconds = Int(pause.components.seconds * 1000 + pause.components.attoseconds / 1_000_000_000_000_000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+            self.lock.withLock { $0.pending = false }
+            callback()
+        }
+    }
+
+    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { .performDefaultHandling }
+}
+
+/// A sink whose `begin` or `tryWrite` throws a given error.
+final class FailingSink: TransferSink, @unchecked Sendable {
+    enum When { case begin, write }
+    let error: any Error
+    let when: When
+    init(_ error: any Error, when: When) {
+        self.error = error
+        self.when = when
+    }
+    func begin(_ response: TransferResponse) throws { if when == .begin { throw error } }
+    func write(_ bytes: UnsafeRawBufferPointer) async throws { _ = try tryWrite(bytes) }
+    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
+        if when == .write { throw error }
+        return true
+    }
+    func whenWritable(_ callback: @escaping @Sendable () -> Void) { callback() }
+    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { .performDefaultHandling }
+}
+
+struct MarkerError: Error, Equatable {}

@@ -1,0 +1,354 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Synchronization
+
+/// A scriptable HTTP/1.1 server on 127.0.0.1 with an ephemeral port, for transport tests.
+///
+/// Each request is answered by the test's handler, which returns a ``ServerResponse``: a status,
+/// headers and body, plus a fault (reset the connection after N body bytes, stall, close early).
+/// Plain blocking sockets with a thread per connection keep it small and give exact control of
+/// the bytes on the wire, without adding swift-nio to every CI build.
+public final class FaultServer: Sendable {
+    /// Answers one request.
+    public typealias Handler = @Sendable (ServerRequest) -> ServerResponse
+
+    private struct State {
+        var requests: [ServerRequest] = []
+        var perPath: [String: Int] = [:]
+        var connections = 0
+        var open: Set<Int32> = []
+        var stopped = false
+    }
+
+    /// The port the server listens on.
+    public let port: Int
+    private let listener: Int32
+    private let handler: Handler
+    private let state = Mutex<State>(State())
+
+    /// Starts a server answering with `handler`.
+    public init(handler: @escaping Handler) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ServerError("socket: \(String(cString: strerror(errno)))") }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 64) == 0 else {
+            close(fd)
+            throw ServerError("bind/listen: \(String(cString: strerror(errno)))")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        listener = fd
+        self.handler = handler
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "fault-server-accept"
+        thread.start()
+    }
+
+    deinit { stop() }
+
+    /// `http://HOST:PORT/PATH`; `host` may be `localhost` to look like another host.
+    public func url(_ path: String, host: String = "127.0.0.1") -> URL {
+        URL(string: "http://\(host):\(port)\(path.hasPrefix("/") ? path : "/" + path)")!
+    }
+
+    /// Every request received so far, in order.
+    public var requests: [ServerRequest] { state.withLock { $0.requests } }
+
+    /// Connections accepted so far.
+    public var connectionCount: Int { state.withLock { $0.connections } }
+
+    /// Stops listening and drops every connection.
+    public func stop() {
+        let open = state.withLock { state -> Set<Int32> in
+            guard !state.stopped else { return [] }
+            state.stopped = true
+            return state.open
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    private var isStopped: Bool { state.withLock { $0.stopped } }
+
+    // MARK: Connections
+
+    private func acceptLoop() {
+        defer { close(listener) }
+        while !isStopped {
+            let fd = accept(listener, nil, nil)
+            if fd < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            let number = state.withLock { state -> Int? in
+                guard !state.stopped else { return nil }
+                state.connections += 1
+                state.open.insert(fd)
+                return state.connections
+            }
+            guard let number else {
+                close(fd)
+                return
+            }
+            let thread = Thread { [self] in serve(fd, connection: number) }
+            thread.name = "fault-server-connection"
+            thread.start()
+        }
+    }
+
+    private func serve(_ fd: Int32, connection: Int) {
+        var buffer = Data()
+        var resets = false
+        defer {
+            state.withLock { _ = $0.open.remove(fd) }
+            if resets {
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+            }
+            close(fd)
+        }
+        while !isStopped {
+            guard var request = readRequest(fd, buffer: &buffer) else { return }
+            request.connection = connection
+            request = state.withLock { state in
+                var numbered = request
+                numbered.index = state.perPath[request.path, default: 0]
+                state.perPath[request.path] = numbered.index + 1
+                state.requests.append(numbered)
+                return numbered
+            }
+            let response = handler(request)
+            switch write(response, to: fd, method: request.method) {
+            case .keepOpen:
+                if request.header("connection")?.lowercased() == "close" { return }
+            case .close:
+                return
+            case .reset:
+                resets = true
+                return
+            }
+        }
+    }
+
+    private func readRequest(_ fd: Int32, buffer: inout Data) -> ServerRequest? {
+        let terminator = Data("\r\n\r\n".utf8)
+        while buffer.range(of: terminator) == nil {
+            var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+            let got = recv(fd, &chunk, chunk.count, 0)
+            if got <= 0 { return nil }
+            buffer.append(contentsOf: chunk[0..<got])
+            if buffer.count > 1 << 20 { return nil }
+        }
+        let end = buffer.range(of: terminator)!
+        let text = String(decoding: buffer[buffer.startIndex..<end.lowerBound], as: UTF8.self)
+        buffer.removeSubrange(buffer.startIndex..<end.upperBound)
+        var lines = text.components(separatedBy: "\r\n")
+        let requestLine = lines.removeFirst().split(separator: " ")
+        guard requestLine.count >= 2 else { return nil }
+        var headers: [String: String] = [:]
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+            headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return ServerRequest(method: String(requestLine[0]), path: String(requestLine[1]), headers: headers)
+    }
+
+    private enum Ending { case keepOpen, close, reset }
+
+    private func write(_ response: ServerResponse, to fd: Int32, method: String) -> Ending {
+        var head = "HTTP/1.1 \(response.status) \(response.reason)\r\n"
+        var names = Set<String>()
+        for (name, value) in response.headers {
+            head += "\(name): \(value)\r\n"
+            names.insert(name.lowercased())
+        }
+        if response.chunked {
+            head += "Transfer-Encoding: chunked\r\n"
+        } else if !names.contains("content-length") {
+            head += "Content-Length: \(response.body.count)\r\n"
+        }
+        head += "\r\n"
+        guard send(fd, Data(head.utf8)) else { return .close }
+        if method == "HEAD" { return .keepOpen }
+
+        var limit = response.body.count
+        switch response.fault {
+        case .resetAfter(let count), .stallAfter(let count), .closeAfter(let count): limit = min(limit, count)
+        case .none: break
+        }
+        var position = 0
+        while position < limit {
+            let end = min(limit, position + 64 * 1024)
+            let slice = response.body[response.body.startIndex + position..<response.body.startIndex + end]
+            let ok = response.chunked
+                ? send(fd, Data(String(end - position, radix: 16).utf8) + Data("\r\n".utf8) + slice + Data("\r\n".utf8))
+                : send(fd, Data(slice))
+            guard ok else { return .close }
+            position = end
+            if let delay = response.chunkDelay { Thread.sleep(forTimeInterval: delay) }
+        }
+        switch response.fault {
+        case .none:
+            if response.chunked, !send(fd, Data("0\r\n\r\n".utf8)) { return .close }
+            return .keepOpen
+        case .closeAfter:
+            return .close
+        case .resetAfter:
+            // Let the client read what was sent before the reset discards it.
+            Thread.sleep(forTimeInterval: 0.1)
+            return .reset
+        case .stallAfter:
+            waitUntilClosed(fd)
+            return .close
+        }
+    }
+
+    private func waitUntilClosed(_ fd: Int32) {
+        var scratch = [UInt8](repeating: 0, count: 4096)
+        while !isStopped {
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, 100)
+            if ready < 0, errno != EINTR { return }
+            if ready > 0, recv(fd, &scratch, scratch.count, 0) <= 0 { return }
+        }
+    }
+
+    private func send(_ fd: Int32, _ data: Data) -> Bool {
+        data.withUnsafeBytes { buffer in
+            var sent = 0
+            while sent < buffer.count {
+                let count = Glibc.send(fd, buffer.baseAddress! + sent, buffer.count - sent, Int32(MSG_NOSIGNAL))
+                if count < 0, errno == EINTR { continue }
+                if count <= 0 { return false }
+                sent += count
+            }
+            return true
+        }
+    }
+}
+
+/// A request as the server read it.
+public struct ServerRequest: Sendable {
+    /// `GET`, `HEAD`, …
+    public var method: String
+    /// The request target, such as `/file.bin`.
+    public var path: String
+    /// Header fields, names lowercased.
+    public var headers: [String: String]
+    /// Which accepted connection carried it (1 for the first).
+    public var connection = 0
+    /// How many requests for the same path came before it.
+    public var index = 0
+
+    /// The value of header `name` (any case).
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// The `host:port` the client addressed.
+    public var host: String { header("host") ?? "" }
+}
+
+/// What the server answers, and how it misbehaves.
+public struct ServerResponse: Sendable {
+    /// A way to break the response.
+    public enum Fault: Sendable {
+        case none
+        /// Send this many body bytes, then reset the connection (RST).
+        case resetAfter(Int)
+        /// Send this many body bytes, then send nothing until the client gives up.
+        case stallAfter(Int)
+        /// Send this many body bytes, then close normally (a body shorter than announced).
+        case closeAfter(Int)
+    }
+
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: Data
+    public var fault: Fault
+    /// Send the body with chunked transfer encoding (no Content-Length).
+    public var chunked: Bool
+    /// Seconds to wait after each 64 KiB of body.
+    public var chunkDelay: TimeInterval?
+
+    /// Creates a response.
+    public init(
+        status: Int = 200, headers: [(String, String)] = [], body: Data = Data(), fault: Fault = .none,
+        chunked: Bool = false, chunkDelay: TimeInterval? = nil
+    ) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.fault = fault
+        self.chunked = chunked
+        self.chunkDelay = chunkDelay
+    }
+
+    var reason: String {
+        switch status {
+        case 200: "OK"
+        case 206: "Partial Content"
+        case 301: "Moved Permanently"
+        case 302: "Found"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 416: "Range Not Satisfiable"
+        case 429: "Too Many Requests"
+        case 500: "Internal Server Error"
+        case 503: "Service Unavailable"
+        default: "Status"
+        }
+    }
+
+    /// A redirect to `location`.
+    public static func redirect(to location: String, status: Int = 302) -> ServerResponse {
+        ServerResponse(status: status, headers: [("Location", location)])
+    }
+
+    /// `data` served as a static file server would: `ETag`, `Last-Modified`, and `Range` with
+    /// `If-Range` honoured (206, or 416 past the end) unless `honoursRange` is false.
+    public static func serving(
+        _ data: Data, for request: ServerRequest, etag: String? = "\"v1\"",
+        lastModified: String? = "Tue, 01 Jul 2025 10:00:00 GMT", honoursRange: Bool = true,
+        fault: Fault = .none, chunked: Bool = false
+    ) -> ServerResponse {
+        var headers: [(String, String)] = [("Content-Type", "application/octet-stream"), ("Accept-Ranges", "bytes")]
+        if let etag { headers.append(("ETag", etag)) }
+        if let lastModified { headers.append(("Last-Modified", lastModified)) }
+        if honoursRange, let range = request.header("range"), range.hasPrefix("bytes="),
+           let start = Int(range.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false).first ?? "") {
+            let condition = request.header("if-range")
+            let current = condition == nil || (condition == etag && etag?.hasPrefix("\"") == true) || condition == lastModified
+            if current {
+                if start >= data.count {
+                    return ServerResponse(status: 416, headers: headers + [("Content-Range", "bytes */\(data.count)")], fault: fault)
+                }
+                return ServerResponse(
+                    status: 206, headers: headers + [("Content-Range", "bytes \(start)-\(data.count - 1)/\(data.count)")],
+                    body: data.subdata(in: start..<data.count), fault: fault, chunked: chunked)
+            }
+        }
+        return ServerResponse(status: 200, headers: headers, body: data, fault: fault, chunked: chunked)
+    }
+}
+
+/// A test server could not start.
+public struct ServerError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}

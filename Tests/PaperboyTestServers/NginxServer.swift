@@ -1,0 +1,170 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// A real nginx on 127.0.0.1, started from a generated configuration in a temporary folder and
+/// stopped by its PID.
+///
+/// It serves ``documentRoot`` at `/` with ranges, and the same files rate-limited under `/slow/`
+/// (for interruption tests).
+public final class NginxServer: @unchecked Sendable {
+    /// The port nginx listens on.
+    public let port: Int
+    /// The HTTPS (and HTTP/2) port, when started with a certificate.
+    public let tlsPort: Int?
+    /// Files placed here are served.
+    public let documentRoot: URL
+    /// The folder holding the configuration, logs and temporary files.
+    public let folder: URL
+    private let process: Process
+
+    /// The nginx binary, if installed.
+    public static var binary: String? {
+        let candidates = ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx", "/usr/local/bin/nginx"]
+        if let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) { return found }
+        for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            let path = "\(folder)/nginx"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    /// Starts nginx.
+    ///
+    /// - Parameters:
+    ///   - binary: the nginx executable.
+    ///   - slowRate: the `limit_rate` of the `/slow/` location, such as `2m`.
+    ///   - tls: a PEM certificate and key to serve HTTPS with, on ``tlsPort``.
+    public init(binary: String, slowRate: String = "2m", tls: (certificate: URL, key: URL)? = nil) throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-nginx-\(UUID().uuidString)")
+        documentRoot = folder.appendingPathComponent("www")
+        for sub in ["www", "tmp", "logs"] {
+            try FileManager.default.createDirectory(at: folder.appendingPathComponent(sub), withIntermediateDirectories: true)
+        }
+        port = try Self.freePort()
+        tlsPort = tls == nil ? nil : try Self.freePort()
+        let dir = folder.path
+        var tlsServer = ""
+        if let tls, let tlsPort {
+            tlsServer = """
+                server {
+                    listen 127.0.0.1:\(tlsPort) ssl http2;
+                    ssl_certificate \(tls.certificate.path);
+                    ssl_certificate_key \(tls.key.path);
+                    root \(dir)/www;
+                }
+            """
+        }
+        // Workers run as root when the tests do: otherwise they cannot read a 0700 temp folder.
+        let user = geteuid() == 0 ? "user root;\n" : ""
+        let configuration = """
+        \(user)worker_processes 1;
+        daemon off;
+        pid \(dir)/nginx.pid;
+        error_log \(dir)/logs/error.log warn;
+        events { worker_connections 256; }
+        http {
+            log_format ranges '$status "$http_range" $body_bytes_sent';
+            access_log \(dir)/logs/access.log ranges;
+            default_type application/octet-stream;
+            sendfile on;
+            client_body_temp_path \(dir)/tmp/body;
+            proxy_temp_path \(dir)/tmp/proxy;
+            fastcgi_temp_path \(dir)/tmp/fastcgi;
+            uwsgi_temp_path \(dir)/tmp/uwsgi;
+            scgi_temp_path \(dir)/tmp/scgi;
+            keepalive_requests 100000;
+            server {
+                listen 127.0.0.1:\(port);
+                root \(dir)/www;
+                location /slow/ {
+                    alias \(dir)/www/;
+                    limit_rate \(slowRate);
+                }
+            }
+        \(tlsServer)
+        }
+
+        """
+        let configURL = folder.appendingPathComponent("nginx.conf")
+        try configuration.write(to: configURL, atomically: true, encoding: .utf8)
+
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["-p", dir, "-c", configURL.path, "-e", "\(dir)/logs/error.log"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+
+        let deadline = Date().addingTimeInterval(10)
+        while !Self.accepts(port: port) {
+            if !process.isRunning || Date() > deadline {
+                let log = (try? String(contentsOf: folder.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
+                stop()
+                throw ServerError("nginx did not start on port \(port): \(log)")
+            }
+            usleep(20_000)
+        }
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// `http://127.0.0.1:PORT/PATH`.
+    public func url(_ path: String) -> URL {
+        URL(string: "http://127.0.0.1:\(port)\(path.hasPrefix("/") ? path : "/" + path)")!
+    }
+
+    /// `https://127.0.0.1:TLSPORT/PATH`.
+    public func tlsURL(_ path: String) -> URL? {
+        tlsPort.map { URL(string: "https://127.0.0.1:\($0)\(path.hasPrefix("/") ? path : "/" + path)")! }
+    }
+
+    /// The access log so far, one `STATUS "RANGE" BYTES` line per request.
+    public var accessLog: [String] {
+        let text = (try? String(contentsOf: folder.appendingPathComponent("logs/access.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    /// Stops nginx by its PID and waits for it to exit.
+    public func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ServerError("socket: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard ok else { throw ServerError("no free port: \(String(cString: strerror(errno)))") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import Paperboy
+import PaperboyTransportTesting
+import Synchronization
+
+/// Resources in memory, with every misbehaviour the conformance suite asks fixtures for.
+final class MemoryStore: Sendable {
+    enum Guard: Sendable {
+        case open
+        case refusesEveryone
+        case requires(user: String, password: String)
+    }
+
+    struct Resource: Sendable {
+        var data: Data
+        var version = 1
+        var guarding = Guard.open
+        var dropAfter: Int?
+        var ignoresRanges = false
+    }
+
+    let resources = Mutex<[String: Resource]>([:])
+
+    func resource(_ url: URL) -> Resource? { resources.withLock { $0[url.lastPathComponent] } }
+}
+
+/// The fixture for ``ReferenceTransport``: supports every optional capability.
+struct MemoryFixture: TransportFixture {
+    let store: MemoryStore
+
+    private func put(_ resource: MemoryStore.Resource, _ name: String) -> URL {
+        store.resources.withLock { $0[name] = resource }
+        return URL(string: "ref://memory/\(name)")!
+    }
+
+    func publish(_ data: Data, as name: String) async throws -> URL { put(.init(data: data), name) }
+
+    func replace(_ url: URL, with data: Data) async throws {
+        store.resources.withLock {
+            $0[url.lastPathComponent]?.data = data
+            $0[url.lastPathComponent]?.version += 1
+        }
+    }
+
+    func missingURL() async throws -> URL { URL(string: "ref://memory/missing")! }
+
+    func publishRefusingCredentials(_ data: Data, as name: String) async throws -> URL? {
+        put(.init(data: data, guarding: .refusesEveryone), name)
+    }
+
+    func publishProtected(_ data: Data, as name: String) async throws -> (url: URL, credential: Credential)? {
+        (put(.init(data: data, guarding: .requires(user: "reader", password: "s3cret")), name),
+         Credential(user: "reader", password: "s3cret"))
+    }
+
+    func publishDropping(_ data: Data, as name: String, after bytes: Int) async throws -> URL? {
+        put(.init(data: data, dropAfter: bytes), name)
+    }
+
+    func publishIgnoringRanges(_ data: Data, as name: String) async throws -> URL? {
+        put(.init(data: data, ignoresRanges: true), name)
+    }
+}
+
+/// A transport that keeps the whole contract, unless told to break one rule (to prove that the
+/// conformance suite notices).
+struct ReferenceTransport: Transport {
+    enum Flaw: String, Sendable, CaseIterable {
+        case liesAboutOffset, buffersEverything, ignoresCancellation, echoesRecordedValidator
+        case untypedNotFound, dropsAreFatal, asksForeverWhenRefused, skipsChallenges, overlapsWrites
+    }
+
+    let store: MemoryStore
+    var flaw: Flaw?
+
+    var schemes: Set<String> { ["ref"] }
+    var capabilities: TransportCapabilities { [.resume, .validators, .challenges] }
+
+    func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
+        guard let resource = store.resource(job.url) else {
+            if flaw == .untypedNotFound { throw CocoaError(.fileNoSuchFile) }
+            throw TransportError(.notFound, "no such resource", url: job.url, isRetryable: false)
+        }
+        try await authenticate(resource.guarding, job: job, sink: sink)
+        let data = resource.data
+        var offset = job.offset
+        var validator = ResourceValidator("v\(resource.version)", strength: .strong)
+        let validatorMatches = job.validator == validator || flaw == .echoesRecordedValidator
+        if offset > Int64(data.count) || (offset > 0 && !validatorMatches) || resource.ignoresRanges { offset = 0 }
+        if flaw == .echoesRecordedValidator, offset > 0, let recorded = job.validator { validator = recorded }
+        var position = Int(offset)
+        if flaw == .liesAboutOffset { position = 0 }
+        try sink.begin(TransferResponse(offset: offset, expectedLength: Int64(data.count), validator: validator))
+
+        if flaw == .buffersEverything {
+            try await sink.write(data[position...])
+            return
+        }
+        var sent = 0
+        while position < data.count {
+            if flaw != .ignoresCancellation { try Task.checkCancellation() }
+            var end = min(position + 64 * 1024, data.count)
+            if let limit = resource.dropAfter {
+                if sent >= limit {
+                    throw TransportError(.connectionLost, "connection reset", url: job.url, isRetryable: flaw != .dropsAreFatal)
+                }
+                end = min(end, position + limit - sent)
+            }
+            if flaw == .overlapsWrites, end - position > 1 {
+                let first = data[position..<(position + (end - position) / 2)]
+                let second = data[(position + (end - position) / 2)..<end]
+                async let one: Void = sink.write(first)
+                async let two: Void = sink.write(second)
+                _ = try await (one, two)
+            } else {
+                try await sink.write(data[position..<end])
+            }
+            sent += end - position
+            position = end
+        }
+    }
+
+    private func authenticate(_ guarding: MemoryStore.Guard, job: TransferJob, sink: any TransferSink) async throws {
+        let accepted: (Credential) -> Bool
+        switch guarding {
+        case .open: return
+        case .refusesEveryone: accepted = { _ in false }
+        case .requires(let user, let password): accepted = { $0.user == user && $0.password == password }
+        }
+        if flaw == .skipsChallenges { return }
+        var failures = 0
+        while true {
+            let challenge = AuthChallenge(kind: .httpBasic, url: job.url, realm: "memory", previousFailureCount: failures)
+            switch await sink.challenge(challenge) {
+            case .useCredential(let credential) where accepted(credential):
+                return
+            case .useCredential:
+                failures += 1
+                if failures >= 3, flaw != .asksForeverWhenRefused || failures >= 50 {
+                    throw TransportError(.authenticationFailed, "credentials refused", url: job.url, isRetryable: false)
+                }
+            default:
+                throw TransportError(.authenticationFailed, "no credentials", url: job.url, isRetryable: false)
+            }
+        }
+    }
+}
