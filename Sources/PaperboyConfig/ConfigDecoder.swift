@@ -33,6 +33,7 @@ struct ConfigDecoder {
             settings.path = URL(fileURLWithPath: context.paths.fileURL(forPath: path).path, isDirectory: true)
         }
         settings.mode = try table.choice("mode", of: LibrarySettings.Mode.self) ?? settings.mode
+        settings.syncToDisk = try table.bool("sync_to_disk") ?? settings.syncToDisk
         return settings
     }
 

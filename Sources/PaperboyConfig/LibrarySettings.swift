@@ -14,6 +14,10 @@ public struct LibrarySettings: Sendable, Equatable {
     public var path: URL
     /// The library's mode (`mode`), `foreground` by default.
     public var mode: Mode
+    /// Whether downloaded bytes are synced to disk at checkpoints and before delivery
+    /// (`sync_to_disk`), `true` by default: a power loss then loses nothing recorded. With
+    /// `false`, a process crash (kill -9) still loses nothing, a power loss may.
+    public var syncToDisk: Bool = true
 
     /// Creates library settings.
     public init(path: URL, mode: Mode = .foreground) {

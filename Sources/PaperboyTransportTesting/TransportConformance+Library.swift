@@ -28,7 +28,7 @@ extension TransportConformance {
         let interrupting = InterruptingTransport(base: transport, cutAfter: cutAfter)
         var configuration = Library.Configuration()
         configuration.retry = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
-        configuration.syncsFinishedFiles = false
+        configuration.syncsToDisk = false
         configuration.connectTimeout = options.connectTimeout
         configuration.idleTimeout = options.idleTimeout
         var logger = Logger(label: "paperboy.conformance")

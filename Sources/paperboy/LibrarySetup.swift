@@ -33,6 +33,7 @@ extension PaperboyConfiguration {
             })
         }
         configuration.mode = library.mode == .background ? .background : .foreground
+        configuration.syncsToDisk = library.syncToDisk
         configuration.networkPolicy = NetworkPolicy(
             allowedKinds: Set(network.allowed.compactMap { NetworkStatus.Kind(rawValue: $0.rawValue) }),
             allowsExpensive: network.allowExpensive,

@@ -96,7 +96,7 @@ struct ExecTransportSyncTests {
         process.standardError = FileHandle.nullDevice
         try process.run()
         var helperPID: Int32?
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(30)
         while helperPID == nil, ContinuousClock.now < deadline {
             helperPID = (try? String(contentsOf: pidFile, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
             try await Task.sleep(for: .milliseconds(20))

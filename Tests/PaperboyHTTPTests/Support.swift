@@ -40,7 +40,7 @@ func testConfiguration(attempts: Int = 1, idleTimeout: Duration = .seconds(10)) 
     var configuration = Library.Configuration()
     configuration.retry = RetryPolicy(maxAttempts: attempts, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))
     configuration.progressInterval = .milliseconds(20)
-    configuration.syncsFinishedFiles = false
+    configuration.syncsToDisk = false
     configuration.idleTimeout = idleTimeout
     configuration.connectTimeout = .seconds(5)
     return configuration

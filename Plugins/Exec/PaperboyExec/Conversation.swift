@@ -12,6 +12,7 @@ struct Handshake {
         do {
             try await helper.send(try ExecProtocol.frame(ExecProtocol.Kind.hello, json: hello), timeout: job.connectTimeout)
         } catch let error as HelperIOError {
+            if case .abandoned = error { throw CancellationError() }
             throw Conversation.Failure(error, phase: "before the handshake", url: job.url)
         }
         let frame: Frame

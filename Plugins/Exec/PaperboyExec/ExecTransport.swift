@@ -29,9 +29,10 @@ public struct ExecTransport: Transport {
     /// Creates a transport for `scheme` served by `command`.
     ///
     /// - Parameters:
-    ///   - scheme: the URL scheme (also accepted: more through `schemes`).
+    ///   - scheme: the URL scheme served (more may be given in `schemes`).
     ///   - command: the executable (a path, or a name looked up on `PATH`) and its arguments.
-    ///   - capabilities: what the helper can do; the handshake may only narrow it down.
+    ///   - capabilities: what the helper can do, declared up front (the scheduler reads it before
+    ///     any helper runs); a helper without resume simply answers `BEGIN` at offset 0.
     ///   - environment: the helper's environment (default: this process's).
     ///   - maxIdleHelpers: helpers kept running between transfers.
     ///   - keepAlive: how long an idle helper is kept.

@@ -239,9 +239,10 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         let fd = self.fd
         let store = context.store
         let recorded = patch
+        let sync = context.durability.enabled
         checkpoints.enter()
         DispatchQueue.global(qos: .utility).async { [self] in
-            POSIX.dataSync(fd)
+            if sync { POSIX.dataSync(fd) }
             store.submit(recorded)
             checkpointInFlight.store(false, ordering: .releasing)
             checkpoints.leave()
@@ -319,7 +320,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         patch.validator = .some(validator)
         patch.expectedBytes = .some(expected)
         let fd = self.fd
-        await context.durability.offload { POSIX.dataSync(fd) }
+        if context.durability.enabled { await context.durability.offload { POSIX.dataSync(fd) } }
         context.store.submit(patch)
     }
 }

@@ -45,8 +45,10 @@ public final class Library: Sendable {
         public var maxUserInfoBytes: Int = 64 * 1024
         /// Whether transfers interrupted by a crash or by ``Library/close()`` continue at open.
         public var resumesOnOpen: Bool = true
-        /// Whether finished files are synced to disk before delivery (survives power loss).
-        public var syncsFinishedFiles: Bool = true
+        /// Whether bytes are synced to disk at each checkpoint and before delivery, so that a
+        /// power loss loses nothing recorded. With `false`, a process crash (kill -9) still loses
+        /// nothing; a power loss may lose or corrupt recent bytes (a SHA-256 check catches it).
+        public var syncsToDisk: Bool = true
         /// Credentials tried before the app's delegate is asked.
         public var credentials: (any CredentialProvider)?
         /// Where the library logs.
@@ -163,7 +165,7 @@ public final class Library: Sendable {
             networkPolicy: configuration.networkPolicy ?? (configuration.mode == .background ? .unmeteredOnly : .any))
         let scheduler = Scheduler(
             store: store, layout: layout, transports: transports, settings: settings,
-            durability: Durability(root: layout.root, enabled: configuration.syncsFinishedFiles),
+            durability: Durability(root: layout.root, enabled: configuration.syncsToDisk),
             logger: configuration.logger)
         let records = Reconciler(store: store, layout: layout, logger: configuration.logger).reconcile()
         scheduler.startBackgroundWork()

@@ -1,0 +1,101 @@
+// Wrappers for libssh2's function-like macros, which Swift cannot see, constants defined as
+// shift expressions, and the two C callbacks a session needs (socket reads, keyboard-interactive).
+#ifndef CPAPERBOY_SSH2_SHIM_H
+#define CPAPERBOY_SSH2_SHIM_H
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <libssh2.h>
+#include <libssh2_sftp.h>
+
+/// Answers keyboard-interactive prompts: fills `responses` (malloc'd text, freed by libssh2).
+typedef void (*paperboy_kbdint_function)(void *owner, int prompt_count,
+                                         const LIBSSH2_USERAUTH_KBDINT_PROMPT *prompts,
+                                         LIBSSH2_USERAUTH_KBDINT_RESPONSE *responses);
+
+/// What a session's callbacks share: the session's abstract pointer points here.
+typedef struct paperboy_ssh_context {
+    /// Bytes read from the socket so far (to tell whether a round of calls consumed input).
+    unsigned long long received;
+    /// The Swift object owning the session, handed back to `kbdint`.
+    void *owner;
+    paperboy_kbdint_function kbdint;
+} paperboy_ssh_context;
+
+static ssize_t paperboy_ssh_recv(libssh2_socket_t socket, void *buffer, size_t length, int flags, void **abstract) {
+    ssize_t count = recv(socket, buffer, length, flags);
+    if (count < 0) return -errno;
+    ((paperboy_ssh_context *)*abstract)->received += (unsigned long long)count;
+    return count;
+}
+
+static void paperboy_ssh_kbdint(const char *name, int name_len, const char *instruction, int instruction_len,
+                                int prompt_count, const LIBSSH2_USERAUTH_KBDINT_PROMPT *prompts,
+                                LIBSSH2_USERAUTH_KBDINT_RESPONSE *responses, void **abstract) {
+    (void)name; (void)name_len; (void)instruction; (void)instruction_len;
+    paperboy_ssh_context *context = (paperboy_ssh_context *)*abstract;
+    if (context->kbdint) context->kbdint(context->owner, prompt_count, prompts, responses);
+}
+
+/// A session whose abstract pointer is `context`, with the counting receive callback installed.
+static inline LIBSSH2_SESSION *paperboy_session_init(paperboy_ssh_context *context) {
+    LIBSSH2_SESSION *session = libssh2_session_init_ex(NULL, NULL, NULL, context);
+    if (session) libssh2_session_callback_set(session, LIBSSH2_CALLBACK_RECV, (void *)paperboy_ssh_recv);
+    return session;
+}
+
+static inline int paperboy_session_disconnect(LIBSSH2_SESSION *session, const char *reason) {
+    return libssh2_session_disconnect_ex(session, SSH_DISCONNECT_BY_APPLICATION, reason, "");
+}
+
+static inline int paperboy_userauth_password(LIBSSH2_SESSION *session, const char *user, const char *password) {
+    return libssh2_userauth_password_ex(session, user, (unsigned int)strlen(user),
+                                        password, (unsigned int)strlen(password), NULL);
+}
+
+static inline int paperboy_userauth_publickey_fromfile(LIBSSH2_SESSION *session, const char *user,
+                                                       const char *private_key, const char *passphrase) {
+    return libssh2_userauth_publickey_fromfile_ex(session, user, (unsigned int)strlen(user),
+                                                  NULL, private_key, passphrase);
+}
+
+static inline int paperboy_userauth_keyboard_interactive(LIBSSH2_SESSION *session, const char *user) {
+    return libssh2_userauth_keyboard_interactive_ex(session, user, (unsigned int)strlen(user), paperboy_ssh_kbdint);
+}
+
+static inline LIBSSH2_SFTP_HANDLE *paperboy_sftp_open_read(LIBSSH2_SFTP *sftp, const char *path) {
+    return libssh2_sftp_open_ex(sftp, path, (unsigned int)strlen(path), LIBSSH2_FXF_READ, 0, LIBSSH2_SFTP_OPENFILE);
+}
+
+static inline int paperboy_sftp_fstat(LIBSSH2_SFTP_HANDLE *handle, LIBSSH2_SFTP_ATTRIBUTES *attributes) {
+    return libssh2_sftp_fstat_ex(handle, attributes, 0);
+}
+
+static inline int paperboy_sftp_stat(LIBSSH2_SFTP *sftp, const char *path, LIBSSH2_SFTP_ATTRIBUTES *attributes) {
+    return libssh2_sftp_stat_ex(sftp, path, (unsigned int)strlen(path), LIBSSH2_SFTP_STAT, attributes);
+}
+
+/// A copy of `text` that libssh2 may free (keyboard-interactive responses).
+static inline char *paperboy_strdup(const char *text) { return strdup(text); }
+
+static const int PAPERBOY_KNOWNHOST_TYPE_PLAIN = LIBSSH2_KNOWNHOST_TYPE_PLAIN;
+static const int PAPERBOY_KNOWNHOST_KEYENC_RAW = LIBSSH2_KNOWNHOST_KEYENC_RAW;
+static const int PAPERBOY_KNOWNHOST_KEY_SSHRSA = LIBSSH2_KNOWNHOST_KEY_SSHRSA;
+static const int PAPERBOY_KNOWNHOST_KEY_SSHDSS = LIBSSH2_KNOWNHOST_KEY_SSHDSS;
+static const int PAPERBOY_KNOWNHOST_KEY_ECDSA_256 = LIBSSH2_KNOWNHOST_KEY_ECDSA_256;
+static const int PAPERBOY_KNOWNHOST_KEY_ECDSA_384 = LIBSSH2_KNOWNHOST_KEY_ECDSA_384;
+static const int PAPERBOY_KNOWNHOST_KEY_ECDSA_521 = LIBSSH2_KNOWNHOST_KEY_ECDSA_521;
+static const int PAPERBOY_KNOWNHOST_KEY_ED25519 = LIBSSH2_KNOWNHOST_KEY_ED25519;
+static const unsigned long PAPERBOY_SFTP_ATTR_SIZE = LIBSSH2_SFTP_ATTR_SIZE;
+static const unsigned long PAPERBOY_SFTP_ATTR_ACMODTIME = LIBSSH2_SFTP_ATTR_ACMODTIME;
+static const unsigned long PAPERBOY_SFTP_ATTR_PERMISSIONS = LIBSSH2_SFTP_ATTR_PERMISSIONS;
+static const unsigned long PAPERBOY_SFTP_S_IFMT = LIBSSH2_SFTP_S_IFMT;
+static const unsigned long PAPERBOY_SFTP_S_IFDIR = LIBSSH2_SFTP_S_IFDIR;
+
+/// libssh2's version, such as "1.10.0".
+static inline const char *paperboy_ssh2_version(void) { return libssh2_version(0); }
+
+#endif
