@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "PaperboyTesting", targets: ["PaperboyTesting"]),
         .library(name: "PaperboyTransportTesting", targets: ["PaperboyTransportTesting"]),
         .library(name: "PaperboyExec", targets: ["PaperboyExec"]),
+        .library(name: "PaperboySFTP", targets: ["PaperboySFTP"]),
         .executable(name: "paperboy", targets: ["paperboy"]),
     ],
     dependencies: [
@@ -24,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
     ],
     targets: [
         // syncfs(2), which Glibc's Swift overlay does not show.
@@ -36,6 +38,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ],
             path: "Sources/Paperboy",
             swiftSettings: swiftSettings
@@ -83,6 +86,19 @@ let package = Package(
             path: "Plugins/HTTP/PaperboyHTTP",
             swiftSettings: swiftSettings
         ),
+        // libssh2, with wrappers for its function-like macros.
+        .systemLibrary(
+            name: "CPaperboySSH2",
+            path: "Plugins/SFTP/CPaperboySSH2",
+            pkgConfig: "libssh2",
+            providers: [.apt(["libssh2-1-dev"])]
+        ),
+        .target(
+            name: "PaperboySFTP",
+            dependencies: ["Paperboy", "CPaperboySSH2"],
+            path: "Plugins/SFTP/PaperboySFTP",
+            swiftSettings: swiftSettings
+        ),
         // Out-of-process transports: helper executables speaking the transport protocol.
         // The C shim forks with PR_SET_PDEATHSIG, which Foundation's Process cannot.
         .target(name: "CPaperboyExec", path: "Plugins/Exec/CPaperboyExec"),
@@ -96,7 +112,7 @@ let package = Package(
         .executableTarget(
             name: "paperboy",
             dependencies: [
-                "Paperboy", "PaperboyConfig", "PaperboyFile", "PaperboyHTTP", "PaperboyExec",
+                "Paperboy", "PaperboyConfig", "PaperboyFile", "PaperboyHTTP", "PaperboyExec", "PaperboySFTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -119,7 +135,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyTests",
-            dependencies: ["Paperboy", "PaperboyTesting"],
+            dependencies: ["Paperboy", "PaperboyTesting", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             path: "Tests/PaperboyTests",
             swiftSettings: swiftSettings
         ),
@@ -140,6 +156,12 @@ let package = Package(
             name: "PaperboyHTTPTests",
             dependencies: ["Paperboy", "PaperboyHTTP", "PaperboyTesting", "PaperboyTestServers"],
             path: "Tests/PaperboyHTTPTests",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PaperboySFTPTests",
+            dependencies: ["Paperboy", "PaperboySFTP", "PaperboyTesting", "PaperboyTransportTesting", "PaperboyTestServers"],
+            path: "Tests/PaperboySFTPTests",
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -51,3 +51,17 @@ extension PaperboyConfiguration {
         return configuration
     }
 }
+
+extension PaperboyConfiguration {
+    /// Transport options for `url` from the longest matching `[[credentials]]` entry: files, not
+    /// secrets (secrets reach transports only through challenges).
+    func transportOptions(for url: URL) -> [String: String] {
+        guard let entry = credentials.filter({ $0.matches(url) }).max(by: { $0.match.count < $1.match.count }) else { return [:] }
+        var options: [String: String] = [:]
+        if let caFile = entry.caFile { options["ca_file"] = caFile.path }
+        if let knownHosts = entry.knownHosts { options["known_hosts"] = knownHosts.path }
+        if let privateKey = entry.privateKey { options["private_key"] = privateKey.path }
+        if let username = entry.username { options["username"] = username }
+        return options
+    }
+}

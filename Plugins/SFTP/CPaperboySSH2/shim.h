@@ -4,6 +4,8 @@
 #define CPAPERBOY_SSH2_SHIM_H
 
 #include <errno.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -94,6 +96,12 @@ static const unsigned long PAPERBOY_SFTP_ATTR_ACMODTIME = LIBSSH2_SFTP_ATTR_ACMO
 static const unsigned long PAPERBOY_SFTP_ATTR_PERMISSIONS = LIBSSH2_SFTP_ATTR_PERMISSIONS;
 static const unsigned long PAPERBOY_SFTP_S_IFMT = LIBSSH2_SFTP_S_IFMT;
 static const unsigned long PAPERBOY_SFTP_S_IFDIR = LIBSSH2_SFTP_S_IFDIR;
+
+/// A non-blocking, close-on-exec eventfd: how other threads wake a session thread.
+static inline int paperboy_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+/// poll(2)'s "peer closed its end" event (a GNU extension, hidden without _GNU_SOURCE).
+static const short PAPERBOY_POLLRDHUP = 0x2000;
 
 /// libssh2's version, such as "1.10.0".
 static inline const char *paperboy_ssh2_version(void) { return libssh2_version(0); }

@@ -97,7 +97,7 @@ final class SSHSession: @unchecked Sendable {
         self.idleLifetime = idleLifetime
         let host = key.host.contains(":") ? "[\(key.host)]" : key.host
         origin = URL(string: "sftp://\(host):\(key.port)/") ?? URL(string: "sftp://invalid/")!
-        wakeFD = eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC))
+        wakeFD = paperboy_eventfd()
         context = .allocate(capacity: 1)
         context.initialize(to: paperboy_ssh_context(received: 0, owner: nil, kbdint: sshKeyboardInteractiveCallback))
         context.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
@@ -176,6 +176,14 @@ final class SSHSession: @unchecked Sendable {
         } onCancel: {
             submit(.cancel(id))
         }
+    }
+
+    /// Runs `step` on the session thread without waiting for it (closing a handle after a
+    /// cancelled transfer, for example).
+    func enqueue(idleTimeout: Duration, _ step: @escaping () -> Step) {
+        let operation = Operation(id: nextID.wrappingAdd(1, ordering: .relaxed).oldValue, idleTimeout: idleTimeout)
+        operation.step = step
+        submit(.add(operation))
     }
 
     /// Wakes a paused operation (its sink accepts bytes again). Any thread.
@@ -375,7 +383,7 @@ final class SSHSession: @unchecked Sendable {
                 if events == 0 { events = Int16(POLLIN) }
             } else if operations.isEmpty {
                 // Idle: notice a server that hangs up.
-                events = Int16(POLLRDHUP)
+                events = PAPERBOY_POLLRDHUP
             }
             fds.append(pollfd(fd: socket, events: events, revents: 0))
         }
@@ -385,7 +393,7 @@ final class SSHSession: @unchecked Sendable {
             var value: UInt64 = 0
             _ = read(wakeFD, &value, 8)
         }
-        if fds.count > 1, fds[1].revents & Int16(POLLRDHUP | POLLHUP | POLLERR) != 0 {
+        if fds.count > 1, fds[1].revents & (PAPERBOY_POLLRDHUP | Int16(POLLHUP | POLLERR)) != 0 {
             markDead()
         }
     }

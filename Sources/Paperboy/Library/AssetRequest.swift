@@ -21,12 +21,17 @@ public struct AssetRequest: Sendable, Hashable, Codable {
     public var maxBytesPerSecond: Int64?
     /// Changes to the library's default network policy for this asset.
     public var network: NetworkPolicyOverride?
+    /// When set, the verified file is an archive extracted into the issue folder (and then
+    /// removed) instead of being moved to ``destinationPath``.
+    public var unpack: UnpackFormat?
+    /// What the asset is to a shelf: content, or the issue's cover.
+    public var role: AssetRole
 
     /// Creates a request.
     public init(
         url: URL, headers: [String: String] = [:], sha256: String? = nil, priority: Int = 0,
         destinationPath: String? = nil, options: [String: String] = [:], maxBytesPerSecond: Int64? = nil,
-        network: NetworkPolicyOverride? = nil
+        network: NetworkPolicyOverride? = nil, unpack: UnpackFormat? = nil, role: AssetRole = .content
     ) {
         self.url = url
         self.headers = headers
@@ -36,7 +41,31 @@ public struct AssetRequest: Sendable, Hashable, Codable {
         self.options = options
         self.maxBytesPerSecond = maxBytesPerSecond
         self.network = network
+        self.unpack = unpack
+        self.role = role
     }
+
+    private enum CodingKeys: String, CodingKey {
+        case url, headers, sha256, priority, destinationPath, options, maxBytesPerSecond, network, unpack, role
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        url = try container.decode(URL.self, forKey: .url)
+        headers = try container.decodeIfPresent([String: String].self, forKey: .headers) ?? [:]
+        sha256 = try container.decodeIfPresent(String.self, forKey: .sha256)
+        priority = try container.decodeIfPresent(Int.self, forKey: .priority) ?? 0
+        destinationPath = try container.decodeIfPresent(String.self, forKey: .destinationPath)
+        options = try container.decodeIfPresent([String: String].self, forKey: .options) ?? [:]
+        maxBytesPerSecond = try container.decodeIfPresent(Int64.self, forKey: .maxBytesPerSecond)
+        network = try container.decodeIfPresent(NetworkPolicyOverride.self, forKey: .network)
+        unpack = try container.decodeIfPresent(UnpackFormat.self, forKey: .unpack)
+        role = try container.decodeIfPresent(AssetRole.self, forKey: .role) ?? .content
+    }
+
+    /// Whether the core delivers the file itself (to a destination path, or by unpacking it)
+    /// rather than waiting for a delegate to take it.
+    var deliversItself: Bool { destinationPath != nil || unpack != nil }
 
     /// Checks the parts a transport does not: the checksum format and the destination path.
     func validated() throws(LibraryError) -> AssetRequest {
@@ -50,6 +79,14 @@ public struct AssetRequest: Sendable, Hashable, Codable {
         }
         return self
     }
+}
+
+/// What an asset is to a shelf.
+public enum AssetRole: String, Sendable, Hashable, Codable {
+    /// The issue's content.
+    case content
+    /// The issue's cover image: once delivered, ``Issue/coverURL`` points to it.
+    case cover
 }
 
 /// Rules for names and paths that become files inside the library.

@@ -44,6 +44,11 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
         return .none
     }
 
+    /// The delivered cover image (an asset with the ``AssetRole/cover`` role), if any.
+    public var coverURL: URL? {
+        scheduler.store.issue(named: name)?.coverPath.map { contentURL.appendingPathComponent($0) }
+    }
+
     /// Whether the issue became available and has not been marked read (counts in the badge).
     public var isNew: Bool { scheduler.store.issue(named: name)?.isNew ?? false }
 

@@ -262,7 +262,7 @@ final class Scheduler: Sendable {
                     state.ready.push(id: entry.id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
                 case .retry:
                     scheduleRetry(entry.id, at: entry.retryAt ?? Date(), in: &state)
-                case .finished where entry.request.destinationPath != nil:
+                case .finished where entry.request.deliversItself:
                     deliveries.append(entry.id)
                 default:
                     break
@@ -615,7 +615,7 @@ final class Scheduler: Sendable {
                     patch.bytesOnDisk = size
                     patch.expectedBytes = .some(size)
                     patch.detail = .some(nil)
-                    deliver = entry.request.destinationPath != nil || entry.hub?.hasDelegates == true
+                    deliver = entry.request.deliversItself || entry.hub?.hasDelegates == true
                     // Marked here, under the same lock, so that the library never looks idle
                     // between the end of the transfer and the delivery.
                     entry.delivering = deliver
@@ -724,7 +724,16 @@ final class Scheduler: Sendable {
         }
         var failure: LibraryError?
         if POSIX.exists(inbox) {
-            if let path = request.destinationPath {
+            if request.unpack == .zip {
+                let folder = layout.contentURL(issue: issueName)
+                do {
+                    try POSIX.makeDirectory(folder)
+                    try Unpacker.unzip(inbox, into: folder, staging: folder.appendingPathComponent(".unpack-\(id)"))
+                } catch {
+                    failure = error
+                }
+                POSIX.remove(inbox)
+            } else if let path = request.destinationPath {
                 do {
                     try moveIntoIssue(inbox, issueName: issueName, path: path)
                 } catch {
@@ -743,6 +752,7 @@ final class Scheduler: Sendable {
             }
         }
         var completedIssue: String?
+        var coverPath: String?
         state.withLock { state in
             guard state.entries[id] != nil else { return }
             var patch = AssetPatch(id: id)
@@ -764,6 +774,9 @@ final class Scheduler: Sendable {
                 patch.state = .delivered
                 patch.detail = .some(nil)
                 patch.retryAt = .some(nil)
+                if request.role == .cover, let path = request.destinationPath, request.unpack == nil {
+                    coverPath = path
+                }
                 let remaining = (state.remainingByIssue[issueName] ?? 1) - 1
                 state.remainingByIssue[issueName] = remaining > 0 ? remaining : nil
                 if remaining <= 0 { completedIssue = issueName }
@@ -775,6 +788,9 @@ final class Scheduler: Sendable {
             logger.error("asset \(id): \(failure!.message)")
         }
         broadcastState(id, delivered: failure == nil)
+        if let coverPath {
+            store.updateIssue(named: issueName) { $0.coverPath = coverPath }
+        }
         if let completedIssue {
             store.flush()
             store.updateIssue(named: completedIssue) { $0.isNew = true }

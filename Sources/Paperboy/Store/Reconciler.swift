@@ -25,7 +25,10 @@ struct Reconciler {
             switch state {
             case .finished:
                 if !POSIX.exists(inbox) {
-                    if let path = record.request.destinationPath,
+                    if record.request.unpack != nil {
+                        // The archive is removed only after a complete unpack.
+                        record.state = PersistedState.delivered.rawValue
+                    } else if let path = record.request.destinationPath,
                        POSIX.exists(layout.contentURL(issue: record.issueName).appendingPathComponent(path)) {
                         // Moved to its destination; the crash came before the record.
                         record.state = PersistedState.delivered.rawValue

@@ -144,7 +144,8 @@ struct SyncPlan {
                         allowsExpensive: asset.allowExpensive, allowsConstrained: asset.allowConstrained)
                 }
                 missing.append((AssetRequest(url: asset.url, sha256: asset.sha256, priority: asset.priority,
-                                             destinationPath: asset.path, network: network), nil))
+                                             destinationPath: asset.path, options: config.transportOptions(for: asset.url),
+                                             network: network), nil))
             }
             let added = try issue.addAssets(missing)
             var addedByKey: [String: AssetDownload] = [:]

@@ -1,0 +1,182 @@
+import CPaperboySSH2
+import Foundation
+import Paperboy
+
+/// An SFTP file handle (`LIBSSH2_SFTP_HANDLE *`), used only on its session's thread.
+struct SFTPHandle: @unchecked Sendable {
+    let raw: OpaquePointer
+}
+
+/// Size and modification time of a remote file.
+struct SFTPAttributes: Sendable, Equatable {
+    var size: Int64?
+    var modified: UInt?
+    var isFolder: Bool
+
+    init(_ attributes: LIBSSH2_SFTP_ATTRIBUTES) {
+        size = attributes.flags & PAPERBOY_SFTP_ATTR_SIZE != 0 ? Int64(clamping: attributes.filesize) : nil
+        modified = attributes.flags & PAPERBOY_SFTP_ATTR_ACMODTIME != 0 ? attributes.mtime : nil
+        isFolder = attributes.flags & PAPERBOY_SFTP_ATTR_PERMISSIONS != 0
+            && attributes.permissions & PAPERBOY_SFTP_S_IFMT == PAPERBOY_SFTP_S_IFDIR
+    }
+
+    /// `size=…;mtime=…`, weak: SFTP version 3 has whole-second times and no inode, so a file
+    /// rewritten with the same size within one second looks the same (as with HTTP Last-Modified).
+    var validator: ResourceValidator? {
+        guard let size, let modified else { return nil }
+        return ResourceValidator("size=\(size);mtime=\(modified)", strength: .weak)
+    }
+}
+
+/// One file read through an open session: open, attributes, resume decision, pipelined reads
+/// into the sink, close.
+struct SFTPDownload: Sendable {
+    let session: SSHSession
+    let location: SFTPLocation
+    let job: TransferJob
+    let sink: any TransferSink
+    let readSize: Int
+
+    func run() async throws {
+        let session = session
+        let path = location.path
+        let url = location.url
+        let handle = try await session.run(idleTimeout: job.idleTimeout) { () -> SFTPHandle? in
+            guard let sftp = session.sftp else { throw TransportError(.connectionLost, "SFTP channel closed", url: url) }
+            if let raw = paperboy_sftp_open_read(sftp, path) { return SFTPHandle(raw: raw) }
+            if libssh2_session_last_errno(session.raw) == LIBSSH2_ERROR_EAGAIN { return nil }
+            throw session.lastError(action: "opening the file", url: url)
+        }
+        do {
+            try await read(handle)
+        } catch {
+            close(handle)
+            throw error
+        }
+        close(handle)
+    }
+
+    private func attributes(of handle: SFTPHandle) async throws -> SFTPAttributes {
+        let session = session
+        let url = location.url
+        return try await session.run(idleTimeout: job.idleTimeout) { () -> SFTPAttributes? in
+            var attributes = LIBSSH2_SFTP_ATTRIBUTES()
+            guard try session.check(paperboy_sftp_fstat(handle.raw, &attributes), action: "reading the file's attributes", url: url) != nil else {
+                return nil
+            }
+            return SFTPAttributes(attributes)
+        }
+    }
+
+    private func read(_ handle: SFTPHandle) async throws {
+        let url = location.url
+        let before = try await attributes(of: handle)
+        if before.isFolder {
+            throw TransportError(.notFound, "\(url.redactedString) is a folder, not a file", url: url, isRetryable: false)
+        }
+        let validator = before.validator
+        var offset = job.offset
+        if offset > 0 {
+            let changed = job.validator != nil && job.validator != validator
+            if changed || validator == nil || offset > before.size ?? 0 { offset = 0 }
+        }
+        try sink.begin(TransferResponse(offset: offset, expectedLength: before.size, validator: validator))
+        if let size = before.size, offset == size { return }
+
+        let reader = SFTPReader(handle: handle, offset: offset, capacity: readSize, session: session, sink: sink, url: url)
+        let received = try await session.perform(idleTimeout: job.idleTimeout) { (operation, continuation: CheckedContinuation<Int64, any Error>) in
+            reader.attach(operation, continuation)
+        }
+        let after = try await attributes(of: handle)
+        if after != before || (before.size != nil && offset + received != before.size) {
+            throw TransportError(
+                .sourceChanged,
+                "\(url.redactedString) changed while it was read (\(offset + received) bytes read, size now \(after.size.map(String.init) ?? "unknown"))",
+                url: url)
+        }
+    }
+
+    /// Closes the handle without waiting, even when the transfer was cancelled.
+    private func close(_ handle: SFTPHandle) {
+        session.enqueue(idleTimeout: .seconds(10)) {
+            let code = libssh2_sftp_close_handle(handle.raw)
+            return code == LIBSSH2_ERROR_EAGAIN ? .blocked : .finished
+        }
+    }
+}
+
+/// Reads one file into a sink on the session thread: each `libssh2_sftp_read` keeps several
+/// requests in flight; a chunk the sink refuses is kept and offered again when it is writable.
+final class SFTPReader: @unchecked Sendable {
+    private let handle: SFTPHandle
+    private let offset: Int64
+    private let capacity: Int
+    private let buffer: UnsafeMutableRawPointer
+    private let session: SSHSession
+    private let sink: any TransferSink
+    private let url: URL
+    private var pending = 0
+    private var received: Int64 = 0
+    private var sought = false
+    private var continuation: CheckedContinuation<Int64, any Error>?
+    private weak var operation: SSHSession.Operation?
+
+    init(handle: SFTPHandle, offset: Int64, capacity: Int, session: SSHSession, sink: any TransferSink, url: URL) {
+        self.handle = handle
+        self.offset = offset
+        self.capacity = capacity
+        buffer = .allocate(byteCount: capacity, alignment: 16)
+        self.session = session
+        self.sink = sink
+        self.url = url
+    }
+
+    deinit { buffer.deallocate() }
+
+    func attach(_ operation: SSHSession.Operation, _ continuation: CheckedContinuation<Int64, any Error>) {
+        self.operation = operation
+        self.continuation = continuation
+        operation.step = { [self] in step() }
+    }
+
+    private func step() -> SSHSession.Step {
+        if !sought {
+            libssh2_sftp_seek64(handle.raw, UInt64(offset))
+            sought = true
+        }
+        var progressed = false
+        // A bounded number of chunks per step, so that other transfers on the session get turns.
+        for _ in 0..<8 {
+            if pending > 0 {
+                do {
+                    guard try sink.tryWrite(UnsafeRawBufferPointer(start: buffer, count: pending)) else {
+                        if let operation {
+                            sink.whenWritable { [session] in session.resume(operation) }
+                        }
+                        return .paused
+                    }
+                } catch {
+                    return finish(.failure(error))
+                }
+                received += Int64(pending)
+                pending = 0
+                progressed = true
+            }
+            let count = libssh2_sftp_read(handle.raw, buffer.assumingMemoryBound(to: CChar.self), capacity)
+            if count == Int(LIBSSH2_ERROR_EAGAIN) { return progressed ? .yielded : .blocked }
+            if count < 0 {
+                return finish(.failure(session.lastError(action: "reading after \(offset + received) bytes", url: url)))
+            }
+            if count == 0 { return finish(.success(received)) }
+            pending = count
+            progressed = true
+        }
+        return .yielded
+    }
+
+    private func finish(_ result: Result<Int64, any Error>) -> SSHSession.Step {
+        continuation?.resume(with: result)
+        continuation = nil
+        return .finished
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+
+/// What ``Library/contentAvailable(payload:throttle:dontThrottle:now:)`` decided.
+public enum ContentAvailableResult: Sendable, Hashable {
+    /// Refresh now: the trigger was recorded.
+    case refresh
+    /// Too soon after the previous refresh; the next one is allowed at this date.
+    case throttled(nextAllowed: Date)
+    /// The payload does not say `content-available: 1`.
+    case ignored
+}
+
+extension Library {
+    /// A push with `content-available: 1` arrived (the NewsstandKit trigger): says whether to
+    /// refresh feeds now, at most once per `throttle` (24 hours by default) unless `dontThrottle`
+    /// (the analog of NKDontThrottleNewsstandContentNotifications). The time of the last refresh
+    /// is kept in the library, so the throttle survives restarts.
+    ///
+    /// - Parameters:
+    ///   - payload: the push payload; `content-available` may be at the top level or under `aps`.
+    ///     `nil` counts as a trigger (a manual `paperboy notify`).
+    /// - Throws: ``LibraryError`` when the decision cannot be recorded.
+    public func contentAvailable(payload: JSONValue? = nil, throttle: Duration = .seconds(86_400),
+                                 dontThrottle: Bool = false, now: Date = Date()) throws(LibraryError) -> ContentAvailableResult {
+        if let payload, !Self.saysContentAvailable(payload) { return .ignored }
+        if !dontThrottle, let last = lastContentRefresh {
+            let next = last.addingTimeInterval(throttle.seconds)
+            if now < next { return .throttled(nextAllowed: next) }
+        }
+        try scheduler.store.setMeta("lastContentRefresh", String(now.timeIntervalSince1970))
+        return .refresh
+    }
+
+    /// When ``contentAvailable(payload:throttle:dontThrottle:now:)`` last said to refresh.
+    public var lastContentRefresh: Date? {
+        scheduler.store.meta("lastContentRefresh").flatMap(Double.init).map { Date(timeIntervalSince1970: $0) }
+    }
+
+    static func saysContentAvailable(_ payload: JSONValue) -> Bool {
+        guard case .object(let object) = payload else { return false }
+        func isOne(_ value: JSONValue?) -> Bool {
+            switch value {
+            case .number(let number)?: number == 1
+            case .bool(true)?: true
+            case .string("1")?: true
+            default: false
+            }
+        }
+        if isOne(object["content-available"]) { return true }
+        if case .object(let aps)? = object["aps"] { return isOne(aps["content-available"]) }
+        return false
+    }
+
+    /// Removes the oldest available issues (content and records), never the currently-reading
+    /// one nor one with downloads on their way.
+    ///
+    /// - Parameters:
+    ///   - keep: keep at most this many issues (newest first), if given.
+    ///   - budgetBytes: then remove more until the issues' folders take at most this much.
+    /// - Returns: the names of the removed issues, oldest first.
+    @discardableResult
+    public func purge(keep: Int? = nil, budgetBytes: Int64? = nil) async throws(LibraryError) -> [String] {
+        let reading = currentlyReadingIssue?.name
+        let all = issues   // newest first
+        var removable = all.reversed().filter { $0.name != reading && $0.status == .available }
+        var removed: [String] = []
+        if let keep {
+            var excess = all.count - max(0, keep)
+            while excess > 0, !removable.isEmpty {
+                let issue = removable.removeFirst()
+                try await removeIssue(issue)
+                removed.append(issue.name)
+                excess -= 1
+            }
+        }
+        if let budgetBytes {
+            var sizes = Dictionary(uniqueKeysWithValues: issues.map { ($0.name, Self.folderSize($0.contentURL)) })
+            var total = sizes.values.reduce(0, +)
+            while total > budgetBytes, !removable.isEmpty {
+                let issue = removable.removeFirst()
+                total -= sizes.removeValue(forKey: issue.name) ?? 0
+                try await removeIssue(issue)
+                removed.append(issue.name)
+            }
+        }
+        return removed
+    }
+
+    /// Bytes used by the files under `folder`.
+    static func folderSize(_ folder: URL) -> Int64 {
+        guard let enumerator = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.fileSizeKey, .isRegularFileKey]) else { return 0 }
+        var total: Int64 = 0
+        for case let url as URL in enumerator {
+            let values = try? url.resourceValues(forKeys: [.fileSizeKey, .isRegularFileKey])
+            if values?.isRegularFile == true { total += Int64(values?.fileSize ?? 0) }
+        }
+        return total
+    }
+}

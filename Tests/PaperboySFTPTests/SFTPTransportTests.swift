@@ -1,0 +1,301 @@
+import Foundation
+import Paperboy
+import PaperboySFTP
+import PaperboyTestServers
+import PaperboyTesting
+import Testing
+
+/// Against a real OpenSSH sshd started by each test. Under `CI=true` a missing sshd is a failure.
+@Suite("SFTP transport against sshd")
+struct SFTPTransportTests {
+    let data = randomData(5 << 20 + 4321)
+
+    @Test func downloadsWithAPublicKeyAndReportsSizeAndMtime() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let url = try setup.publish(data, as: "file.bin")
+        let sink = RecordingSink(answer: setup.keyAnswer)
+        try await setup.transport().transfer(job(url), into: sink)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+        let response = try #require(sink.response)
+        #expect(response.offset == 0)
+        #expect(response.expectedLength == Int64(data.count))
+        let modified = try #require(FileManager.default.attributesOfItem(atPath: setup.server.file("file.bin").path)[.modificationDate] as? Date)
+        #expect(response.validator == ResourceValidator("size=\(data.count);mtime=\(Int(modified.timeIntervalSince1970))", strength: .weak))
+        #expect(sink.challenges.map(\.kind) == [.sshPublicKey])
+        #expect(sink.writeCount >= 3)
+    }
+
+    @Test func decodesPercentEscapesAndServesEmptyFiles() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let url = try setup.publish(Data("hello".utf8), as: "a file é.txt")
+        #expect(url.absoluteString.contains("%20"))
+        let sink = RecordingSink(answer: setup.keyAnswer)
+        try await setup.transport().transfer(job(url), into: sink)
+        #expect(sink.data == Data("hello".utf8))
+
+        let empty = RecordingSink(answer: setup.keyAnswer)
+        try await setup.transport().transfer(job(try setup.publish(Data(), as: "empty")), into: empty)
+        #expect(empty.beginCount == 1)
+        #expect(empty.response?.expectedLength == 0)
+        #expect(empty.data.isEmpty)
+    }
+
+    @Test func asksForThePassphraseOfAnEncryptedKey() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let key = try setup.server.makeClientKey(named: "locked_ecdsa", type: "ecdsa", passphrase: "open sesame")
+        let url = try setup.publish(data, as: "file.bin")
+        let sink = RecordingSink { challenge in
+            guard challenge.kind == .sshPublicKey else { return .performDefaultHandling }
+            // The first answer (as from a configuration) names the key without its passphrase;
+            // the second is asked because it was missing; the third gives it.
+            switch challenge.previousFailureCount {
+            case 0: return .useCredential(Credential(privateKey: key))
+            case 1: return .useCredential(Credential(passphrase: "wrong"))
+            default: return .useCredential(Credential(passphrase: "open sesame"))
+            }
+        }
+        try await setup.transport().transfer(job(url), into: sink)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+        #expect(sink.challenges.map(\.previousFailureCount) == [0, 1, 2])
+        #expect(sink.challenges.dropFirst().allSatisfy { $0.realm == key.path })
+    }
+
+    @Test func authenticatesWithAPassword() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let user = passwordUser() else { return }
+        let url = try setup.publish(data, as: "file.bin", user: user.name)
+        let sink = RecordingSink { challenge in
+            challenge.kind == .sshPassword ? .useCredential(Credential(password: user.password)) : .performDefaultHandling
+        }
+        try await setup.transport().transfer(job(url), into: sink)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+        // The server offers publickey first: it is asked (and declined) before the password.
+        #expect(sink.challenges.map(\.kind) == [.sshPublicKey, .sshPassword])
+    }
+
+    @Test func refusesAWrongPasswordAfterBoundedAttempts() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let user = passwordUser() else { return }
+        let url = try setup.publish(data, as: "file.bin", user: user.name)
+        let sink = RecordingSink { challenge in
+            challenge.kind == .sshPassword ? .useCredential(Credential(password: "not-the-password-42")) : .performDefaultHandling
+        }
+        let error = await transportError { try await setup.transport().transfer(job(url), into: sink) }
+        #expect(error?.code == .authenticationFailed)
+        #expect(error?.isRetryable == false)
+        #expect(error?.description.contains("not-the-password-42") == false)
+        #expect(sink.challenges.filter { $0.kind == .sshPassword }.map(\.previousFailureCount) == [0, 1, 2])
+        #expect(sink.data.isEmpty && sink.beginCount == 0)
+    }
+
+    @Test func refusesAnUnknownHostKeyByDefault() async throws {
+        guard let setup = try SFTPServerSetup.start(trusted: false) else { return }
+        let url = try setup.publish(data, as: "file.bin")
+        let sink = RecordingSink(answer: setup.keyAnswer)
+        let error = await transportError { try await setup.transport().transfer(job(url), into: sink) }
+        #expect(error?.code == .untrustedServer)
+        #expect(error?.isRetryable == false)
+        let trust = try #require(sink.challenges.first { $0.kind == .serverTrust }?.serverTrust)
+        #expect(trust.reason == .unknownHost)
+        #expect(trust.keyType == "ssh-ed25519")
+        #expect(trust.host == "127.0.0.1:\(setup.server.port)")
+        #expect(trust.fingerprint == (try hostFingerprint(setup)))
+        // Nothing was asked or sent past the host key, and nothing was recorded.
+        #expect(!sink.challenges.contains { $0.kind == .sshPublicKey })
+        #expect(try String(contentsOf: setup.knownHosts, encoding: .utf8).isEmpty)
+        #expect(setup.acceptedLogins == 0)
+    }
+
+    @Test func acceptsAnUnknownHostKeyWhenTheChallengeSaysSoAndRecordsIt() async throws {
+        guard let setup = try SFTPServerSetup.start(trusted: false) else { return }
+        let url = try setup.publish(data, as: "file.bin")
+        let keyAnswer = setup.keyAnswer
+        let sink = RecordingSink { challenge in
+            challenge.kind == .serverTrust ? .useCredential(.trustServer) : keyAnswer(challenge)
+        }
+        try await setup.transport().transfer(job(url), into: sink)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+        #expect(try String(contentsOf: setup.knownHosts, encoding: .utf8).contains(setup.server.knownHostsLine))
+
+        // A new transport (new connection) now trusts the key without asking.
+        let again = RecordingSink(answer: setup.keyAnswer)
+        try await setup.transport().transfer(job(url), into: again)
+        #expect(!again.challenges.contains { $0.kind == .serverTrust })
+    }
+
+    @Test func aCredentialWithoutTrustDoesNotAcceptAHostKey() async throws {
+        guard let setup = try SFTPServerSetup.start(trusted: false) else { return }
+        let url = try setup.publish(data, as: "file.bin")
+        // As the core answers every first challenge from configuration: a key, not trust.
+        let key = setup.clientKey
+        let sink = RecordingSink { _ in .useCredential(Credential(privateKey: key)) }
+        let error = await transportError { try await setup.transport().transfer(job(url), into: sink) }
+        #expect(error?.code == .untrustedServer)
+    }
+
+    @Test func refusesAChangedHostKey() async throws {
+        guard let setup = try SFTPServerSetup.start(trusted: false) else { return }
+        let other = setup.folder.file("other_host_key")
+        let keygen = Process()
+        keygen.executableURL = URL(fileURLWithPath: SSHServer.keygen!)
+        keygen.arguments = ["-q", "-t", "ed25519", "-N", "", "-f", other.path]
+        try keygen.run()
+        keygen.waitUntilExit()
+        let otherKey = try String(contentsOf: other.appendingPathExtension("pub"), encoding: .utf8).split(separator: " ").prefix(2).joined(separator: " ")
+        try "[127.0.0.1]:\(setup.server.port) \(otherKey)\n".write(to: setup.knownHosts, atomically: true, encoding: .utf8)
+
+        let url = try setup.publish(data, as: "file.bin")
+        let sink = RecordingSink { _ in .useCredential(.trustServer) }
+        let error = await transportError { try await setup.transport().transfer(job(url), into: sink) }
+        #expect(error?.code == .hostKeyMismatch)
+        #expect(error?.isRetryable == false)
+        #expect(error?.message.contains("REMOTE HOST IDENTIFICATION HAS CHANGED") == true)
+        #expect(error?.message.contains(try hostFingerprint(setup)) == true)
+        #expect(error?.message.contains(setup.knownHosts.path) == true)
+        // Never offered as a choice, even to a sink that trusts everything.
+        #expect(sink.challenges.isEmpty)
+    }
+
+    @Test func matchesHashedKnownHostsEntries() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let keygen = Process()
+        keygen.executableURL = URL(fileURLWithPath: SSHServer.keygen!)
+        keygen.arguments = ["-H", "-f", setup.knownHosts.path]
+        keygen.standardOutput = FileHandle.nullDevice
+        keygen.standardError = FileHandle.nullDevice
+        try keygen.run()
+        keygen.waitUntilExit()
+        #expect(try String(contentsOf: setup.knownHosts, encoding: .utf8).hasPrefix("|1|"))
+        let sink = RecordingSink(answer: setup.keyAnswer)
+        try await setup.transport().transfer(job(try setup.publish(data, as: "file.bin")), into: sink)
+        #expect(!sink.challenges.contains { $0.kind == .serverTrust })
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+    }
+
+    @Test func missingFileIsNotFound() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let sink = RecordingSink(answer: setup.keyAnswer)
+        let error = await transportError { try await setup.transport().transfer(job(setup.server.url("missing.bin")), into: sink) }
+        #expect(error?.code == .notFound)
+        #expect(error?.isRetryable == false)
+        #expect(sink.beginCount == 0)
+    }
+
+    @Test func resumesAfterACancelledTransfer() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let url = try setup.publish(data, as: "file.bin")
+        let transport = setup.transport()
+        let first = SlowSink(answer: setup.keyAnswer)
+        let task = Task { try await transport.transfer(job(url), into: first) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while first.data.count < 1 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        let prefix = first.data
+        #expect(prefix.count >= 1 << 20 && prefix.count < data.count)
+        #expect(first.refusals > 0)
+
+        let second = RecordingSink(startOffset: Int64(prefix.count), answer: setup.keyAnswer)
+        try await transport.transfer(job(url, offset: Int64(prefix.count), validator: first.response?.validator), into: second)
+        #expect(second.response?.offset == Int64(prefix.count))
+        #expect(sha256Hex(prefix + second.data) == sha256Hex(data))
+        // The cancelled transfer's connection served the resumed one.
+        #expect(setup.acceptedLogins == 1)
+    }
+
+    @Test func aFileChangedBetweenAttemptsRestartsFromZero() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let url = try setup.publish(data, as: "file.bin")
+        let transport = setup.transport()
+        let first = RecordingSink(answer: setup.keyAnswer)
+        try await transport.transfer(job(url), into: first)
+        let old = try #require(first.response?.validator)
+
+        let changed = randomData(data.count + 17, seed: 7)
+        _ = try setup.publish(changed, as: "file.bin")
+        let second = RecordingSink(answer: setup.keyAnswer)
+        try await transport.transfer(job(url, offset: 1 << 20, validator: old), into: second)
+        #expect(second.response?.offset == 0)
+        #expect(second.response?.validator != old)
+        #expect(sha256Hex(second.data) == sha256Hex(changed))
+    }
+
+    @Test func severalAssetsFromOneHostShareOneSession() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let transport = setup.transport()
+        var urls: [URL] = []
+        for index in 0..<6 { urls.append(try setup.publish(randomData(700_000 + index, seed: UInt64(index)), as: "part\(index).bin")) }
+        // One after the other, then all at once: one SSH connection, one login.
+        for url in urls.prefix(2) { try await transport.transfer(job(url), into: RecordingSink(answer: setup.keyAnswer)) }
+        let answer = setup.keyAnswer
+        let digests = try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for (index, url) in urls.enumerated() {
+                group.addTask {
+                    let sink = RecordingSink(answer: answer)
+                    try await transport.transfer(job(url), into: sink)
+                    return (index, sha256Hex(sink.data))
+                }
+            }
+            return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        for index in 0..<6 { #expect(digests[index] == sha256Hex(randomData(700_000 + index, seed: UInt64(index)))) }
+        #expect(setup.acceptedLogins == 1)
+    }
+
+    @Test func theServerGoingAwayIsRetryable() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let url = try setup.publish(data, as: "file.bin")
+        let transport = setup.transport()
+        try await transport.transfer(job(url), into: RecordingSink(answer: setup.keyAnswer))
+        setup.server.stop()
+        // The idle session notices the hang-up; a new connection is refused.
+        let error = await transportError { try await transport.transfer(job(url), into: RecordingSink(answer: setup.keyAnswer)) }
+        #expect(error?.isRetryable == true)
+        #expect([.connectionFailed, .connectionLost].contains(error?.code))
+    }
+
+    @Test func downloadsThroughALibraryWithConfiguredCredentials() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let url = try setup.publish(data, as: "file.bin")
+        var configuration = Library.Configuration()
+        configuration.retry = RetryPolicy(maxAttempts: 1, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))
+        configuration.syncsToDisk = false
+        configuration.credentials = PrefixCredentials([
+            .init(prefix: "sftp://127.0.0.1:\(setup.server.port)/", credential: Credential(privateKey: setup.clientKey)),
+        ])
+        let library = try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([setup.transport()]), configuration: configuration)
+        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        await library.close()
+        #expect(delegate.keptFiles.count == 1)
+        #expect(delegate.keptFiles.first.map(sha256Hex) == sha256Hex(data))
+    }
+
+    /// The SHA256 fingerprint of the server's host key, as ssh-keygen prints it.
+    func hostFingerprint(_ setup: SFTPServerSetup) throws -> String {
+        let keygen = Process()
+        let pipe = Pipe()
+        keygen.executableURL = URL(fileURLWithPath: SSHServer.keygen!)
+        keygen.arguments = ["-l", "-E", "sha256", "-f", setup.server.folder.appendingPathComponent("host_key.pub").path]
+        keygen.standardOutput = pipe
+        try keygen.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        keygen.waitUntilExit()
+        return String(output.split(separator: " ")[1])
+    }
+
+    /// A local user with a password for sshd, or nil (skipping; a failure under CI) when it
+    /// cannot be created (not root).
+    func passwordUser(sourceLocation: SourceLocation = #_sourceLocation) -> (name: String, password: String)? {
+        let user = (name: "paperboy-sftp", password: "Correct-Horse-7")
+        if SSHServer.ensurePasswordUser(name: user.name, password: user.password) { return user }
+        if ProcessInfo.processInfo.environment["CI"] == "true" {
+            Testing.Issue.record("cannot create the password test user '\(user.name)': run the tests as root on CI", sourceLocation: sourceLocation)
+        } else {
+            print("skipping SFTP password test: not root, cannot create the user '\(user.name)'")
+        }
+        return nil
+    }
+}

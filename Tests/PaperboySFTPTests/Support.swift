@@ -1,0 +1,154 @@
+import Foundation
+import Paperboy
+import PaperboySFTP
+import PaperboyTestServers
+import PaperboyTesting
+import Synchronization
+import Testing
+
+/// A temporary folder removed when the test ends.
+final class TempFolder: @unchecked Sendable {
+    let url: URL
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-sftp-test-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+}
+
+/// Deterministic pseudo-random bytes (test data is generated, never committed).
+func randomData(_ count: Int, seed: UInt64 = 42) -> Data {
+    var state = seed
+    func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    var data = Data(count: count)
+    data.withUnsafeMutableBytes { buffer in
+        let words = buffer.bindMemory(to: UInt64.self)
+        for index in words.indices { words[index] = next() }
+        for index in (words.count * 8)..<count { buffer[index] = UInt8(truncatingIfNeeded: next()) }
+    }
+    return data
+}
+
+/// A running sshd with a client key it accepts and a known_hosts file that trusts it.
+final class SFTPServerSetup: @unchecked Sendable {
+    let server: SSHServer
+    let folder = TempFolder()
+    let clientKey: URL
+    let knownHosts: URL
+
+    /// Starts sshd, or returns nil (skipping) when it is not installed; under `CI=true` a
+    /// missing sshd is a failure.
+    static func start(trusted: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) throws -> SFTPServerSetup? {
+        guard let binary = SSHServer.binary, SSHServer.keygen != nil else {
+            if ProcessInfo.processInfo.environment["CI"] == "true" {
+                Testing.Issue.record("sshd is not installed: CI must install openssh-server", sourceLocation: sourceLocation)
+            } else {
+                print("skipping SFTP test: sshd (openssh-server) is not installed")
+            }
+            return nil
+        }
+        return try SFTPServerSetup(server: SSHServer(binary: binary), trusted: trusted)
+    }
+
+    private init(server: SSHServer, trusted: Bool) throws {
+        self.server = server
+        clientKey = try server.makeClientKey(named: "client_ed25519")
+        knownHosts = folder.file("known_hosts")
+        try (trusted ? server.knownHostsLine + "\n" : "").write(to: knownHosts, atomically: true, encoding: .utf8)
+    }
+
+    /// Publishes `data` as `name` and returns its URL.
+    func publish(_ data: Data, as name: String, user: String? = nil) throws -> URL {
+        try data.write(to: server.file(name))
+        chmod(server.file(name).path, 0o644)
+        return server.url(name, user: user)
+    }
+
+    /// A transport trusting this server and using no key unless a challenge names one.
+    func transport(identityFiles: [URL] = [], recordsKeys: Bool = true) -> SFTPTransport {
+        SFTPTransport(configuration: .init(
+            knownHostsFile: knownHosts, recordsAcceptedHostKeys: recordsKeys, identityFiles: identityFiles, usesAgent: false))
+    }
+
+    /// Answers publickey challenges with the client key.
+    var keyAnswer: @Sendable (AuthChallenge) -> AuthChallengeDisposition {
+        let key = clientKey
+        return { challenge in
+            challenge.kind == .sshPublicKey ? .useCredential(Credential(privateKey: key)) : .performDefaultHandling
+        }
+    }
+
+    /// Successful public key logins so far, from sshd's log (one per SSH connection).
+    var acceptedLogins: Int {
+        server.log.components(separatedBy: "Accepted publickey").count - 1
+    }
+}
+
+/// A job with short timeouts, as tests want them.
+func job(_ url: URL, offset: Int64 = 0, validator: ResourceValidator? = nil) -> TransferJob {
+    TransferJob(url: url, offset: offset, validator: validator, connectTimeout: .seconds(5), idleTimeout: .seconds(10))
+}
+
+/// Runs `body` and returns the TransportError it throws (recording an issue if it does not).
+func transportError(_ body: () async throws -> Void) async -> TransportError? {
+    do {
+        try await body()
+        Testing.Issue.record("expected a TransportError, the transfer succeeded")
+    } catch let error as TransportError {
+        return error
+    } catch {
+        Testing.Issue.record("expected a TransportError, got \(type(of: error)): \(error)")
+    }
+    return nil
+}
+
+/// A sink that pushes back on every other `tryWrite` and allows writing again after `pause`,
+/// from another thread, as the core's bandwidth limiter does.
+final class SlowSink: TransferSink, @unchecked Sendable {
+    let pause: Duration
+    let answer: @Sendable (AuthChallenge) -> AuthChallengeDisposition
+    private let lock = Mutex<(data: Data, calls: Int, pending: Bool, response: TransferResponse?, refusals: Int)>((Data(), 0, false, nil, 0))
+
+    init(pause: Duration = .milliseconds(20), answer: @escaping @Sendable (AuthChallenge) -> AuthChallengeDisposition) {
+        self.pause = pause
+        self.answer = answer
+    }
+
+    var data: Data { lock.withLock { $0.data } }
+    var response: TransferResponse? { lock.withLock { $0.response } }
+    var refusals: Int { lock.withLock { $0.refusals } }
+
+    func begin(_ response: TransferResponse) throws { lock.withLock { $0.response = response } }
+    func write(_ bytes: UnsafeRawBufferPointer) async throws { lock.withLock { $0.data.append(contentsOf: bytes) } }
+
+    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
+        try lock.withLock { state in
+            if state.pending { throw TransportError(.protocolError, "write while paused", isRetryable: false) }
+            state.calls += 1
+            if state.calls % 2 == 0 {
+                state.pending = true
+                state.refusals += 1
+                return false
+            }
+            state.data.append(contentsOf: bytes)
+            return true
+        }
+    }
+
+    func whenWritable(_ callback: @escaping @Sendable () -> Void) {
+        let milliseconds = Int(pause.components.seconds * 1000 + pause.components.attoseconds / 1_000_000_000_000_000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+            self.lock.withLock { $0.pending = false }
+            callback()
+        }
+    }
+
+    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { answer(challenge) }
+}

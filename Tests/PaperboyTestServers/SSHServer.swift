@@ -1,0 +1,179 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// A real OpenSSH sshd on 127.0.0.1, started from a generated configuration in a temporary
+/// folder (its own host key, authorized_keys and PID file) and stopped by its PID.
+///
+/// SFTP is served by `internal-sftp`. Public key authentication accepts the keys made with
+/// ``makeClientKey(named:passphrase:)``; password authentication is on (without PAM, so it
+/// checks `/etc/shadow`: see ``ensurePasswordUser(name:password:)``).
+public final class SSHServer: @unchecked Sendable {
+    /// The port sshd listens on.
+    public let port: Int
+    /// The folder holding the configuration, keys, log and PID file.
+    public let folder: URL
+    /// Files placed here can be fetched by absolute path.
+    public let root: URL
+    /// The host's public key line, such as `ssh-ed25519 AAAA…`.
+    public let hostPublicKey: String
+    private let process: Process
+    private let authorizedKeys: URL
+
+    /// The sshd binary, if installed.
+    public static var binary: String? {
+        ["/usr/sbin/sshd", "/usr/local/sbin/sshd"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// ssh-keygen, if installed.
+    public static var keygen: String? {
+        ["/usr/bin/ssh-keygen", "/usr/local/bin/ssh-keygen"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    /// Starts sshd.
+    ///
+    /// - Parameters:
+    ///   - binary: the sshd executable (an absolute path: sshd re-executes itself).
+    ///   - hostKeyType: `ed25519` or `ecdsa`.
+    ///   - port: a port to listen on (a free one when nil), to restart a server with a new key.
+    ///   - extraConfiguration: lines appended to sshd_config.
+    public init(binary: String, hostKeyType: String = "ed25519", port: Int? = nil, extraConfiguration: String = "") throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-sshd-\(UUID().uuidString)")
+        root = folder.appendingPathComponent("files")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        // Other users (the password test user) must be able to read the served files.
+        chmod(folder.path, 0o755)
+        chmod(root.path, 0o755)
+        authorizedKeys = folder.appendingPathComponent("authorized_keys")
+        FileManager.default.createFile(atPath: authorizedKeys.path, contents: nil, attributes: [.posixPermissions: 0o644])
+        let hostKey = folder.appendingPathComponent("host_key")
+        try Self.keygen(["-q", "-t", hostKeyType, "-N", "", "-f", hostKey.path])
+        hostPublicKey = try String(contentsOf: hostKey.appendingPathExtension("pub"), encoding: .utf8)
+            .split(separator: " ").prefix(2).joined(separator: " ")
+        self.port = try port ?? NginxServer.freePort()
+        // sshd needs its privilege-separation folder.
+        try? FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
+
+        let configuration = """
+            ListenAddress 127.0.0.1
+            Port \(self.port)
+            HostKey \(hostKey.path)
+            PidFile \(folder.appendingPathComponent("sshd.pid").path)
+            AuthorizedKeysFile \(authorizedKeys.path)
+            UsePAM no
+            StrictModes no
+            PermitRootLogin yes
+            PubkeyAuthentication yes
+            PasswordAuthentication yes
+            KbdInteractiveAuthentication no
+            MaxAuthTries 10
+            MaxSessions 20
+            Subsystem sftp internal-sftp
+            LogLevel VERBOSE
+            \(extraConfiguration)
+
+            """
+        let configURL = folder.appendingPathComponent("sshd_config")
+        try configuration.write(to: configURL, atomically: true, encoding: .utf8)
+
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["-D", "-e", "-f", configURL.path]
+        let log = folder.appendingPathComponent("sshd.log")
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let logHandle = try FileHandle(forWritingTo: log)
+        process.standardOutput = logHandle
+        process.standardError = logHandle
+        try process.run()
+
+        let deadline = Date().addingTimeInterval(10)
+        while !NginxServer.accepts(port: self.port) {
+            if !process.isRunning || Date() > deadline {
+                stop()
+                throw ServerError("sshd did not start on port \(self.port): \(self.log)")
+            }
+            usleep(20_000)
+        }
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// `sftp://[user@]127.0.0.1:PORT` followed by the absolute path of `name` under ``root``.
+    public func url(_ name: String, user: String? = nil) -> URL {
+        let path = root.appendingPathComponent(name).path
+        let encoded = path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? path
+        return URL(string: "sftp://\(user.map { "\($0)@" } ?? "")127.0.0.1:\(port)\(encoded)")!
+    }
+
+    /// The file behind a served name.
+    public func file(_ name: String) -> URL { root.appendingPathComponent(name) }
+
+    /// A known_hosts line for this server: `[127.0.0.1]:PORT ssh-ed25519 AAAA…`.
+    public var knownHostsLine: String { "[127.0.0.1]:\(port) \(hostPublicKey)" }
+
+    /// sshd's log so far.
+    public var log: String {
+        (try? String(contentsOf: folder.appendingPathComponent("sshd.log"), encoding: .utf8)) ?? ""
+    }
+
+    /// Makes a client key pair (ed25519, or `type`) whose public key the server accepts.
+    ///
+    /// - Returns: the private key file.
+    @discardableResult
+    public func makeClientKey(named name: String, type: String = "ed25519", passphrase: String = "") throws -> URL {
+        let key = folder.appendingPathComponent(name)
+        try Self.keygen(["-q", "-t", type, "-N", passphrase, "-C", name, "-f", key.path])
+        let line = try String(contentsOf: key.appendingPathExtension("pub"), encoding: .utf8)
+        let handle = try FileHandle(forWritingTo: authorizedKeys)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(line.utf8))
+        try handle.close()
+        return key
+    }
+
+    /// Stops sshd by its PID (the listener; sessions it forked end with their connections).
+    public func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+
+    /// Makes sure a local user `name` with password `password` exists, for password
+    /// authentication (sshd without PAM checks /etc/shadow). Needs root; returns false otherwise.
+    public static func ensurePasswordUser(name: String, password: String) -> Bool {
+        guard geteuid() == 0 else { return false }
+        if getpwnam(name) == nil {
+            guard run("/usr/sbin/useradd", ["--no-create-home", "--shell", "/bin/sh", name]) else { return false }
+        }
+        return run("/usr/sbin/chpasswd", [], input: "\(name):\(password)\n")
+    }
+
+    static func keygen(_ arguments: [String]) throws {
+        guard let keygen else { throw ServerError("ssh-keygen is not installed") }
+        guard run(keygen, arguments) else { throw ServerError("ssh-keygen \(arguments.joined(separator: " ")) failed") }
+    }
+
+    @discardableResult
+    static func run(_ tool: String, _ arguments: [String], input: String? = nil) -> Bool {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        let pipe = Pipe()
+        if input != nil { process.standardInput = pipe }
+        do { try process.run() } catch { return false }
+        if let input {
+            pipe.fileHandleForWriting.write(Data(input.utf8))
+            try? pipe.fileHandleForWriting.close()
+        }
+        process.waitUntilExit()
+        return process.terminationStatus == 0
+    }
+}
