@@ -1,22 +1,27 @@
+import Foundation
 import Paperboy
 import PaperboyConfig
 import PaperboyExec
 import PaperboyFile
 import PaperboyHTTP
+import PaperboySFTP
 
 /// The transports the `paperboy` tool ships, in one place.
 enum Transports {
     /// The shipped transports, plus out-of-process helpers: `paperboy-transport-SCHEME` found on
     /// `PATH` for schemes that assets use and nothing shipped serves, then every `[[transports]]`
-    /// entry of `config` (an explicit entry wins, even over a shipped transport).
-    static func registry(for config: PaperboyConfiguration? = nil) -> TransportRegistry {
+    /// entry of `config` (an explicit entry wins, even over a shipped transport). The schemes
+    /// looked for are those of the configured assets and feeds, and of `extraURLs`.
+    static func registry(for config: PaperboyConfiguration? = nil, extraURLs: [URL] = []) -> TransportRegistry {
         var registry = TransportRegistry([
             FileTransport(),
             HTTPTransport(),
+            SFTPTransport(configuration: sftpConfiguration(for: config)),
         ])
         guard let config else { return registry }
         let configured = Set(config.transports.map(\.scheme))
-        let used = Set(config.issues.flatMap { $0.assets.compactMap { $0.url.scheme?.lowercased() } })
+        let urls = config.issues.flatMap { $0.assets.map(\.url) } + config.feeds.map(\.url) + extraURLs
+        let used = Set(urls.compactMap { $0.scheme?.lowercased() })
         for scheme in used.subtracting(registry.schemes).subtracting(configured).sorted() {
             if let helper = ExecTransport.discover(scheme: scheme) { registry.register(helper) }
         }
@@ -24,5 +29,15 @@ enum Transports {
             registry.register(ExecTransport(scheme: entry.scheme, command: entry.command))
         }
         return registry
+    }
+
+    /// SFTP settings from the `[[credentials]]` entries matching `sftp:` URLs: their `username`
+    /// (the login when a URL names none) and `known_hosts` file. Keys, passphrases and passwords
+    /// reach the transport through the core's credential challenges.
+    static func sftpConfiguration(for config: PaperboyConfiguration?) -> SFTPTransport.Configuration {
+        let rules = (config?.credentials ?? [])
+            .filter { $0.match.lowercased().hasPrefix("sftp:") }
+            .map { SFTPTransport.HostRule(prefix: $0.match, user: $0.username, knownHostsFile: $0.knownHosts) }
+        return SFTPTransport.Configuration(hosts: rules)
     }
 }

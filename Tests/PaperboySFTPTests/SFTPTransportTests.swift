@@ -242,16 +242,24 @@ struct SFTPTransportTests {
         #expect(setup.acceptedLogins == 1)
     }
 
-    @Test func theServerGoingAwayIsRetryable() async throws {
+    @Test func aDroppedConnectionIsRetryableAndTheNextTransferReconnects() async throws {
         guard let setup = try SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         let transport = setup.transport()
-        try await transport.transfer(job(url), into: RecordingSink(answer: setup.keyAnswer))
-        setup.server.stop()
-        // The idle session notices the hang-up; a new connection is refused.
-        let error = await transportError { try await transport.transfer(job(url), into: RecordingSink(answer: setup.keyAnswer)) }
+        let sink = SlowSink(answer: setup.keyAnswer)
+        let task = Task { try await transport.transfer(job(url), into: sink) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while sink.data.count < 1 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        setup.server.dropConnections()
+        let error = await transportError { try await task.value }
         #expect(error?.isRetryable == true)
-        #expect([.connectionFailed, .connectionLost].contains(error?.code))
+        #expect([.connectionLost, .timedOut].contains(error?.code))
+        #expect(sink.data.count < data.count)
+
+        let again = RecordingSink(startOffset: Int64(sink.data.count), answer: setup.keyAnswer)
+        try await transport.transfer(job(url, offset: Int64(sink.data.count), validator: sink.response?.validator), into: again)
+        #expect(sha256Hex(sink.data + again.data) == sha256Hex(data))
+        #expect(setup.acceptedLogins == 2)
     }
 
     @Test func downloadsThroughALibraryWithConfiguredCredentials() async throws {

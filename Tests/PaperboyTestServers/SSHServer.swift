@@ -20,7 +20,9 @@ public final class SSHServer: @unchecked Sendable {
     public let root: URL
     /// The host's public key line, such as `ssh-ed25519 AAAA…`.
     public let hostPublicKey: String
-    private let process: Process
+    /// sshd's PID (0 once stopped). Spawned directly: sshd closes the descriptors it inherits,
+    /// which Foundation's Process takes for an exit, blocking its child monitor in waitpid.
+    private var pid: pid_t = 0
     private let authorizedKeys: URL
 
     /// The sshd binary, if installed.
@@ -48,7 +50,7 @@ public final class SSHServer: @unchecked Sendable {
         chmod(folder.path, 0o755)
         chmod(root.path, 0o755)
         authorizedKeys = folder.appendingPathComponent("authorized_keys")
-        FileManager.default.createFile(atPath: authorizedKeys.path, contents: nil, attributes: [.posixPermissions: 0o644])
+        _ = FileManager.default.createFile(atPath: authorizedKeys.path, contents: nil, attributes: [.posixPermissions: 0o644])
         let hostKey = folder.appendingPathComponent("host_key")
         try Self.keygen(["-q", "-t", hostKeyType, "-N", "", "-f", hostKey.path])
         hostPublicKey = try String(contentsOf: hostKey.appendingPathExtension("pub"), encoding: .utf8)
@@ -79,19 +81,26 @@ public final class SSHServer: @unchecked Sendable {
         let configURL = folder.appendingPathComponent("sshd_config")
         try configuration.write(to: configURL, atomically: true, encoding: .utf8)
 
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["-D", "-e", "-f", configURL.path]
-        let log = folder.appendingPathComponent("sshd.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let logHandle = try FileHandle(forWritingTo: log)
-        process.standardOutput = logHandle
-        process.standardError = logHandle
-        try process.run()
+        let log = folder.appendingPathComponent("sshd.log").path
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let arguments = [binary, "-D", "-e", "-f", configURL.path]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var child: pid_t = 0
+        let status = posix_spawn(&child, binary, &actions, nil, &argv, environ)
+        guard status == 0 else { throw ServerError("cannot start \(binary): \(String(cString: strerror(status)))") }
+        pid = child
 
         let deadline = Date().addingTimeInterval(10)
         while !NginxServer.accepts(port: self.port) {
-            if !process.isRunning || Date() > deadline {
+            let exited = waitpid(pid, nil, WNOHANG) == pid
+            if exited { pid = 0 }
+            if exited || Date() > deadline {
                 stop()
                 throw ServerError("sshd did not start on port \(self.port): \(self.log)")
             }
@@ -139,9 +148,34 @@ public final class SSHServer: @unchecked Sendable {
 
     /// Stops sshd by its PID (the listener; sessions it forked end with their connections).
     public func stop() {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        guard pid > 0 else { return }
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        pid = 0
+    }
+
+    /// Kills the processes serving open connections (the listener stays): clients see their
+    /// connections drop, as when a server crashes or a network path breaks.
+    public func dropConnections() {
+        guard pid > 0 else { return }
+        var parents: Set<pid_t> = [pid]
+        var victims: [pid_t] = []
+        // Descendants of the listener, found through /proc (each connection has two processes).
+        for _ in 0..<3 {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+            for entry in entries {
+                guard let child = pid_t(entry), !parents.contains(child),
+                      let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                      let close = stat.lastIndex(of: ")") else { continue }
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                if fields.count > 1, let parent = pid_t(fields[1]), parents.contains(parent) {
+                    parents.insert(child)
+                    victims.append(child)
+                }
+            }
+        }
+        for victim in victims { kill(victim, SIGKILL) }
     }
 
     /// Makes sure a local user `name` with password `password` exists, for password

@@ -7,6 +7,14 @@ struct SFTPHandle: @unchecked Sendable {
     let raw: OpaquePointer
 }
 
+/// An SFTP channel (`LIBSSH2_SFTP *`), one per transfer, used only on its session's thread.
+///
+/// libssh2 keeps the state of pending SFTP requests in this structure, so transfers sharing a
+/// connection each get their own channel (OpenSSH allows `MaxSessions`, 10 by default).
+struct SFTPChannel: @unchecked Sendable {
+    let raw: OpaquePointer
+}
+
 /// Size and modification time of a remote file.
 struct SFTPAttributes: Sendable, Equatable {
     var size: Int64?
@@ -41,36 +49,47 @@ struct SFTPDownload: Sendable {
         let session = session
         let path = location.path
         let url = location.url
-        let handle = try await session.run(idleTimeout: job.idleTimeout) { () -> SFTPHandle? in
-            guard let sftp = session.sftp else { throw TransportError(.connectionLost, "SFTP channel closed", url: url) }
-            if let raw = paperboy_sftp_open_read(sftp, path) { return SFTPHandle(raw: raw) }
-            if libssh2_session_last_errno(session.raw) == LIBSSH2_ERROR_EAGAIN { return nil }
-            throw session.lastError(action: "opening the file", url: url)
+        let channel = try await session.run(idleTimeout: job.idleTimeout) { () -> SFTPChannel? in
+            if let sftp = libssh2_sftp_init(session.raw) { return SFTPChannel(raw: sftp) }
+            try session.check(libssh2_session_last_errno(session.raw), action: "starting the SFTP subsystem", url: url)
+            return nil
         }
+        let handle: SFTPHandle
         do {
-            try await read(handle)
+            handle = try await session.run(idleTimeout: job.idleTimeout) { () -> SFTPHandle? in
+                if let raw = paperboy_sftp_open_read(channel.raw, path) { return SFTPHandle(raw: raw) }
+                if libssh2_session_last_errno(session.raw) == LIBSSH2_ERROR_EAGAIN { return nil }
+                throw session.lastError(action: "opening the file", url: url, sftp: channel.raw)
+            }
         } catch {
-            close(handle)
+            close(nil, channel)
             throw error
         }
-        close(handle)
+        do {
+            try await read(handle, channel)
+        } catch {
+            close(handle, channel)
+            throw error
+        }
+        close(handle, channel)
     }
 
-    private func attributes(of handle: SFTPHandle) async throws -> SFTPAttributes {
+    private func attributes(of handle: SFTPHandle, _ channel: SFTPChannel) async throws -> SFTPAttributes {
         let session = session
         let url = location.url
         return try await session.run(idleTimeout: job.idleTimeout) { () -> SFTPAttributes? in
             var attributes = LIBSSH2_SFTP_ATTRIBUTES()
-            guard try session.check(paperboy_sftp_fstat(handle.raw, &attributes), action: "reading the file's attributes", url: url) != nil else {
+            let code = paperboy_sftp_fstat(handle.raw, &attributes)
+            guard try session.check(code, action: "reading the file's attributes", url: url, sftp: channel.raw) != nil else {
                 return nil
             }
             return SFTPAttributes(attributes)
         }
     }
 
-    private func read(_ handle: SFTPHandle) async throws {
+    private func read(_ handle: SFTPHandle, _ channel: SFTPChannel) async throws {
         let url = location.url
-        let before = try await attributes(of: handle)
+        let before = try await attributes(of: handle, channel)
         if before.isFolder {
             throw TransportError(.notFound, "\(url.redactedString) is a folder, not a file", url: url, isRetryable: false)
         }
@@ -83,11 +102,12 @@ struct SFTPDownload: Sendable {
         try sink.begin(TransferResponse(offset: offset, expectedLength: before.size, validator: validator))
         if let size = before.size, offset == size { return }
 
-        let reader = SFTPReader(handle: handle, offset: offset, capacity: readSize, session: session, sink: sink, url: url)
-        let received = try await session.perform(idleTimeout: job.idleTimeout) { (operation, continuation: CheckedContinuation<Int64, any Error>) in
+        let reader = SFTPReader(handle: handle, channel: channel, offset: offset, capacity: readSize, session: session, sink: sink, url: url)
+        let received = try await session.perform(idleTimeout: job.idleTimeout, isExclusive: false) {
+            (operation, continuation: CheckedContinuation<Int64, any Error>) in
             reader.attach(operation, continuation)
         }
-        let after = try await attributes(of: handle)
+        let after = try await attributes(of: handle, channel)
         if after != before || (before.size != nil && offset + received != before.size) {
             throw TransportError(
                 .sourceChanged,
@@ -96,11 +116,15 @@ struct SFTPDownload: Sendable {
         }
     }
 
-    /// Closes the handle without waiting, even when the transfer was cancelled.
-    private func close(_ handle: SFTPHandle) {
+    /// Closes the handle and the channel without waiting, even when the transfer was cancelled.
+    private func close(_ handle: SFTPHandle?, _ channel: SFTPChannel) {
+        var handleClosed = handle == nil
         session.enqueue(idleTimeout: .seconds(10)) {
-            let code = libssh2_sftp_close_handle(handle.raw)
-            return code == LIBSSH2_ERROR_EAGAIN ? .blocked : .finished
+            if !handleClosed, let handle {
+                if libssh2_sftp_close_handle(handle.raw) == LIBSSH2_ERROR_EAGAIN { return .blocked }
+                handleClosed = true
+            }
+            return libssh2_sftp_shutdown(channel.raw) == LIBSSH2_ERROR_EAGAIN ? .blocked : .finished
         }
     }
 }
@@ -109,6 +133,7 @@ struct SFTPDownload: Sendable {
 /// requests in flight; a chunk the sink refuses is kept and offered again when it is writable.
 final class SFTPReader: @unchecked Sendable {
     private let handle: SFTPHandle
+    private let channel: SFTPChannel
     private let offset: Int64
     private let capacity: Int
     private let buffer: UnsafeMutableRawPointer
@@ -121,8 +146,9 @@ final class SFTPReader: @unchecked Sendable {
     private var continuation: CheckedContinuation<Int64, any Error>?
     private weak var operation: SSHSession.Operation?
 
-    init(handle: SFTPHandle, offset: Int64, capacity: Int, session: SSHSession, sink: any TransferSink, url: URL) {
+    init(handle: SFTPHandle, channel: SFTPChannel, offset: Int64, capacity: Int, session: SSHSession, sink: any TransferSink, url: URL) {
         self.handle = handle
+        self.channel = channel
         self.offset = offset
         self.capacity = capacity
         buffer = .allocate(byteCount: capacity, alignment: 16)
@@ -165,7 +191,7 @@ final class SFTPReader: @unchecked Sendable {
             let count = libssh2_sftp_read(handle.raw, buffer.assumingMemoryBound(to: CChar.self), capacity)
             if count == Int(LIBSSH2_ERROR_EAGAIN) { return progressed ? .yielded : .blocked }
             if count < 0 {
-                return finish(.failure(session.lastError(action: "reading after \(offset + received) bytes", url: url)))
+                return finish(.failure(session.lastError(action: "reading after \(offset + received) bytes", url: url, sftp: channel.raw)))
             }
             if count == 0 { return finish(.success(received)) }
             pending = count

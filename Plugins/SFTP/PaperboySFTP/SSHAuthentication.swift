@@ -95,7 +95,7 @@ extension SessionSetup {
                 guard refused < configuration.maxAuthenticationFailures else {
                     throw TransportError(.authenticationFailed, "the passphrase of \(path) was refused \(refused) times", url: url, isRetryable: false)
                 }
-                let challenge = AuthChallenge(kind: .sshPublicKey, url: url, realm: path, previousFailureCount: max(refused, 1))
+                let challenge = AuthChallenge(kind: .sshPublicKey, url: url, realm: path, previousFailureCount: refused + 1)
                 switch await sink.challenge(challenge) {
                 case .useCredential(let credential) where credential.passphrase != nil:
                     passphrase = credential.passphrase

@@ -46,10 +46,15 @@ final class SSHSession: @unchecked Sendable {
         let idleTimeout: Duration
         var lastProgress = ContinuousClock.now
         var isPaused = false
+        /// Runs alone among exclusive operations. libssh2 keeps the state of a pending channel
+        /// open, SFTP open, stat or close in the session or SFTP structure, not per call: two such
+        /// calls in flight at once corrupt each other. Reads on distinct channels may interleave.
+        let isExclusive: Bool
 
-        init(id: Int, idleTimeout: Duration) {
+        init(id: Int, idleTimeout: Duration, isExclusive: Bool = true) {
             self.id = id
             self.idleTimeout = idleTimeout
+            self.isExclusive = isExclusive
         }
     }
 
@@ -80,7 +85,6 @@ final class SSHSession: @unchecked Sendable {
     // Session thread only.
     private(set) var socket: Int32 = -1
     private(set) var raw: OpaquePointer?
-    var sftp: OpaquePointer?
     private let context: UnsafeMutablePointer<paperboy_ssh_context>
     private var operations: [Operation] = []
     private var cancelledEarly: Set<Int> = []
@@ -162,13 +166,13 @@ final class SSHSession: @unchecked Sendable {
     /// Runs an operation prepared by `prepare` (which sets its step and resumes the continuation
     /// when the step finishes).
     func perform<T: Sendable>(
-        idleTimeout: Duration,
+        idleTimeout: Duration, isExclusive: Bool = true,
         _ prepare: (Operation, CheckedContinuation<T, any Error>) -> Void
     ) async throws -> T {
         let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                let operation = Operation(id: id, idleTimeout: idleTimeout)
+                let operation = Operation(id: id, idleTimeout: idleTimeout, isExclusive: isExclusive)
                 operation.fail = { continuation.resume(throwing: $0) }
                 prepare(operation, continuation)
                 submit(.add(operation))
@@ -319,9 +323,15 @@ final class SSHSession: @unchecked Sendable {
             var needsAnotherRound = false
             let before = received
             var index = 0
+            var exclusiveRan = false
             while index < operations.count {
                 let operation = operations[index]
                 if operation.isPaused { index += 1; continue }
+                if operation.isExclusive {
+                    // Only the oldest exclusive operation runs until it finishes.
+                    if exclusiveRan { index += 1; continue }
+                    exclusiveRan = true
+                }
                 switch operation.step() {
                 case .finished:
                     operations.remove(at: index)
@@ -413,12 +423,10 @@ final class SSHSession: @unchecked Sendable {
         if let raw {
             if !isDead {
                 // Best effort: non-blocking, so a full socket simply drops the goodbye.
-                if let sftp { _ = libssh2_sftp_shutdown(sftp) }
                 _ = paperboy_session_disconnect(raw, "Paperboy is done")
             }
             libssh2_session_free(raw)
         }
-        sftp = nil
         raw = nil
         if socket >= 0 { close(socket) }
         socket = -1

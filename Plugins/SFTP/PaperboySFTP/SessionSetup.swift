@@ -31,13 +31,6 @@ struct SessionSetup: Sendable {
         }
         try await verifyHostKey()
         try await authenticate()
-        try await session.run(idleTimeout: idleTimeout) { () -> Void? in
-            if let sftp = libssh2_sftp_init(session.raw) {
-                session.sftp = sftp
-                return ()
-            }
-            return try session.check(libssh2_session_last_errno(session.raw), action: "starting the SFTP subsystem", url: url)
-        }
     }
 
     // MARK: Host key
@@ -81,7 +74,7 @@ struct SessionSetup: Sendable {
 extension SSHSession {
     /// `()` for success, `nil` for "would block"; throws the mapped error otherwise (and marks the
     /// session dead when the connection itself failed). Session thread only.
-    func check(_ code: Int32, action: String, url: URL) throws -> Void? {
+    func check(_ code: Int32, action: String, url: URL, sftp: OpaquePointer? = nil) throws -> Void? {
         if code >= 0 { return () }
         if code == LIBSSH2_ERROR_EAGAIN { return nil }
         let error = TransportError.ssh2(code, session: raw, sftp: sftp, action: action, url: url)
@@ -90,7 +83,7 @@ extension SSHSession {
     }
 
     /// The error for the last failed call on this session. Session thread only.
-    func lastError(action: String, url: URL) -> TransportError {
+    func lastError(action: String, url: URL, sftp: OpaquePointer? = nil) -> TransportError {
         guard let raw else { return TransportError(.connectionLost, "SSH connection closed while \(action)", url: url) }
         let code = libssh2_session_last_errno(raw)
         if TransportError.ssh2BreaksSession(code) { markDead() }

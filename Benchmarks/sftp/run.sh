@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# SFTP throughput on loopback: `paperboy sync` (release) vs `curl sftp://` (libssh2) vs OpenSSH
+# `sftp` and `scp`, one file of SIZE MiB from an sshd started here (own host key, own config,
+# stopped by PID). Wall time, MB/s, ratio to OpenSSH sftp, peak RSS; median of paired runs.
+#
+#   Benchmarks/sftp/run.sh [--size-mib 1024] [--runs 3]
+#
+# Needs root or a user sshd accepts keys for (it logs in as the current user), /usr/bin/time,
+# openssh-server and curl with SFTP. Data is generated, never committed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+size_mib=1024
+runs=3
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --size-mib) size_mib="$2"; shift 2 ;;
+        --runs) runs="$2"; shift 2 ;;
+        *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+done
+[[ -x /usr/bin/time ]] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
+[[ -x /usr/sbin/sshd ]] || { echo "needs openssh-server" >&2; exit 2; }
+
+# A scratch folder apart from .build, so the benchmark never holds the debug build's lock.
+scratch="${SCRATCH:-/var/tmp/paperboy-bench-build}"
+swift build -c release --product paperboy --scratch-path "$scratch" >/dev/null
+bin="$scratch/release/paperboy"
+work="$(mktemp -d /var/tmp/paperboy-sftp-bench.XXXXXX)"
+chmod 755 "$work"
+sshd_pid=""
+cleanup() { [[ -n "$sshd_pid" ]] && kill "$sshd_pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+ssh-keygen -q -t ed25519 -N "" -f "$work/host_key"
+ssh-keygen -q -t ed25519 -N "" -f "$work/client_key"
+cp "$work/client_key.pub" "$work/authorized_keys"
+mkdir -p /run/sshd
+cat > "$work/sshd_config" <<EOF
+ListenAddress 127.0.0.1
+Port $port
+HostKey $work/host_key
+PidFile $work/sshd.pid
+AuthorizedKeysFile $work/authorized_keys
+UsePAM no
+StrictModes no
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+Subsystem sftp internal-sftp
+EOF
+/usr/sbin/sshd -D -e -f "$work/sshd_config" 2>"$work/sshd.log" &
+sshd_pid=$!
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$port") 2>/dev/null && break; sleep 0.05; done
+echo "[127.0.0.1]:$port $(cut -d' ' -f1,2 "$work/host_key.pub")" > "$work/known_hosts"
+
+head -c "$((size_mib * 1024 * 1024))" /dev/urandom > "$work/big.bin"
+user=$(id -un)
+url="sftp://$user@127.0.0.1:$port$work/big.bin"
+cat > "$work/paperboy.toml" <<EOF
+[library]
+path = "$work/lib"
+[[credentials]]
+match = "sftp://127.0.0.1:$port/"
+private_key = "$work/client_key"
+known_hosts = "$work/known_hosts"
+[[issues]]
+name = "big"
+date = 2026-11-21
+  [[issues.assets]]
+  url = "$url"
+EOF
+ssh_options=(-o "UserKnownHostsFile=$work/known_hosts" -o StrictHostKeyChecking=yes -o BatchMode=yes -i "$work/client_key" -P "$port")
+
+median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+measure() { /usr/bin/time -f "%e %M" -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }; cat "$work/time.txt"; }
+
+run_paperboy() { rm -rf "$work/lib"; measure "$bin" sync -q --config "$work/paperboy.toml"; }
+run_curl() { measure curl -sS --key "$work/client_key" --pubkey "$work/client_key.pub" --hostpubsha256 "$(ssh-keygen -l -E sha256 -f "$work/host_key.pub" | awk '{print $2}' | sed 's/^SHA256://')" -o "$work/curl.bin" "$url"; }
+run_sftp() { measure sftp -q "${ssh_options[@]}" "$user@127.0.0.1:$work/big.bin" "$work/sftp.bin"; }
+run_scp() { measure scp -q "${ssh_options[@]}" "$user@127.0.0.1:$work/big.bin" "$work/scp.bin"; }
+
+tools=(paperboy curl sftp scp)
+for tool in "${tools[@]}"; do : > "$work/$tool.txt"; done
+for _ in $(seq "$runs"); do
+    for tool in "${tools[@]}"; do
+        "run_$tool" >> "$work/$tool.txt"
+        rm -f "$work/curl.bin" "$work/sftp.bin" "$work/scp.bin"
+        sync
+    done
+done
+
+base=$(cut -d' ' -f1 "$work/sftp.txt" | median)
+printf '%-10s %8s %9s %14s %10s\n' tool seconds "MB/s" "time/sftp" "RSS MiB"
+for tool in "${tools[@]}"; do
+    seconds=$(cut -d' ' -f1 "$work/$tool.txt" | median)
+    rss=$(cut -d' ' -f2 "$work/$tool.txt" | median)
+    awk -v t="$tool" -v s="$seconds" -v b="$base" -v r="$rss" -v m="$size_mib" \
+        'BEGIN { printf "%-10s %8.2f %9.0f %14.2f %10.1f\n", t, s, m * 1048576 / s / 1e6, s / b, r / 1024 }'
+done

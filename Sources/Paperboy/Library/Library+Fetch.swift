@@ -1,0 +1,86 @@
+import Foundation
+import Synchronization
+
+extension Library {
+    /// Fetches a small resource (a publisher's catalog, say) into memory through the library's
+    /// transports, answering challenges from the configured credentials.
+    ///
+    /// - Parameters:
+    ///   - url: the resource; plain paths are local files.
+    ///   - maxBytes: the largest size accepted (4 MiB by default).
+    /// - Throws: ``LibraryError`` wrapping the transport's error, or `.invalidRequest` when the
+    ///   resource is larger than `maxBytes`.
+    public func fetchData(from url: URL, maxBytes: Int = 4 << 20) async throws(LibraryError) -> Data {
+        let transport: any Transport
+        do {
+            transport = try scheduler.transports.transport(for: url)
+        } catch {
+            throw Scheduler.libraryError(error)
+        }
+        let sink = MemorySink(url: url, maxBytes: maxBytes, credentials: scheduler.settings.credentials)
+        var lastError: (any Error)?
+        for attempt in 1...max(1, scheduler.settings.retry.maxAttempts) {
+            do {
+                sink.reset()
+                try await transport.transfer(TransferJob(url: url, connectTimeout: scheduler.settings.connectTimeout,
+                                                         idleTimeout: scheduler.settings.idleTimeout), into: sink)
+                return sink.data
+            } catch let error as TransportError where error.isRetryable && attempt < scheduler.settings.retry.maxAttempts {
+                lastError = error
+                let delay = scheduler.settings.retry.delay(afterFailedAttempts: attempt, retryAfter: error.retryAfter)
+                do { try await Task.sleep(for: delay) } catch { throw LibraryError(.cancelled, "fetching \(url.redactedString) was cancelled") }
+            } catch {
+                throw Scheduler.libraryError(error)
+            }
+        }
+        throw Scheduler.libraryError(lastError ?? TransportError(.protocolError, "no attempt made", url: url))
+    }
+}
+
+/// Collects a small resource in memory.
+final class MemorySink: TransferSink {
+    private let state = Mutex<Data>(Data())
+    private let url: URL
+    private let maxBytes: Int
+    private let credentials: (any CredentialProvider)?
+
+    init(url: URL, maxBytes: Int, credentials: (any CredentialProvider)?) {
+        self.url = url
+        self.maxBytes = maxBytes
+        self.credentials = credentials
+    }
+
+    var data: Data { state.withLock { $0 } }
+
+    func reset() { state.withLock { $0 = Data() } }
+
+    func begin(_ response: TransferResponse) throws {
+        if let length = response.expectedLength, length > Int64(maxBytes) {
+            throw LibraryError(.invalidRequest, "\(url.redactedString) is \(length) bytes; at most \(maxBytes) are accepted here")
+        }
+        state.withLock { $0 = Data() }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) async throws {
+        _ = try tryWrite(bytes)
+    }
+
+    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
+        try state.withLock { data in
+            guard data.count + bytes.count <= maxBytes else {
+                throw LibraryError(.invalidRequest, "\(url.redactedString) is larger than the \(maxBytes) bytes accepted here")
+            }
+            data.append(contentsOf: bytes)
+        }
+        return true
+    }
+
+    func whenWritable(_ callback: @escaping @Sendable () -> Void) { callback() }
+
+    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition {
+        if challenge.previousFailureCount == 0, let credential = credentials?.credential(for: challenge) {
+            return .useCredential(credential)
+        }
+        return .performDefaultHandling
+    }
+}

@@ -1,0 +1,36 @@
+import Foundation
+import Paperboy
+@testable import PaperboySFTP
+import Testing
+
+@Suite("sftp URLs")
+struct SFTPLocationTests {
+    @Test func parsesUserHostPortAndDecodesThePath() throws {
+        let location = try SFTPLocation(URL(string: "sftp://alice@files.example.com:2222/pub/a%20b%C3%A9.pdf")!)
+        #expect(location.user == "alice")
+        #expect(location.host == "files.example.com")
+        #expect(location.port == 2222)
+        #expect(location.path == "/pub/a bé.pdf")
+        #expect(location.knownHostsName == "[files.example.com]:2222")
+        #expect(location.url.absoluteString == "sftp://files.example.com:2222/pub/a%20b%C3%A9.pdf")
+    }
+
+    @Test func tildeIsTheLoginFolderAsWithOpenSSH() throws {
+        #expect(try SFTPLocation(URL(string: "sftp://h/~/in/home.txt")!).path == "in/home.txt")
+        #expect(try SFTPLocation(URL(string: "sftp://h/~user-file")!).path == "/~user-file")
+        #expect(try SFTPLocation(URL(string: "sftp://h/abs/file")!).path == "/abs/file")
+        #expect(try SFTPLocation(URL(string: "sftp://h/abs/file")!).knownHostsName == "h")
+    }
+
+    @Test func rejectsURLsWithoutAFile() {
+        for text in ["sftp://h/", "sftp://h", "sftp://h/folder/", "http://h/file"] {
+            #expect(throws: TransportError.self, "\(text)") { try SFTPLocation(URL(string: text)!) }
+        }
+    }
+
+    @Test func aPasswordInTheURLNeverShowsInErrors() throws {
+        let location = try SFTPLocation(URL(string: "sftp://bob:s3cret@h/file")!)
+        #expect(location.password == "s3cret")
+        #expect(!location.url.absoluteString.contains("s3cret"))
+    }
+}
