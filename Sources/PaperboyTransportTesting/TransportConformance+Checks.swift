@@ -188,7 +188,9 @@ extension TransportConformance {
     func checkCancellation(_ recorder: CheckRecorder) async throws {
         let data = sampleData(options.largeResourceSize, seed: 10)
         let url = try await fixture.publish(data, as: uniqueName("cancelled"))
-        let sink = ConformanceSink(.init(delay: .milliseconds(50)))
+        // Slow writes, so that the rest of the resource cannot arrive before the cancellation
+        // even when this task is woken late on a busy machine.
+        let sink = ConformanceSink(.init(delay: .milliseconds(400), refusesTryWrites: true))
         let run = TransferRun(transport: transport, job: job(url), sink: sink)
         let deadline = ContinuousClock.now + options.transferTimeout
         while sink.writeSizes.isEmpty, !run.hasEnded, ContinuousClock.now < deadline {

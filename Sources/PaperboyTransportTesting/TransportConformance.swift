@@ -71,7 +71,7 @@ public struct TransportConformance: Sendable {
         /// The largest chunk a transport may hand to one `write`.
         public var maxBytesPerWrite = 2 << 20
         /// How long a cancelled transfer may take to end.
-        public var cancellationDeadline: Duration = .seconds(2)
+        public var cancellationDeadline: Duration = .seconds(5)
         /// How long any one transfer may take before the check gives up on it.
         public var transferTimeout: Duration = .seconds(30)
         /// Job timeouts passed to the transport.

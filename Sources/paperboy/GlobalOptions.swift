@@ -15,9 +15,11 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: .shortAndLong, help: "Print every asset and retry.")
     var verbose = false
 
-    /// Sets up logging to standard error at the level the flags ask for.
+    /// Sets up logging to standard error at the level the flags ask for: errors with `--quiet`,
+    /// everything down to each asset with `--verbose`; otherwise warnings, and on a pipe also
+    /// notices (feeds read, retries, network waits), which a terminal shows in its live block.
     func bootstrapLogging() {
-        let level: Logger.Level = quiet ? .error : (verbose ? .info : .warning)
+        let level: Logger.Level = quiet ? .error : (verbose ? .info : (Console.isTerminal ? .warning : .notice))
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level

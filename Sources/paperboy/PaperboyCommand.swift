@@ -8,12 +8,15 @@ struct PaperboyCommand: AsyncParsableCommand {
         commandName: "paperboy",
         abstract: "Download issues and their assets into a library, resumably.",
         discussion: """
-            Exit codes: 0 done, 1 some assets failed, 2 usage or configuration error, \
-            75 assets wait for an allowed network (sync --wait waits instead), 130 interrupted \
-            (the next sync resumes).
+            Exit codes: 0 done, 1 some assets failed (or a feed could not be read, or a hook \
+            failed), 2 usage or configuration error, 75 assets wait for an allowed network \
+            (--wait waits instead), 130 interrupted (the next sync resumes).
             """,
         version: "0.1.0",
-        subcommands: [SyncCommand.self, StatusCommand.self]
+        subcommands: [
+            SyncCommand.self, StatusCommand.self, IssuesCommand.self, AddCommand.self, NotifyCommand.self,
+            ReadCommand.self, PurgeCommand.self,
+        ]
     )
 
     /// Runs the command; usage errors exit with 2, like configuration errors.

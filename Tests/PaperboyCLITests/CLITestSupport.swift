@@ -26,13 +26,44 @@ enum CLI {
 
     /// Runs the tool on a thread of its own, so that waiting never blocks the cooperative pool
     /// (other tests' sleeps and timeouts stay punctual).
-    static func run(_ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:]) async throws -> CLIResult {
-        try await withCheckedThrowingContinuation { continuation in
+    static func run(_ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:],
+                    executable: URL? = nil) async throws -> CLIResult {
+        let executable = executable ?? self.executable
+        return try await withCheckedThrowingContinuation { continuation in
             Thread {
-                continuation.resume(with: Result { try runBlocking(arguments, in: folder, environment: environment) })
+                continuation.resume(with: Result {
+                    try runBlocking(executable, arguments, in: folder, environment: environment)
+                })
             }.start()
         }
     }
+
+    /// Runs `paperboy` on a pseudo-terminal (through python3's `pty`): standard output and error
+    /// both go to the terminal, and come back together in `stdout`.
+    static func runOnTerminal(_ arguments: [String], in folder: URL? = nil) async throws -> CLIResult {
+        let script = """
+            import os, pty, sys
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(sys.argv[1], sys.argv[1:])
+            out = b""
+            while True:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                out += data
+            _, status = os.waitpid(pid, 0)
+            sys.stdout.buffer.write(out)
+            sys.exit(os.waitstatus_to_exitcode(status))
+            """
+        return try await run(["-c", script, executable.path] + arguments, in: folder, executable: python3)
+    }
+
+    /// python3, for pseudo-terminals and zip archives made to measure.
+    static let python3 = URL(fileURLWithPath: "/usr/bin/python3")
 
     /// Waits for a process on a thread of its own.
     static func waitForExit(_ process: Process) async {
@@ -44,7 +75,8 @@ enum CLI {
         }
     }
 
-    private static func runBlocking(_ arguments: [String], in folder: URL?, environment: [String: String]) throws -> CLIResult {
+    private static func runBlocking(_ executable: URL, _ arguments: [String], in folder: URL?,
+                                    environment: [String: String]) throws -> CLIResult {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -94,4 +126,29 @@ final class Workspace: @unchecked Sendable {
     }
 
     func path(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    /// Writes a zip archive with python3's `zipfile`: `entries` maps entry names (`../x`
+    /// included) to contents; a name ending in `@` plus a target makes a symbolic link.
+    @discardableResult
+    func zip(_ entries: [(String, String)], to name: String) async throws -> URL {
+        let file = path(name)
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let script = """
+            import sys, zipfile, json
+            entries = json.loads(sys.argv[2])
+            with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as archive:
+                for name, data in entries:
+                    if "@" in name:
+                        name, target = name.split("@", 1)
+                        info = zipfile.ZipInfo(name)
+                        info.external_attr = (0o120777 << 16)
+                        archive.writestr(info, target)
+                    else:
+                        archive.writestr(name, data)
+            """
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: entries.map { [$0.0, $0.1] }), as: UTF8.self)
+        let result = try await CLI.run(["-c", script, file.path, json], executable: CLI.python3)
+        #expect(result.status == 0, "\(result.stderr)")
+        return file
+    }
 }

@@ -55,7 +55,7 @@ struct CrashResumeTests {
             process.executableURL = CLI.executable
             process.arguments = ["sync", "-q", "--config", config.path]
             let log = workspace.path("run.log")
-            FileManager.default.createFile(atPath: log.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
             process.standardOutput = FileHandle.nullDevice
             process.standardError = try FileHandle(forWritingTo: log)
             try process.run()

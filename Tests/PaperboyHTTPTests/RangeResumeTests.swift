@@ -119,10 +119,15 @@ struct RangeResumeTests {
         }
         let folder = TempFolder()
         let delegate = try await downloadThroughLibrary(
-            server.url("/f"), in: folder, configuration: testConfiguration(attempts: 2), sha256: sha256Hex(data))
-        #expect(delegate.deliveredSHA256 == sha256Hex(data))
-        #expect(server.requests.count == 2)
-        #expect(server.requests.last?.header("range") == "bytes=\(cut)-")
+            server.url("/f"), in: folder, configuration: testConfiguration(attempts: 3), sha256: sha256Hex(data))
+        #expect(delegate.deliveredSHA256 == sha256Hex(data), "events: \(delegate.events)")
+        #expect(server.requests.count >= 2)
+        // The kernel drops received bytes the reader had not taken when the RST arrives, so the
+        // resume starts from what reached the partial file: after 0, at most at the cut.
+        let range = server.requests.last?.header("range") ?? ""
+        let offset = Int(range.dropFirst("bytes=".count).dropLast()) ?? -1
+        #expect(range.hasPrefix("bytes=") && range.hasSuffix("-"), "\(range)")
+        #expect(offset > 0 && offset <= cut, "\(range)")
         #expect(server.requests.last?.header("if-range") == "\"v1\"")
     }
 

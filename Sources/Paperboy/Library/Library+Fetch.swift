@@ -8,9 +8,10 @@ extension Library {
     /// - Parameters:
     ///   - url: the resource; plain paths are local files.
     ///   - maxBytes: the largest size accepted (4 MiB by default).
+    ///   - options: transport options, as for an asset (a CA file, say).
     /// - Throws: ``LibraryError`` wrapping the transport's error, or `.invalidRequest` when the
     ///   resource is larger than `maxBytes`.
-    public func fetchData(from url: URL, maxBytes: Int = 4 << 20) async throws(LibraryError) -> Data {
+    public func fetchData(from url: URL, maxBytes: Int = 4 << 20, options: [String: String] = [:]) async throws(LibraryError) -> Data {
         let transport: any Transport
         do {
             transport = try scheduler.transports.transport(for: url)
@@ -23,7 +24,7 @@ extension Library {
             do {
                 sink.reset()
                 try await transport.transfer(TransferJob(url: url, connectTimeout: scheduler.settings.connectTimeout,
-                                                         idleTimeout: scheduler.settings.idleTimeout), into: sink)
+                                                         idleTimeout: scheduler.settings.idleTimeout, options: options), into: sink)
                 return sink.data
             } catch let error as TransportError where error.isRetryable && attempt < scheduler.settings.retry.maxAttempts {
                 lastError = error

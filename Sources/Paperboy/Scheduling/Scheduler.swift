@@ -765,12 +765,11 @@ final class Scheduler: Sendable {
                 patch.state = .failed
                 patch.detail = .some(failure.message)
             } else {
+                // Still `delivering` (busy) until the issue's cover and new mark are recorded.
                 state.update(id) { entry in
-                    entry.delivering = false
                     entry.state = .delivered
                     entry.hub = nil
                 }
-                state.entries[id] = nil
                 patch.state = .delivered
                 patch.detail = .some(nil)
                 patch.retryAt = .some(nil)
@@ -782,7 +781,7 @@ final class Scheduler: Sendable {
                 if remaining <= 0 { completedIssue = issueName }
             }
             store.submit(patch)
-            wakeIdleWaiters(&state)
+            // Waiters are woken below, once the issue's cover and new mark are recorded.
         }
         if failure != nil {
             logger.error("asset \(id): \(failure!.message)")
@@ -797,6 +796,13 @@ final class Scheduler: Sendable {
             if let record = store.issue(named: completedIssue) {
                 broadcaster.send(.issueDownloadCompleted(Issue(record: record, scheduler: self)))
             }
+        }
+        state.withLock { state in
+            if failure == nil, state.entries[id]?.state == .delivered {
+                state.update(id) { $0.delivering = false }
+                state.entries[id] = nil
+            }
+            wakeIdleWaiters(&state)
         }
     }
 

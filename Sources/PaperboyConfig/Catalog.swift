@@ -1,0 +1,347 @@
+import Foundation
+
+/// A publisher's catalog: the JSON list of issues a `[[feeds]]` entry points at.
+///
+/// The schema is in `docs/Publishers.md`. ``parse(_:feed:url:)`` validates the whole document
+/// and resolves relative URLs against the catalog's own URL; unknown keys are ignored, so
+/// publishers may add their own (prices, descriptions).
+public struct Catalog: Sendable, Equatable {
+    /// One issue of the catalog.
+    public struct Issue: Sendable, Equatable {
+        /// The unique name; also the issue's folder name.
+        public var name: String
+        /// The publication date (midnight UTC for a plain date).
+        public var date: Date
+        /// The human title, if any.
+        public var title: String?
+        /// The cover image, if any (its ``Asset/role`` is `.cover`).
+        public var cover: Asset?
+        /// The issue's content files, in catalog order.
+        public var assets: [Asset]
+
+        /// The cover first (so a shelf can show it early), then the content.
+        public var allAssets: [Asset] { (cover.map { [$0] } ?? []) + assets }
+
+        /// The issue as a configuration entry, ready for the same handling as `[[issues]]`.
+        public var entry: IssueEntry {
+            IssueEntry(name: name, date: date, assets: allAssets.map(\.entry))
+        }
+    }
+
+    /// One file of an issue.
+    public struct Asset: Sendable, Equatable {
+        /// Where to download it from (absolute: relative URLs are resolved).
+        public var url: URL
+        /// The expected SHA-256 in lowercase hexadecimal, if given.
+        public var sha256: String?
+        /// The size in bytes the publisher announced, if given.
+        public var size: Int64?
+        /// Where the file goes inside the issue folder (default: the URL's last path component).
+        public var path: String
+        /// How to unpack the file, if at all.
+        public var unpack: AssetEntry.Unpack?
+        /// Content or cover.
+        public var role: AssetEntry.Role
+        /// Higher first.
+        public var priority: Int
+
+        /// The asset as a configuration entry.
+        public var entry: AssetEntry {
+            AssetEntry(url: url, sha256: sha256, path: path, unpack: unpack, role: role, priority: priority)
+        }
+    }
+
+    /// The issues, in catalog order.
+    public var issues: [Issue]
+
+    /// Creates a catalog from values.
+    public init(issues: [Issue]) {
+        self.issues = issues
+    }
+
+    /// Parses and validates a catalog.
+    ///
+    /// - Parameters:
+    ///   - data: the JSON document.
+    ///   - feed: the feed's name, for error messages.
+    ///   - url: where the catalog was fetched from: relative URLs resolve against it.
+    /// - Throws: ``CatalogError`` naming the feed, its URL and the JSON path of the first problem.
+    public static func parse(_ data: Data, feed: String, url: URL) throws(CatalogError) -> Catalog {
+        let root: JSON
+        do {
+            root = try JSONDecoder().decode(JSON.self, from: data)
+        } catch {
+            throw CatalogError(feed: feed, url: url, path: nil, message: "not valid JSON (\(Self.describe(error)))")
+        }
+        var reader = CatalogReader(feed: feed, url: url)
+        return try reader.catalog(root)
+    }
+
+    /// A catalog date: `YYYY-MM-DD` (midnight UTC) or an ISO 8601 date-time; `nil` otherwise.
+    public static func date(from text: String) -> Date? {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        if parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+           let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+           let date = calendar.date(from: DateComponents(year: year, month: month, day: day)),
+           calendar.component(.day, from: date) == day, calendar.component(.month, from: date) == month {
+            return date
+        }
+        return try? Date(text, strategy: .iso8601)
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if case DecodingError.dataCorrupted(let context)? = error as? DecodingError {
+            return (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
+                ?? context.debugDescription
+        }
+        return "\(error)"
+    }
+}
+
+/// A catalog that cannot be used: which feed, where it came from, where in the JSON, and why.
+public struct CatalogError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The feed's name.
+    public var feed: String
+    /// The catalog's URL (shown without a password).
+    public var url: URL
+    /// The JSON path of the problem, such as `issues[2].assets[0].sha256`; `nil` for the whole document.
+    public var path: String?
+    /// What is wrong.
+    public var message: String
+
+    /// Creates an error.
+    public init(feed: String, url: URL, path: String?, message: String) {
+        self.feed = feed
+        self.url = url
+        self.path = path
+        self.message = message
+    }
+
+    /// `feed 'daily' (https://…/catalog.json): issues[2].assets[0].sha256: expected 64 hex digits`.
+    public var description: String {
+        "feed '\(feed)' (\(Self.redacted(url))): " + (path.map { "\($0): " } ?? "") + message
+    }
+
+    static func redacted(_ url: URL) -> String {
+        guard url.password != nil, var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
+            return url.isFileURL ? url.path : url.absoluteString
+        }
+        components.password = nil
+        return components.string ?? url.absoluteString
+    }
+}
+
+/// A JSON value that keeps booleans and numbers apart (JSONSerialization on Linux does not).
+enum JSON: Decodable, Equatable {
+    case null, bool(Bool), integer(Int64), number(Double), string(String), array([JSON]), object([String: JSON])
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+        else if let value = try? container.decode(Int64.self) { self = .integer(value) }
+        else if let value = try? container.decode(Double.self) { self = .number(value) }
+        else if let value = try? container.decode(String.self) { self = .string(value) }
+        else if let value = try? container.decode([JSON].self) { self = .array(value) }
+        else { self = .object(try container.decode([String: JSON].self)) }
+    }
+
+    var kind: String {
+        switch self {
+        case .null: "null"
+        case .bool: "a boolean"
+        case .integer, .number: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
+    }
+}
+
+/// Walks a catalog document, keeping the JSON path for error messages.
+private struct CatalogReader {
+    let feed: String
+    let url: URL
+
+    func fail(_ path: String?, _ message: String) -> CatalogError {
+        CatalogError(feed: feed, url: url, path: path, message: message)
+    }
+
+    mutating func catalog(_ root: JSON) throws(CatalogError) -> Catalog {
+        guard case .object(let object) = root else {
+            throw fail(nil, "expected an object with an \"issues\" array, got \(root.kind)")
+        }
+        guard let issuesValue = object["issues"] else { throw fail("issues", "missing (the list of issues)") }
+        guard case .array(let list) = issuesValue else { throw fail("issues", "expected an array, got \(issuesValue.kind)") }
+        var issues: [Catalog.Issue] = []
+        var seen: [String: Int] = [:]
+        for (index, value) in list.enumerated() {
+            let issue = try self.issue(value, path: "issues[\(index)]")
+            if let first = seen[issue.name] {
+                throw fail("issues[\(index)].name", "duplicate issue name '\(issue.name)' (also issues[\(first)])")
+            }
+            seen[issue.name] = index
+            issues.append(issue)
+        }
+        return Catalog(issues: issues)
+    }
+
+    func issue(_ value: JSON, path: String) throws(CatalogError) -> Catalog.Issue {
+        guard case .object(let object) = value else { throw fail(path, "expected an object, got \(value.kind)") }
+        let name = try requiredString(object, "name", path)
+        try validateIssueName(name, path: "\(path).name")
+        let date = try self.date(try requiredString(object, "date", path), path: "\(path).date")
+        let title = try optionalString(object, "title", path)
+        var cover: Catalog.Asset?
+        if let coverValue = object["cover"], coverValue != .null {
+            cover = try asset(coverValue, path: "\(path).cover", role: .cover)
+        }
+        var assets: [Catalog.Asset] = []
+        switch object["assets"] {
+        case nil, .null?:
+            break
+        case .array(let list)?:
+            for (index, item) in list.enumerated() {
+                assets.append(try asset(item, path: "\(path).assets[\(index)]", role: nil))
+            }
+        case let other?:
+            throw fail("\(path).assets", "expected an array, got \(other.kind)")
+        }
+        if assets.isEmpty, cover == nil {
+            throw fail("\(path).assets", "an issue needs at least one asset or a cover")
+        }
+        var labelled = assets.enumerated().map { ("\(path).assets[\($0.offset)]", $0.element) }
+        if let cover { labelled.insert(("\(path).cover", cover), at: 0) }
+        var paths: [String: String] = [:]
+        for (label, asset) in labelled {
+            if let other = paths[asset.path] {
+                throw fail("\(label).path", "'\(asset.path)' is also the path of \(other)")
+            }
+            paths[asset.path] = label
+        }
+        return Catalog.Issue(name: name, date: date, title: title, cover: cover, assets: assets)
+    }
+
+    /// An asset object, or (for a cover) just its URL as a string.
+    func asset(_ value: JSON, path: String, role fixedRole: AssetEntry.Role?) throws(CatalogError) -> Catalog.Asset {
+        var object: [String: JSON]
+        switch value {
+        case .string where fixedRole == .cover:
+            object = ["url": value]
+        case .object(let fields):
+            object = fields
+        default:
+            throw fail(path, "expected \(fixedRole == .cover ? "a URL string or an object" : "an object"), got \(value.kind)")
+        }
+        let urlText = try requiredString(object, "url", path)
+        let resolved = try resolve(urlText, path: "\(path).url")
+        var sha256: String?
+        if let text = try optionalString(object, "sha256", path) {
+            guard text.count == 64, text.allSatisfy(\.isHexDigit) else {
+                throw fail("\(path).sha256", "expected 64 hex digits, got \(text.count) characters")
+            }
+            sha256 = text.lowercased()
+        }
+        var size: Int64?
+        switch object["size"] {
+        case nil, .null?: break
+        case .integer(let value)? where value >= 0: size = value
+        case let other?: throw fail("\(path).size", "expected a number of bytes (an integer, 0 or more), got \(other == .null ? "null" : describe(other))")
+        }
+        var unpack: AssetEntry.Unpack?
+        if let text = try optionalString(object, "unpack", path) {
+            guard let format = AssetEntry.Unpack(rawValue: text) else {
+                throw fail("\(path).unpack", "unknown format '\(text)' (known: \(AssetEntry.Unpack.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            unpack = format
+        }
+        var role = fixedRole ?? .content
+        if let text = try optionalString(object, "role", path) {
+            guard let parsed = AssetEntry.Role(rawValue: text) else {
+                throw fail("\(path).role", "unknown role '\(text)' (known: content, cover)")
+            }
+            if let fixedRole, parsed != fixedRole { throw fail("\(path).role", "a cover has the role 'cover'") }
+            role = parsed
+        }
+        var priority = 0
+        switch object["priority"] {
+        case nil, .null?: break
+        case .integer(let value)? where Int64(Int.min)...Int64(Int.max) ~= value: priority = Int(value)
+        case let other?: throw fail("\(path).priority", "expected an integer, got \(describe(other))")
+        }
+        let destination = try optionalString(object, "path", path) ?? resolved.lastPathComponent
+        try validateRelativePath(destination, path: "\(path).path")
+        return Catalog.Asset(url: resolved, sha256: sha256, size: size, path: destination, unpack: unpack, role: role,
+                             priority: priority)
+    }
+
+    func describe(_ value: JSON) -> String {
+        switch value {
+        case .integer(let number): "\(number)"
+        case .number(let number): "\(number)"
+        default: value.kind
+        }
+    }
+
+    func requiredString(_ object: [String: JSON], _ key: String, _ path: String) throws(CatalogError) -> String {
+        guard let value = try optionalString(object, key, path) else { throw fail("\(path).\(key)", "missing") }
+        return value
+    }
+
+    func optionalString(_ object: [String: JSON], _ key: String, _ path: String) throws(CatalogError) -> String? {
+        switch object[key] {
+        case nil, .null?: return nil
+        case .string(let text)?:
+            if text.isEmpty { throw fail("\(path).\(key)", "is empty") }
+            return text
+        case let other?: throw fail("\(path).\(key)", "expected a string, got \(other.kind)")
+        }
+    }
+
+    /// Resolves a URL against the catalog's own URL (a plain path too).
+    func resolve(_ text: String, path: String) throws(CatalogError) -> URL {
+        var relative = URL(string: text, relativeTo: url)
+        if relative == nil, let encoded = text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) {
+            relative = URL(string: encoded, relativeTo: url)
+        }
+        guard !text.contains("\0"), let relative, relative.absoluteURL.scheme != nil else {
+            throw fail(path, "malformed URL '\(text)'")
+        }
+        let absolute = relative.absoluteURL
+        if absolute.isFileURL, !url.isFileURL {
+            throw fail(path, "'\(text)' is a local file, but the catalog is not (\(url.scheme ?? "?"))")
+        }
+        return absolute.standardized
+    }
+
+    func date(_ text: String, path: String) throws(CatalogError) -> Date {
+        guard let date = Catalog.date(from: text) else {
+            throw fail(path, "expected a date such as \"2026-11-21\" or \"2026-11-21T06:00:00Z\", got \"\(text)\"")
+        }
+        return date
+    }
+
+    /// The rules the library applies to issue names (they become folder names).
+    func validateIssueName(_ name: String, path: String) throws(CatalogError) {
+        if name == "." || name == ".." || name.hasPrefix(".") { throw fail(path, "'\(name)' must not start with '.'") }
+        if name.contains("/") || name.contains("\\") { throw fail(path, "'\(name)' must not contain '/' or '\\'") }
+        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw fail(path, "\(name.debugDescription) must not contain control characters")
+        }
+        if name.utf8.count > 255 { throw fail(path, "is \(name.utf8.count) bytes long; the limit is 255") }
+    }
+
+    /// A path inside the issue folder: relative, no `..`, no empty or `.` component.
+    func validateRelativePath(_ relative: String, path: String) throws(CatalogError) {
+        if relative.hasPrefix("/") { throw fail(path, "'\(relative)' must be relative to the issue folder") }
+        if relative.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            throw fail(path, "\(relative.debugDescription) must not contain control characters")
+        }
+        for component in relative.split(separator: "/", omittingEmptySubsequences: false) {
+            if component == ".." { throw fail(path, "'\(relative)' must not contain '..'") }
+            if component.isEmpty || component == "." { throw fail(path, "'\(relative)' has an empty or '.' component") }
+        }
+    }
+}

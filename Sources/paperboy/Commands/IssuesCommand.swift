@@ -1,0 +1,81 @@
+import ArgumentParser
+import Foundation
+import Paperboy
+import PaperboyConfig
+
+/// `paperboy issues`: the shelf — each issue with its date, status, new mark and cover.
+struct IssuesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "issues",
+        abstract: "List the shelf: issues newest first, with date, status, new mark and cover.",
+        discussion: "Reads the library without locking it, so it works while a sync runs."
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Flag(help: "Print JSON (schema in docs/CLI.md).")
+    var json = false
+
+    /// The `issues --json` document.
+    struct Shelf: Encodable {
+        struct Entry: Encodable {
+            var name: String
+            var date: String
+            var status: String
+            var isNew: Bool
+            var isReading: Bool
+            var contentPath: String
+            var coverPath: String?
+        }
+
+        var libraryPath: String
+        var badgeCount: Int
+        var currentlyReading: String?
+        var issues: [Entry]
+    }
+
+    func run() async throws {
+        options.bootstrapLogging()
+        let config = try options.loadConfiguration()
+        var shelf = Shelf(libraryPath: config.library.path.path, badgeCount: 0, issues: [])
+        if FileManager.default.fileExists(atPath: config.library.path.appendingPathComponent("library.sqlite").path) {
+            do {
+                let library = try Library.openForReading(at: config.library.path)
+                let reading = library.currentlyReadingIssue?.name
+                let dateFormat = Date.ISO8601FormatStyle().year().month().day()
+                shelf = Shelf(
+                    libraryPath: library.root.path, badgeCount: library.badgeCount, currentlyReading: reading,
+                    issues: library.issues.map { issue in
+                        Shelf.Entry(name: issue.name, date: issue.date.formatted(dateFormat), status: issue.status.rawValue,
+                                    isNew: issue.isNew, isReading: issue.name == reading, contentPath: issue.contentURL.path,
+                                    coverPath: issue.coverURL?.path)
+                    })
+            } catch {
+                Console.error("paperboy: \(error.message)")
+                throw ExitCode(1)
+            }
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            Console.line(String(decoding: try encoder.encode(shelf), as: UTF8.self))
+            return
+        }
+        if shelf.issues.isEmpty {
+            Console.line("no issues in \(shelf.libraryPath)")
+            return
+        }
+        let nameWidth = min(40, shelf.issues.map(\.name.count).max() ?? 0)
+        for issue in shelf.issues {
+            var marks: [String] = []
+            if issue.isNew { marks.append("new") }
+            if issue.isReading { marks.append("reading") }
+            var line = issue.name.padding(toLength: max(nameWidth, issue.name.count), withPad: " ", startingAt: 0)
+            line += "  \(issue.date)  " + issue.status.padding(toLength: 11, withPad: " ", startingAt: 0)
+            line += (marks.isEmpty ? "" : " " + marks.joined(separator: ", ")).padding(toLength: 13, withPad: " ", startingAt: 0)
+            if let cover = issue.coverPath { line += "  cover \(cover)" }
+            Console.line(line.trimmingCharacters(in: .whitespaces))
+        }
+        Console.line("\(shelf.issues.count) issue(s), \(shelf.badgeCount) new")
+    }
+}

@@ -1,0 +1,80 @@
+import ArgumentParser
+import Foundation
+import Paperboy
+import PaperboyConfig
+
+/// `paperboy notify`: a content-available trigger; refreshes the feeds and syncs, at most once
+/// per `[notifications] throttle` unless `dont_throttle`.
+struct NotifyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notify",
+        abstract: "Trigger a feed refresh and sync, as a push with content-available does.",
+        discussion: """
+            The trigger is throttled to once per [notifications] throttle (24h by default; the time of \
+            the last refresh is kept in the library, so it survives restarts) unless dont_throttle is \
+            set. A throttled or ignored trigger exits with 0 and says why; a refresh exits like sync.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Option(help: ArgumentHelp(
+        "The push payload as JSON ('-' reads standard input); it triggers when it says \"content-available\": 1, at the top level or under \"aps\". Without it, the trigger is unconditional.",
+        valueName: "json"))
+    var payload: String?
+
+    @Flag(help: "Wait for an allowed network instead of exiting with 75 when assets wait for one.")
+    var wait = false
+
+    func validate() throws {
+        if let payload, payload != "-", (try? parsePayload(payload)) == nil {
+            throw ValidationError("--payload is not valid JSON: \(payload)")
+        }
+    }
+
+    func parsePayload(_ text: String) throws -> JSONValue {
+        try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+    }
+
+    func run() async throws {
+        options.bootstrapLogging()
+        let config = try options.loadConfiguration()
+        var json: JSONValue?
+        if let payload {
+            let text = payload == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : payload
+            do {
+                json = try parsePayload(text)
+            } catch {
+                Console.error("paperboy: the payload is not valid JSON")
+                throw ExitCode(2)
+            }
+        }
+        let library = try SyncRun.openLibrary(config)
+        let decision: ContentAvailableResult
+        do {
+            decision = try library.contentAvailable(
+                payload: json, throttle: config.notifications.throttle, dontThrottle: config.notifications.dontThrottle)
+        } catch {
+            await library.close()
+            Console.error("paperboy: \(error.message)")
+            throw ExitCode(1)
+        }
+        switch decision {
+        case .ignored:
+            await library.close()
+            if !options.quiet { Console.line("paperboy: the payload does not say content-available: 1; nothing to do") }
+        case .throttled(let next):
+            await library.close()
+            if !options.quiet {
+                let wait = ProgressDisplay.duration(max(0, next.timeIntervalSinceNow))
+                Console.line("paperboy: throttled; the next refresh is allowed at \(next.formatted(.iso8601)) (in \(wait)); set [notifications] dont_throttle to lift it")
+            }
+        case .refresh:
+            if !options.quiet { Console.line("paperboy: content available; refreshing \(config.feeds.count) feed(s)") }
+            var run = SyncRun(options: options, config: config, library: library)
+            run.wait = wait
+            let code = await run.perform()
+            if code != 0 { throw ExitCode(code) }
+        }
+    }
+}

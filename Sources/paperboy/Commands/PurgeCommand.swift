@@ -1,0 +1,65 @@
+import ArgumentParser
+import Foundation
+import Paperboy
+import PaperboyConfig
+
+/// `paperboy purge`: removes the oldest available issues, never the one being read.
+struct PurgeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "purge",
+        abstract: "Remove the oldest available issues (never the one being read, nor one downloading).",
+        discussion: """
+            --keep N keeps the newest N issues; --budget SIZE (such as 500MB or 2GiB) then removes more \
+            until the issues take at most SIZE. A feed still listing a purged issue does not bring it back.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Option(help: "Keep at most this many issues, newest first.")
+    var keep: Int?
+
+    @Option(help: ArgumentHelp("Remove issues until their folders take at most this much (500MB, 2GiB, bytes).", valueName: "size"))
+    var budget: String?
+
+    func validate() throws {
+        if keep == nil, budget == nil { throw ValidationError("give --keep N, --budget SIZE, or both") }
+        if let keep, keep < 0 { throw ValidationError("--keep must be 0 or more") }
+        if let budget { _ = try Self.parseSize(budget) }
+    }
+
+    static func parseSize(_ text: String) throws -> Int64 {
+        if text.trimmingCharacters(in: .whitespaces) == "0" { return 0 }
+        do {
+            guard let rate = try ByteRate.parse(text), !text.contains("/") else { throw ValidationError("") }
+            return rate.bytesPerSecond
+        } catch {
+            throw ValidationError("--budget: expected a size such as 500MB, 2GiB or 1000000, got '\(text)'")
+        }
+    }
+
+    func run() async throws {
+        options.bootstrapLogging()
+        let config = try options.loadConfiguration()
+        let library = try SyncRun.openLibrary(config, resumes: false)
+        let reading = library.currentlyReadingIssue?.name
+        var code: Int32 = 0
+        do {
+            let removed = try await library.purge(keep: keep, budgetBytes: try budget.map(Self.parseSize))
+            try? PurgedIssues(library: library).record(removed)
+            if !options.quiet {
+                if removed.isEmpty {
+                    Console.line("paperboy: nothing to purge")
+                } else {
+                    for name in removed { Console.line("removed \(name)") }
+                    Console.line("paperboy: removed \(removed.count) issue(s)\(reading.map { "; kept \($0) (being read)" } ?? "")")
+                }
+            }
+        } catch let error as LibraryError {
+            Console.error("paperboy: \(error.message)")
+            code = 1
+        }
+        await library.close()
+        if code != 0 { throw ExitCode(code) }
+    }
+}

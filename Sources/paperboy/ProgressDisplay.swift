@@ -1,0 +1,199 @@
+import Foundation
+import Paperboy
+import Synchronization
+
+/// The live block a sync redraws on a terminal: one line per active transfer (name, bytes, %,
+/// rate), a total line (delivered count, rate, ETA), and a line saying why anything waits.
+///
+/// Lines printed with ``print(_:)`` appear above the block and stay.
+final class ProgressDisplay: Sendable {
+    /// At most this many transfer lines; the rest are counted on one line.
+    static let maxTransferLines = 6
+
+    private struct State {
+        var task: Task<Void, Never>?
+        var drawnLines = 0
+        var lastFrame: [String] = []
+        var samples: [String: (bytes: Int64, rate: Double)] = [:]
+        var lastTick = ContinuousClock.now
+    }
+
+    private let library: Library
+    private let total: Int
+    private let names: [String: String]
+    private let state = Mutex(State())
+
+    /// - Parameters:
+    ///   - total: the number of assets this sync wants delivered.
+    ///   - names: display names (`issue/path`) by asset identifier.
+    init(library: Library, total: Int, names: [String: String]) {
+        self.library = library
+        self.total = total
+        self.names = names
+    }
+
+    func start() {
+        state.withLock { state in
+            state.task = Task { [self] in
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(250))
+                    if Task.isCancelled { break }
+                    redraw()
+                }
+            }
+        }
+    }
+
+    /// Erases the block; what was printed above it stays.
+    func stop() {
+        state.withLock { state in
+            state.task?.cancel()
+            state.task = nil
+            Self.write(Self.erase(state.drawnLines))
+            state.drawnLines = 0
+        }
+    }
+
+    /// Prints a line above the live block.
+    func print(_ line: String) {
+        state.withLock { state in
+            var text = Self.erase(state.drawnLines) + line + "\n"
+            text += Self.draw(state.lastFrame)
+            state.drawnLines = state.lastFrame.count
+            Self.write(text)
+        }
+    }
+
+    private func redraw() {
+        let frame = makeFrame()
+        state.withLock { state in
+            Self.write(Self.erase(state.drawnLines) + Self.draw(frame))
+            state.drawnLines = frame.count
+            state.lastFrame = frame
+        }
+    }
+
+    /// The lines of the block, from the library's state now.
+    func makeFrame() -> [String] {
+        let now = ContinuousClock.now
+        let assets = library.downloadingAssets
+        let activity = library.activity
+        var transfers: [String] = []
+        var running = 0
+        var queued = 0
+        var network = 0
+        var paused = 0
+        var retries: [Date] = []
+        var hosts: [String: Int] = [:]
+        var bytesLeft: Int64 = 0
+        var sizesKnown = true
+        var totalRate = 0.0
+        var seen: [String: (bytes: Int64, rate: Double)] = [:]
+        let previous = state.withLock { state in
+            defer { state.lastTick = now }
+            return (state.samples, (now - state.lastTick).secondsValue)
+        }
+        let seconds = max(previous.1, 0.001)
+        let width = Self.terminalWidth()
+        for asset in assets {
+            let written = asset.totalBytesWritten
+            let expected = asset.expectedTotalBytes
+            if let expected { bytesLeft += max(0, expected - written) } else { sizesKnown = false }
+            switch asset.state {
+            case .downloading:
+                running += 1
+                let last = previous.0[asset.identifier]
+                let instant = Double(max(0, written - (last?.bytes ?? written))) / seconds
+                let rate = last.map { $0.rate == 0 ? instant : $0.rate * 0.7 + instant * 0.3 } ?? 0
+                seen[asset.identifier] = (written, rate)
+                totalRate += rate
+                guard transfers.count < Self.maxTransferLines else { continue }
+                let name = names[asset.identifier] ?? asset.request?.destinationPath ?? asset.identifier
+                var line = "  " + Self.fit(name, to: 32).padding(toLength: 32, withPad: " ", startingAt: 0)
+                if let expected, expected > 0 {
+                    line += "  \(Console.bytes(written)) of \(Console.bytes(expected))"
+                    line += String(format: "  %3.0f%%", Double(written) * 100 / Double(expected))
+                } else {
+                    line += "  \(Console.bytes(written))"
+                }
+                line += "  \(Console.bytes(Int64(rate)))/s"
+                transfers.append(line)
+            case .waiting(.queued), .idle:
+                queued += 1
+            case .waiting(.network):
+                network += 1
+            case .waiting(.retry(let until, _)):
+                retries.append(until)
+            case .waiting(.hostLimit(let host)):
+                hosts[host.isEmpty ? "local files" : host, default: 0] += 1
+            case .waiting(.pausedByApp):
+                paused += 1
+            default:
+                continue
+            }
+        }
+        state.withLock { $0.samples = seen }
+        if running > transfers.count { transfers.append("  … and \(running - transfers.count) more downloading") }
+
+        let remaining = activity.downloading + activity.queued + activity.waitingForRetry + activity.waitingForNetwork
+            + activity.paused + activity.inInbox
+        var totalParts = ["total: \(max(0, total - remaining - activity.failed))/\(total) delivered"]
+        if bytesLeft > 0 { totalParts.append("\(Console.bytes(bytesLeft))\(sizesKnown ? "" : "+") left") }
+        totalParts.append("\(Console.bytes(Int64(totalRate)))/s")
+        if totalRate > 1, sizesKnown, bytesLeft > 0 {
+            totalParts.append("ETA \(Self.duration(Double(bytesLeft) / totalRate))")
+        }
+        if let limit = library.bandwidthLimiter.bytesPerSecond { totalParts.append("limit \(Console.bytes(limit))/s") }
+        if activity.failed > 0 { totalParts.append("\(activity.failed) failed") }
+
+        var waits: [String] = []
+        if network > 0 { waits.append("\(network) for an allowed network (now \(library.networkStatus))") }
+        if let next = retries.min() {
+            let delay = max(0, next.timeIntervalSinceNow)
+            waits.append("\(retries.count) to retry (next in \(Self.duration(delay)))")
+        }
+        for (host, count) in hosts.sorted(by: { $0.key < $1.key }) { waits.append("\(count) behind the per-host limit for \(host)") }
+        if queued > 0 { waits.append("\(queued) queued") }
+        if paused > 0 { waits.append("\(paused) paused") }
+
+        var frame = transfers
+        frame.append(totalParts.joined(separator: " · "))
+        if !waits.isEmpty { frame.append("waiting: " + waits.joined(separator: " · ")) }
+        return frame.map { Self.fit($0, to: width - 1) }
+    }
+
+    // MARK: Terminal
+
+    private static func erase(_ lines: Int) -> String {
+        guard lines > 0 else { return "" }
+        return "\r\u{1B}[2K" + String(repeating: "\u{1B}[1A\u{1B}[2K", count: lines - 1)
+    }
+
+    private static func draw(_ frame: [String]) -> String {
+        frame.joined(separator: "\n")
+    }
+
+    private static func write(_ text: String) {
+        guard !text.isEmpty else { return }
+        FileHandle.standardOutput.write(Data(text.utf8))
+    }
+
+    static func terminalWidth() -> Int {
+        var size = winsize()
+        if ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_col > 10 { return Int(size.ws_col) }
+        return 80
+    }
+
+    /// `text` cut to `width` characters, with an ellipsis.
+    static func fit(_ text: String, to width: Int) -> String {
+        guard text.count > width else { return text }
+        return String(text.prefix(max(1, width - 1))) + "…"
+    }
+
+    static func duration(_ seconds: Double) -> String {
+        let whole = Int(seconds.rounded(.up))
+        if whole < 60 { return "\(whole) s" }
+        if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }
+        return "\(whole / 3600) h \(whole % 3600 / 60) min"
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import Logging
+import Paperboy
+import PaperboyConfig
+
+/// Fetches every `[[feeds]]` catalog through the library's transports and lists its issues.
+struct FeedRefresh {
+    /// An issue wanted by a feed.
+    struct FeedIssue {
+        var feed: String
+        var entry: IssueEntry
+    }
+
+    /// The issues to plan, in feed order, and one message per feed that could not be used.
+    var issues: [FeedIssue] = []
+    var failures: [String] = []
+
+    /// Fetches and parses each feed; a broken feed is reported and the others still count.
+    ///
+    /// Issues named like a configured `[[issues]]` entry or an issue of an earlier feed are left
+    /// to the first; issues removed by `paperboy purge` are not added again.
+    static func refresh(config: PaperboyConfiguration, library: Library, logger: Logger) async -> FeedRefresh {
+        var result = FeedRefresh()
+        var taken = Set(config.issues.map(\.name))
+        let purged = PurgedIssues(library: library).names
+        for feed in config.feeds {
+            let data: Data
+            do {
+                data = try await library.fetchData(from: feed.url, options: config.transportOptions(for: feed.url))
+            } catch {
+                result.failures.append("feed '\(feed.name)' (\(feed.url.redactedString)): cannot fetch the catalog: \(error.message)")
+                continue
+            }
+            let catalog: Catalog
+            do {
+                catalog = try Catalog.parse(data, feed: feed.name, url: feed.url)
+            } catch {
+                result.failures.append(error.description)
+                continue
+            }
+            var fresh = 0
+            for issue in catalog.issues {
+                if taken.contains(issue.name) {
+                    logger.info("feed '\(feed.name)': issue '\(issue.name)' is already listed elsewhere; keeping the first")
+                    continue
+                }
+                taken.insert(issue.name)
+                if purged.contains(issue.name), library.issue(named: issue.name) == nil {
+                    logger.info("feed '\(feed.name)': issue '\(issue.name)' was purged; not adding it again")
+                    continue
+                }
+                if library.issue(named: issue.name) == nil { fresh += 1 }
+                result.issues.append(FeedIssue(feed: feed.name, entry: issue.entry))
+            }
+            logger.notice("feed '\(feed.name)': \(catalog.issues.count) issue(s), \(fresh) new")
+        }
+        return result
+    }
+}
+
+/// The names of issues `paperboy purge` removed, so that a feed still listing them does not
+/// bring them back. Kept in `purged-issues.json` in the library folder.
+struct PurgedIssues {
+    let file: URL
+
+    init(library: Library) {
+        file = library.root.appendingPathComponent("purged-issues.json")
+    }
+
+    var names: Set<String> {
+        guard let data = try? Data(contentsOf: file),
+              let list = try? JSONDecoder().decode([String].self, from: data) else { return [] }
+        return Set(list)
+    }
+
+    /// Adds `removed` to the list (the most recent 10 000 are kept).
+    func record(_ removed: [String]) throws {
+        guard !removed.isEmpty else { return }
+        var list = (try? JSONDecoder().decode([String].self, from: Data(contentsOf: file))) ?? []
+        list.removeAll { removed.contains($0) }
+        list.append(contentsOf: removed)
+        if list.count > 10_000 { list.removeFirst(list.count - 10_000) }
+        try JSONEncoder().encode(list).write(to: file, options: .atomic)
+        chmod(file.path, 0o600)
+    }
+
+    /// Forgets `name` (an issue added again on purpose, with `paperboy add`).
+    func forget(_ name: String) {
+        var current = names
+        guard current.remove(name) != nil else { return }
+        try? JSONEncoder().encode(current.sorted()).write(to: file, options: .atomic)
+    }
+}

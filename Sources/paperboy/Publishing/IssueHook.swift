@@ -1,0 +1,85 @@
+import Foundation
+import Paperboy
+import PaperboyConfig
+
+/// The `[hooks] on_issue_available` command, run once for each issue that became available:
+/// the Linux analog of setNewsstandIconImage and the badge.
+///
+/// The command runs without a shell, in the configuration's folder, with the tool's standard
+/// output and error, and with `PAPERBOY_ISSUE` (the name), `PAPERBOY_ISSUE_PATH` (the content
+/// folder), `PAPERBOY_COVER` (the cover file, empty when there is none), `PAPERBOY_ISSUE_DATE`
+/// and `PAPERBOY_BADGE` (new issues) in its environment.
+struct IssueHook {
+    /// What the hook is told about one issue (read while the library is open).
+    struct Job: Sendable {
+        var issue: String
+        var environment: [String: String]
+
+        init(issue: Issue, badge: Int) {
+            self.issue = issue.name
+            environment = [
+                "PAPERBOY_ISSUE": issue.name,
+                "PAPERBOY_ISSUE_PATH": issue.contentURL.path,
+                "PAPERBOY_COVER": issue.coverURL?.path ?? "",
+                "PAPERBOY_ISSUE_DATE": issue.date.formatted(Date.ISO8601FormatStyle().year().month().day()),
+                "PAPERBOY_BADGE": String(badge),
+            ]
+        }
+    }
+
+    let command: [String]
+    let folder: URL
+
+    /// The configured hook, or `nil` when there is none.
+    init?(config: PaperboyConfiguration) {
+        guard let command = config.hooks.onIssueAvailable, !command.isEmpty else { return nil }
+        self.command = command
+        folder = config.fileURL.deletingLastPathComponent()
+    }
+
+    /// Runs the hook for each job in turn (on a thread of its own, never the cooperative pool).
+    ///
+    /// - Returns: one message per hook that could not run or exited with a non-zero status.
+    func run(_ jobs: [Job]) async -> [String] {
+        guard !jobs.isEmpty else { return [] }
+        let command = self.command
+        let folder = self.folder
+        return await withCheckedContinuation { continuation in
+            Thread {
+                continuation.resume(returning: jobs.compactMap { Self.runBlocking(command, folder: folder, job: $0) })
+            }.start()
+        }
+    }
+
+    private static func runBlocking(_ command: [String], folder: URL, job: Job) -> String? {
+        let process = Process()
+        var arguments = command
+        let executable = arguments.removeFirst()
+        if executable.contains("/") {
+            process.executableURL = URL(fileURLWithPath: executable, relativeTo: folder).absoluteURL
+            process.arguments = arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = [executable] + arguments
+        }
+        process.currentDirectoryURL = folder
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(job.environment) { _, new in new }
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        let shown = command.joined(separator: " ")
+        do {
+            try process.run()
+        } catch {
+            return "hook '\(shown)' for issue '\(job.issue)' could not start: \(error.localizedDescription)"
+        }
+        process.waitUntilExit()
+        if process.terminationReason == .uncaughtSignal {
+            return "hook '\(shown)' for issue '\(job.issue)' was killed by signal \(process.terminationStatus); the issue stays available"
+        }
+        if process.terminationStatus != 0 {
+            return "hook '\(shown)' for issue '\(job.issue)' exited with status \(process.terminationStatus); the issue stays available"
+        }
+        return nil
+    }
+}

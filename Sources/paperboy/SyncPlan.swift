@@ -1,0 +1,91 @@
+import Foundation
+import Paperboy
+import PaperboyConfig
+
+/// What one sync does: which wanted assets exist, which must be downloaded.
+///
+/// An asset is identified by its URL and destination path within its issue, so a wanted asset
+/// that is already in the library (delivered or not) is never added twice.
+struct SyncPlan {
+    struct Entry {
+        var issue: String
+        var path: String
+        var url: URL
+        var identifier: String
+    }
+
+    var entries: [Entry] = []
+    var toDownload: [AssetDownload] = []
+    var alreadyDelivered = 0
+
+    /// The display name (`issue/path`) of each planned asset, by identifier.
+    var names: [String: String] {
+        Dictionary(entries.map { ($0.identifier, "\($0.issue)/\($0.path)") }, uniquingKeysWith: { first, _ in first })
+    }
+
+    /// Plans every issue of `issues`; the first error stops it.
+    static func make(issues: [IssueEntry], config: PaperboyConfiguration, library: Library) throws(LibraryError) -> SyncPlan {
+        var plan = SyncPlan()
+        for issue in issues { try plan.add(issue, config: config, library: library) }
+        return plan
+    }
+
+    /// Adds `configured` to the library if it is not there, adds its missing assets, and plans
+    /// the download of every one not delivered yet.
+    mutating func add(_ configured: IssueEntry, config: PaperboyConfiguration, library: Library) throws(LibraryError) {
+        let issue: Issue
+        if let found = library.issue(named: configured.name) {
+            issue = found
+        } else {
+            issue = try library.addIssue(name: configured.name, date: configured.date)
+        }
+        var byKey: [String: AssetStatus] = [:]
+        for status in issue.assetStatuses {
+            byKey[Self.key(status.request.url, status.request.destinationPath ?? "")] = status
+        }
+        var missing: [(AssetRequest, JSONValue?)] = []
+        for asset in configured.assets where byKey[Self.key(asset.url, asset.path)] == nil {
+            missing.append((Self.request(for: asset, config: config), nil))
+        }
+        let added = try issue.addAssets(missing)
+        var addedByKey: [String: AssetDownload] = [:]
+        for (asset, (request, _)) in zip(added, missing) {
+            addedByKey[Self.key(request.url, request.destinationPath ?? "")] = asset
+        }
+        for asset in configured.assets {
+            let key = Self.key(asset.url, asset.path)
+            let download: AssetDownload
+            if let status = byKey[key] {
+                guard let found = library.asset(identifier: status.identifier) else { continue }
+                download = found
+                if status.state == .delivered {
+                    alreadyDelivered += 1
+                } else {
+                    toDownload.append(download)
+                }
+            } else if let fresh = addedByKey[key] {
+                download = fresh
+                toDownload.append(download)
+            } else {
+                continue
+            }
+            entries.append(Entry(issue: configured.name, path: asset.path, url: asset.url, identifier: download.identifier))
+        }
+    }
+
+    /// The library request for a configured (or catalog) asset.
+    static func request(for asset: AssetEntry, config: PaperboyConfiguration) -> AssetRequest {
+        var network: NetworkPolicyOverride?
+        if asset.allowedNetworks != nil || asset.allowExpensive != nil || asset.allowConstrained != nil {
+            network = NetworkPolicyOverride(
+                allowedKinds: asset.allowedNetworks.map { Set($0.compactMap { NetworkStatus.Kind(rawValue: $0.rawValue) }) },
+                allowsExpensive: asset.allowExpensive, allowsConstrained: asset.allowConstrained)
+        }
+        return AssetRequest(
+            url: asset.url, sha256: asset.sha256, priority: asset.priority, destinationPath: asset.path,
+            options: config.transportOptions(for: asset.url), network: network,
+            unpack: asset.unpack.map { _ in UnpackFormat.zip }, role: asset.role == .cover ? .cover : .content)
+    }
+
+    private static func key(_ url: URL, _ path: String) -> String { url.absoluteString + "\u{0}" + path }
+}

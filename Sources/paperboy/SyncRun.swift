@@ -1,0 +1,218 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Paperboy
+import PaperboyConfig
+
+/// One publisher cycle, shared by `sync`, `notify` and `add`: refresh the feeds, add what is
+/// new, download and deliver every wanted asset, run the hook for each issue that became
+/// available, and report.
+struct SyncRun {
+    let options: GlobalOptions
+    let config: PaperboyConfiguration
+    let library: Library
+    /// Wait for an allowed network instead of exiting with 75.
+    var wait = false
+    /// Fetch the `[[feeds]]` catalogs.
+    var includeFeeds = true
+    /// The `[[issues]]` to plan (those of the configuration for `sync`).
+    var issues: [IssueEntry]
+    /// Where ``issues`` come from, for error messages.
+    var source: String
+
+    init(options: GlobalOptions, config: PaperboyConfiguration, library: Library) {
+        self.options = options
+        self.config = config
+        self.library = library
+        issues = config.issues
+        source = config.fileURL.lastPathComponent
+    }
+
+    /// Opens the library of `config` for writing; exits with 1 when it cannot.
+    static func openLibrary(_ config: PaperboyConfiguration, resumes: Bool = true, extraURLs: [URL] = []) throws -> Library {
+        do {
+            var configuration = try config.libraryConfiguration()
+            configuration.resumesOnOpen = resumes
+            return try Library.open(at: config.library.path, transports: Transports.registry(for: config, extraURLs: extraURLs),
+                                    configuration: configuration)
+        } catch let error as LibraryError {
+            Console.error("paperboy: \(error.message)")
+            throw ExitCode(1)
+        }
+    }
+
+    /// Runs the cycle and closes the library; returns the exit code.
+    func perform() async -> Int32 {
+        let logger = Logger(label: "paperboy")
+        let interrupt = InterruptHandler(library: library)
+        defer { interrupt.cancel() }
+
+        var problems: [String] = []
+        var feedIssues: [FeedRefresh.FeedIssue] = []
+        if includeFeeds, !config.feeds.isEmpty {
+            let refresh = await FeedRefresh.refresh(config: config, library: library, logger: logger)
+            feedIssues = refresh.issues
+            problems += refresh.failures
+            for failure in refresh.failures { Console.error("paperboy: \(failure)") }
+        }
+
+        var plan: SyncPlan
+        do {
+            plan = try SyncPlan.make(issues: issues, config: config, library: library)
+        } catch {
+            Console.error("paperboy: \(source): \(error.message)")
+            await library.close()
+            return 2
+        }
+        for feedIssue in feedIssues {
+            do {
+                try plan.add(feedIssue.entry, config: config, library: library)
+            } catch {
+                let message = "feed '\(feedIssue.feed)': issue '\(feedIssue.entry.name)': \(error.message)"
+                Console.error("paperboy: \(message)")
+                problems.append(message)
+            }
+        }
+        let plannedIssues = Set(plan.entries.map(\.issue))
+        let availableBefore = Set(plannedIssues.filter { library.issue(named: $0)?.status == .available })
+
+        let live = Console.isTerminal && !options.quiet
+        let display = live ? ProgressDisplay(library: library, total: plan.toDownload.count, names: plan.names) : nil
+        let narrator = options.quiet ? nil : SyncNarrator(display: display, names: plan.names, logger: logger, verbose: options.verbose)
+        let narration = narrator.map { narrator in
+            let events = library.events()
+            return Task { await narrator.follow(events) }
+        }
+
+        if plan.toDownload.isEmpty, !options.quiet {
+            Console.line("paperboy: nothing to do; \(plan.alreadyDelivered) asset(s) already delivered")
+        }
+        for asset in plan.toDownload { asset.download() }
+
+        let started = ContinuousClock.now
+        display?.start()
+        await library.waitUntilIdle()
+        if library.activity.waitingForNetwork > 0, wait {
+            let message = "\(library.activity.waitingForNetwork) asset(s) wait for an allowed network (now: \(library.networkStatus)); waiting"
+            if let display { display.print("paperboy: \(message)") } else if !options.quiet { Console.error("paperboy: \(message)") }
+            await library.waitUntilIdle(includingNetworkWaits: true)
+        }
+        display?.stop()
+        if InterruptHandler.interrupted.load(ordering: .relaxed) {
+            // The interrupt handler is closing the library and exits with 130.
+            while true { try? await Task.sleep(for: .seconds(60)) }
+        }
+        let elapsed = ContinuousClock.now - started
+
+        var failures = 0
+        var waitingForNetwork = 0
+        var delivered = 0
+        var bytes: Int64 = 0
+        var statuses: [String: AssetStatus] = [:]
+        for name in plannedIssues {
+            for status in library.issue(named: name)?.assetStatuses ?? [] { statuses[status.identifier] = status }
+        }
+        for entry in plan.entries {
+            let status = statuses[entry.identifier]
+            switch status?.state {
+            case .delivered?:
+                delivered += 1
+                bytes += status?.totalBytesWritten ?? 0
+            case .failed(let message)?:
+                failures += 1
+                Console.error("failed: \(entry.issue)/\(entry.path) (\(entry.url.redactedString)): \(message)")
+            case .waiting(.network)?:
+                waitingForNetwork += 1
+                if options.verbose { Console.error("waiting: \(entry.issue)/\(entry.path): waiting for an allowed network") }
+            case let state?:
+                failures += 1
+                Console.error("not delivered: \(entry.issue)/\(entry.path): \(state)")
+            case nil:
+                failures += 1
+                Console.error("not delivered: \(entry.issue)/\(entry.path): the asset disappeared")
+            }
+        }
+
+        // Issues that became available in this run, oldest first, for the hook.
+        let becameAvailable = plannedIssues.subtracting(availableBefore)
+            .compactMap { library.issue(named: $0) }
+            .filter { $0.status == .available }
+            .sorted { ($0.date, $0.name) < ($1.date, $1.name) }
+        let badge = library.badgeCount
+        let jobs = becameAvailable.map { IssueHook.Job(issue: $0, badge: badge) }
+        let network = library.networkStatus
+        await library.close()
+        await narration?.value
+
+        if waitingForNetwork > 0 {
+            Console.error("paperboy: \(waitingForNetwork) asset(s) wait for an allowed network (now: \(network)); run again, or use --wait")
+        }
+        if !options.quiet, !plan.toDownload.isEmpty {
+            let seconds = max(elapsed.secondsValue, 0.001)
+            let fetched = delivered - plan.alreadyDelivered
+            Console.line(String(
+                format: "paperboy: %d of %d asset(s) delivered (%d now, %@ in %.2f s, %.0f assets/s)%@",
+                delivered, plan.entries.count, fetched, Console.bytes(bytes), seconds, Double(fetched) / seconds,
+                failures > 0 ? ", \(failures) failed" : ""))
+        }
+        if !options.quiet {
+            for issue in jobs.map(\.issue) { Console.line("paperboy: issue \(issue) is available") }
+        }
+        // The library is closed: a hook may run `paperboy read` or `paperboy issues`.
+        if let hook = IssueHook(config: config) {
+            for failure in await hook.run(jobs) {
+                Console.error("paperboy: \(failure)")
+                problems.append(failure)
+            }
+        }
+
+        if failures > 0 || !problems.isEmpty { return 1 }
+        if waitingForNetwork > 0 { return 75 }
+        return 0
+    }
+}
+
+/// Tells what happens during a sync: above the live block on a terminal, as log lines otherwise.
+///
+/// Retries and network waits are told at the default level; each delivered or failed asset
+/// with `--verbose`.
+struct SyncNarrator: Sendable {
+    let display: ProgressDisplay?
+    let names: [String: String]
+    let logger: Logger
+    let verbose: Bool
+
+    func follow(_ events: AsyncStream<LibraryEvent>) async {
+        var announcedNetworkWait: Set<String> = []
+        for await event in events {
+            guard case .assetStateChanged(let asset, let state) = event else { continue }
+            let name = names[asset.identifier] ?? asset.identifier
+            switch state {
+            case .downloading:
+                detail("downloading \(name)")
+            case .delivered:
+                detail("delivered \(name) (\(Console.bytes(asset.totalBytesWritten)))")
+            case .failed(let message):
+                detail("failed \(name): \(message)")
+            case .waiting(.retry(let until, let attempt)):
+                tell("\(name): retry \(attempt) in \(ProgressDisplay.duration(max(0, until.timeIntervalSinceNow)))")
+            case .waiting(.network):
+                // The live block says it on a terminal.
+                if display == nil, announcedNetworkWait.insert(asset.identifier).inserted {
+                    tell("\(name): waiting for an allowed network")
+                }
+            default:
+                continue
+            }
+        }
+    }
+
+    private func tell(_ text: String) {
+        if let display { display.print(text) } else { logger.notice("\(text)") }
+    }
+
+    private func detail(_ text: String) {
+        guard verbose else { return }
+        if let display { display.print(text) } else { logger.info("\(text)") }
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+import PaperboyConfig
+
+@Suite("Publisher catalogs")
+struct CatalogTests {
+    static let catalogURL = URL(string: "https://news.example.com/daily/catalog.json")!
+    static let sha = String(repeating: "ab", count: 32)
+
+    func parse(_ text: String, url: URL = catalogURL) throws(CatalogError) -> Catalog {
+        try Catalog.parse(Data(text.utf8), feed: "daily", url: url)
+    }
+
+    @Test func theIssueExampleParsesWithURLsResolvedAgainstTheCatalog() throws {
+        let catalog = try parse("""
+            {"issues": [{"name": "2026-11-21", "date": "2026-11-21", "title": "…", "cover": "covers/2026-11-21.png",
+                         "assets": [{"url": "issues/2026-11-21.zip", "sha256": "\(Self.sha.uppercased())", "size": 123, "unpack": "zip"}]}]}
+            """)
+        let issue = try #require(catalog.issues.first)
+        #expect(issue.name == "2026-11-21")
+        #expect(issue.title == "…")
+        #expect(issue.date == Date(timeIntervalSince1970: 1_795_219_200))
+        let cover = try #require(issue.cover)
+        #expect(cover.url.absoluteString == "https://news.example.com/daily/covers/2026-11-21.png")
+        #expect(cover.role == .cover && cover.path == "2026-11-21.png")
+        let asset = try #require(issue.assets.first)
+        #expect(asset.url.absoluteString == "https://news.example.com/daily/issues/2026-11-21.zip")
+        #expect(asset.sha256 == Self.sha && asset.size == 123 && asset.unpack == .zip && asset.role == .content)
+        // As a configuration entry: the cover first, then the content.
+        #expect(issue.entry.assets.map(\.role) == [.cover, .content])
+        #expect(issue.entry.assets[1].path == "2026-11-21.zip")
+    }
+
+    @Test func urlsResolveLikeLinks() throws {
+        let catalog = try parse("""
+            {"issues": [{"name": "a", "date": "2026-11-21T06:30:00Z", "publisher_extra": {"price": 3},
+                         "cover": {"url": "/static/a.png", "sha256": "\(Self.sha)", "path": "art/cover.png"},
+                         "assets": [{"url": "../shared/a.pdf", "priority": 5, "path": "a.pdf"},
+                                    {"url": "https://cdn.example.net/a%20b.zip?sig=1"},
+                                    {"url": "sftp://files.example.com/a.epub", "role": "content"}]}]}
+            """)
+        let issue = try #require(catalog.issues.first)
+        #expect(issue.date == Date(timeIntervalSince1970: 1_795_242_600))
+        #expect(issue.cover?.url.absoluteString == "https://news.example.com/static/a.png")
+        #expect(issue.cover?.path == "art/cover.png" && issue.cover?.sha256 == Self.sha)
+        #expect(issue.assets.map(\.url.absoluteString) == [
+            "https://news.example.com/shared/a.pdf", "https://cdn.example.net/a%20b.zip?sig=1", "sftp://files.example.com/a.epub",
+        ])
+        #expect(issue.assets[0].priority == 5)
+        #expect(issue.assets[1].path == "a b.zip")
+
+        let local = try parse(#"{"issues": [{"name": "b", "date": "2026-01-02", "assets": [{"url": "issues/b file.pdf"}]}]}"#,
+                              url: URL(fileURLWithPath: "/srv/publisher/catalog.json"))
+        #expect(local.issues[0].assets[0].url.path == "/srv/publisher/issues/b file.pdf")
+        #expect(local.issues[0].assets[0].url.isFileURL)
+    }
+
+    @Test(arguments: [
+        ("{", nil, "not valid JSON"),
+        ("[]", nil, "expected an object with an \"issues\" array, got an array"),
+        ("{}", "issues", "missing"),
+        (#"{"issues": {}}"#, "issues", "expected an array, got an object"),
+        (#"{"issues": [3]}"#, "issues[0]", "expected an object, got a number"),
+        (#"{"issues": [{"date": "2026-11-21", "cover": "c.png"}]}"#, "issues[0].name", "missing"),
+        (#"{"issues": [{"name": 7, "date": "2026-11-21", "cover": "c.png"}]}"#, "issues[0].name", "expected a string, got a number"),
+        (#"{"issues": [{"name": "../up", "date": "2026-11-21", "cover": "c.png"}]}"#, "issues[0].name", "must not start with '.'"),
+        (#"{"issues": [{"name": "a/b", "date": "2026-11-21", "cover": "c.png"}]}"#, "issues[0].name", "must not contain '/'"),
+        (#"{"issues": [{"name": "a", "cover": "c.png"}]}"#, "issues[0].date", "missing"),
+        (#"{"issues": [{"name": "a", "date": "2026-02-30", "cover": "c.png"}]}"#, "issues[0].date", "expected a date"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21"}]}"#, "issues[0].assets", "at least one asset or a cover"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": "x.pdf"}]}"#, "issues[0].assets", "expected an array, got a string"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": "c.png"}, {"name": "a", "date": "2026-11-22", "cover": "d.png"}]}"#,
+         "issues[1].name", "duplicate issue name 'a' (also issues[0])"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"sha256": "00"}]}]}"#, "issues[0].assets[0].url", "missing"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.zip", "sha256": "abc"}]}]}"#,
+         "issues[0].assets[0].sha256", "expected 64 hex digits"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.zip", "size": -1}]}]}"#,
+         "issues[0].assets[0].size", "expected a number of bytes"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.zip", "size": "12"}]}]}"#,
+         "issues[0].assets[0].size", "got a string"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.zip", "unpack": "rar"}]}]}"#,
+         "issues[0].assets[0].unpack", "unknown format 'rar' (known: zip)"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.zip", "role": "poster"}]}]}"#,
+         "issues[0].assets[0].role", "unknown role 'poster'"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.zip", "path": "../../etc/x"}]}]}"#,
+         "issues[0].assets[0].path", "must not contain '..'"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.zip", "path": "/etc/x"}]}]}"#,
+         "issues[0].assets[0].path", "must be relative"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "x/a.pdf"}, {"url": "y/a.pdf"}]}]}"#,
+         "issues[0].assets[1].path", "'a.pdf' is also the path of issues[0].assets[0]"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "file:///etc/passwd"}]}]}"#,
+         "issues[0].assets[0].url", "is a local file, but the catalog is not"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": 5}]}"#, "issues[0].cover", "a URL string or an object"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": {"url": "c.png", "role": "content"}}]}"#,
+         "issues[0].cover.role", "a cover has the role 'cover'"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.zip", "priority": 1.5}]}]}"#,
+         "issues[0].assets[0].priority", "expected an integer, got 1.5"),
+    ] as [(String, String?, String)])
+    func malformedCatalogsNameTheFeedAndTheJSONPath(_ text: String, _ path: String?, _ message: String) {
+        #expect {
+            _ = try parse(text)
+        } throws: { error in
+            guard let error = error as? CatalogError else { return false }
+            let text = error.description
+            let prefix = "feed 'daily' (https://news.example.com/daily/catalog.json): " + (path.map { "\($0): " } ?? "")
+            #expect(text.hasPrefix(prefix), "\(text)")
+            #expect(text.contains(message), "\(text)")
+            return error.path == path
+        }
+    }
+
+    @Test func errorsNeverShowAPassword() {
+        let url = URL(string: "https://reader:s3cret@news.example.com/catalog.json")!
+        #expect {
+            _ = try parse("{}", url: url)
+        } throws: { error in
+            let text = "\(error)"
+            return !text.contains("s3cret") && text.contains("news.example.com/catalog.json")
+        }
+    }
+}
