@@ -831,7 +831,8 @@ final class Scheduler: Sendable {
     private func broadcastState(_ id: String, delivered: Bool = false) {
         guard broadcaster.hasSubscribers else { return }
         let current: AssetState? = delivered ? .delivered : snapshot(id)?.state
-        guard let current, let issueName = store.asset(id: id)?.issueName ?? state.withLock({ $0.entries[id]?.issueName }) else { return }
+        // In memory first: a database read here would wait for batched writes on every change.
+        guard let current, let issueName = state.withLock({ $0.entries[id]?.issueName }) ?? store.asset(id: id)?.issueName else { return }
         broadcaster.send(.assetStateChanged(AssetDownload(identifier: id, issueName: issueName, scheduler: self), current))
     }
 }
