@@ -6,36 +6,6 @@ import PaperboyTesting
 import Synchronization
 import Testing
 
-/// A temporary folder removed when the test ends.
-final class TempFolder: @unchecked Sendable {
-    let url: URL
-    init() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-http-test-\(UUID().uuidString)")
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-}
-
-/// Deterministic pseudo-random bytes (test data is generated, never committed).
-func randomData(_ count: Int, seed: UInt64 = 42) -> Data {
-    var state = seed
-    func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    var data = Data(count: count)
-    data.withUnsafeMutableBytes { buffer in
-        let words = buffer.bindMemory(to: UInt64.self)
-        for index in words.indices { words[index] = next() }
-        for index in (words.count * 8)..<count { buffer[index] = UInt8(truncatingIfNeeded: next()) }
-    }
-    return data
-}
-
 func testConfiguration(attempts: Int = 1, idleTimeout: Duration = .seconds(10)) -> Library.Configuration {
     var configuration = Library.Configuration()
     configuration.retry = RetryPolicy(maxAttempts: attempts, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))
