@@ -39,7 +39,9 @@ struct TransportErrorCurlTests {
         let start = ContinuousClock.now
         let error = await fetch(server, idleTimeout: .seconds(1))
         withExtendedLifetime(server) {}   // the stalling server must outlive the transfer
-        #expect(error?.code == .timedOut)
+        // Normally `.timedOut`; on a starved CI machine the loopback connection has been seen to
+        // drop first. Either way the stalled transfer ends, retryable, instead of hanging.
+        #expect(error?.code == .timedOut || error?.code == .connectionLost, "\(String(describing: error))")
         #expect(error?.isRetryable == true)
         // The idle timeout is 1 s; the bound only catches a transfer that never times out.
         #expect(ContinuousClock.now - start < .seconds(30))
@@ -88,11 +90,14 @@ struct TransportErrorCurlTests {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
         let when = formatter.string(from: Date().addingTimeInterval(120))
         let server = try FaultServer { _ in ServerResponse(status: 503, headers: [("Retry-After", when)]) }
+        let start = ContinuousClock.now
         let error = await fetch(server)
+        let elapsed = ContinuousClock.now - start
         #expect(error?.code == .rateLimited)
         #expect(error?.isRetryable == true)
         let delay = try #require(error?.retryAfter)
-        #expect(delay > .seconds(110) && delay <= .seconds(121))
+        // The date is 120 s ahead when sent (one-second resolution); a busy machine may take a while to answer.
+        #expect(delay > .seconds(118) - elapsed && delay <= .seconds(121), "delay \(delay) after \(elapsed)")
     }
 
     @Test func theLibraryRetriesA500AndDelivers() async throws {
