@@ -27,6 +27,8 @@ extension TransportConformance {
         defer { try? FileManager.default.removeItem(at: root) }
         let interrupting = InterruptingTransport(base: transport, cutAfter: cutAfter)
         var configuration = Library.Configuration()
+        // Independent of the host's network: policies are tested on their own.
+        configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .wired))
         configuration.retry = RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(10), maxDelay: .milliseconds(50))
         configuration.syncsToDisk = false
         configuration.connectTimeout = options.connectTimeout

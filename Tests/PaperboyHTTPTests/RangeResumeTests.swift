@@ -142,7 +142,9 @@ struct RangeResumeTests {
         }
         let folder = TempFolder()
         let delegate = try await downloadThroughLibrary(server.url("/f"), in: folder, configuration: testConfiguration(attempts: 2))
-        #expect(server.requests.last?.header("range") == "bytes=\(cut)-")
+        // What reached the partial file before the reset (the kernel may drop unread bytes).
+        let resumedAt = Int(server.requests.last?.header("range")?.dropFirst("bytes=".count).dropLast() ?? "") ?? -1
+        #expect(resumedAt > 0 && resumedAt <= cut, "\(String(describing: server.requests.last?.header("range")))")
         #expect(delegate.deliveredSHA256 == sha256Hex(fresh))
     }
 
@@ -161,7 +163,10 @@ struct RangeResumeTests {
         let folder = TempFolder()
         let delegate = try await downloadThroughLibrary(
             server.url("/f"), in: folder, configuration: testConfiguration(attempts: 2))
-        #expect(server.requests.last?.header("range") == "bytes=\(data.count)-")
-        #expect(delegate.deliveredSHA256 == sha256Hex(data))
+        // Normally everything is on disk and the server answers 416; a loaded machine may lose the
+        // unread tail to the reset, and the resume then fetches it.
+        let resumedAt = Int(server.requests.last?.header("range")?.dropFirst("bytes=".count).dropLast() ?? "") ?? -1
+        #expect(resumedAt > 0 && resumedAt <= data.count)
+        #expect(delegate.deliveredSHA256 == sha256Hex(data), "events: \(delegate.events)")
     }
 }

@@ -8,6 +8,8 @@ import Testing
 
 func testConfiguration(attempts: Int = 1, idleTimeout: Duration = .seconds(10)) -> Library.Configuration {
     var configuration = Library.Configuration()
+    // Independent of the host's network: policies are tested on their own.
+    configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .wired))
     configuration.retry = RetryPolicy(maxAttempts: attempts, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))
     configuration.progressInterval = .milliseconds(20)
     configuration.syncsToDisk = false

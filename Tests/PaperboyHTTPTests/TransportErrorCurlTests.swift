@@ -107,7 +107,7 @@ struct TransportErrorCurlTests {
         }
         let folder = TempFolder()
         let delegate = try await downloadThroughLibrary(server.url("/f"), in: folder, configuration: testConfiguration(attempts: 2))
-        #expect(delegate.deliveredSHA256 == sha256Hex(data))
+        #expect(delegate.deliveredSHA256 == sha256Hex(data), "events: \(delegate.events)")
         #expect(server.requests.count == 2)
     }
 

@@ -266,6 +266,8 @@ struct SFTPTransportTests {
         guard let setup = try SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         var configuration = Library.Configuration()
+        // Independent of the host's network: policies are tested on their own.
+        configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .wired))
         configuration.retry = RetryPolicy(maxAttempts: 1, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))
         configuration.syncsToDisk = false
         configuration.credentials = PrefixCredentials([

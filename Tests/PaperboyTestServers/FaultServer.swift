@@ -210,8 +210,9 @@ public final class FaultServer: Sendable {
         case .closeAfter:
             return .close
         case .resetAfter:
-            // Let the client read what was sent before the reset discards it.
-            Thread.sleep(forTimeInterval: 0.1)
+            // Let the client read what was sent before the reset discards it (a loaded machine
+            // may take a while to schedule the reader).
+            Thread.sleep(forTimeInterval: 0.5)
             return .reset
         case .stallAfter:
             waitUntilClosed(fd)
