@@ -211,8 +211,10 @@ struct SyncNarrator: Sendable {
         if let display { display.print(text) } else { logger.notice("\(text)") }
     }
 
-    private func detail(_ text: String) {
+    /// Per-asset lines, with `--verbose` only; the text is built only then (it may read the store).
+    private func detail(_ text: @autoclosure () -> String) {
         guard verbose else { return }
-        if let display { display.print(text) } else { logger.info("\(text)") }
+        let line = text()
+        if let display { display.print(line) } else { logger.info("\(line)") }
     }
 }
