@@ -156,6 +156,21 @@ struct ResumeTests {
         await library.close()
     }
 
+    @Test func downloadRightAfterPauseIsNotLost() async throws {
+        let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(2))
+        let url = transport.serve(data, at: "p2.bin")
+        let library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await eventually("some bytes") { asset.totalBytesWritten > 0 }
+        asset.pause()
+        asset.download()      // before the paused transfer has even stopped
+        await delegate.waitForEnd()
+        #expect(delegate.keptFiles == [data])
+        await library.close()
+    }
+
     @Test func cancelRemovesPartialBytes() async throws {
         let transport = InMemoryTransport()
         let url = transport.serve(data, at: "c.bin", script: [.stallAfter(cut)])

@@ -62,6 +62,8 @@ final class Scheduler: Sendable {
         var task: Task<Void, Never>?
         var retryTask: Task<Void, Never>?
         var stop: StopKind?
+        /// Asked for again while a pause was stopping it: queue it once the transfer has ended.
+        var restartAfterStop = false
         var delivering = false
         var host: String { request.url.host?.lowercased() ?? "" }
 
@@ -362,6 +364,8 @@ final class Scheduler: Sendable {
                     store.submit(patch)
                 case .finished:
                     deliver = !entry.delivering
+                case .downloading where entry.stop == .pause:
+                    entry.restartAfterStop = true
                 case .queued, .retry, .downloading, .delivered, .network:
                     break
                 }
@@ -584,6 +588,7 @@ final class Scheduler: Sendable {
     private func finish(_ id: String, host: String, outcome: Outcome) {
         var deliver = false
         var failure: (AssetEventHub, LibraryError)?
+        var requeue: (seq: Int64, priority: Int, host: String)?
         state.withLock { state in
             state.running -= 1
             state.perTransferLimiters[id] = nil
@@ -639,11 +644,16 @@ final class Scheduler: Sendable {
                         // Stopped by closing the library: it continues at the next open.
                         entry.state = .queued
                         patch.state = .queued
+                    } else if entry.restartAfterStop {
+                        entry.state = .queued
+                        patch.state = .queued
+                        requeue = (entry.seq, entry.request.priority, entry.host)
                     } else {
                         entry.state = .paused
                         patch.state = .paused
                     }
                     entry.stop = nil
+                    entry.restartAfterStop = false
                 case .failed(let error, let retryAfter, let written, let validator):
                     entry.bytesOnDisk = written
                     entry.validator = validator
@@ -676,6 +686,9 @@ final class Scheduler: Sendable {
             }
             if let entry = state.entries[id], entry.state == .retry {
                 scheduleRetry(id, at: entry.retryAt ?? Date(), in: &state)
+            }
+            if let requeue {
+                state.ready.push(id: id, seq: requeue.seq, priority: requeue.priority, host: requeue.host)
             }
             pump(&state)
             wakeIdleWaiters(&state)
