@@ -30,7 +30,8 @@ struct CrashResumeTests {
                          state: asset["state"] as? String ?? "")
     }
 
-    @Test func killedSyncsResumeAndDeliverAnIdenticalFile() async throws {
+    /// Random source bytes and a rate-limited config syncing them into issue `issue`.
+    func rateLimitedSource(issue: String, assetLines: (Data) -> String) -> (Data, URL) {
         let data = randomBytes(size)
         _ = workspace.write(data, to: "source/big.bin")
         let config = workspace.write("""
@@ -39,13 +40,19 @@ struct CrashResumeTests {
             [bandwidth]
             limit = "\(rate)"
             [[issues]]
-            name = "crash"
+            name = "\(issue)"
             date = 2026-11-21
               [[issues.assets]]
               url = "source/big.bin"
-              sha256 = "\(sha256Hex(data))"
-              path = "big.bin"
+            \(assetLines(data))
             """, to: "paperboy.toml")
+        return (data, config)
+    }
+
+    @Test func killedSyncsResumeAndDeliverAnIdenticalFile() async throws {
+        let (data, config) = rateLimitedSource(issue: "crash") { data in
+            "  sha256 = \"\(sha256Hex(data))\"\n  path = \"big.bin\""
+        }
 
         var recorded = 0          // durable bytes when a run starts
         var transferred = 0       // bytes written by all runs, by the partial file's length at each kill
@@ -94,19 +101,7 @@ struct CrashResumeTests {
     }
 
     @Test func interruptStopsCleanlyAndTheNextSyncResumes() async throws {
-        let data = randomBytes(size)
-        _ = workspace.write(data, to: "source/big.bin")
-        let config = workspace.write("""
-            [library]
-            path = "lib"
-            [bandwidth]
-            limit = "\(rate)"
-            [[issues]]
-            name = "int"
-            date = 2026-11-21
-              [[issues.assets]]
-              url = "source/big.bin"
-            """, to: "paperboy.toml")
+        let (data, config) = rateLimitedSource(issue: "int") { _ in "" }
         let process = Process()
         process.executableURL = CLI.executable
         process.arguments = ["sync", "-q", "--config", config.path]

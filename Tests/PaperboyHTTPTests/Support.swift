@@ -60,56 +60,6 @@ extension RecordingDelegate {
     }
 }
 
-/// A sink that pushes back: every other `tryWrite` refuses, and it allows writing again later
-/// from another thread, as the core's bandwidth limiter does.
-final class PushbackSink: TransferSink, @unchecked Sendable {
-    /// How long each push-back lasts.
-    let pause: Duration
-    /// Refuse every `every`-th write.
-    let every: Int
-    /// Refuse at most this many times.
-    let limit: Int
-    init(pause: Duration = .milliseconds(5), every: Int = 2, limit: Int = .max) {
-        self.pause = pause
-        self.every = every
-        self.limit = limit
-    }
-
-    private let lock = Mutex<(data: Data, refusals: Int, calls: Int, pending: Bool, response: TransferResponse?)>((Data(), 0, 0, false, nil))
-
-    var data: Data { lock.withLock { $0.data } }
-    var refusals: Int { lock.withLock { $0.refusals } }
-    var response: TransferResponse? { lock.withLock { $0.response } }
-
-    func begin(_ response: TransferResponse) throws { lock.withLock { $0.response = response } }
-
-    func write(_ bytes: UnsafeRawBufferPointer) async throws { lock.withLock { $0.data.append(contentsOf: bytes) } }
-
-    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
-        try lock.withLock { state in
-            if state.pending { throw TransportError(.protocolError, "write while paused", isRetryable: false) }
-            state.calls += 1
-            if state.calls % every == 0, state.refusals < limit {
-                state.refusals += 1
-                state.pending = true
-                return false
-            }
-            state.data.append(contentsOf: bytes)
-            return true
-        }
-    }
-
-    func whenWritable(_ callback: @escaping @Sendable () -> Void) {
-        let milliseconds = Int(pause.components.seconds * 1000 + pause.components.attoseconds / 1_000_000_000_000_000)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
-            self.lock.withLock { $0.pending = false }
-            callback()
-        }
-    }
-
-    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { .performDefaultHandling }
-}
-
 /// A sink whose `begin` or `tryWrite` throws a given error.
 final class FailingSink: TransferSink, @unchecked Sendable {
     enum When { case begin, write }

@@ -185,7 +185,7 @@ struct SFTPTransportTests {
         guard let setup = try SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         let transport = setup.transport()
-        let first = SlowSink(pause: .milliseconds(400), answer: setup.keyAnswer)
+        let first = PushbackSink(pause: .milliseconds(400), answer: setup.keyAnswer)
         let task = Task { try await transport.transfer(job(url), into: first) }
         let deadline = ContinuousClock.now + .seconds(20)
         while first.data.count < 1 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
@@ -246,7 +246,7 @@ struct SFTPTransportTests {
         let url = try setup.publish(data, as: "file.bin")
         let transport = setup.transport()
         // Slow enough that the rest of the file cannot arrive before the drop, even on a busy machine.
-        let sink = SlowSink(pause: .milliseconds(400), answer: setup.keyAnswer)
+        let sink = PushbackSink(pause: .milliseconds(400), answer: setup.keyAnswer)
         let task = Task { try await transport.transfer(job(url), into: sink) }
         let deadline = ContinuousClock.now + .seconds(20)
         while sink.data.count < 1 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }

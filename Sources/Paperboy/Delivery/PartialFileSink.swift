@@ -232,10 +232,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// Makes the bytes written so far durable, then records their count, off this thread.
     private func checkpoint() {
         guard checkpointInFlight.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
-        var patch = AssetPatch(id: context.assetID)
-        patch.bytesOnDisk = written
-        patch.validator = .some(validator)
-        patch.expectedBytes = .some(expected)
+        let patch = progressPatch()
         let fd = self.fd
         let store = context.store
         let recorded = patch
@@ -268,6 +265,15 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     }
 
     // MARK: Ending
+
+    /// What is recorded once the bytes written so far are durable.
+    private func progressPatch() -> AssetPatch {
+        var patch = AssetPatch(id: context.assetID)
+        patch.bytesOnDisk = written
+        patch.validator = .some(validator)
+        patch.expectedBytes = .some(expected)
+        return patch
+    }
 
     /// Forgets this transfer's flows in the limiters.
     func endFlows() {
@@ -315,10 +321,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// attempt continues from the last byte.
     func recordProgressDurably() async {
         guard began else { return }
-        var patch = AssetPatch(id: context.assetID)
-        patch.bytesOnDisk = written
-        patch.validator = .some(validator)
-        patch.expectedBytes = .some(expected)
+        let patch = progressPatch()
         let fd = self.fd
         if context.durability.enabled { await context.durability.offload { POSIX.dataSync(fd) } }
         context.store.submit(patch)
