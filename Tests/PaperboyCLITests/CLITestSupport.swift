@@ -69,10 +69,16 @@ enum CLI {
     static func waitForExit(_ process: Process) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             Thread {
-                process.waitUntilExit()
+                waitPolling(process)
                 continuation.resume()
             }.start()
         }
+    }
+
+    /// `Process.waitUntilExit` spins a run loop, and on a thread without one it was seen
+    /// busy-looping forever after the child had exited: poll `isRunning` instead.
+    static func waitPolling(_ process: Process) {
+        while process.isRunning { usleep(5_000) }
     }
 
     private static func runBlocking(_ executable: URL, _ arguments: [String], in folder: URL?,
@@ -95,7 +101,7 @@ enum CLI {
         let reader = Thread { errData = err.fileHandleForReading.readDataToEndOfFile() }
         reader.start()
         let outData = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        waitPolling(process)
         while !reader.isFinished { usleep(1000) }
         return CLIResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
                          stderr: String(decoding: errData, as: UTF8.self))

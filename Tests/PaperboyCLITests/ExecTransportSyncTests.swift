@@ -104,7 +104,7 @@ struct ExecTransportSyncTests {
         let pid = try #require(helperPID, "the helper never started")
         #expect(kill(pid, 0) == 0)
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        await CLI.waitForExit(process)
         let gone = ContinuousClock.now + .seconds(3)
         while !Self.isDeadOrZombie(pid), ContinuousClock.now < gone {
             try await Task.sleep(for: .milliseconds(20))
