@@ -143,7 +143,7 @@ public final class LinuxNetworkMonitor: NetworkMonitor {
         process.standardError = FileHandle.nullDevice
         guard (try? process.run()) != nil else { return false }
         let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        while process.isRunning { usleep(5_000) }   // waitUntilExit can spin without a run loop
         return String(decoding: data, as: UTF8.self).lowercased().hasPrefix("yes")
     }
 }

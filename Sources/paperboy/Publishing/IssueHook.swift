@@ -73,7 +73,9 @@ struct IssueHook {
         } catch {
             return "hook '\(shown)' for issue '\(job.issue)' could not start: \(error.localizedDescription)"
         }
-        process.waitUntilExit()
+        // Polled: Process.waitUntilExit spins a run loop and was seen busy-looping forever on a
+        // thread without one.
+        while process.isRunning { usleep(5_000) }
         if process.terminationReason == .uncaughtSignal {
             return "hook '\(shown)' for issue '\(job.issue)' was killed by signal \(process.terminationStatus); the issue stays available"
         }
