@@ -16,6 +16,8 @@ struct SyncPlan {
 
     var entries: [Entry] = []
     var toDownload: [AssetDownload] = []
+    /// Issues with at least one asset in ``toDownload``.
+    var issuesWithWork: Set<String> = []
     var alreadyDelivered = 0
 
     /// The display name (`issue/path`) of each planned asset, by identifier.
@@ -43,6 +45,11 @@ struct SyncPlan {
         for status in issue.assetStatuses {
             byKey[Self.key(status.request.url, status.request.destinationPath ?? "")] = status
         }
+        // One query for the handles instead of one lookup per configured asset.
+        var existing: [String: AssetDownload] = [:]
+        if !byKey.isEmpty {
+            for asset in issue.assets { existing[asset.identifier] = asset }
+        }
         var missing: [(AssetRequest, JSONValue?)] = []
         for asset in configured.assets where byKey[Self.key(asset.url, asset.path)] == nil {
             missing.append((Self.request(for: asset, config: config), nil))
@@ -56,16 +63,18 @@ struct SyncPlan {
             let key = Self.key(asset.url, asset.path)
             let download: AssetDownload
             if let status = byKey[key] {
-                guard let found = library.asset(identifier: status.identifier) else { continue }
+                guard let found = existing[status.identifier] else { continue }
                 download = found
                 if status.state == .delivered {
                     alreadyDelivered += 1
                 } else {
                     toDownload.append(download)
+                    issuesWithWork.insert(configured.name)
                 }
             } else if let fresh = addedByKey[key] {
                 download = fresh
                 toDownload.append(download)
+                issuesWithWork.insert(configured.name)
             } else {
                 continue
             }

@@ -74,7 +74,9 @@ struct SyncRun {
             }
         }
         let plannedIssues = Set(plan.entries.map(\.issue))
-        let availableBefore = Set(plannedIssues.filter { library.issue(named: $0)?.status == .available })
+        // An issue with an asset to download is not available (that asset is not delivered):
+        // only the others need their status, which reads every asset of the issue.
+        let availableBefore = Set(plannedIssues.subtracting(plan.issuesWithWork).filter { library.issue(named: $0)?.status == .available })
 
         let live = Console.isTerminal && !options.quiet
         let display = live ? ProgressDisplay(library: library, total: plan.toDownload.count, names: plan.names) : nil

@@ -223,4 +223,21 @@ struct DeliveryTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
         await library.close()
     }
+
+    @Test(arguments: [
+        ("https://h/a/issue.pdf", "id.pdf"),
+        ("https://h/a/archive.tar.gz?x=1#y", "id.gz"),
+        ("https://h/a/.profile", "id"),
+        ("https://h/a/noextension", "id"),
+        ("https://h/a/trailing.", "id"),
+        ("https://h/a/dir/", "id"),
+        ("https://h/a/name.%20sp", "id"),
+        ("https://h/a/name.abcdefghijklmnopq", "id"),
+        ("https://h/a/name.abcdefghijklmnop", "id.abcdefghijklmnop"),
+        ("file:///tmp/x.v2/plain", "id"),
+    ])
+    func inboxNameKeepsOnlyAShortAlphanumericExtension(source: String, expected: String) throws {
+        let url = try #require(URL(string: source))
+        #expect(LibraryLayout.inboxName(id: "id", source: url) == expected)
+    }
 }

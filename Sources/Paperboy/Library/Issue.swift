@@ -31,8 +31,8 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
 
     /// The issue's assets, in the order they were added.
     public var assets: [AssetDownload] {
-        scheduler.store.assets(issueName: name).map {
-            AssetDownload(identifier: $0.id, issueName: name, scheduler: scheduler)
+        scheduler.store.assetIDs(issueName: name).map {
+            AssetDownload(identifier: $0, issueName: name, scheduler: scheduler)
         }
     }
 

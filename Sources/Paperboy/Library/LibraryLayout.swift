@@ -10,25 +10,49 @@ import Foundation
 /// ```
 struct LibraryLayout: Sendable {
     let root: URL
+    let database: URL
+    let issuesFolder: URL
+    let partialFolder: URL
+    let inboxFolder: URL
+    /// The folders' paths, to build per-asset URLs without Foundation's path parsing (it showed
+    /// in profiles of syncs with thousands of small files).
+    private let issuesPath: String
+    private let partialPath: String
+    private let inboxPath: String
 
-    var database: URL { root.appendingPathComponent("library.sqlite") }
-    var issuesFolder: URL { root.appendingPathComponent("Issues", isDirectory: true) }
-    var partialFolder: URL { root.appendingPathComponent(".partial", isDirectory: true) }
-    var inboxFolder: URL { root.appendingPathComponent(".inbox", isDirectory: true) }
+    init(root: URL) {
+        self.root = root
+        database = root.appendingPathComponent("library.sqlite")
+        issuesFolder = root.appendingPathComponent("Issues", isDirectory: true)
+        partialFolder = root.appendingPathComponent(".partial", isDirectory: true)
+        inboxFolder = root.appendingPathComponent(".inbox", isDirectory: true)
+        issuesPath = issuesFolder.path
+        partialPath = partialFolder.path
+        inboxPath = inboxFolder.path
+    }
 
     func contentURL(issue name: String) -> URL {
-        issuesFolder.appendingPathComponent(name, isDirectory: true)
+        URL(fileURLWithPath: issuesPath + "/" + name, isDirectory: true)
     }
 
     func partialURL(asset id: String) -> URL {
-        partialFolder.appendingPathComponent(id)
+        URL(fileURLWithPath: partialPath + "/" + id, isDirectory: false)
     }
 
     /// The inbox file keeps the source's extension, so apps can tell a PDF from a zip.
     func inboxURL(asset id: String, request: AssetRequest) -> URL {
-        let ext = request.url.pathExtension
-        let safe = !ext.isEmpty && ext.count <= 16 && ext.allSatisfy { $0.isLetter || $0.isNumber }
-        return inboxFolder.appendingPathComponent(safe ? "\(id).\(ext)" : id)
+        URL(fileURLWithPath: inboxPath + "/" + Self.inboxName(id: id, source: request.url), isDirectory: false)
+    }
+
+    /// `ID.ext` when the source's last path component has a short alphanumeric extension.
+    static func inboxName(id: String, source: URL) -> String {
+        let path = source.path
+        let name = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { path[path.index(after: $0)...] } ?? path[...]
+        // A leading dot (".profile") starts a hidden name, not an extension.
+        guard let dot = name.utf8.lastIndex(of: UInt8(ascii: ".")), dot != name.startIndex else { return id }
+        let ext = name[name.index(after: dot)...]
+        let safe = !ext.isEmpty && ext.utf8.count <= 16 && ext.allSatisfy { $0.isLetter || $0.isNumber }
+        return safe ? id + "." + ext : id
     }
 
     /// Creates the folders that must exist, private to the user.

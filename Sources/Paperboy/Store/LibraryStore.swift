@@ -132,6 +132,14 @@ final class LibraryStore: Sendable {
         }
     }
 
+    /// The identifiers of an issue's assets, in the order they were added (no row decoding).
+    func assetIDs(issueName: String) -> [String] {
+        // Rows are inserted and deleted with a flush, never through pending patches.
+        (try? pool.read { db in
+            try String.fetchAll(db, sql: "SELECT id FROM asset WHERE issueName = ? ORDER BY seq", arguments: [issueName])
+        }) ?? []
+    }
+
     func undeliveredAssets() -> [AssetRecord] {
         flush()
         return (try? pool.read { db in

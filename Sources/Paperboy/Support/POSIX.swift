@@ -74,6 +74,12 @@ enum POSIX {
         access(url.path, F_OK) == 0
     }
 
+    /// Whether `url` names a folder (following symbolic links).
+    static func isDirectory(_ url: URL) -> Bool {
+        var info = stat()
+        return stat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
     static func remove(_ url: URL) {
         unlink(url.path)
     }
