@@ -293,4 +293,18 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
         )
         #expect(error.description == "paperboy.toml:14: issues[0].assets[0].sha256: expected 64 hexadecimal digits, got \"abc\"")
     }
+
+    @Test func fastCharacterClassesAgreeWithUnicode() {
+        for value in UInt32(0)...0x3100 {
+            guard let scalar = Unicode.Scalar(value) else { continue }
+            #expect(PathResolution.isControl(scalar) == (scalar.properties.generalCategory == .control), "U+\(String(value, radix: 16))")
+            #expect(PathResolution.isWhitespace(scalar) == scalar.properties.isWhitespace, "U+\(String(value, radix: 16))")
+        }
+    }
+
+    @Test func urlWithATabOrANonBreakingSpaceIsRefused() {
+        for text in ["https://example.com/a\tb", "https://example.com/a\u{00A0}b", "https://example.com/a\u{2028}b"] {
+            #expect(throws: ConfigValueError.self) { try PathResolution.parseURL(text) }
+        }
+    }
 }
