@@ -244,7 +244,8 @@ struct SFTPTransportTests {
     @Test func aDroppedConnectionIsRetryableAndTheNextTransferReconnects() async throws {
         guard let setup = try SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
-        let transport = setup.transport()
+        // Small reads: what is read ahead (three buffers and libssh2's queue) stays well below the file.
+        let transport = setup.transport(readSize: 256 << 10)
         // Slow enough that the rest of the file cannot arrive before the drop, even on a busy machine.
         let sink = PushbackSink(pause: .milliseconds(400), answer: setup.keyAnswer)
         let task = Task { try await transport.transfer(job(url), into: sink) }

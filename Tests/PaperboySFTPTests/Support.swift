@@ -42,9 +42,10 @@ final class SFTPServerSetup: @unchecked Sendable {
     }
 
     /// A transport trusting this server and using no key unless a challenge names one.
-    func transport(identityFiles: [URL] = [], recordsKeys: Bool = true) -> SFTPTransport {
+    func transport(identityFiles: [URL] = [], recordsKeys: Bool = true, readSize: Int = 2 << 20) -> SFTPTransport {
         SFTPTransport(configuration: .init(
-            knownHostsFile: knownHosts, recordsAcceptedHostKeys: recordsKeys, identityFiles: identityFiles, usesAgent: false))
+            knownHostsFile: knownHosts, recordsAcceptedHostKeys: recordsKeys, identityFiles: identityFiles, usesAgent: false,
+            readSize: readSize))
     }
 
     /// Answers publickey challenges with the client key.

@@ -102,10 +102,15 @@ struct SFTPDownload: Sendable {
         try sink.begin(TransferResponse(offset: offset, expectedLength: before.size, validator: validator))
         if let size = before.size, offset == size { return }
 
-        let reader = SFTPReader(handle: handle, channel: channel, offset: offset, capacity: readSize, session: session, sink: sink, url: url)
-        let received = try await session.perform(idleTimeout: job.idleTimeout, isExclusive: false) {
-            (operation, continuation: CheckedContinuation<Int64, any Error>) in
-            reader.attach(operation, continuation)
+        let writer = SFTPWriteBehind(bufferSize: readSize, bufferCount: 3)
+        let received: Int64
+        do {
+            let target = writer.addTarget(sink)
+            received = try await readRange(handle, channel, from: offset, to: nil, session: session, writer: writer, target: target)
+            await writer.close()
+        } catch {
+            await writer.close()
+            throw error
         }
         let after = try await attributes(of: handle, channel)
         if after != before || (before.size != nil && offset + received != before.size) {
@@ -129,78 +134,144 @@ struct SFTPDownload: Sendable {
     }
 }
 
-/// Reads one file into a sink on the session thread: each `libssh2_sftp_read` keeps several
-/// requests in flight; a chunk the sink refuses is kept and offered again when it is writable.
+extension SFTPDownload {
+    /// Reads `[offset, end)` of an open file (to the end of the file when `end` is nil) on
+    /// `session`'s thread into `writer`'s buffers for `target`; returns once every byte read has
+    /// been written.
+    func readRange(
+        _ handle: SFTPHandle, _ channel: SFTPChannel, from offset: Int64, to end: Int64?,
+        session: SSHSession, writer: SFTPWriteBehind, target: Int
+    ) async throws -> Int64 {
+        let reader = SFTPReader(handle: handle, channel: channel, offset: offset, end: end, session: session,
+                                writer: writer, target: target, url: location.url)
+        return try await session.perform(idleTimeout: job.idleTimeout, isExclusive: false) {
+            (operation, continuation: CheckedContinuation<Int64, any Error>) in
+            reader.attach(operation, continuation)
+        }
+    }
+}
+
+/// Reads one file, or one range of it, on the session thread: each `libssh2_sftp_read` keeps
+/// several requests in flight; full buffers go to an ``SFTPWriteBehind`` whose queue writes them
+/// to the sink while the next ones are read and decrypted. With no free buffer (the sink pushes
+/// back or the disk is slower) reading pauses.
 final class SFTPReader: @unchecked Sendable {
     private let handle: SFTPHandle
     private let channel: SFTPChannel
     private let offset: Int64
-    private let capacity: Int
-    private let buffer: UnsafeMutableRawPointer
+    private let end: Int64?
     private let session: SSHSession
-    private let sink: any TransferSink
+    private let writer: SFTPWriteBehind
+    private let target: Int
     private let url: URL
-    private var pending = 0
+    private var buffer: SFTPWriteBehind.Buffer?
+    private var filled = 0
     private var received: Int64 = 0
     private var sought = false
+    private var reachedEnd = false
     private var continuation: CheckedContinuation<Int64, any Error>?
     private weak var operation: SSHSession.Operation?
 
-    init(handle: SFTPHandle, channel: SFTPChannel, offset: Int64, capacity: Int, session: SSHSession, sink: any TransferSink, url: URL) {
+    init(handle: SFTPHandle, channel: SFTPChannel, offset: Int64, end: Int64?, session: SSHSession,
+         writer: SFTPWriteBehind, target: Int, url: URL) {
         self.handle = handle
         self.channel = channel
         self.offset = offset
-        self.capacity = capacity
-        buffer = .allocate(byteCount: capacity, alignment: 16)
+        self.end = end
         self.session = session
-        self.sink = sink
+        self.writer = writer
+        self.target = target
         self.url = url
     }
 
-    deinit { buffer.deallocate() }
+    deinit {
+        if let buffer { writer.giveBack(buffer) }
+    }
 
     func attach(_ operation: SSHSession.Operation, _ continuation: CheckedContinuation<Int64, any Error>) {
         self.operation = operation
         self.continuation = continuation
         operation.step = { [self] in step() }
+        let previous = operation.fail
+        operation.fail = { [self] error in
+            if let buffer {
+                self.buffer = nil
+                writer.giveBack(buffer)
+            }
+            previous(error)
+        }
+    }
+
+    /// Wakes this reader's operation (a buffer is free, the queue drained). Any thread.
+    private var wakeUp: @Sendable () -> Void {
+        { [weak operation, session] in if let operation { session.resume(operation) } }
     }
 
     private func step() -> SSHSession.Step {
+        if let failure = writer.failure { return finish(.failure(failure)) }
         if !sought {
             libssh2_sftp_seek64(handle.raw, UInt64(offset))
             sought = true
         }
         var progressed = false
-        // A bounded number of chunks per step, so that other transfers on the session get turns.
-        for _ in 0..<8 {
-            if pending > 0 {
-                do {
-                    guard try sink.tryWrite(UnsafeRawBufferPointer(start: buffer, count: pending)) else {
-                        if let operation {
-                            sink.whenWritable { [session] in session.resume(operation) }
-                        }
-                        return .paused
-                    }
-                } catch {
-                    return finish(.failure(error))
-                }
-                received += Int64(pending)
-                pending = 0
-                progressed = true
+        // A bounded number of reads per step, so that other transfers on the session get turns.
+        for _ in 0..<16 where !reachedEnd {
+            guard let buffer = buffer ?? writer.takeBuffer(orWhenFree: wakeUp) else {
+                return writer.failure.map { finish(.failure($0)) } ?? .paused
             }
-            let count = libssh2_sftp_read(handle.raw, buffer.assumingMemoryBound(to: CChar.self), capacity)
-            if count == Int(LIBSSH2_ERROR_EAGAIN) { return progressed ? .yielded : .blocked }
+            self.buffer = buffer
+            var want = writer.bufferSize - filled
+            if let end { want = Int(min(Int64(want), end - offset - received)) }
+            if want == 0 {
+                reachedEnd = true
+                break
+            }
+            let count = libssh2_sftp_read(handle.raw, (buffer.pointer + filled).assumingMemoryBound(to: CChar.self), want)
+            if count == Int(LIBSSH2_ERROR_EAGAIN) {
+                // Keep the disk busy rather than wait for a full buffer.
+                if filled > 0, writer.isIdle { submit() }
+                return progressed ? .yielded : .blocked
+            }
             if count < 0 {
                 return finish(.failure(session.lastError(action: "reading after \(offset + received) bytes", url: url, sftp: channel.raw)))
             }
-            if count == 0 { return finish(.success(received)) }
-            pending = count
+            if count == 0 {
+                if let end, offset + received < end {
+                    return finish(.failure(TransportError(
+                        .sourceChanged, "\(url.redactedString) ended after \(offset + received) bytes, \(end) were expected", url: url)))
+                }
+                reachedEnd = true
+                break
+            }
+            filled += count
+            received += Int64(count)
             progressed = true
+            if filled == writer.bufferSize { submit() }
         }
-        return .yielded
+        guard reachedEnd else { return .yielded }
+        if filled > 0 { submit() }
+        if let buffer {
+            self.buffer = nil
+            writer.giveBack(buffer)
+        }
+        if let failure = writer.failure { return finish(.failure(failure)) }
+        if writer.isIdle { return finish(.success(received)) }
+        writer.whenDrained(wakeUp)
+        return .paused
+    }
+
+    private func submit() {
+        guard let buffer else { return }
+        writer.submit(buffer, count: filled, to: target)
+        self.buffer = nil
+        filled = 0
     }
 
     private func finish(_ result: Result<Int64, any Error>) -> SSHSession.Step {
+        if let buffer {
+            self.buffer = nil
+            writer.giveBack(buffer)
+        }
         continuation?.resume(with: result)
         continuation = nil
         return .finished

@@ -272,7 +272,28 @@ final class SSHSession: @unchecked Sendable {
             throw TransportError(.ioError, "libssh2 could not create a session (out of memory)", url: origin)
         }
         libssh2_session_set_blocking(session, 0)
+        Self.preferFastSecureMethods(session)
         raw = session
+    }
+
+    /// Ciphers and MACs offered, fastest first, weak ones left out.
+    ///
+    /// libssh2 1.10 has no AES-GCM or chacha20-poly1305. AES-CTR runs on AES-NI; libssh2 decrypts
+    /// one 16-byte block per OpenSSL call, so the key size matters little, and aes128 comes first.
+    /// hmac-sha2-256 uses the CPU's SHA extensions where present. Left out, unlike libssh2's own
+    /// list: arcfour, blowfish, cast128 and 3des (weak or 64-bit blocks), hmac-md5 and
+    /// hmac-ripemd160. CBC modes and hmac-sha1 stay, last, for old servers (neither is broken
+    /// as used by SSH; OpenSSH still accepts them).
+    static let cipherPreference = "aes128-ctr,aes192-ctr,aes256-ctr,aes256-cbc,aes192-cbc,aes128-cbc"
+    static let macPreference = "hmac-sha2-256,hmac-sha2-512,hmac-sha1"
+
+    private static func preferFastSecureMethods(_ session: OpaquePointer) {
+        for method in [LIBSSH2_METHOD_CRYPT_CS, LIBSSH2_METHOD_CRYPT_SC] {
+            _ = libssh2_session_method_pref(session, method, cipherPreference)
+        }
+        for method in [LIBSSH2_METHOD_MAC_CS, LIBSSH2_METHOD_MAC_SC] {
+            _ = libssh2_session_method_pref(session, method, macPreference)
+        }
     }
 
     /// Bytes read from the socket so far.
