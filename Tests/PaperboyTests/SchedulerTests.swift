@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Paperboy
 import PaperboyTesting
@@ -104,6 +105,35 @@ struct SchedulerTests {
         #expect(transport.maxConcurrent(host: "a.example") == 2)
         #expect(transport.maxConcurrent(host: "b.example") == 2)
         #expect(transport.maxConcurrentTotal == 3)
+        await library.close()
+    }
+
+    @Test func theNextTransferStartsWhileTheLastOneIsMadeDurable() async throws {
+        let transport = InMemoryTransport(chunkSize: 1024)
+        let library = try open(transport) {
+            $0.maxConcurrentTransfers = 1
+            $0.syncsToDisk = true
+        }
+        // The first sync waits (on the durability queue, not the cooperative pool) until the
+        // second transfer has started: it cannot if the first still holds the only slot.
+        let overlapped = Mutex<Bool?>(nil)
+        library.scheduler.durability.beforeSync.withLock { hook in
+            hook = { [transport] in
+                guard overlapped.withLock({ $0 == nil }) else { return }  // the first file only
+                let deadline = ContinuousClock.now + .seconds(10)
+                while transport.jobs.count < 2, ContinuousClock.now < deadline { usleep(1000) }
+                overlapped.withLock { $0 = transport.jobs.count >= 2 }
+            }
+        }
+        let issue = try library.addIssue(name: "i", date: Date())
+        let first = try issue.addAsset(AssetRequest(url: transport.serve(randomData(4096, seed: 1), at: "a"), destinationPath: "a"))
+        let second = try issue.addAsset(AssetRequest(url: transport.serve(randomData(4096, seed: 2), at: "b"), destinationPath: "b"))
+        first.download()
+        second.download()
+        await library.waitUntilIdle()
+        #expect(overlapped.withLock { $0 } == true)
+        #expect(first.state == .delivered && second.state == .delivered)
+        #expect(transport.maxConcurrentTotal == 1)
         await library.close()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 extension Scheduler {
     /// What a transfer task needs, copied out of the lock.
@@ -11,6 +12,21 @@ extension Scheduler {
         var live: LiveProgress
         var hub: AssetEventHub?
         var limiters: [BandwidthLimiter]
+        /// The transfer's place in the global and per-host limits.
+        var slot: TransferSlot
+    }
+
+    /// A transfer's place in the global and per-host limits, given back exactly once: as soon
+    /// as the network part ends (making the file durable and moving it need no connection),
+    /// or when the transfer ends otherwise.
+    final class TransferSlot: Sendable {
+        let host: String
+        private let held = Atomic<Bool>(true)
+
+        init(host: String) { self.host = host }
+
+        /// `true` the first time only: the caller then gives the place back.
+        func take() -> Bool { held.exchange(false, ordering: .acquiringAndReleasing) }
     }
 
     /// How a transfer ended.
@@ -80,6 +96,9 @@ extension Scheduler {
                     return .stopped(written: sink.written, validator: sink.validator)
                 }
                 try await sink.finish()
+                // The bytes are all here and verified: the next transfer may start while these
+                // are made durable.
+                releaseSlot(run.slot)
                 await durability.makeDurable(fd: fd, size: sink.written)
                 POSIX.closeFile(fd)
                 open = false

@@ -506,12 +506,9 @@ final class Scheduler: Sendable {
         guard !state.closed else { return }
         let maxPerHost = settings.maxPerHost
         while state.running < settings.maxConcurrent {
-            let counts = state.hostCounts
-            let entries = state.entries
-            guard let next = state.ready.pop(
-                hostHasRoom: { counts[$0, default: 0] < maxPerHost },
-                isReady: { entries[$0]?.state == .queued && entries[$0]?.task == nil }
-            ) else { break }
+            // No copies of the dictionaries outlive the pop: `start` below changes them, and a
+            // copy still alive would make that change copy every entry.
+            guard let next = Self.popReady(&state, maxPerHost: maxPerHost) else { break }
             if let entry = state.entries[next.id], !allowsNetwork(entry, state.network) {
                 state.update(next.id) { $0.state = .network }
                 var patch = AssetPatch(id: next.id)
@@ -521,6 +518,14 @@ final class Scheduler: Sendable {
             }
             start(next.id, host: next.host, in: &state)
         }
+    }
+
+    private static func popReady(_ state: inout State, maxPerHost: Int) -> (id: String, host: String)? {
+        let counts = state.hostCounts
+        let entries = state.entries
+        return state.ready.pop(
+            hostHasRoom: { counts[$0, default: 0] < maxPerHost },
+            isReady: { entries[$0]?.state == .queued && entries[$0]?.task == nil })
     }
 
     private func start(_ id: String, host: String, in state: inout State) {
@@ -535,12 +540,13 @@ final class Scheduler: Sendable {
         state.update(id) { entry in
             entry.state = .downloading
             entry.stop = nil
+            let slot = TransferSlot(host: host)
             let run = Run(
                 id: id, issueName: entry.issueName, request: entry.request, bytesOnDisk: entry.bytesOnDisk,
-                validator: entry.validator, live: entry.live, hub: entry.hub, limiters: limiters)
+                validator: entry.validator, live: entry.live, hub: entry.hub, limiters: limiters, slot: slot)
             entry.task = Task { [self] in
                 let outcome = await transfer(run)
-                finish(id, host: host, outcome: outcome)
+                finish(id, slot: slot, outcome: outcome)
             }
         }
         var patch = AssetPatch(id: id)
@@ -585,15 +591,30 @@ final class Scheduler: Sendable {
 
     // MARK: Ending a transfer
 
-    private func finish(_ id: String, host: String, outcome: Outcome) {
+    /// Gives a transfer's place back and starts the next transfer that can use it.
+    func releaseSlot(_ slot: TransferSlot) {
+        guard slot.take() else { return }
+        state.withLock { state in
+            Self.release(slot.host, in: &state)
+            pump(&state)
+        }
+    }
+
+    private static func release(_ host: String, in state: inout State) {
+        state.running -= 1
+        state.hostCounts[host, default: 1] -= 1
+        if state.hostCounts[host] == 0 { state.hostCounts[host] = nil }
+    }
+
+    private func finish(_ id: String, slot: TransferSlot, outcome: Outcome) {
+        let host = slot.host
+        let holdsSlot = slot.take()
         var deliver = false
         var failure: (AssetEventHub, LibraryError)?
         var requeue: (seq: Int64, priority: Int, host: String)?
         state.withLock { state in
-            state.running -= 1
+            if holdsSlot { Self.release(host, in: &state) }
             state.perTransferLimiters[id] = nil
-            state.hostCounts[host, default: 1] -= 1
-            if state.hostCounts[host] == 0 { state.hostCounts[host] = nil }
             guard let current = state.entries[id] else {
                 pump(&state)
                 wakeIdleWaiters(&state)

@@ -17,6 +17,8 @@ final class Durability: Sendable {
     private let rootDescriptor: Int32
     private let group = Mutex<GroupState>(GroupState())
     let enabled: Bool
+    /// Tests only: runs on the durability queue before each file is made durable (to hold it).
+    let beforeSync = Mutex<(@Sendable () -> Void)?>(nil)
 
     private struct GroupState {
         var waiting: [CheckedContinuation<Void, Never>] = []
@@ -45,6 +47,7 @@ final class Durability: Sendable {
     /// Makes the data of `fd` (of `size` bytes) durable.
     func makeDurable(fd: Int32, size: Int64) async {
         guard enabled else { return }
+        if let hook = beforeSync.withLock({ $0 }) { await offload(hook) }
         if size >= Self.individualSyncThreshold || rootDescriptor < 0 {
             await offload { POSIX.dataSync(fd) }
         } else {
