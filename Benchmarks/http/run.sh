@@ -8,6 +8,10 @@
 # Run by hand, on a quiet machine:  Benchmarks/http/run.sh
 # Knobs (environment): BIG_MB=1024 SMALL_COUNT=1000 SMALL_KB=64 RUNS=3 PARALLEL=8
 #   WORK=/var/tmp/...  (where data and downloads live; default a new folder in /var/tmp)
+#   TMPFS=1            (WORK defaults to a new folder in /dev/shm: every tool writes to tmpfs,
+#                      so the file system is not the limit; needs about 2 × BIG_MB of memory)
+#   NOSYNC=1           (also run paperboy with `sync_to_disk = false`: no fdatasync at all)
+#   CASES="big small"  (which cases to run)
 #   PAPERBOY=path      (a built paperboy; default: swift build -c release in SCRATCH)
 #   SCRATCH=/var/tmp/paperboy-bench-build  (release build folder, apart from .build so it does
 #                      not hold SwiftPM's lock on the debug build)
@@ -20,7 +24,13 @@ SMALL_COUNT=${SMALL_COUNT:-1000}
 SMALL_KB=${SMALL_KB:-64}
 RUNS=${RUNS:-3}
 PARALLEL=${PARALLEL:-8}
-WORK=${WORK:-$(mktemp -d /var/tmp/paperboy-http-bench.XXXXXX)}
+NOSYNC=${NOSYNC:-0}
+CASES=${CASES:-big small}
+if [[ ${TMPFS:-0} == 1 ]]; then
+    WORK=${WORK:-$(mktemp -d /dev/shm/paperboy-http-bench.XXXXXX)}
+else
+    WORK=${WORK:-$(mktemp -d /var/tmp/paperboy-http-bench.XXXXXX)}
+fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 [[ -x $NGINX ]] || { echo "nginx is not installed" >&2; exit 1; }
@@ -90,19 +100,21 @@ for file in "$WORK"/www/small/*; do
     printf 'url = "%s/small/%s"\noutput = "%s"\n' "$BASE" "$name" "$name" >> "$WORK/small-curl.txt"
 done
 
-paperboy_config() {  # $1 = case, $2 = output folder
+paperboy_config() {  # $1 = case, $2 = output folder, $3 = config name suffix, $4 = extra [library] line
     {
-        printf '[library]\npath = "%s/lib"\n\n[scheduler]\nmax_concurrent = %d\nmax_per_host = %d\nretry_attempts = 1\n\n' "$2" "$PARALLEL" "$PARALLEL"
+        printf '[library]\npath = "%s/lib"\n%s\n\n[scheduler]\nmax_concurrent = %d\nmax_per_host = %d\nretry_attempts = 1\n\n' "$2" "${4:-}" "$PARALLEL" "$PARALLEL"
         printf '[[issues]]\nname = "bench"\ndate = "2025-01-01"\n\n'
         if [[ $1 == big ]]; then
             printf '[[issues.assets]]\nurl = "%s/big.bin"\n' "$BASE"
         else
             while read -r url; do printf '[[issues.assets]]\nurl = "%s"\n' "$url"; done < "$WORK/small-urls.txt"
         fi
-    } > "$WORK/paperboy-$1.toml"
+    } > "$WORK/paperboy-$1${3:-}.toml"
 }
 paperboy_config big "$WORK/out"
 paperboy_config small "$WORK/out"
+paperboy_config big "$WORK/out" -nosync "sync_to_disk = false"
+paperboy_config small "$WORK/out" -nosync "sync_to_disk = false"
 
 # run NAME CASE COMMAND… : runs in a fresh output folder; appends "seconds peak_kib" to a result file.
 run() {
@@ -120,6 +132,7 @@ run() {
 
 TOOLS_BIG=(paperboy curl)
 TOOLS_SMALL=(paperboy curl-seq "curl-Z$PARALLEL")
+if [[ $NOSYNC == 1 ]]; then TOOLS_BIG+=(paperboy-nosync); TOOLS_SMALL+=(paperboy-nosync); fi
 command -v wget > /dev/null && { TOOLS_BIG+=(wget); TOOLS_SMALL+=(wget); }
 command -v aria2c > /dev/null && { TOOLS_BIG+=(aria2c); TOOLS_SMALL+=("aria2c-j$PARALLEL"); }
 rm -f "$WORK"/result-*.txt
@@ -127,16 +140,20 @@ rm -f "$WORK"/result-*.txt
 for ((i = 1; i <= RUNS; i++)); do
     echo "run $i of $RUNS…" >&2
     for tool in "${TOOLS_BIG[@]}"; do      # paired: every tool once per round
+        [[ " $CASES " == *" big "* ]] || break
         case $tool in
             paperboy) run paperboy big "$PAPERBOY" sync -q --config "$WORK/paperboy-big.toml" ;;
+            paperboy-nosync) run paperboy-nosync big "$PAPERBOY" sync -q --config "$WORK/paperboy-big-nosync.toml" ;;
             curl) run curl big curl -sS -o big.bin "$BASE/big.bin" ;;
             wget) run wget big wget -q -O big.bin "$BASE/big.bin" ;;
             aria2c) run aria2c big aria2c -q --file-allocation=none --allow-overwrite=true -o big.bin "$BASE/big.bin" ;;
         esac
     done
     for tool in "${TOOLS_SMALL[@]}"; do
+        [[ " $CASES " == *" small "* ]] || break
         case $tool in
             paperboy) run paperboy small "$PAPERBOY" sync -q --config "$WORK/paperboy-small.toml" ;;
+            paperboy-nosync) run paperboy-nosync small "$PAPERBOY" sync -q --config "$WORK/paperboy-small-nosync.toml" ;;
             curl-seq) run "$tool" small curl -sS -K "$WORK/small-curl.txt" ;;
             curl-Z*) run "$tool" small curl -sS -Z --parallel-max "$PARALLEL" -K "$WORK/small-curl.txt" ;;
             wget) run wget small wget -q -i "$WORK/small-urls.txt" ;;
@@ -148,13 +165,16 @@ done
 # Medians of the runs, ratios against paperboy.
 report() {  # $1 = case, $2 = unit
     local case=$1 unit=$2 base=""
+    [[ -f $WORK/result-$case-paperboy.txt ]] || return 0
     printf '\n(%s) %s\n' "$case" "$([[ $case == big ]] && echo "one ${BIG_MB} MiB file" || echo "${SMALL_COUNT} files of ${SMALL_KB} KiB, parallelism ${PARALLEL} where the tool has it")"
-    printf '%-14s %12s %10s %14s %12s\n' tool seconds "$unit" "vs paperboy" "peak RSS"
+    printf '%-16s %9s %13s %10s %12s %10s\n' tool seconds "(range)" "$unit" "vs paperboy" "peak RSS"
     for file in "$WORK/result-$case-paperboy.txt" "$WORK"/result-"$case"-*.txt; do
         [[ -f $file ]] || continue
         local name=${file##*/result-$case-}; name=${name%.txt}
         [[ $name == paperboy && -n $base ]] && continue
         read -r seconds rss bytes < <(sort -n "$file" | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}')
+        local range
+        range=$(sort -n "$file" | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}')
         local rate
         if [[ $case == big ]]; then
             rate=$(awk -v b="$bytes" -v s="$seconds" 'BEGIN {printf "%.0f", b / 1e6 / (s > 0 ? s : 0.001)}')
@@ -162,11 +182,26 @@ report() {  # $1 = case, $2 = unit
             rate=$(awk -v n="$SMALL_COUNT" -v s="$seconds" 'BEGIN {printf "%.0f", n / (s > 0 ? s : 0.001)}')
         fi
         [[ -z $base ]] && base=$rate
-        printf '%-14s %12s %10s %13sx %9s MiB\n' "$name" "$seconds" "$rate" \
+        echo "$name $rate" >> "$WORK/rates-$case.txt"
+        printf '%-16s %9s %13s %10s %11sx %6s MiB\n' "$name" "$seconds" "($range)" "$rate" \
             "$(awk -v r="$rate" -v b="$base" 'BEGIN {printf "%.2f", r / b}')" "$(( rss / 1024 ))"
     done
 }
+ratio() {  # $1 = case, $2 = paperboy row, $3 = other tool, $4 = aim
+    local mine theirs
+    mine=$(awk -v n="$2" '$1 == n {print $2}' "$WORK/rates-$1.txt" 2>/dev/null)
+    theirs=$(awk -v n="$3" '$1 == n {print $2}' "$WORK/rates-$1.txt" 2>/dev/null)
+    [[ -n $mine && -n $theirs ]] || return 0
+    printf '%s: %s / %s = %sx (aim >= %s)\n' "$1" "$2" "$3" "$(awk -v a="$mine" -v b="$theirs" 'BEGIN {printf "%.2f", a / b}')" "$4"
+}
+rm -f "$WORK"/rates-*.txt
 report big MB/s
 report small files/s
 echo
-echo "file system of the downloads: $(df -T "$WORK" | awk 'NR==2 {print $2}') ($WORK)"
+ratio big paperboy curl 1.3
+ratio big paperboy-nosync curl 1.3
+ratio small paperboy "curl-Z$PARALLEL" 1.0
+ratio small paperboy-nosync "curl-Z$PARALLEL" 1.0
+echo
+echo "file system of the downloads: $(df -T "$WORK" | awk 'NR==2 {print $2}') ($WORK), $RUNS paired runs, medians"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

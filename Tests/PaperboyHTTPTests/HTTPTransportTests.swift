@@ -80,11 +80,12 @@ struct HTTPTransportTests {
         #expect(sha256Hex(sink.data) == sha256Hex(data))
     }
 
-    @Test func aPushBackLongerThanTheIdleTimeoutIsNotAStall() async throws {
+    @Test(arguments: [false, true])
+    func aPushBackLongerThanTheIdleTimeoutIsNotAStall(writingBehind: Bool) async throws {
         let data = self.data
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = PushbackSink(pause: .milliseconds(2500), every: 3, limit: 1)
-        try await HTTPTransport(bufferSize: 1 << 20).transfer(job(server.url("/f"), idleTimeout: .seconds(1)), into: sink)
+        try await httpTransport(bufferSize: 1 << 20, writingBehind: writingBehind).transfer(job(server.url("/f"), idleTimeout: .seconds(1)), into: sink)
         #expect(sink.refusals == 1)
         #expect(sha256Hex(sink.data) == sha256Hex(data))
     }
@@ -97,19 +98,23 @@ struct HTTPTransportTests {
         }
     }
 
-    @Test func rethrowsTheSinksWriteErrorUnchanged() async throws {
+    @Test(arguments: [false, true])
+    func rethrowsTheSinksWriteErrorUnchanged(writingBehind: Bool) async throws {
         let data = self.data
         let server = try FaultServer { .serving(data, for: $0) }
         await #expect(throws: MarkerError()) {
-            try await HTTPTransport().transfer(job(server.url("/f")), into: FailingSink(MarkerError(), when: .write))
+            try await httpTransport(writingBehind: writingBehind).transfer(job(server.url("/f")), into: FailingSink(MarkerError(), when: .write))
         }
     }
 
-    @Test func cancellationStopsAStalledTransferPromptly() async throws {
+    /// Written behind, bytes before the stall reach the sink after 20 ms of quiet.
+    @Test(arguments: [false, true])
+    func cancellationStopsAStalledTransferPromptly(writingBehind: Bool) async throws {
         let data = self.data
         let server = try FaultServer { .serving(data, for: $0, fault: .stallAfter(100_000)) }
         let sink = RecordingSink()
-        let task = Task { try await HTTPTransport().transfer(job(server.url("/f"), idleTimeout: .seconds(30)), into: sink) }
+        let transport = httpTransport(writingBehind: writingBehind)
+        let task = Task { try await transport.transfer(job(server.url("/f"), idleTimeout: .seconds(30)), into: sink) }
         let deadline = ContinuousClock.now + .seconds(10)
         while sink.data.count < 100_000, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         let start = ContinuousClock.now

@@ -23,6 +23,13 @@ func job(_ url: URL, offset: Int64 = 0, validator: ResourceValidator? = nil, idl
     TransferJob(url: url, offset: offset, validator: validator, connectTimeout: .seconds(5), idleTimeout: idleTimeout)
 }
 
+/// A transport; `writingBehind` writes every body behind, through a ring small enough to fill.
+func httpTransport(bufferSize: Int = 64 * 1024, writingBehind: Bool) -> HTTPTransport {
+    HTTPTransport(configuration: .init(
+        bufferSize: bufferSize, writeBehindBufferSize: writingBehind ? 2 * bufferSize : 0,
+        writeBehindMinimumLength: writingBehind ? 0 : .max))
+}
+
 /// Runs `transfer` and returns the TransportError it throws (recording an issue if it does not).
 func transportError(_ body: () async throws -> Void) async -> TransportError? {
     do {
@@ -39,9 +46,9 @@ func transportError(_ body: () async throws -> Void) async -> TransportError? {
 /// Downloads `url` through a real library and returns the delegate after the end.
 func downloadThroughLibrary(
     _ url: URL, in folder: TempFolder, configuration: Library.Configuration = testConfiguration(),
-    sha256: String? = nil, delegate: RecordingDelegate = RecordingDelegate()
+    sha256: String? = nil, delegate: RecordingDelegate = RecordingDelegate(), transport: HTTPTransport = HTTPTransport()
 ) async throws -> RecordingDelegate {
-    let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]), configuration: configuration)
+    let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([transport]), configuration: configuration)
     let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
     asset.download(delegate: delegate)
     await delegate.waitForEnd()

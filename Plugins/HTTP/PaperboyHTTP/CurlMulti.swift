@@ -74,6 +74,7 @@ final class CurlMulti: @unchecked Sendable {
     // MARK: The curl thread
 
     private func run() {
+        paperboy_name_thread("paperboy-curl")
         var running: Int32 = 0
         while true {
             let pending = commands.withLock { queue -> [Command] in

@@ -33,11 +33,18 @@ public struct HTTPTransport: Transport {
         public var userAgent: String
         /// Refused credentials tolerated before failing with `.authenticationFailed`.
         public var maxAuthenticationFailures: Int
+        /// The ring through which a large body is written behind: the curl thread copies into it
+        /// and reads the socket again while a thread of the transfer writes to the sink. `0`
+        /// writes inline on the curl thread. Kept at least twice ``bufferSize``.
+        public var writeBehindBufferSize: Int
+        /// Bodies announcing at least this many bytes (from the resume offset) are written behind.
+        public var writeBehindMinimumLength: Int
 
         /// Creates settings.
         public init(
             caFile: String? = nil, maxRedirects: Int = 10, bufferSize: Int = 512 * 1024,
-            userAgent: String? = nil, maxAuthenticationFailures: Int = 3
+            userAgent: String? = nil, maxAuthenticationFailures: Int = 3,
+            writeBehindBufferSize: Int = 2 << 20, writeBehindMinimumLength: Int = 8 << 20
         ) {
             self.caFile = caFile
             self.maxRedirects = max(0, maxRedirects)
@@ -45,6 +52,8 @@ public struct HTTPTransport: Transport {
             self.bufferSize = min(10 << 20, max(1024, bufferSize))
             self.userAgent = userAgent ?? "Paperboy libcurl/\(CurlMulti.version)"
             self.maxAuthenticationFailures = max(1, maxAuthenticationFailures)
+            self.writeBehindBufferSize = writeBehindBufferSize <= 0 ? 0 : max(writeBehindBufferSize, 2 * self.bufferSize)
+            self.writeBehindMinimumLength = max(0, writeBehindMinimumLength)
         }
     }
 
@@ -92,7 +101,9 @@ public struct HTTPTransport: Transport {
                 connectTimeout: job.connectTimeout, idleTimeout: job.idleTimeout)
             let outcome = try await engine.perform(CurlRequest(plan: plan, sink: sink, engine: engine))
             if let error = outcome.sinkError { throw error }
-            let answered = outcome.effectiveURL?.redacted ?? target.redacted
+            if outcome.began, outcome.code == CURLE_OK, !outcome.failedStatus { return }
+            // Only a failure or another round needs the URL that answered (parsed, redacted).
+            let answered = (outcome.effectiveURL.flatMap { URL(string: $0) } ?? target).redacted
             if outcome.failedStatus, let head = outcome.head { throw TransportError.http(head, url: answered) }
             if outcome.began {
                 guard outcome.code == CURLE_OK else {
@@ -193,17 +204,26 @@ public struct HTTPTransport: Transport {
     ///
     /// - Throws: ``TransportError`` `.badURL` for another scheme, a missing host, or spaces.
     static func validated(_ url: URL) throws -> URL {
-        let text = url.absoluteString
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
             throw TransportError(.badURL, "'\(url.redactedString)' is not an http or https URL", url: url, isRetryable: false)
         }
         guard let host = url.host, !host.isEmpty else {
             throw TransportError(.badURL, "URL '\(url.redactedString)' has no host", url: url, isRetryable: false)
         }
-        guard !text.unicodeScalars.contains(where: { $0 == " " || $0.properties.generalCategory == .control }) else {
+        guard !hasSpaceOrControl(url.absoluteString) else {
             throw TransportError(.badURL, "URL '\(url.redactedString)' contains spaces or control characters", url: url, isRetryable: false)
         }
         return url
+    }
+
+    /// Whether `text` holds a space or a control character (checked on bytes when all ASCII).
+    private static func hasSpaceOrControl(_ text: String) -> Bool {
+        var ascii = true
+        for byte in text.utf8 {
+            if byte <= 0x20 || byte == 0x7F { return true }
+            if byte >= 0x80 { ascii = false }
+        }
+        return !ascii && text.unicodeScalars.contains { $0 == " " || $0.properties.generalCategory == .control }
     }
 
     /// Checks that extra headers cannot smuggle lines into the request.

@@ -25,11 +25,44 @@ struct ResponseHead: Sendable {
     }
 
     /// Parses a status line such as `HTTP/1.1 206 Partial Content` or `HTTP/2 200`.
-    static func statusCode(ofStatusLine line: Substring) -> Int? {
-        guard line.hasPrefix("HTTP/") else { return nil }
-        let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: true)
-        guard parts.count >= 2, let code = Int(parts[1]), (100..<1000).contains(code) else { return nil }
-        return code
+    static func statusCode(ofStatusLine line: UnsafeRawBufferPointer) -> Int? {
+        guard line.count >= 8, line.starts(with: "HTTP/".utf8) else { return nil }
+        var index = 5
+        while index < line.count, line[index] != UInt8(ascii: " ") { index += 1 }  // the version
+        while index < line.count, line[index] == UInt8(ascii: " ") { index += 1 }
+        var code = 0
+        var digits = 0
+        while index < line.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(line[index]) {
+            code = code * 10 + Int(line[index] - UInt8(ascii: "0"))
+            digits += 1
+            index += 1
+        }
+        guard digits == 3, index == line.count || line[index] == UInt8(ascii: " ") else { return nil }
+        return (100..<1000).contains(code) ? code : nil
+    }
+
+    /// Parses a header line `Name: value` (without its line break): the name lowercased, both
+    /// trimmed of spaces and tabs. `nil` for a line without a colon.
+    static func field(of line: UnsafeRawBufferPointer) -> (name: String, value: String)? {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let name = trimmed(UnsafeRawBufferPointer(rebasing: line[..<colon]))
+        let value = trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
+        let lowercased = String(unsafeUninitializedCapacity: name.count) { buffer in
+            for (index, byte) in name.enumerated() {
+                buffer[index] = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+            }
+            return name.count
+        }
+        return (lowercased, String(decoding: value, as: UTF8.self))
+    }
+
+    private static func trimmed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        var start = 0
+        var end = bytes.count
+        while start < end, isBlank(bytes[start]) { start += 1 }
+        while end > start, isBlank(bytes[end - 1]) { end -= 1 }
+        return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
     }
 }
 

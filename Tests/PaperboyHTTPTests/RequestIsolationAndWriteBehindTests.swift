@@ -1,0 +1,132 @@
+import Foundation
+import Paperboy
+import PaperboyHTTP
+import PaperboyTestServers
+import PaperboyTesting
+import Testing
+
+/// No option of one request reaches the next (credentials, Range, headers); large bodies are
+/// written behind.
+@Suite("HTTP request isolation and write-behind")
+struct RequestIsolationAndWriteBehindTests {
+    let data = randomData(3 << 20 + 11)
+
+    func writingBehind(bufferSize: Int = 64 * 1024) -> HTTPTransport {
+        httpTransport(bufferSize: bufferSize, writingBehind: true)
+    }
+
+    // MARK: Reused handles leak no option
+
+    @Test func requestsAfterAnAuthenticatedOneCarryNoAuthorization() async throws {
+        let data = self.data
+        let server = try FaultServer { request in
+            if request.path == "/private", !ServerAuth.isBasic(request, user: "reader", password: "s3cret") {
+                return ServerResponse(status: 401, headers: [("WWW-Authenticate", ServerAuth.basicChallenge(realm: "r"))])
+            }
+            return .serving(data, for: request)
+        }
+        let elsewhere = try #require(URL(string: "http://localhost:\(server.port)/public"))
+        // Several rounds, alternating, on one shared connection cache.
+        for _ in 0..<4 {
+            let authenticated = RecordingSink { _ in .useCredential(Credential(user: "reader", password: "s3cret")) }
+            try await HTTPTransport().transfer(job(server.url("/private")), into: authenticated)
+            for url in [elsewhere, server.url("/public")] {
+                let plain = RecordingSink()
+                try await HTTPTransport().transfer(job(url), into: plain)
+                #expect(sha256Hex(plain.data) == sha256Hex(data))
+                #expect(plain.challenges.isEmpty)
+            }
+        }
+        let publicRequests = server.requests.filter { $0.path == "/public" }
+        #expect(publicRequests.count == 8)
+        #expect(publicRequests.allSatisfy { $0.header("authorization") == nil })
+        #expect(server.requests.contains { $0.path == "/private" && $0.header("authorization") != nil })
+    }
+
+    @Test func requestsAfterARangedOneAskForNoRange() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0) }
+        let etag = ResourceValidator("etag:\"v1\"", strength: .strong)
+        for _ in 0..<4 {
+            let ranged = RecordingSink(startOffset: 1000)
+            try await HTTPTransport().transfer(job(server.url("/ranged"), offset: 1000, validator: etag), into: ranged)
+            #expect(ranged.response?.offset == 1000)
+            let plain = RecordingSink()
+            try await HTTPTransport().transfer(job(server.url("/plain")), into: plain)
+            #expect(plain.response?.offset == 0)
+            #expect(sha256Hex(plain.data) == sha256Hex(data))
+        }
+        let ranged = server.requests.filter { $0.path == "/ranged" }
+        let plain = server.requests.filter { $0.path == "/plain" }
+        #expect(ranged.count == 4 && ranged.allSatisfy { $0.header("range") == "bytes=1000-" })
+        #expect(plain.count == 4)
+        #expect(plain.allSatisfy { $0.header("range") == nil && $0.header("if-range") == nil })
+    }
+
+    @Test func extraHeadersDoNotReachTheNextRequest() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0) }
+        for _ in 0..<4 {
+            var withHeader = job(server.url("/with"))
+            withHeader.headers = ["X-Issue": "42"]
+            try await HTTPTransport().transfer(withHeader, into: RecordingSink())
+            try await HTTPTransport().transfer(job(server.url("/without")), into: RecordingSink())
+        }
+        #expect(server.requests.filter { $0.path == "/with" }.allSatisfy { $0.header("x-issue") == "42" })
+        #expect(server.requests.filter { $0.path == "/without" }.allSatisfy { $0.header("x-issue") == nil })
+    }
+
+    // MARK: Write-behind
+
+    @Test func aBodyWrittenBehindArrivesWholeAndInOrder() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0) }
+        let sink = RecordingSink()
+        try await writingBehind().transfer(job(server.url("/f")), into: sink)
+        #expect(sink.data.count == data.count)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+        #expect(sink.beginCount == 1)
+    }
+
+    @Test func aResumedBodyIsWrittenBehindFromItsOffset() async throws {
+        let data = self.data
+        let cut = 1_234_567
+        let server = try FaultServer { .serving(data, for: $0) }
+        let sink = RecordingSink(startOffset: Int64(cut))
+        let etag = ResourceValidator("etag:\"v1\"", strength: .strong)
+        try await writingBehind().transfer(job(server.url("/f"), offset: Int64(cut), validator: etag), into: sink)
+        #expect(sha256Hex(data.prefix(cut) + sink.data) == sha256Hex(data))
+    }
+
+    @Test func aSinkPushingBackFillsTheRingAndPausesCurl() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0) }
+        let sink = PushbackSink(pause: .milliseconds(20), every: 2)
+        try await writingBehind(bufferSize: 16 * 1024).transfer(job(server.url("/f")), into: sink)
+        #expect(sink.refusals > 5)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+    }
+
+    @Test func bytesBeforeAResetReachTheSinkWhenWritingBehind() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0, fault: .resetAfter(1_000_000)) }
+        let sink = RecordingSink()
+        let error = await transportError { try await writingBehind().transfer(job(server.url("/f")), into: sink) }
+        #expect(error?.code == .connectionLost)
+        #expect(error?.isRetryable == true)
+        // Whatever curl received was handed to the sink before the error, in order.
+        #expect(sink.data == data.prefix(sink.data.count))
+        #expect(error?.message.contains("\(sink.data.count)") == true)
+    }
+
+    @Test func theLibraryDeliversABodyWrittenBehind() async throws {
+        let data = self.data
+        let server = try FaultServer { .serving(data, for: $0) }
+        let folder = TempFolder()
+        var configuration = testConfiguration()
+        configuration.syncsToDisk = true
+        let delegate = try await downloadThroughLibrary(
+            server.url("/f"), in: folder, configuration: configuration, sha256: sha256Hex(data), transport: writingBehind())
+        #expect(delegate.deliveredSHA256 == sha256Hex(data))
+    }
+}
