@@ -171,6 +171,27 @@ struct ResumeTests {
         await library.close()
     }
 
+    @Test func downloadRightAfterCancelStartsAfreshForTheNewDelegate() async throws {
+        let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(2))
+        let url = transport.serve(data, at: "c2.bin")
+        let library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let cancelled = RecordingDelegate()
+        asset.download(delegate: cancelled)
+        await eventually("some bytes") { asset.totalBytesWritten > 0 }
+        asset.cancel()
+        let fresh = RecordingDelegate()
+        asset.download(delegate: fresh)      // before the cancelled transfer has even stopped
+        await cancelled.waitForEnd()
+        await fresh.waitForEnd()
+        #expect(cancelled.events.contains { if case .failed(let code, _) = $0 { code == "cancelled" } else { false } })
+        #expect(cancelled.keptFiles.isEmpty)
+        #expect(fresh.keptFiles == [data])
+        #expect(!fresh.events.contains { if case .failed = $0 { true } else { false } })
+        #expect(transport.jobs.last?.offset == 0)
+        await library.close()
+    }
+
     @Test func cancelRemovesPartialBytes() async throws {
         let transport = InMemoryTransport()
         let url = transport.serve(data, at: "c.bin", script: [.stallAfter(cut)])

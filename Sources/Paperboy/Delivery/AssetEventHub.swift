@@ -61,6 +61,12 @@ final class AssetEventHub: Sendable {
         delegates.list.withLock { $0.append(delegate) }
     }
 
+    /// Takes over the delegates of `other` (whose download turned out not to end).
+    func adopt(_ other: AssetEventHub) {
+        let adopted = other.delegates.list.withLock { $0 }
+        delegates.list.withLock { $0.append(contentsOf: adopted) }
+    }
+
     func progress(bytesWritten: Int64, total: Int64, expected: Int64?) {
         continuation.yield(.progress(bytesWritten, total, expected))
     }

@@ -62,8 +62,12 @@ final class Scheduler: Sendable {
         var task: Task<Void, Never>?
         var retryTask: Task<Void, Never>?
         var stop: StopKind?
-        /// Asked for again while a pause was stopping it: queue it once the transfer has ended.
+        /// Asked for again while a pause or a cancel was stopping it: queue it once the transfer
+        /// has ended (from zero after a cancel).
         var restartAfterStop = false
+        /// The delegates of a download cancelled while it was stopping, when a new download was
+        /// asked for meanwhile: they get the cancellation, the new ones do not.
+        var cancelledHub: AssetEventHub?
         var delivering = false
         var host: String { request.url.host?.lowercased() ?? "" }
 
@@ -346,6 +350,11 @@ final class Scheduler: Sendable {
             guard state.entries[id] != nil, !state.closed else { return }
             var enqueue: (seq: Int64, priority: Int, host: String)?
             state.update(id) { entry in
+                if entry.state == .downloading, entry.stop == .cancel, !entry.restartAfterStop {
+                    // The cancelled download keeps its delegates; this one starts afresh.
+                    entry.cancelledHub = entry.hub
+                    entry.hub = nil
+                }
                 if let delegate {
                     if entry.hub == nil { entry.hub = AssetEventHub(asset: asset) }
                     entry.hub!.attach(delegate)
@@ -364,7 +373,7 @@ final class Scheduler: Sendable {
                     store.submit(patch)
                 case .finished:
                     deliver = !entry.delivering
-                case .downloading where entry.stop == .pause:
+                case .downloading where entry.stop == .pause || entry.stop == .cancel:
                     entry.restartAfterStop = true
                 case .queued, .retry, .downloading, .delivered, .network:
                     break
@@ -629,6 +638,16 @@ final class Scheduler: Sendable {
             }
             state.update(id) { entry in
                 entry.task = nil
+                if case .stopped = outcome {} else {
+                    // A pause or cancel came too late: the transfer ended on its own, for the
+                    // delegates of before and after it alike.
+                    if let old = entry.cancelledHub {
+                        if let hub = entry.hub { hub.adopt(old) } else { entry.hub = old }
+                        entry.cancelledHub = nil
+                    }
+                    entry.stop = nil
+                    entry.restartAfterStop = false
+                }
                 var patch = AssetPatch(id: id)
                 switch outcome {
                 case .finished(let size, let validator):
@@ -651,13 +670,25 @@ final class Scheduler: Sendable {
                     if entry.stop == .cancel {
                         entry.state = .cancelled
                         entry.bytesOnDisk = 0
+                        entry.validator = nil
                         entry.live.written.store(0, ordering: .relaxed)
                         POSIX.remove(layout.partialURL(asset: id))
                         patch = Self.cancelledPatch(id)
-                        if let hub = entry.hub {
-                            failure = (hub, LibraryError(.cancelled, "download of asset \(id) was cancelled"))
+                        let cancelled = entry.restartAfterStop ? entry.cancelledHub : entry.hub
+                        if let cancelled {
+                            failure = (cancelled, LibraryError(.cancelled, "download of asset \(id) was cancelled"))
+                        }
+                        if entry.restartAfterStop {
+                            // Asked for again meanwhile: from zero, for the new delegates.
+                            entry.state = .queued
+                            entry.attempts = 0
+                            patch.state = .queued
+                            patch.attempts = 0
+                            requeue = (entry.seq, entry.request.priority, entry.host)
+                        } else {
                             entry.hub = nil
                         }
+                        entry.cancelledHub = nil
                     } else if entry.stop == .network {
                         entry.state = .network
                         patch.state = .network
