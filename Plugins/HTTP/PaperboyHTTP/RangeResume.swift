@@ -5,7 +5,8 @@ import Paperboy
 struct ResponseHead: Sendable {
     /// The status code, such as 206.
     var status: Int
-    /// Header fields in arrival order, names lowercased.
+    /// Header fields in arrival order, names lowercased, names and values trimmed of spaces and
+    /// tabs (``field(of:)``).
     var fields: [(name: String, value: String)] = []
 
     /// The first value of header `name` (lowercase).
@@ -21,7 +22,7 @@ struct ResponseHead: Sendable {
     /// The announced body length, unless the body is chunked or the length is absent.
     var contentLength: Int64? {
         if let encoding = value("transfer-encoding"), encoding.lowercased().contains("chunked") { return nil }
-        return value("content-length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        return value("content-length").flatMap { Int64($0) }
     }
 
     /// Parses a status line such as `HTTP/1.1 206 Partial Content` or `HTTP/2 200`.
@@ -84,7 +85,7 @@ enum RangeResume {
 
     /// The validator of the version a response carries.
     static func validator(of head: ResponseHead) -> ResourceValidator? {
-        if let etag = head.value("etag")?.trimmingCharacters(in: .whitespaces), !etag.isEmpty {
+        if let etag = head.value("etag"), !etag.isEmpty {
             if etag.hasPrefix("\"") { return ResourceValidator("etag:\(etag)", strength: .strong) }
             if let modified = lastModified(head) { return ResourceValidator("last-modified:\(modified)", strength: .weak) }
             return ResourceValidator("etag:\(etag)", strength: .weak)
@@ -94,14 +95,13 @@ enum RangeResume {
     }
 
     private static func lastModified(_ head: ResponseHead) -> String? {
-        guard let value = head.value("last-modified")?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        guard let value = head.value("last-modified"), !value.isEmpty else { return nil }
         return value
     }
 
     /// `Content-Range: bytes START-END/TOTAL` (TOTAL may be `*`).
     static func contentRange(of head: ResponseHead) -> (start: Int64, end: Int64, total: Int64?)? {
-        guard let value = head.value("content-range")?.trimmingCharacters(in: .whitespaces),
-              value.lowercased().hasPrefix("bytes ") else { return nil }
+        guard let value = head.value("content-range"), value.lowercased().hasPrefix("bytes ") else { return nil }
         let spec = value.dropFirst(6).trimmingCharacters(in: .whitespaces)
         let halves = spec.split(separator: "/", maxSplits: 1)
         guard halves.count == 2 else { return nil }
@@ -114,8 +114,7 @@ enum RangeResume {
 
     /// The length in `Content-Range: bytes */TOTAL` (the answer to an unsatisfiable range).
     static func unsatisfiedLength(of head: ResponseHead) -> Int64? {
-        guard let value = head.value("content-range")?.trimmingCharacters(in: .whitespaces),
-              value.lowercased().hasPrefix("bytes */") else { return nil }
+        guard let value = head.value("content-range"), value.lowercased().hasPrefix("bytes */") else { return nil }
         return Int64(value.dropFirst(8))
     }
 
