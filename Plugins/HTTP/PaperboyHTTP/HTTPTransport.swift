@@ -44,7 +44,7 @@ public struct HTTPTransport: Transport {
         public init(
             caFile: String? = nil, maxRedirects: Int = 10, bufferSize: Int = 512 * 1024,
             userAgent: String? = nil, maxAuthenticationFailures: Int = 3,
-            writeBehindBufferSize: Int = 2 << 20, writeBehindMinimumLength: Int = 8 << 20
+            writeBehindBufferSize: Int = 1 << 20, writeBehindMinimumLength: Int = 8 << 20
         ) {
             self.caFile = caFile
             self.maxRedirects = max(0, maxRedirects)
