@@ -42,10 +42,12 @@ final class SFTPServerSetup: @unchecked Sendable {
     }
 
     /// A transport trusting this server and using no key unless a challenge names one.
-    func transport(identityFiles: [URL] = [], recordsKeys: Bool = true, readSize: Int = 2 << 20) -> SFTPTransport {
+    func transport(
+        identityFiles: [URL] = [], recordsKeys: Bool = true, readSize: Int = 1 << 20, splitThreshold: Int64? = 64 << 20
+    ) -> SFTPTransport {
         SFTPTransport(configuration: .init(
             knownHostsFile: knownHosts, recordsAcceptedHostKeys: recordsKeys, identityFiles: identityFiles, usesAgent: false,
-            readSize: readSize))
+            readSize: readSize, splitThreshold: splitThreshold))
     }
 
     /// Answers publickey challenges with the client key.

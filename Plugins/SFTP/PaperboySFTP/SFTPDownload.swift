@@ -1,6 +1,7 @@
 import CPaperboySSH2
 import Foundation
 import Paperboy
+import Synchronization
 
 /// An SFTP file handle (`LIBSSH2_SFTP_HANDLE *`), used only on its session's thread.
 struct SFTPHandle: @unchecked Sendable {
@@ -13,6 +14,11 @@ struct SFTPHandle: @unchecked Sendable {
 /// connection each get their own channel (OpenSSH allows `MaxSessions`, 10 by default).
 struct SFTPChannel: @unchecked Sendable {
     let raw: OpaquePointer
+}
+
+/// Set once a download has called its sink's `begin`.
+final class BeginFlag: Sendable {
+    let value = Atomic<Bool>(false)
 }
 
 /// Size and modification time of a remote file.
@@ -37,16 +43,49 @@ struct SFTPAttributes: Sendable, Equatable {
 }
 
 /// One file read through an open session: open, attributes, resume decision, pipelined reads
-/// into the sink, close.
+/// into the sink, close. A large file may be split: its second half read over a second
+/// connection into a segment of the sink (see ``Split``).
 struct SFTPDownload: Sendable {
+    /// Reading the second half of a large file over another connection.
+    struct Split: Sendable {
+        /// Files with at least this many bytes left are split.
+        var threshold: Int64
+        /// A second connection to the same host and user (set up, or reused, on demand); `nil`
+        /// when it cannot be had. The caller releases it.
+        var secondSession: @Sendable () async -> SSHSession?
+    }
+
+    /// A file opened on one session.
+    struct OpenFile: Sendable {
+        let session: SSHSession
+        let channel: SFTPChannel
+        let handle: SFTPHandle
+    }
+
     let session: SSHSession
     let location: SFTPLocation
     let job: TransferJob
     let sink: any TransferSink
     let readSize: Int
+    var split: Split?
+    private let began = BeginFlag()
+
+    /// Whether ``TransferSink/begin(_:)`` was called (bytes may have reached the sink).
+    var hasBegun: Bool { began.value.load(ordering: .acquiring) }
 
     func run() async throws {
-        let session = session
+        let file = try await open(on: session)
+        do {
+            try await read(file)
+        } catch {
+            close(file)
+            throw error
+        }
+        close(file)
+    }
+
+    /// Opens the SFTP channel and the file on `session`.
+    private func open(on session: SSHSession) async throws -> OpenFile {
         let path = location.path
         let url = location.url
         let channel = try await session.run(idleTimeout: job.idleTimeout) { () -> SFTPChannel? in
@@ -54,42 +93,35 @@ struct SFTPDownload: Sendable {
             try session.check(libssh2_session_last_errno(session.raw), action: "starting the SFTP subsystem", url: url)
             return nil
         }
-        let handle: SFTPHandle
         do {
-            handle = try await session.run(idleTimeout: job.idleTimeout) { () -> SFTPHandle? in
+            let handle = try await session.run(idleTimeout: job.idleTimeout) { () -> SFTPHandle? in
                 if let raw = paperboy_sftp_open_read(channel.raw, path) { return SFTPHandle(raw: raw) }
                 if libssh2_session_last_errno(session.raw) == LIBSSH2_ERROR_EAGAIN { return nil }
                 throw session.lastError(action: "opening the file", url: url, sftp: channel.raw)
             }
+            return OpenFile(session: session, channel: channel, handle: handle)
         } catch {
-            close(nil, channel)
+            close(session, nil, channel)
             throw error
         }
-        do {
-            try await read(handle, channel)
-        } catch {
-            close(handle, channel)
-            throw error
-        }
-        close(handle, channel)
     }
 
-    private func attributes(of handle: SFTPHandle, _ channel: SFTPChannel) async throws -> SFTPAttributes {
-        let session = session
+    private func attributes(of file: OpenFile) async throws -> SFTPAttributes {
+        let session = file.session
         let url = location.url
         return try await session.run(idleTimeout: job.idleTimeout) { () -> SFTPAttributes? in
             var attributes = LIBSSH2_SFTP_ATTRIBUTES()
-            let code = paperboy_sftp_fstat(handle.raw, &attributes)
-            guard try session.check(code, action: "reading the file's attributes", url: url, sftp: channel.raw) != nil else {
+            let code = paperboy_sftp_fstat(file.handle.raw, &attributes)
+            guard try session.check(code, action: "reading the file's attributes", url: url, sftp: file.channel.raw) != nil else {
                 return nil
             }
             return SFTPAttributes(attributes)
         }
     }
 
-    private func read(_ handle: SFTPHandle, _ channel: SFTPChannel) async throws {
+    private func read(_ file: OpenFile) async throws {
         let url = location.url
-        let before = try await attributes(of: handle, channel)
+        let before = try await attributes(of: file)
         if before.isFolder {
             throw TransportError(.notFound, "\(url.redactedString) is a folder, not a file", url: url, isRetryable: false)
         }
@@ -99,20 +131,41 @@ struct SFTPDownload: Sendable {
             let changed = job.validator != nil && job.validator != validator
             if changed || validator == nil || offset > before.size ?? 0 { offset = 0 }
         }
+        // The second connection is made before `begin`, so that its challenges (if any) come
+        // before the first byte and never overlap a write.
+        let second = await openSecondHalf(from: offset, before)
+        defer { if let second { close(second); second.session.release() } }
+        began.value.store(true, ordering: .releasing)
         try sink.begin(TransferResponse(offset: offset, expectedLength: before.size, validator: validator))
         if let size = before.size, offset == size { return }
 
-        let writer = SFTPWriteBehind(bufferSize: readSize, bufferCount: 3)
+        let writer = SFTPWriteBehind(bufferSize: readSize, bufferCount: second == nil ? 3 : 4)
         let received: Int64
         do {
             let target = writer.addTarget(sink)
-            received = try await readRange(handle, channel, from: offset, to: nil, session: session, writer: writer, target: target)
+            if let second, let size = before.size,
+               case let middle = offset + (size - offset) / 2,
+               let segment = try sink.segment(middle..<size) {
+                let segmentTarget = writer.addTarget(SFTPWriteBehind.Target(
+                    tryWrite: { try segment.tryWrite($0) }, whenWritable: { segment.whenWritable($0) }))
+                // The first failure cancels the other half.
+                let start = offset
+                received = try await withThrowingTaskGroup(of: Int64.self) { group in
+                    group.addTask { try await readRange(second, from: middle, to: size, writer: writer, target: segmentTarget) }
+                    group.addTask { try await readRange(file, from: start, to: middle, writer: writer, target: target) }
+                    var total: Int64 = 0
+                    for try await part in group { total += part }
+                    return total
+                }
+            } else {
+                received = try await readRange(file, from: offset, to: nil, writer: writer, target: target)
+            }
             await writer.close()
         } catch {
             await writer.close()
             throw error
         }
-        let after = try await attributes(of: handle, channel)
+        let after = try await attributes(of: file)
         if after != before || (before.size != nil && offset + received != before.size) {
             throw TransportError(
                 .sourceChanged,
@@ -121,8 +174,30 @@ struct SFTPDownload: Sendable {
         }
     }
 
+    /// The file opened on a second connection, when the file is large enough, this is the only
+    /// transfer on the first connection (otherwise the cores are busy anyway), and the second
+    /// connection sees the same version. `nil` otherwise: the file is then read in one stream.
+    private func openSecondHalf(from offset: Int64, _ before: SFTPAttributes) async -> OpenFile? {
+        guard let split, let size = before.size, size - offset >= split.threshold, before.validator != nil,
+              session.userCount == 1, let other = await split.secondSession() else { return nil }
+        guard let file = try? await open(on: other) else {
+            other.release()
+            return nil
+        }
+        guard let attributes = try? await attributes(of: file), attributes == before else {
+            close(file)
+            other.release()
+            return nil
+        }
+        return file
+    }
+
     /// Closes the handle and the channel without waiting, even when the transfer was cancelled.
-    private func close(_ handle: SFTPHandle?, _ channel: SFTPChannel) {
+    private func close(_ file: OpenFile) {
+        close(file.session, file.handle, file.channel)
+    }
+
+    private func close(_ session: SSHSession, _ handle: SFTPHandle?, _ channel: SFTPChannel) {
         var handleClosed = handle == nil
         session.enqueue(idleTimeout: .seconds(10)) {
             if !handleClosed, let handle {
@@ -135,16 +210,15 @@ struct SFTPDownload: Sendable {
 }
 
 extension SFTPDownload {
-    /// Reads `[offset, end)` of an open file (to the end of the file when `end` is nil) on
-    /// `session`'s thread into `writer`'s buffers for `target`; returns once every byte read has
+    /// Reads `[offset, end)` of an open file (to the end of the file when `end` is nil) on its
+    /// session's thread into `writer`'s buffers for `target`; returns once every byte read has
     /// been written.
     func readRange(
-        _ handle: SFTPHandle, _ channel: SFTPChannel, from offset: Int64, to end: Int64?,
-        session: SSHSession, writer: SFTPWriteBehind, target: Int
+        _ file: OpenFile, from offset: Int64, to end: Int64?, writer: SFTPWriteBehind, target: Int
     ) async throws -> Int64 {
-        let reader = SFTPReader(handle: handle, channel: channel, offset: offset, end: end, session: session,
+        let reader = SFTPReader(handle: file.handle, channel: file.channel, offset: offset, end: end, session: file.session,
                                 writer: writer, target: target, url: location.url)
-        return try await session.perform(idleTimeout: job.idleTimeout, isExclusive: false) {
+        return try await file.session.perform(idleTimeout: job.idleTimeout, isExclusive: false) {
             (operation, continuation: CheckedContinuation<Int64, any Error>) in
             reader.attach(operation, continuation)
         }

@@ -29,7 +29,10 @@ import Paperboy
 ///   validator is `size=…;mtime=…` (weak: SFTP version 3 gives whole seconds); when it differs
 ///   from the recorded one the transfer starts from 0.
 /// - Reads: ``Configuration/readSize`` bytes per `libssh2_sftp_read`, which keeps up to four
-///   times that (at most 8 MiB) of requests in flight; back-pressure from the sink pauses reading.
+///   times that (at most 8 MiB) of requests in flight; a bounded write-behind queue writes to the
+///   sink while the next bytes are decrypted; back-pressure from the sink pauses reading.
+/// - Large files (``Configuration/splitThreshold``) are read over two connections when the
+///   host's connection is otherwise unused: the second half goes into a sink segment.
 public struct SFTPTransport: Transport {
     /// Settings for one host or URL prefix, such as a `[[credentials]]` entry of a configuration file.
     public struct HostRule: Sendable {
@@ -60,20 +63,28 @@ public struct SFTPTransport: Transport {
         public var identityFiles: [URL]
         /// Try the keys of ssh-agent when `SSH_AUTH_SOCK` is set.
         public var usesAgent: Bool
-        /// Bytes asked for per read, 64 KiB to 2 MiB; also the largest chunk handed to the sink.
+        /// Bytes asked for per read, 64 KiB to 2 MiB (default 1 MiB); also the largest chunk handed
+        /// to the sink. libssh2 keeps four times this in requests in flight per file, which bounds
+        /// throughput on a long path (4 MiB per round trip) and is most of the memory a transfer
+        /// uses (plus three or four buffers of this size for the write-behind queue).
         public var readSize: Int
         /// Refused answers tolerated per authentication method before failing.
         public var maxAuthenticationFailures: Int
         /// How long an unused connection stays open for the next transfer.
         public var sessionIdleLifetime: Duration
+        /// Files with at least this many bytes left are read over two connections, one half
+        /// each, when no other transfer uses the host's connection and the core's sink accepts
+        /// segments (``TransferSink/segment(_:)``); `nil` never splits. libssh2 decrypts on one
+        /// core per connection, so one stream cannot match OpenSSH's client.
+        public var splitThreshold: Int64?
         /// Per-prefix users and known_hosts files; the longest matching prefix wins.
         public var hosts: [HostRule]
 
         /// Creates settings.
         public init(
             knownHostsFile: URL? = nil, recordsAcceptedHostKeys: Bool = true, identityFiles: [URL]? = nil,
-            usesAgent: Bool = true, readSize: Int = 2 << 20, maxAuthenticationFailures: Int = 3,
-            sessionIdleLifetime: Duration = .seconds(30), hosts: [HostRule] = []
+            usesAgent: Bool = true, readSize: Int = 1 << 20, maxAuthenticationFailures: Int = 3,
+            sessionIdleLifetime: Duration = .seconds(30), hosts: [HostRule] = [], splitThreshold: Int64? = 64 << 20
         ) {
             self.knownHostsFile = knownHostsFile
             self.recordsAcceptedHostKeys = recordsAcceptedHostKeys
@@ -85,6 +96,7 @@ public struct SFTPTransport: Transport {
             self.maxAuthenticationFailures = max(1, maxAuthenticationFailures)
             self.sessionIdleLifetime = sessionIdleLifetime
             self.hosts = hosts
+            self.splitThreshold = splitThreshold.map { max(1 << 20, $0) }
         }
 
         /// The rule with the longest prefix matching `url`.
@@ -125,14 +137,39 @@ public struct SFTPTransport: Transport {
         let user = location.user ?? job.options["user"] ?? rule?.user ?? Self.loginName
         let key = SSHSession.Key(host: location.host, port: location.port, user: user, knownHosts: knownHosts.file.path)
         let configuration = configuration
-        let session = try await pool.session(for: key, lifetime: configuration.sessionIdleLifetime) { session in
+        let pool = pool
+        let setUp: @Sendable (SSHSession) async throws -> Void = { session in
             try await SessionSetup(
                 session: session, location: location, user: user, knownHosts: knownHosts,
                 configuration: configuration, connectTimeout: job.connectTimeout, idleTimeout: job.idleTimeout, sink: sink
             ).run()
         }
-        defer { session.release() }
-        try await SFTPDownload(session: session, location: location, job: job, sink: sink, readSize: configuration.readSize).run()
+        let split: SFTPDownload.Split? = configuration.splitThreshold.map { threshold in
+            let second = SSHSession.Key(host: key.host, port: key.port, user: key.user, knownHosts: key.knownHosts, lane: 1)
+            return .init(threshold: threshold) {
+                try? await pool.session(for: second, lifetime: configuration.sessionIdleLifetime, setUp: setUp)
+            }
+        }
+        var reconnected = false
+        while true {
+            let session = try await pool.session(for: key, lifetime: configuration.sessionIdleLifetime, setUp: setUp)
+            let download = SFTPDownload(session: session, location: location, job: job, sink: sink,
+                                        readSize: configuration.readSize, split: split)
+            do {
+                try await download.run()
+                session.release()
+                return
+            } catch let error as TransportError where error.code == .connectionLost && !reconnected && !download.hasBegun {
+                // A shared connection the server closed while it sat idle: reconnect once,
+                // transparently, since nothing reached the sink yet.
+                session.release()
+                session.shutDown()
+                reconnected = true
+            } catch {
+                session.release()
+                throw error
+            }
+        }
     }
 
     /// The local user name, the default login as with OpenSSH.

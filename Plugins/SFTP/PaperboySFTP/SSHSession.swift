@@ -21,6 +21,8 @@ final class SSHSession: @unchecked Sendable {
         var port: Int
         var user: String
         var knownHosts: String
+        /// 0 for the connection transfers share; 1 for the one reading second halves of large files.
+        var lane = 0
     }
 
     /// What an operation's step did.
@@ -91,6 +93,9 @@ final class SSHSession: @unchecked Sendable {
     private var isDead = false
     /// Answers keyboard-interactive prompts during an authentication call.
     var keyboardInteractive: (([String]) -> [String])?
+
+    /// Transfers using the session now.
+    var userCount: Int { shared.withLock { $0.users } }
 
     /// Whether the connection failed; a failed session is never handed out again.
     var isUsable: Bool { shared.withLock { !$0.closed } }

@@ -41,17 +41,21 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         var answerChallenge: @Sendable (AuthChallenge) async -> AuthChallengeDisposition
     }
 
-    private let fd: Int32
-    private let context: Context
+    let fd: Int32
+    let context: Context
     private let checkpoints = DispatchGroup()
     private let checkpointInFlight = Atomic<Bool>(false)
     /// For `tryWrite`: bytes each limiter already granted and not yet used, and the request
     /// that could not be granted (limiter index, bytes).
     private let credits: Mutex<(granted: [Int], pending: (index: Int, bytes: Int)?)>
     /// This transfer's flow in each limiter, for fair sharing.
-    private let flows: [UInt64]
+    let flows: [UInt64]
+    /// Ranges written through ``segment(_:)`` (see PartialFileSink+Segments.swift).
+    var segments = SegmentLedger()
 
     private(set) var began = false
+    /// Bytes written sequentially from the start of the file (with segments, the first segment
+    /// start bounds it until ``finish()`` joins them).
     private(set) var written: Int64 = 0
     private var reported: Int64 = 0
     private var reportedOnce = false
@@ -59,9 +63,10 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     private var nextCheckpoint: ContinuousClock.Instant
     private(set) var expected: Int64?
     private(set) var validator: ResourceValidator?
-    private var hasher: SHA256?
-    /// Set when the transfer continued from bytes on disk: the hash is computed from the file.
-    private var hashFromFile = false
+    var hasher: SHA256?
+    /// Set when the transfer continued from bytes on disk or wrote segments: the hash is
+    /// computed from the file.
+    var hashFromFile = false
     /// The offset the transfer really continued from (set by `begin`).
     private(set) var startOffset: Int64 = 0
 
@@ -144,8 +149,15 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     }
 
     func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
-        let count = bytes.count
-        let allowed = credits.withLock { credits -> Bool in
+        guard takeCredits(bytes.count) else { return false }
+        try take(bytes)
+        return true
+    }
+
+    /// Takes `count` bytes from every limiter without waiting; `false` leaves a pending request
+    /// for ``whenWritable(_:)``.
+    func takeCredits(_ count: Int) -> Bool {
+        credits.withLock { credits -> Bool in
             for index in context.limiters.indices where credits.granted[index] < count {
                 if context.limiters[index].tryAcquire(count, flow: flows[index]) {
                     credits.granted[index] += count
@@ -157,9 +169,6 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             for index in credits.granted.indices { credits.granted[index] -= count }
             return true
         }
-        guard allowed else { return false }
-        try take(bytes)
-        return true
     }
 
     func whenWritable(_ callback: @escaping @Sendable () -> Void) {
@@ -205,12 +214,20 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         if let expected, written + count > expected {
             throw TransportError(.protocolError, "source sent more than the \(expected) bytes it announced", url: context.url, isRetryable: true)
         }
+        if let limit = segments.sequentialLimit(from: written), written + count > limit {
+            throw TransportError(.protocolError, "transport wrote past byte \(limit), where a segment starts", url: context.url, isRetryable: false)
+        }
         if let failure = POSIX.writeAll(fd, bytes) {
             throw TransportError(.ioError, "cannot write partial file of asset \(context.assetID): \(POSIX.errorMessage(failure))", url: context.url)
         }
         hasher?.update(bufferPointer: bytes)
         written += count
-        context.live.written.store(written, ordering: .relaxed)
+        counted()
+    }
+
+    /// After bytes landed: live counters, coalesced progress, periodic checkpoint.
+    func counted() {
+        context.live.written.store(progressTotal, ordering: .relaxed)
         let now = ContinuousClock.now
         if now - lastReport >= context.progressInterval {
             reportProgress(now: now)
@@ -224,8 +241,9 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     private func reportProgress(now: ContinuousClock.Instant) {
         lastReport = now
         guard let hub = context.hub() else { return }
-        hub.progress(bytesWritten: written - reported, total: written, expected: expected)
-        reported = written
+        let total = progressTotal
+        hub.progress(bytesWritten: total - reported, total: total, expected: expected)
+        reported = total
         reportedOnce = true
     }
 
@@ -269,7 +287,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// What is recorded once the bytes written so far are durable.
     private func progressPatch() -> AssetPatch {
         var patch = AssetPatch(id: context.assetID)
-        patch.bytesOnDisk = written
+        patch.bytesOnDisk = segments.contiguousEnd(from: written)
         patch.validator = .some(validator)
         patch.expectedBytes = .some(expected)
         return patch
@@ -292,6 +310,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         guard began else {
             throw LibraryError(TransportError(.protocolError, "transport ended without calling begin", url: context.url, isRetryable: false))
         }
+        // Segments joined to the sequential bytes count as written; a gap fails below.
+        written = segments.absorb(into: written)
         if let expected, written != expected {
             throw LibraryError(TransportError(.connectionLost, "transfer ended after \(written) of \(expected) bytes", url: context.url, isRetryable: true))
         }
@@ -321,6 +341,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// attempt continues from the last byte.
     func recordProgressDurably() async {
         guard began else { return }
+        written = segments.absorb(into: written)
+        forgetUnjoinedSegments()
         let patch = progressPatch()
         let fd = self.fd
         if context.durability.enabled { await context.durability.offload { POSIX.dataSync(fd) } }

@@ -8,7 +8,8 @@ import Foundation
 ///
 /// Rules, in order: ``begin(_:)`` exactly once before any data; then ``write(_:)`` (or
 /// ``tryWrite(_:)``) with consecutive chunks; ``challenge(_:)`` at any time. Methods are safe to
-/// call from any thread, but calls for one transfer must not overlap.
+/// call from any thread, but calls for one transfer must not overlap. A transport fetching
+/// ranges in parallel may ask for ``segment(_:)`` writers after `begin`.
 public protocol TransferSink: AnyObject, Sendable {
     /// Records what the source promised.
     ///
@@ -34,6 +35,49 @@ public protocol TransferSink: AnyObject, Sendable {
 
     /// Asks for credentials or a trust decision, answered from configuration or the app's delegate.
     func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition
+
+    /// A writer for the bytes `range` of the resource, for transports that fetch ranges of one
+    /// resource in parallel (for example over two connections); `nil` when this sink writes
+    /// sequentially only (the default), in which case the transport fetches sequentially.
+    ///
+    /// Ask after ``begin(_:)`` reported a known `expectedLength`. The range must be non-empty,
+    /// end at or before the expected length, start at or after the bytes written sequentially so
+    /// far, and not overlap another segment. From then on ``write(_:)`` and ``tryWrite(_:)``
+    /// accept bytes only up to the lowest segment start above their position; each segment
+    /// accepts its range's bytes in order, from its lower bound. Calls to the sink and to all its
+    /// segments must not overlap one another (serialize them; the sink's work is a `pwrite`).
+    /// Every segment must be complete when the transport returns.
+    ///
+    /// The core counts segment bytes in progress and in the bandwidth limits, but records as
+    /// resumable only the prefix of the file written without gaps: after a crash or a failure,
+    /// bytes of a segment not yet joined to that prefix are fetched again. Bytes are never
+    /// spliced from two versions: the validator of ``begin(_:)`` covers every segment.
+    ///
+    /// - Throws: a ``TransportError`` (`.protocolError`, not retryable) for a range that breaks
+    ///   these rules, or when called before `begin` or without a known length.
+    func segment(_ range: Range<Int64>) throws -> (any TransferSegment)?
+}
+
+extension TransferSink {
+    /// Sinks write sequentially only unless they say otherwise.
+    public func segment(_ range: Range<Int64>) throws -> (any TransferSegment)? { nil }
+}
+
+/// Accepts the bytes of one range of a transfer, in order, for a transport that fetches
+/// ranges in parallel. Handed out by ``TransferSink/segment(_:)``.
+///
+/// The methods mean what the sink's do (back-pressure included); bytes land at
+/// `range.lowerBound` plus the bytes already accepted by this segment.
+public protocol TransferSegment: AnyObject, Sendable {
+    /// The bytes of the resource this segment accepts.
+    var range: Range<Int64> { get }
+    /// Accepts the next chunk of the range, suspending while the core pushes back.
+    func write(_ bytes: UnsafeRawBufferPointer) async throws
+    /// Accepts the next chunk without suspending; `false` means nothing was taken: offer it again
+    /// once the callback given to ``whenWritable(_:)`` runs.
+    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool
+    /// Calls `callback` once, from any thread, as soon as ``tryWrite(_:)`` may accept bytes again.
+    func whenWritable(_ callback: @escaping @Sendable () -> Void)
 }
 
 extension TransferSink {

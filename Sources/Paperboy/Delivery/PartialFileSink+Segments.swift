@@ -1,0 +1,172 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// The ranges a transfer writes through segments, beside its sequential bytes.
+///
+/// Only the thread making the transfer's (serialized) sink calls touches it.
+struct SegmentLedger: Sendable {
+    struct Entry: Sendable {
+        var range: Range<Int64>
+        var written: Int64 = 0
+        var isComplete: Bool { written == range.upperBound - range.lowerBound }
+    }
+
+    /// Segments by increasing lower bound.
+    private(set) var entries: [Entry] = []
+    /// Bytes written through segments and not yet absorbed into the sequential count.
+    private(set) var bytes: Int64 = 0
+
+    var isActive: Bool { !entries.isEmpty }
+
+    /// The first byte sequential writes at `position` may not reach: the lowest segment start
+    /// at or after it.
+    func sequentialLimit(from position: Int64) -> Int64? {
+        entries.first { $0.range.lowerBound >= position }?.range.lowerBound
+    }
+
+    /// Where the bytes written without a gap from `position` end, segments included.
+    func contiguousEnd(from position: Int64) -> Int64 {
+        var end = position
+        for entry in entries where entry.range.lowerBound == end {
+            end += entry.written
+            if !entry.isComplete { break }
+        }
+        return end
+    }
+
+    /// Why `range` cannot be a new segment after `position` sequential bytes of `length`, or nil.
+    func refusal(of range: Range<Int64>, after position: Int64, length: Int64) -> String? {
+        if range.isEmpty { return "segment \(range) is empty" }
+        if range.lowerBound < position { return "segment \(range) starts before byte \(position), already written" }
+        if range.upperBound > length { return "segment \(range) ends past the \(length) bytes announced" }
+        if let other = entries.first(where: { $0.range.overlaps(range) }) { return "segment \(range) overlaps segment \(other.range)" }
+        return nil
+    }
+
+    /// Adds a segment, keeping the entries ordered.
+    mutating func add(_ range: Range<Int64>) {
+        let index = entries.firstIndex { $0.range.lowerBound > range.lowerBound } ?? entries.count
+        entries.insert(Entry(range: range), at: index)
+    }
+
+    /// Where the next byte of segment `index` goes, or nil if `count` more would overflow it.
+    func nextOffset(of index: Int, adding count: Int64) -> Int64? {
+        let entry = entries[index]
+        guard entry.written + count <= entry.range.upperBound - entry.range.lowerBound else { return nil }
+        return entry.range.lowerBound + entry.written
+    }
+
+    mutating func record(_ count: Int64, in index: Int) {
+        entries[index].written += count
+        bytes += count
+    }
+
+    /// Moves segments joined to the sequential bytes ending at `position` into them, and returns
+    /// the new sequential end. Called once the transport is done.
+    mutating func absorb(into position: Int64) -> Int64 {
+        let end = contiguousEnd(from: position)
+        guard end != position else { return position }
+        entries.removeAll { entry in
+            guard entry.range.lowerBound >= position, entry.range.lowerBound < end else { return false }
+            bytes -= entry.written
+            return true
+        }
+        return end
+    }
+}
+
+extension PartialFileSink {
+    /// Bytes received so far: sequential ones and those of every segment.
+    var progressTotal: Int64 { written + segments.bytes }
+
+    /// After the transport ended with segment bytes beyond a gap: they are fetched again, so
+    /// they no longer count as written.
+    func forgetUnjoinedSegments() {
+        guard segments.isActive else { return }
+        segments = SegmentLedger()
+        context.live.written.store(written, ordering: .relaxed)
+    }
+
+    func segment(_ range: Range<Int64>) throws -> (any TransferSegment)? {
+        guard began, let expected else {
+            throw TransportError(.protocolError, "segment asked for before begin reported a length", url: context.url, isRetryable: false)
+        }
+        if let reason = segments.refusal(of: range, after: written, length: expected) {
+            throw TransportError(.protocolError, "transport asked for a bad segment: \(reason)", url: context.url, isRetryable: false)
+        }
+        segments.add(range)
+        if hasher != nil {
+            // Bytes no longer arrive in order: hash the file at the end.
+            hasher = nil
+            hashFromFile = true
+        }
+        return PartialFileSegment(sink: self, range: range)
+    }
+
+    /// Writes the next bytes of the segment `range` at their place in the file.
+    func takeSegment(_ range: Range<Int64>, _ bytes: UnsafeRawBufferPointer) throws {
+        guard !bytes.isEmpty else { return }
+        guard let index = segments.entries.firstIndex(where: { $0.range == range }) else {
+            throw TransportError(.protocolError, "segment \(range) was written after the transfer ended", url: context.url, isRetryable: false)
+        }
+        let count = Int64(bytes.count)
+        guard let offset = segments.nextOffset(of: index, adding: count) else {
+            throw TransportError(.protocolError, "transport wrote more than the \(range.count) bytes of segment \(range)", url: context.url, isRetryable: false)
+        }
+        if let failure = Self.positionalWrite(fd, bytes, at: offset) {
+            throw TransportError(.ioError, "cannot write partial file of asset \(context.assetID): \(String(cString: strerror(failure)))", url: context.url)
+        }
+        segments.record(count, in: index)
+        counted()
+    }
+
+    /// `pwrite` until every byte is written; the errno of a failure, or nil.
+    private static func positionalWrite(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Int32? {
+        guard var pointer = bytes.baseAddress else { return nil }
+        var remaining = bytes.count
+        var position = offset
+        while remaining > 0 {
+            let done = pwrite(fd, pointer, remaining, off_t(position))
+            if done < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            pointer += done
+            remaining -= done
+            position += Int64(done)
+        }
+        return nil
+    }
+}
+
+/// A segment of a ``PartialFileSink``: the sink's limiter credits and flows, positional writes.
+final class PartialFileSegment: TransferSegment, @unchecked Sendable {
+    let sink: PartialFileSink
+    let range: Range<Int64>
+
+    init(sink: PartialFileSink, range: Range<Int64>) {
+        self.sink = sink
+        self.range = range
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) async throws {
+        for (limiter, flow) in zip(sink.context.limiters, sink.flows) {
+            try await limiter.acquire(bytes.count, flow: flow)
+        }
+        try sink.takeSegment(range, bytes)
+    }
+
+    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
+        guard sink.takeCredits(bytes.count) else { return false }
+        try sink.takeSegment(range, bytes)
+        return true
+    }
+
+    func whenWritable(_ callback: @escaping @Sendable () -> Void) {
+        sink.whenWritable(callback)
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import Paperboy
+import PaperboySFTP
+import PaperboyTestServers
+import PaperboyTesting
+import Testing
+
+/// Large files read over two connections into a segment of the core's sink, against sshd.
+@Suite("SFTP split over two connections")
+struct SFTPSplitTests {
+    let data = randomData(8 << 20 + 777, seed: 11)
+
+    func library(_ setup: SFTPServerSetup, attempts: Int = 1) throws -> Library {
+        var configuration = Library.Configuration()
+        configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .wired))
+        configuration.retry = RetryPolicy(maxAttempts: attempts, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))
+        configuration.syncsToDisk = false
+        configuration.progressInterval = .milliseconds(20)
+        configuration.credentials = PrefixCredentials([
+            .init(prefix: "sftp://127.0.0.1:\(setup.server.port)/", credential: Credential(privateKey: setup.clientKey)),
+        ])
+        // Split anything of 1 MiB or more; small reads so that an interruption finds work left.
+        let transport = setup.transport(readSize: 256 << 10, splitThreshold: 1 << 20)
+        return try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([transport]), configuration: configuration)
+    }
+
+    @Test func aLargeFileIsReadOverTwoConnectionsAndIsIntact() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let url = try setup.publish(data, as: "large.bin")
+        let library = try library(setup)
+        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        await library.close()
+        #expect(delegate.keptFiles.first.map(sha256Hex) == sha256Hex(data))
+        #expect(setup.acceptedLogins == 2)
+    }
+
+    @Test func anInterruptedSplitDownloadResumesFromTheBytesBeforeTheGap() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let url = try setup.publish(data, as: "large.bin")
+        let library = try library(setup, attempts: 2)
+        // Slow enough to be cut in the middle, even on a busy machine.
+        let request = AssetRequest(url: url, sha256: sha256Hex(data), maxBytesPerSecond: 4_000_000)
+        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(request)
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while asset.totalBytesWritten < 2 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(setup.acceptedLogins == 2)
+        setup.server.dropConnections()
+        await delegate.waitForEnd()
+        await library.close()
+        #expect(delegate.keptFiles.first.map(sha256Hex) == sha256Hex(data))
+        // The second attempt continued from bytes on disk, and split what was left.
+        let resumed = delegate.events.compactMap { event -> Int64? in
+            if case .resumed(let total, _) = event { return total }
+            return nil
+        }
+        #expect(resumed.count == 1)
+        #expect(resumed.allSatisfy { $0 > 0 && $0 < Int64(data.count) })
+        #expect(setup.acceptedLogins == 4)
+    }
+
+    @Test func aSharedConnectionClosedByTheServerIsReplacedTransparently() async throws {
+        guard let setup = try SFTPServerSetup.start() else { return }
+        let small = randomData(300_000, seed: 3)
+        let url = try setup.publish(small, as: "small.bin")
+        let transport = setup.transport()
+        try await transport.transfer(job(url), into: RecordingSink(answer: setup.keyAnswer))
+        // The server drops the idle connection; the next transfer may still be handed it.
+        setup.server.dropConnections()
+        let sink = RecordingSink(answer: setup.keyAnswer)
+        try await transport.transfer(job(url), into: sink)
+        #expect(sha256Hex(sink.data) == sha256Hex(small))
+        #expect(setup.acceptedLogins == 2)
+    }
+}

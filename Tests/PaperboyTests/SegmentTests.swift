@@ -1,0 +1,199 @@
+import Crypto
+import Foundation
+import Synchronization
+import Testing
+@testable import Paperboy
+import PaperboyTesting
+
+/// A transport writing the first half of a resource sequentially and the second half through a
+/// sink segment, as a transport reading ranges over two connections does.
+final class SegmentingTransport: Transport, @unchecked Sendable {
+    enum Plan: Sendable {
+        /// Both halves complete.
+        case complete
+        /// The segment completes; the sequential half fails after this many bytes.
+        case headFailsAfter(Int)
+        /// The sequential half completes; the segment fails after this many bytes.
+        case segmentFailsAfter(Int)
+        /// Asks for bad segments and writes past limits (recording the errors), then completes.
+        case probeBadInput
+    }
+
+    let data: Data
+    let plans: Mutex<[Plan]>
+    let offsets = Mutex<[Int64]>([])
+    let refusals = Mutex<[TransportError.Code]>([])
+    let validator = ResourceValidator("v1", strength: .strong)
+
+    init(_ data: Data, plans: [Plan]) {
+        self.data = data
+        self.plans = Mutex(plans)
+    }
+
+    var schemes: Set<String> { ["seg"] }
+    var capabilities: TransportCapabilities { [.resume, .validators] }
+
+    func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
+        offsets.withLock { $0.append(job.offset) }
+        let plan = plans.withLock { $0.isEmpty ? .complete : $0.removeFirst() }
+        let offset = job.validator == validator ? Int(job.offset) : 0
+        try sink.begin(TransferResponse(offset: Int64(offset), expectedLength: Int64(data.count), validator: validator))
+        let middle = offset + (data.count - offset) / 2
+        let length = Int64(data.count)
+        if case .probeBadInput = plan {
+            probe { try sink.segment(length..<(length + 10)) }
+            probe { try sink.segment(Int64(middle)..<Int64(middle)) }
+        }
+        guard let segment = try sink.segment(Int64(middle)..<length) else {
+            Testing.Issue.record("the core's sink handed out no segment")
+            return
+        }
+        var head = offset
+        if case .probeBadInput = plan {
+            probe { try sink.segment(Int64(middle - 1)..<Int64(middle + 1)) }
+            try await write(data[offset..<(offset + 100_000)], into: sink.write)
+            head += 100_000
+            probe { try sink.segment(Int64(offset)..<Int64(offset + 10)) }
+            // In one call each: a sequential write crossing the segment's start, and a segment
+            // write past its end. Nothing of either may land.
+            await probeAsync { try await self.writeOnce(self.data[head..<(middle + 1)], into: sink.write) }
+            await probeAsync { try await self.writeOnce(self.data[middle...] + Data([0]), into: segment.write) }
+        }
+        // The segment first, so that its bytes are on disk before the sequential ones reach it.
+        switch plan {
+        case .segmentFailsAfter(let count):
+            try await write(data[middle..<(middle + count)], into: segment.write)
+            try await write(data[offset..<middle], into: sink.write)
+            throw TransportError(.connectionLost, "second connection dropped")
+        case .headFailsAfter(let count):
+            try await write(data[middle...], into: segment.write)
+            try await write(data[offset..<(offset + count)], into: sink.write)
+            throw TransportError(.connectionLost, "first connection dropped")
+        case .complete, .probeBadInput:
+            try await write(data[middle...], into: segment.write)
+            try await write(data[head..<middle], into: sink.write)
+        }
+    }
+
+    private func write(_ bytes: Data, into write: (UnsafeRawBufferPointer) async throws -> Void) async throws {
+        var start = bytes.startIndex
+        while start < bytes.endIndex {
+            let end = min(start + 100_000, bytes.endIndex)
+            try await writeOnce(bytes[start..<end], into: write)
+            start = end
+        }
+    }
+
+    private func writeOnce(_ bytes: Data, into write: (UnsafeRawBufferPointer) async throws -> Void) async throws {
+        let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 16)
+        defer { copy.deallocate() }
+        _ = bytes.copyBytes(to: copy)
+        try await write(UnsafeRawBufferPointer(copy))
+    }
+
+    private func probe(_ body: () throws -> Any?) {
+        do {
+            _ = try body()
+            refusals.withLock { $0.append(.ioError) }
+        } catch {
+            refusals.withLock { $0.append((error as? TransportError)?.code ?? .ioError) }
+        }
+    }
+
+    private func probeAsync(_ body: () async throws -> Void) async {
+        do {
+            try await body()
+            refusals.withLock { $0.append(.ioError) }
+        } catch {
+            refusals.withLock { $0.append((error as? TransportError)?.code ?? .ioError) }
+        }
+    }
+}
+
+@Suite("Sink segments")
+struct SegmentTests {
+    let folder = TempFolder()
+    var root: URL { folder.file("library") }
+    let data = randomData(3 << 20 + 12345)
+    var digest: String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
+
+    func download(_ transport: SegmentingTransport, attempts: Int = 1, sha256: String? = nil) async throws -> (AssetDownload, RecordingDelegate, Library) {
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration(attempts: attempts))
+        let asset = try library.addIssue(name: "i", date: Date())
+            .addAsset(AssetRequest(url: URL(string: "seg://example/file.bin")!, sha256: sha256))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        return (asset, delegate, library)
+    }
+
+    @Test func segmentBytesLandInPlaceAndTheChecksumIsTakenFromTheFile() async throws {
+        let transport = SegmentingTransport(data, plans: [.complete])
+        let (_, delegate, library) = try await download(transport, sha256: digest)
+        #expect(delegate.keptFiles == [data])
+        // Progress counts the segment's bytes too, and ends at the full length.
+        let totals = delegate.events.compactMap { event -> Int64? in
+            if case .progress(_, let total, _) = event { return total }
+            return nil
+        }
+        #expect(totals.last == Int64(data.count))
+        #expect(totals == totals.sorted())
+        await library.close()
+    }
+
+    @Test func aWrongChecksumIsStillCaught() async throws {
+        let transport = SegmentingTransport(data, plans: [.complete])
+        let (asset, delegate, library) = try await download(transport, sha256: String(repeating: "0", count: 64))
+        #expect(delegate.keptFiles.isEmpty)
+        guard case .failed(let message) = asset.state else {
+            Testing.Issue.record("expected a failure, got \(asset.state)")
+            return
+        }
+        #expect(message.contains("SHA-256"))
+        await library.close()
+    }
+
+    @Test func aFailureRecordsOnlyTheBytesBeforeTheFirstGap() async throws {
+        let cut = 700_000
+        let transport = SegmentingTransport(data, plans: [.headFailsAfter(cut)])
+        let (asset, _, library) = try await download(transport)
+        guard case .failed = asset.state else {
+            Testing.Issue.record("expected a failure, got \(asset.state)")
+            return
+        }
+        // The whole second half was written, but after a gap: not resumable.
+        #expect(asset.totalBytesWritten == Int64(cut))
+        let id = asset.identifier
+        await library.close()
+
+        // Reopened as after a crash: the download continues from the gap, and is intact.
+        let reopened = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration())
+        let again = try #require(reopened.asset(identifier: id))
+        let delegate = RecordingDelegate()
+        again.download(delegate: delegate)
+        await delegate.waitForEnd()
+        #expect(transport.offsets.withLock { $0 } == [0, Int64(cut)])
+        #expect(delegate.keptFiles == [data])
+        await reopened.close()
+    }
+
+    @Test func aSegmentJoinedToTheSequentialBytesCountsUpToItsLastByte() async throws {
+        let count = 300_000
+        let transport = SegmentingTransport(data, plans: [.segmentFailsAfter(count), .complete])
+        let (asset, delegate, library) = try await download(transport, attempts: 2, sha256: digest)
+        #expect(delegate.keptFiles == [data])
+        #expect(transport.offsets.withLock { $0 } == [0, Int64(data.count / 2 + count)])
+        #expect(asset.totalBytesWritten == Int64(data.count))
+        await library.close()
+    }
+
+    @Test func badSegmentsAndWritesPastALimitAreRefused() async throws {
+        let transport = SegmentingTransport(data, plans: [.probeBadInput])
+        let (_, delegate, library) = try await download(transport, sha256: digest)
+        // Past the end, empty, overlapping, before the written bytes; then the two writes.
+        #expect(transport.refusals.withLock { $0 } == Array(repeating: .protocolError, count: 6))
+        // The refused calls changed nothing: the download completes intact.
+        #expect(delegate.keptFiles == [data])
+        await library.close()
+    }
+}
