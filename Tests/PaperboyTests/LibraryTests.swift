@@ -28,6 +28,37 @@ struct LibraryTests {
         await reopened.close()
     }
 
+    @Test func aDamagedRequestFailsItsAssetAndSparesTheOthers() async throws {
+        let transport = InMemoryTransport()
+        let good = transport.serve(randomData(1000, seed: 1), at: "good")
+        let bad = transport.serve(randomData(1000, seed: 2), at: "bad")
+        var library = try open(transport)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let kept = try issue.addAsset(AssetRequest(url: good, destinationPath: "good"))
+        let damaged = try issue.addAsset(AssetRequest(url: bad, destinationPath: "bad"))
+        try await library.scheduler.store.pool.write { db in
+            try db.execute(sql: "UPDATE asset SET request = '{\"url\": 42' WHERE id = ?", arguments: [damaged.identifier])
+        }
+        await library.close()
+
+        library = try open(transport)
+        let statuses = try #require(library.issue(named: "i")).assetStatuses
+        #expect(statuses.map(\.identifier) == [kept.identifier, damaged.identifier])
+        #expect(statuses[0].request.url == good)
+        guard case .failed(let message)? = library.asset(identifier: damaged.identifier)?.state else {
+            Issue.record("the damaged asset should be failed")
+            return
+        }
+        #expect(message.contains("unreadable"))
+        let delegate = RecordingDelegate()
+        library.asset(identifier: damaged.identifier)?.download(delegate: delegate)
+        library.asset(identifier: kept.identifier)?.download()
+        await library.waitUntilIdle()
+        #expect(delegate.events.contains { if case .failed(_, let text) = $0 { text.contains("unreadable") } else { false } })
+        #expect(library.asset(identifier: kept.identifier)?.state == .delivered)
+        await library.close()
+    }
+
     @Test func libraryFilesArePrivate() async throws {
         let library = try open()
         defer { Task { await library.close() } }

@@ -42,6 +42,10 @@ extension Scheduler {
     /// Runs one attempt: opens the partial file, lets the transport fill it, verifies it, and
     /// moves it into the inbox.
     func transfer(_ run: Run) async -> Outcome {
+        if run.request.url == StoredRequest.unreadableURL {
+            let error = LibraryError(.storage, "the stored request of asset \(run.id) is unreadable; remove and add the asset again", isRetryable: false)
+            return .failed(error, retryAfter: nil, written: 0, validator: nil)
+        }
         let transport: any Transport
         do {
             transport = try transports.transport(for: run.request.url)

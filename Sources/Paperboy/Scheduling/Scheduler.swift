@@ -85,6 +85,11 @@ final class Scheduler: Sendable {
             validator = record.resourceValidator
             live.written.store(record.bytesOnDisk, ordering: .relaxed)
             live.expected.store(record.expectedBytes ?? -1, ordering: .relaxed)
+            if let failure = record.storedRequest.failure {
+                // A damaged row: this asset cannot run, the others can.
+                state = .failed
+                detail = "the stored request of asset \(record.id) is unreadable (\(failure)); remove and add the asset again"
+            }
         }
 
         var isBusy: Bool {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Synchronization
 
 /// One row of the `issue` table.
 struct IssueRecord: Codable, Sendable, FetchableRecord, PersistableRecord {
@@ -9,6 +10,75 @@ struct IssueRecord: Codable, Sendable, FetchableRecord, PersistableRecord {
     var addedAt: Date
     var isNew: Bool
     var coverPath: String?
+}
+
+/// An asset's request as stored (JSON text), decoded the first time it is read: listings of
+/// big issues read thousands of rows, and decoding every request cost more than the rest of
+/// the row together.
+final class StoredRequest: Sendable, Hashable {
+    private enum Form {
+        case json(Data)
+        case decoded(AssetRequest)
+        case unreadable(String)
+    }
+
+    private let form: Mutex<Form>
+
+    init(json: Data) { form = Mutex(.json(json)) }
+    init(_ request: AssetRequest) { form = Mutex(.decoded(request)) }
+
+    /// The shared coders: the request column holds JSON with sorted keys.
+    private static let decoder = JSONDecoder()
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }()
+
+    /// The request; an unreadable one (a damaged database) reads as a request for
+    /// ``unreadableURL``, and ``failure`` says why.
+    var value: AssetRequest {
+        form.withLock { form in
+            switch form {
+            case .decoded(let request):
+                return request
+            case .unreadable:
+                return AssetRequest(url: Self.unreadableURL)
+            case .json(let data):
+                do {
+                    let request = try Self.decoder.decode(AssetRequest.self, from: data)
+                    form = .decoded(request)
+                    return request
+                } catch {
+                    form = .unreadable("\(error)")
+                    return AssetRequest(url: Self.unreadableURL)
+                }
+            }
+        }
+    }
+
+    /// Why the stored request cannot be read, if it cannot.
+    var failure: String? {
+        _ = value
+        return form.withLock { form in
+            if case .unreadable(let reason) = form { return reason }
+            return nil
+        }
+    }
+
+    static let unreadableURL = URL(string: "unreadable:request")!
+
+    /// The JSON text for the request column.
+    func json() throws -> String {
+        let stored: Data? = form.withLock { form in
+            if case .json(let data) = form { return data }
+            return nil
+        }
+        return String(decoding: try stored ?? Self.encoder.encode(value), as: UTF8.self)
+    }
+
+    static func == (lhs: StoredRequest, rhs: StoredRequest) -> Bool { lhs === rhs || lhs.value == rhs.value }
+    func hash(into hasher: inout Hasher) { hasher.combine(value) }
 }
 
 /// One row of the `asset` table.
@@ -21,7 +91,11 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     var id: String
     var issueName: String
     var seq: Int64
-    var request: AssetRequest
+    var storedRequest: StoredRequest
+    var request: AssetRequest {
+        get { storedRequest.value }
+        set { storedRequest = StoredRequest(newValue) }
+    }
     /// The app's userInfo, as JSON bytes.
     var userInfo: Data?
     /// One of ``PersistedState``'s raw values.
@@ -44,7 +118,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         self.id = id
         self.issueName = issueName
         self.seq = seq
-        self.request = request
+        storedRequest = StoredRequest(request)
         self.userInfo = userInfo
         self.state = state
         self.detail = detail
@@ -56,30 +130,15 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         self.validatorStrength = validatorStrength
     }
 
-    /// The request column holds the request as JSON text with sorted keys.
-    private static let requestDecoder = JSONDecoder()
-    private static let requestEncoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return encoder
-    }()
-
     init(row: Row) throws {
         id = row["id"]
         issueName = row["issueName"]
         seq = row["seq"]
         let json: DatabaseValue = row["request"]
-        let bytes: Data
         switch json.storage {
-        case .string(let text): bytes = Data(text.utf8)
-        case .blob(let data): bytes = data
-        default:
-            throw DatabaseError(resultCode: .SQLITE_MISMATCH, message: "asset \(id): the request column is not JSON text")
-        }
-        do {
-            request = try Self.requestDecoder.decode(AssetRequest.self, from: bytes)
-        } catch {
-            throw DatabaseError(resultCode: .SQLITE_MISMATCH, message: "asset \(id): unreadable request: \(error)")
+        case .string(let text): storedRequest = StoredRequest(json: Data(text.utf8))
+        case .blob(let data): storedRequest = StoredRequest(json: data)
+        default: storedRequest = StoredRequest(json: Data())
         }
         userInfo = row["userInfo"]
         state = row["state"]
@@ -96,7 +155,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         container["id"] = id
         container["issueName"] = issueName
         container["seq"] = seq
-        container["request"] = String(decoding: try Self.requestEncoder.encode(request), as: UTF8.self)
+        container["request"] = try storedRequest.json()
         container["userInfo"] = userInfo
         container["state"] = state
         container["detail"] = detail
