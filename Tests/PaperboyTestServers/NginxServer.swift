@@ -135,7 +135,7 @@ public final class NginxServer: @unchecked Sendable {
     public func stop() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        process.waitForExitPolling()
     }
 
     static func freePort() throws -> Int {

@@ -207,7 +207,7 @@ public final class SSHServer: @unchecked Sendable {
             pipe.fileHandleForWriting.write(Data(input.utf8))
             try? pipe.fileHandleForWriting.close()
         }
-        process.waitUntilExit()
+        process.waitForExitPolling()
         return process.terminationStatus == 0
     }
 }
