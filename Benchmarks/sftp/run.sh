@@ -3,7 +3,12 @@
 # `sftp` and `scp`, one file of SIZE MiB from an sshd started here (own host key, own config,
 # stopped by PID). Wall time, MB/s, ratio to OpenSSH sftp, peak RSS; median of paired runs.
 #
-#   Benchmarks/sftp/run.sh [--size-mib 1024] [--runs 3]
+#   Benchmarks/sftp/run.sh [--size-mib 1024] [--runs 3] [--tmpfs]
+#
+# --tmpfs puts the source file and every tool's destination in /dev/shm instead of /var/tmp
+# (ext4), to take the disk out of the comparison. SCRATCH overrides the release build folder.
+# Tools run in turn within each round (paired runs); the median of each tool is printed, then
+# every run, and the load average before and after.
 #
 # Needs root or a user sshd accepts keys for (it logs in as the current user), /usr/bin/time,
 # openssh-server and curl with SFTP. Data is generated, never committed.
@@ -12,10 +17,12 @@ cd "$(dirname "$0")/../.."
 
 size_mib=1024
 runs=3
+parent=/var/tmp
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --size-mib) size_mib="$2"; shift 2 ;;
         --runs) runs="$2"; shift 2 ;;
+        --tmpfs) parent=/dev/shm; shift ;;
         *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -26,7 +33,7 @@ done
 scratch="${SCRATCH:-/var/tmp/paperboy-bench-build}"
 swift build -c release --product paperboy --scratch-path "$scratch" >/dev/null
 bin="$scratch/release/paperboy"
-work="$(mktemp -d /var/tmp/paperboy-sftp-bench.XXXXXX)"
+work="$(mktemp -d "$parent/paperboy-sftp-bench.XXXXXX")"
 chmod 755 "$work"
 sshd_pid=""
 cleanup() { [[ -n "$sshd_pid" ]] && kill "$sshd_pid" 2>/dev/null; rm -rf "$work"; }
@@ -82,6 +89,7 @@ run_scp() { measure scp -q "${ssh_options[@]}" "$user@127.0.0.1:$work/big.bin" "
 
 tools=(paperboy curl sftp scp)
 for tool in "${tools[@]}"; do : > "$work/$tool.txt"; done
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for _ in $(seq "$runs"); do
     for tool in "${tools[@]}"; do
         "run_$tool" >> "$work/$tool.txt"
@@ -90,6 +98,8 @@ for _ in $(seq "$runs"); do
     done
 done
 
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+for tool in "${tools[@]}"; do echo "$tool runs (seconds, KiB): $(tr '\n' ' ' < "$work/$tool.txt")"; done
 base=$(cut -d' ' -f1 "$work/sftp.txt" | median)
 printf '%-10s %8s %9s %14s %10s\n' tool seconds "MB/s" "time/sftp" "RSS MiB"
 for tool in "${tools[@]}"; do
