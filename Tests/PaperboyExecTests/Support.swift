@@ -110,7 +110,7 @@ func processIsDeadOrZombie(_ pid: Int32) -> Bool {
 }
 
 /// Waits until `condition` holds, polling; records an issue after `timeout`.
-func eventually(timeout: Duration = .seconds(5), _ what: String, _ condition: () -> Bool) async {
+func eventually(timeout: Duration = .seconds(20), _ what: String, _ condition: () -> Bool) async {
     let deadline = ContinuousClock.now + timeout
     while !condition() {
         if ContinuousClock.now > deadline {
