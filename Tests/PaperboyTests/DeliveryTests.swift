@@ -224,6 +224,27 @@ struct DeliveryTests {
         await library.close()
     }
 
+    @Test(arguments: [false, true])
+    func aFolderAtTheDestinationIsAClearFailure(folderHasContent: Bool) async throws {
+        let transport = InMemoryTransport()
+        let url = transport.serve(Data("payload".utf8), at: "p")
+        let library = try open(transport)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let occupied = issue.contentURL.appendingPathComponent("pages/one")
+        try FileManager.default.createDirectory(at: occupied, withIntermediateDirectories: true)
+        if folderHasContent { try Data("kept".utf8).write(to: occupied.appendingPathComponent("inside")) }
+        let asset = try issue.addAsset(AssetRequest(url: url, destinationPath: "pages/one"))
+        asset.download()
+        await library.waitUntilIdle()
+        guard case .failed(let message) = asset.state else {
+            Testing.Issue.record("expected failure, got \(asset.state)")
+            return
+        }
+        #expect(message == "destination 'pages/one' of issue 'i' is a folder")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: occupied.path) == (folderHasContent ? ["inside"] : []))
+        await library.close()
+    }
+
     @Test(arguments: [
         ("https://h/a/issue.pdf", "id.pdf"),
         ("https://h/a/archive.tar.gz?x=1#y", "id.gz"),

@@ -896,10 +896,14 @@ final class Scheduler: Sendable {
             }
             checkedFolders.withLock { _ = $0.insert(parent.path) }
         }
-        if POSIX.isDirectory(destination) {
-            throw LibraryError(.invalidPath, "destination '\(path)' of issue '\(issueName)' is a folder")
+        // No stat first: rename refuses to replace a folder, and its error says so.
+        if rename(file.path, destination.path) != 0 {
+            let code = errno
+            if code == EISDIR || POSIX.isDirectory(destination) {
+                throw LibraryError(.invalidPath, "destination '\(path)' of issue '\(issueName)' is a folder")
+            }
+            throw LibraryError(.storage, "cannot move \(file.path) to \(destination.path): \(POSIX.errorMessage(code))", isRetryable: false)
         }
-        try POSIX.rename(file, destination)
     }
 
     private func broadcastState(_ id: String, delivered: Bool = false) {
