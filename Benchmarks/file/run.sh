@@ -22,10 +22,7 @@ while [[ $# -gt 0 ]]; do
 done
 
 [[ -x /usr/bin/time ]] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
-# A scratch folder apart from .build, so the benchmark never holds the debug build's lock.
-scratch="${SCRATCH:-/var/tmp/paperboy-bench-build}"
-swift build -c release --product paperboy --scratch-path "$scratch" >/dev/null
-bin="$scratch/release/paperboy"
+bin=$(Benchmarks/build.sh)
 work="${BENCH_DIR:-$(mktemp -d /var/tmp/paperboy-bench.XXXXXX)}"
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src"
