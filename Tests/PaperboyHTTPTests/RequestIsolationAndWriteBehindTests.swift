@@ -119,14 +119,20 @@ struct RequestIsolationAndWriteBehindTests {
         #expect(error?.message.contains("\(sink.data.count)") == true)
     }
 
-    @Test func theLibraryDeliversABodyWrittenBehind() async throws {
+    /// Through the real sink: durable checkpoints, and the bandwidth limiter pushing back on the
+    /// writer thread (3 MiB at 6 MB/s cannot take much less than half a second).
+    @Test(arguments: [nil, 6_000_000] as [Int64?])
+    func theLibraryDeliversABodyWrittenBehind(bandwidthLimit: Int64?) async throws {
         let data = self.data
         let server = try FaultServer { .serving(data, for: $0) }
         let folder = TempFolder()
         var configuration = testConfiguration()
         configuration.syncsToDisk = true
+        configuration.bandwidthLimit = bandwidthLimit
+        let start = ContinuousClock.now
         let delegate = try await downloadThroughLibrary(
             server.url("/f"), in: folder, configuration: configuration, sha256: sha256Hex(data), transport: writingBehind())
         #expect(delegate.deliveredSHA256 == sha256Hex(data))
+        if bandwidthLimit != nil { #expect(ContinuousClock.now - start > .milliseconds(350)) }
     }
 }
