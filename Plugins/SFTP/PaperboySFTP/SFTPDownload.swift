@@ -78,10 +78,10 @@ struct SFTPDownload: Sendable {
         do {
             try await read(file)
         } catch {
-            close(file)
+            await close(file)
             throw error
         }
-        close(file)
+        await close(file)
     }
 
     /// Opens the SFTP channel and the file on `session`.
@@ -101,7 +101,7 @@ struct SFTPDownload: Sendable {
             }
             return OpenFile(session: session, channel: channel, handle: handle)
         } catch {
-            close(session, nil, channel)
+            await close(session, nil, channel)
             throw error
         }
     }
@@ -134,9 +134,19 @@ struct SFTPDownload: Sendable {
         // The second connection is made before `begin`, so that its challenges (if any) come
         // before the first byte and never overlap a write.
         let second = await openSecondHalf(from: offset, before)
-        defer { if let second { close(second); second.session.release() } }
+        do {
+            try await read(file, before, from: offset, second: second)
+        } catch {
+            if let second { await close(second); second.session.release() }
+            throw error
+        }
+        if let second { await close(second); second.session.release() }
+    }
+
+    private func read(_ file: OpenFile, _ before: SFTPAttributes, from offset: Int64, second: OpenFile?) async throws {
+        let url = location.url
         began.value.store(true, ordering: .releasing)
-        try sink.begin(TransferResponse(offset: offset, expectedLength: before.size, validator: validator))
+        try sink.begin(TransferResponse(offset: offset, expectedLength: before.size, validator: before.validator))
         if let size = before.size, offset == size { return }
 
         let writer = SFTPWriteBehind(bufferSize: readSize, bufferCount: second == nil ? 3 : 4)
@@ -185,26 +195,33 @@ struct SFTPDownload: Sendable {
             return nil
         }
         guard let attributes = try? await attributes(of: file), attributes == before else {
-            close(file)
+            await close(file)
             other.release()
             return nil
         }
         return file
     }
 
-    /// Closes the handle and the channel without waiting, even when the transfer was cancelled.
-    private func close(_ file: OpenFile) {
-        close(file.session, file.handle, file.channel)
+    /// Closes the handle and the channel, even when the transfer was cancelled, and waits for it:
+    /// no libssh2 call of this transfer may still run once `transfer` has returned (a program
+    /// exiting then would tear OpenSSL down under the session thread's feet).
+    private func close(_ file: OpenFile) async {
+        await close(file.session, file.handle, file.channel)
     }
 
-    private func close(_ session: SSHSession, _ handle: SFTPHandle?, _ channel: SFTPChannel) {
-        var handleClosed = handle == nil
-        session.enqueue(idleTimeout: .seconds(10)) {
-            if !handleClosed, let handle {
-                if libssh2_sftp_close_handle(handle.raw) == LIBSSH2_ERROR_EAGAIN { return .blocked }
-                handleClosed = true
+    private func close(_ session: SSHSession, _ handle: SFTPHandle?, _ channel: SFTPChannel) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            var handleClosed = handle == nil
+            // Either the step finishes or the operation fails, never both.
+            session.enqueue(idleTimeout: .seconds(10), onFailure: { _ in continuation.resume() }) {
+                if !handleClosed, let handle {
+                    if libssh2_sftp_close_handle(handle.raw) == LIBSSH2_ERROR_EAGAIN { return .blocked }
+                    handleClosed = true
+                }
+                if libssh2_sftp_shutdown(channel.raw) == LIBSSH2_ERROR_EAGAIN { return .blocked }
+                continuation.resume()
+                return .finished
             }
-            return libssh2_sftp_shutdown(channel.raw) == LIBSSH2_ERROR_EAGAIN ? .blocked : .finished
         }
     }
 }

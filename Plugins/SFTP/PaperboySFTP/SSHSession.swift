@@ -187,11 +187,13 @@ final class SSHSession: @unchecked Sendable {
         }
     }
 
-    /// Runs `step` on the session thread without waiting for it (closing a handle after a
-    /// cancelled transfer, for example).
-    func enqueue(idleTimeout: Duration, _ step: @escaping () -> Step) {
+    /// Runs `step` on the session thread, not cancelled with the caller's task (closing a handle
+    /// after a cancelled transfer, for example); `onFailure` runs instead if the connection is
+    /// lost or the step times out.
+    func enqueue(idleTimeout: Duration, onFailure: @escaping (any Error) -> Void = { _ in }, _ step: @escaping () -> Step) {
         let operation = Operation(id: nextID.wrappingAdd(1, ordering: .relaxed).oldValue, idleTimeout: idleTimeout)
         operation.step = step
+        operation.fail = onFailure
         submit(.add(operation))
     }
 
