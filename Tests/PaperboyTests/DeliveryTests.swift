@@ -224,6 +224,29 @@ struct DeliveryTests {
         await library.close()
     }
 
+    @Test func aDelegateStillGetsTheFinishedFileOfAnAssetWithADestination() async throws {
+        let data = randomData(100_000)
+        let transport = InMemoryTransport()
+        let url = transport.serve(data, at: "page.pdf")
+        let library = try open(transport)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let asset = try issue.addAsset(AssetRequest(url: url, destinationPath: "pages/page.pdf"))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        await library.waitUntilIdle()
+        let finished = delegate.events.compactMap { event -> String? in
+            if case .finished(let path, _) = event { return path }
+            return nil
+        }
+        #expect(finished.count == 1)
+        #expect(finished.first?.contains("/.inbox/") == true)
+        #expect(delegate.keptFiles == [data])
+        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("pages/page.pdf")) == data)
+        #expect(asset.state == .delivered)
+        await library.close()
+    }
+
     @Test(arguments: [false, true])
     func aFolderAtTheDestinationIsAClearFailure(folderHasContent: Bool) async throws {
         let transport = InMemoryTransport()

@@ -98,7 +98,8 @@ struct NetworkTests {
         let folder = TempFolder()
         let data = randomData(2 << 20)
         let transport = InMemoryTransport(chunkSize: 32 * 1024, chunkDelay: .milliseconds(2))
-        let url = transport.serve(data, at: "issue.zip")
+        // The first attempt stalls after 512 KiB, so the switch always finds it running.
+        let url = transport.serve(data, at: "issue.zip", script: [.stallAfter(512 * 1024)])
         let monitor = FixedNetworkMonitor(NetworkStatus(kind: .wifi))
         var configuration = testConfiguration()
         configuration.networkMonitor = monitor

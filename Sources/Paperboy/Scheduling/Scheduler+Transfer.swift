@@ -32,7 +32,7 @@ extension Scheduler {
     /// How a transfer ended.
     enum Outcome: Sendable {
         /// Complete, verified, durable, and moved into the inbox.
-        case finished(size: Int64, validator: ResourceValidator?)
+        case finished(size: Int64, validator: ResourceValidator?, inIssue: Bool)
         /// Stopped by a pause, a cancel or closing; `written` bytes are durable on disk.
         case stopped(written: Int64, validator: ResourceValidator?)
         /// Failed; `written` bytes are durable on disk and can be continued.
@@ -106,8 +106,15 @@ extension Scheduler {
                 await durability.makeDurable(fd: fd, size: sink.written)
                 POSIX.closeFile(fd)
                 open = false
+                // A file with a destination and nobody to hand it to goes straight there (one
+                // rename fewer per asset); otherwise, or if that move fails, into the inbox, and
+                // the delivery step hands it over or reports why it cannot.
+                if let path = request.destinationPath, request.unpack == nil, !hasDelegates(run.id),
+                   (try? moveIntoIssue(partial, issueName: run.issueName, path: path)) != nil {
+                    return .finished(size: sink.written, validator: sink.validator, inIssue: true)
+                }
                 try POSIX.rename(partial, layout.inboxURL(asset: run.id, request: request))
-                return .finished(size: sink.written, validator: sink.validator)
+                return .finished(size: sink.written, validator: sink.validator, inIssue: false)
             } catch let restart as TransferRestart {
                 await sink.waitForCheckpoints()
                 restarts += 1
@@ -165,6 +172,11 @@ extension Scheduler {
                 return .performDefaultHandling
             })
         return PartialFileSink(fd: fd, context: context)
+    }
+
+    /// Whether an app delegate is attached to the asset now.
+    private func hasDelegates(_ id: String) -> Bool {
+        state.withLock { $0.entries[id]?.hub?.hasDelegates ?? false }
     }
 
     func currentHub(_ id: String) -> AssetEventHub? {

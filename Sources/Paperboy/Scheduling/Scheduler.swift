@@ -69,6 +69,8 @@ final class Scheduler: Sendable {
         /// asked for meanwhile: they get the cancellation, the new ones do not.
         var cancelledHub: AssetEventHub?
         var delivering = false
+        /// The finished file went straight to its destination: delivery only records it.
+        var inIssue = false
         var host: String { request.url.host?.lowercased() ?? "" }
 
         init(_ record: AssetRecord) {
@@ -655,7 +657,8 @@ final class Scheduler: Sendable {
                 }
                 var patch = AssetPatch(id: id)
                 switch outcome {
-                case .finished(let size, let validator):
+                case .finished(let size, let validator, let inIssue):
+                    entry.inIssue = inIssue
                     entry.state = .finished
                     entry.bytesOnDisk = size
                     entry.expectedBytes = size
@@ -776,12 +779,12 @@ final class Scheduler: Sendable {
     }
 
     private func deliver(_ id: String) async {
-        guard let (request, issueName, hub) = state.withLock({ state in
-            state.entries[id].map { ($0.request, $0.issueName, $0.hub) }
+        guard let (request, issueName, hub, inIssue) = state.withLock({ state in
+            state.entries[id].map { ($0.request, $0.issueName, $0.hub, $0.inIssue) }
         }) else { return }
         let inbox = layout.inboxURL(asset: id, request: request)
         var handledByDelegate = false
-        if let hub, hub.hasDelegates, POSIX.exists(inbox) {
+        if !inIssue, let hub, hub.hasDelegates, POSIX.exists(inbox) {
             if await hub.finished(at: inbox) {
                 // A delegate asked to keep the file: it stays in the inbox for the next attach.
                 state.withLock { state in
@@ -793,7 +796,7 @@ final class Scheduler: Sendable {
             handledByDelegate = true
         }
         var failure: LibraryError?
-        if POSIX.exists(inbox) {
+        if !inIssue, POSIX.exists(inbox) {
             if request.unpack == .zip {
                 let folder = layout.contentURL(issue: issueName)
                 do {
@@ -878,7 +881,7 @@ final class Scheduler: Sendable {
 
     /// Moves a finished file to `path` inside the issue folder, refusing anything that would
     /// leave it (a symbolic link planted in the folder included).
-    private func moveIntoIssue(_ file: URL, issueName: String, path: String) throws(LibraryError) {
+    func moveIntoIssue(_ file: URL, issueName: String, path: String) throws(LibraryError) {
         let folder = layout.contentURL(issue: issueName)
         // Paths joined as strings: `path` is validated relative (no "..", no leading "/"), and
         // URL's path parsing showed in profiles of syncs with thousands of small files.
