@@ -119,6 +119,23 @@ struct RequestIsolationAndWriteBehindTests {
         #expect(error?.message.contains("\(sink.data.count)") == true)
     }
 
+    @Test func cancellingWhileTheRingDrainsStopsAtOnce() async throws {
+        let body = randomData(100 * 1024)
+        let server = try FaultServer { .serving(body, for: $0) }
+        // The whole body fits in the ring, so libcurl is done at once; the sink then holds the
+        // writer for 5 s (as a slow bandwidth limit would).
+        let sink = PushbackSink(pause: .seconds(5), every: 1, limit: 1)
+        let transport = writingBehind()
+        let task = Task { try await transport.transfer(job(server.url("/f")), into: sink) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while sink.refusals == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(100))
+        let start = ContinuousClock.now
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(ContinuousClock.now - start < .seconds(2))
+    }
+
     /// Through the real sink: durable checkpoints, and the bandwidth limiter pushing back on the
     /// writer thread (3 MiB at 6 MB/s cannot take much less than half a second).
     @Test(arguments: [nil, 6_000_000] as [Int64?])

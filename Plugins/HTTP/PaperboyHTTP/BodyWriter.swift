@@ -29,6 +29,16 @@ final class BodyWriter: @unchecked Sendable {
         case failed(any Error)
     }
 
+    /// How the writer stopped.
+    struct Ending {
+        /// Bytes the sink took.
+        var written: Int64
+        /// The error the sink threw, if any.
+        var failure: (any Error)?
+        /// The rest of the ring was dropped (``abandon()`` or `end(abandon: true)`).
+        var abandoned: Bool
+    }
+
     private struct State {
         /// Bytes handed to the sink so far (ring positions are these totals modulo the capacity).
         var head = 0
@@ -41,7 +51,9 @@ final class BodyWriter: @unchecked Sendable {
         var writerSleeping = false
         /// The size of the chunk curl holds while paused, waiting for room.
         var producerWaiting: Int?
-        var completion: (@Sendable (_ written: Int64, _ failure: (any Error)?) -> Void)?
+        var completion: (@Sendable (Ending) -> Void)?
+
+        var ending: Ending { Ending(written: Int64(head), failure: failure, abandoned: abandoned) }
     }
 
     /// Write-behinds running now, across all transfers: more threads than cores gain nothing.
@@ -129,23 +141,36 @@ final class BodyWriter: @unchecked Sendable {
     }
 
     /// Ends the body: the writer hands every byte still in the ring to the sink (or, when
-    /// `abandon` is set, drops them), stops, and then calls `completion` with the bytes the sink
-    /// took and the error it threw, if any. The sink is not called after `completion` starts.
-    func end(abandon: Bool, then completion: @escaping @Sendable (_ written: Int64, _ failure: (any Error)?) -> Void) {
-        let finished = state.withLock { state -> (Int64, (any Error)?)? in
+    /// `abandon` is set, drops them), stops, and then calls `completion`. The sink is not called
+    /// after `completion` starts.
+    func end(abandon: Bool, then completion: @escaping @Sendable (Ending) -> Void) {
+        let finished = state.withLock { state -> Ending? in
             state.ended = true
             if abandon { state.abandoned = true }
-            if state.exited { return (Int64(state.head), state.failure) }
+            if state.exited { return state.ending }
             state.completion = completion
             state.writerSleeping = false
             return nil
         }
         if let finished {
-            completion(finished.0, finished.1)
+            completion(finished)
             return
         }
         wake.signal()
         if abandon { writable.signal() }
+    }
+
+    /// Drops what is left in the ring: a transfer cancelled after libcurl finished, while the
+    /// writer still hands bytes to a sink that pushes back (a slow bandwidth limit could
+    /// otherwise hold a pause for the ring's worth of bytes). The completion given to ``end``
+    /// runs as the writer stops.
+    func abandon() {
+        state.withLock { state in
+            state.abandoned = true
+            state.writerSleeping = false
+        }
+        wake.signal()
+        writable.signal()
     }
 
     // MARK: The writer thread
@@ -206,11 +231,11 @@ final class BodyWriter: @unchecked Sendable {
             }
         }
         Self.running.subtract(1, ordering: .relaxed)
-        let (completion, written, failure) = state.withLock { state in
+        let (completion, ending) = state.withLock { state in
             state.exited = true
             defer { state.completion = nil }
-            return (state.completion, Int64(state.head), state.failure)
+            return (state.completion, state.ending)
         }
-        completion?(written, failure)
+        completion?(ending)
     }
 }

@@ -109,6 +109,8 @@ final class CurlMulti: @unchecked Sendable {
             if active.removeValue(forKey: request.easy) != nil {
                 curl_multi_remove_handle(multi, request.easy.raw)
                 request.finish(cancelled: true)
+            } else {
+                request.cancelDrain()
             }
         case .unpause(let request):
             guard active[request.easy] === request, request.isPaused else { return }

@@ -74,6 +74,8 @@ final class CurlRequest: @unchecked Sendable {
     private var bodyBytes: Int64 = 0
     /// Write-behind for a large body (curl thread only).
     private var writer: BodyWriter?
+    /// The write-behind still handing bytes to the sink after libcurl finished (curl thread only).
+    private var draining: BodyWriter?
 
     init(plan: RequestPlan, sink: any TransferSink, engine: CurlMulti) throws {
         // A fresh handle per request, not a reset one: libcurl 7.88 refuses CURLOPT_BUFFERSIZE once
@@ -307,11 +309,16 @@ final class CurlRequest: @unchecked Sendable {
             return
         }
         self.writer = nil
+        draining = writer
         // Bytes received before a failure are good: they reach the file either way.
-        writer.end(abandon: false) { [self] written, failure in
+        writer.end(abandon: false) { [self] ending in
+            guard !ending.abandoned else {
+                resume(with: .failure(CancellationError()))
+                return
+            }
             var outcome = outcome
-            outcome.bodyBytes = written
-            if let failure { outcome.sinkError = failure }
+            outcome.bodyBytes = ending.written
+            if let failure = ending.failure { outcome.sinkError = failure }
             resume(with: .success(outcome))
         }
     }
@@ -323,7 +330,12 @@ final class CurlRequest: @unchecked Sendable {
             return
         }
         self.writer = nil
-        writer.end(abandon: true) { [self] _, _ in resume(with: .failure(CancellationError())) }
+        writer.end(abandon: true) { [self] _ in resume(with: .failure(CancellationError())) }
+    }
+
+    /// Cancels a request libcurl has finished but whose write-behind is still draining.
+    func cancelDrain() {
+        draining?.abandon()
     }
 
     /// Reports a request curl would not run.
