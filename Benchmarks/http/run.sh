@@ -12,9 +12,10 @@
 #                      so the file system is not the limit; needs about 2 × BIG_MB of memory)
 #   NOSYNC=1           (also run paperboy with `sync_to_disk = false`: no fdatasync at all)
 #   CASES="big small"  (which cases to run)
-#   PAPERBOY=path      (a built paperboy; default: swift build -c release in SCRATCH)
-#   SCRATCH=/var/tmp/paperboy-bench-build  (release build folder, apart from .build so it does
-#                      not hold SwiftPM's lock on the debug build)
+#   PAPERBOY=path      (a built paperboy; default: Benchmarks/build.sh, a release build with
+#                      the Swift runtime linked statically, in SCRATCH)
+#   SCRATCH=/var/tmp/paperboy-bench-static  (release build folder, apart from .build so it
+#                      does not hold SwiftPM's lock on the debug build)
 # Needs nginx and /usr/bin/time; wget and aria2c are compared when installed.
 set -euo pipefail
 
@@ -36,12 +37,7 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [[ -x $NGINX ]] || { echo "nginx is not installed" >&2; exit 1; }
 [[ -x /usr/bin/time ]] || { echo "/usr/bin/time is not installed (apt-get install time)" >&2; exit 1; }
 
-if [[ -z ${PAPERBOY:-} ]]; then
-    echo "building paperboy (release)…" >&2
-    SCRATCH=${SCRATCH:-/var/tmp/paperboy-bench-build}
-    (cd "$ROOT" && swift build -c release --product paperboy --scratch-path "$SCRATCH" >&2)
-    PAPERBOY="$SCRATCH/release/paperboy"
-fi
+PAPERBOY=$("$ROOT/Benchmarks/build.sh")
 
 mkdir -p "$WORK"/{www/small,tmp,logs,out}
 echo "work folder: $WORK" >&2
