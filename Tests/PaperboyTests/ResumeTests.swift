@@ -192,6 +192,30 @@ struct ResumeTests {
         await library.close()
     }
 
+    @Test func aSmallBodyIsGatheredAndItsBytesSurviveAFailure() async throws {
+        let small = randomData(200_000, seed: 7)
+        let transport = InMemoryTransport(chunkSize: 16 * 1024)
+        let error = TransportError(.connectionLost, "reset", isRetryable: true)
+        let url = transport.serve(small, at: "small.bin", script: [.stallAfter(50_000), .failAfter(100_000, error)])
+        let library = try open(transport, attempts: 3)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await eventually("50,000 bytes") { asset.totalBytesWritten >= 50_000 }
+        // Gathered in memory while the transfer runs: nothing in the partial file yet.
+        let partial = library.scheduler.layout.partialURL(asset: asset.identifier)
+        #expect(((try? FileManager.default.attributesOfItem(atPath: partial.path))?[.size] as? NSNumber)?.intValue == 0)
+        asset.pause()
+        await eventually("paused") { asset.state == .waiting(.pausedByApp) }
+        // Pausing wrote them and recorded them: the next attempt continues from there.
+        #expect(((try? FileManager.default.attributesOfItem(atPath: partial.path))?[.size] as? NSNumber)?.intValue == 50_000)
+        asset.download()
+        await delegate.waitForEnd()
+        #expect(delegate.keptFiles == [small])
+        #expect(transport.jobs.map(\.offset) == [0, 50_000, 150_000])  // the failed attempt sent 100,000
+        await library.close()
+    }
+
     @Test func cancelRemovesPartialBytes() async throws {
         let transport = InMemoryTransport()
         let url = transport.serve(data, at: "c.bin", script: [.stallAfter(cut)])

@@ -98,6 +98,8 @@ extension PartialFileSink {
         if let reason = segments.refusal(of: range, after: written, length: expected) {
             throw TransportError(.protocolError, "transport asked for a bad segment: \(reason)", url: context.url, isRetryable: false)
         }
+        // Segments land with pwrite: the sequential bytes go to the file first.
+        try writeGathered()
         segments.add(range)
         if hasher != nil {
             // Bytes no longer arrive in order: hash the file at the end.

@@ -69,6 +69,14 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     var hashFromFile = false
     /// The offset the transfer really continued from (set by `begin`).
     private(set) var startOffset: Int64 = 0
+    /// A small body's bytes, gathered in memory and written to the file in one call by
+    /// ``finish()`` (or before progress is recorded), off the transport's thread: with many small
+    /// files the transport's thread spent a third of its time in `write`. Allocated by `begin`
+    /// when the announced rest of the body is at most ``gatherLimit``.
+    private var gathered: UnsafeMutableRawBufferPointer?
+    private var gatheredCount = 0
+    /// Bodies up to this size (the part still to fetch) are gathered in memory.
+    static let gatherLimit = 256 << 10
 
     init(fd: Int32, context: Context) {
         self.fd = fd
@@ -77,6 +85,10 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         if context.expectedSHA256 != nil { hasher = SHA256() }
         credits = Mutex((Array(repeating: 0, count: context.limiters.count), nil))
         flows = context.limiters.map { $0.makeFlow() }
+    }
+
+    deinit {
+        gathered?.deallocate()
     }
 
     // MARK: TransferSink
@@ -130,6 +142,9 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         }
         reported = written
         context.live.written.store(written, ordering: .relaxed)
+        if let length = response.expectedLength, length > response.offset, length - response.offset <= Int64(Self.gatherLimit) {
+            gathered = .allocate(byteCount: Int(length - response.offset), alignment: 16)
+        }
         if response.offset == 0, requested == 0, response.validator != nil || response.expectedLength != nil {
             var patch = AssetPatch(id: context.assetID)
             patch.validator = .some(response.validator)
@@ -217,12 +232,33 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         if let limit = segments.sequentialLimit(from: written), written + count > limit {
             throw TransportError(.protocolError, "transport wrote past byte \(limit), where a segment starts", url: context.url, isRetryable: false)
         }
-        if let failure = POSIX.writeAll(fd, bytes) {
-            throw TransportError(.ioError, "cannot write partial file of asset \(context.assetID): \(POSIX.errorMessage(failure))", url: context.url)
+        if let gathered, gatheredCount + bytes.count <= gathered.count {
+            UnsafeMutableRawBufferPointer(rebasing: gathered[gatheredCount...]).copyMemory(from: bytes)
+            gatheredCount += bytes.count
+        } else {
+            try writeGathered()
+            if let failure = POSIX.writeAll(fd, bytes) {
+                throw TransportError(.ioError, "cannot write partial file of asset \(context.assetID): \(POSIX.errorMessage(failure))", url: context.url)
+            }
         }
         hasher?.update(bufferPointer: bytes)
         written += count
         counted()
+    }
+
+    /// Writes the gathered bytes to the file (they follow the bytes already there) and stops
+    /// gathering. On failure, `written` falls back to the bytes really in the file.
+    func writeGathered() throws(TransportError) {
+        guard let buffer = gathered else { return }
+        gathered = nil
+        defer { buffer.deallocate() }
+        let count = gatheredCount
+        gatheredCount = 0
+        guard count > 0 else { return }
+        if let failure = POSIX.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[..<count])) {
+            written -= Int64(count)
+            throw TransportError(.ioError, "cannot write partial file of asset \(context.assetID): \(POSIX.errorMessage(failure))", url: context.url)
+        }
     }
 
     /// After bytes landed: live counters, coalesced progress, periodic checkpoint.
@@ -232,7 +268,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         if now - lastReport >= context.progressInterval {
             reportProgress(now: now)
         }
-        if now >= nextCheckpoint {
+        if now >= nextCheckpoint, gathered == nil {
             nextCheckpoint = now + context.checkpointInterval
             checkpoint()
         }
@@ -310,6 +346,11 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         guard began else {
             throw LibraryError(TransportError(.protocolError, "transport ended without calling begin", url: context.url, isRetryable: false))
         }
+        do {
+            try writeGathered()
+        } catch {
+            throw LibraryError(error)
+        }
         // Segments joined to the sequential bytes count as written; a gap fails below.
         written = segments.absorb(into: written)
         if let expected, written != expected {
@@ -341,6 +382,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// attempt continues from the last byte.
     func recordProgressDurably() async {
         guard began else { return }
+        try? writeGathered()
         written = segments.absorb(into: written)
         forgetUnjoinedSegments()
         let patch = progressPatch()
