@@ -94,15 +94,15 @@ extension Scheduler {
                 options: request.options, assetIdentifier: run.id)
             do {
                 try await transport.transfer(job, into: sink)
+                // The source has sent everything: the next transfer may start while these bytes
+                // are written, checked, made durable and moved (a failure below retries later).
+                releaseSlot(run.slot)
                 await sink.waitForCheckpoints()
                 if Task.isCancelled {
                     await sink.recordProgressDurably()
                     return .stopped(written: sink.written, validator: sink.validator)
                 }
                 try await sink.finish()
-                // The bytes are all here and verified: the next transfer may start while these
-                // are made durable.
-                releaseSlot(run.slot)
                 await durability.makeDurable(fd: fd, size: sink.written)
                 POSIX.closeFile(fd)
                 open = false
