@@ -5,8 +5,11 @@
 #
 #   Benchmarks/sftp/run.sh [--size-mib 1024] [--runs 3] [--tmpfs]
 #
+# NOSYNC=1 adds a `paperboy-nosync` row: `sync_to_disk = false` (paperboy makes files durable
+# with fdatasync by default; the other tools do not sync).
 # --tmpfs puts the source file and every tool's destination in /dev/shm instead of /var/tmp
-# (ext4), to take the disk out of the comparison. SCRATCH overrides the release build folder.
+# (ext4), to take the disk out of the comparison. The release build is Benchmarks/build.sh's
+# (static Swift runtime; SCRATCH and PAPERBOY as described there).
 # Tools run in turn within each round (paired runs); the median of each tool is printed, then
 # every run, and the load average before and after.
 #
@@ -29,10 +32,7 @@ done
 [[ -x /usr/bin/time ]] || { echo "needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 [[ -x /usr/sbin/sshd ]] || { echo "needs openssh-server" >&2; exit 2; }
 
-# A scratch folder apart from .build, so the benchmark never holds the debug build's lock.
-scratch="${SCRATCH:-/var/tmp/paperboy-bench-build}"
-swift build -c release --product paperboy --scratch-path "$scratch" >/dev/null
-bin="$scratch/release/paperboy"
+bin=$(Benchmarks/build.sh)
 work="$(mktemp -d "$parent/paperboy-sftp-bench.XXXXXX")"
 chmod 755 "$work"
 sshd_pid=""
@@ -83,11 +83,14 @@ median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 measure() { /usr/bin/time -f "%e %M" -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }; cat "$work/time.txt"; }
 
 run_paperboy() { rm -rf "$work/lib"; measure "$bin" sync -q --config "$work/paperboy.toml"; }
+run_paperboy-nosync() { rm -rf "$work/lib"; measure "$bin" sync -q --config "$work/paperboy-nosync.toml"; }
 run_curl() { measure curl -sS --key "$work/client_key" --pubkey "$work/client_key.pub" --hostpubsha256 "$(ssh-keygen -l -E sha256 -f "$work/host_key.pub" | awk '{print $2}' | sed 's/^SHA256://')" -o "$work/curl.bin" "$url"; }
 run_sftp() { measure sftp -q "${ssh_options[@]}" "$user@127.0.0.1:$work/big.bin" "$work/sftp.bin"; }
 run_scp() { measure scp -q "${ssh_options[@]}" "$user@127.0.0.1:$work/big.bin" "$work/scp.bin"; }
 
+sed 's/^path = .*/&\nsync_to_disk = false/' "$work/paperboy.toml" > "$work/paperboy-nosync.toml"
 tools=(paperboy curl sftp scp)
+[[ ${NOSYNC:-0} == 1 ]] && tools=(paperboy paperboy-nosync curl sftp scp)
 for tool in "${tools[@]}"; do : > "$work/$tool.txt"; done
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for _ in $(seq "$runs"); do
