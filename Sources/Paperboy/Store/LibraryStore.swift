@@ -109,7 +109,21 @@ final class LibraryStore: Sendable {
     func insertAssets(_ records: [AssetRecord]) throws(LibraryError) {
         do {
             try pool.write { db in
-                for record in records { try record.insert(db) }
+                // One prepared statement for the batch (GRDB's per-record insert builds a
+                // container and looks the statement up for each row).
+                let statement = try db.cachedStatement(sql: """
+                    INSERT INTO asset (id, issueName, seq, request, userInfo, state, detail, retryAt, attempts,
+                                       bytesOnDisk, expectedBytes, validator, validatorStrength)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """)
+                for record in records {
+                    let values: [(any DatabaseValueConvertible)?] = [
+                        record.id, record.issueName, record.seq, try record.storedRequest.json(), record.userInfo,
+                        record.state, record.detail, record.retryAt, record.attempts, record.bytesOnDisk,
+                        record.expectedBytes, record.validator, record.validatorStrength,
+                    ]
+                    try statement.execute(arguments: StatementArguments(values))
+                }
             }
         } catch {
             throw LibraryError.storage("cannot add assets", error)
