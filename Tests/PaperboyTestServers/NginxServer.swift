@@ -98,6 +98,7 @@ public final class NginxServer: @unchecked Sendable {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
+        ServerReaper.track(process.processIdentifier)
 
         let deadline = Date().addingTimeInterval(10)
         while !Self.accepts(port: port) {
@@ -133,6 +134,7 @@ public final class NginxServer: @unchecked Sendable {
 
     /// Stops nginx by its PID and waits for it to exit.
     public func stop() {
+        defer { ServerReaper.untrack(process.processIdentifier) }
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
         process.waitForExitPolling()

@@ -95,11 +95,15 @@ public final class SSHServer: @unchecked Sendable {
         let status = posix_spawn(&child, binary, &actions, nil, &argv, environ)
         guard status == 0 else { throw ServerError("cannot start \(binary): \(String(cString: strerror(status)))") }
         pid = child
+        ServerReaper.track(child)
 
         let deadline = Date().addingTimeInterval(10)
         while !NginxServer.accepts(port: self.port) {
             let exited = waitpid(pid, nil, WNOHANG) == pid
-            if exited { pid = 0 }
+            if exited {
+                ServerReaper.untrack(pid)
+                pid = 0
+            }
             if exited || Date() > deadline {
                 stop()
                 throw ServerError("sshd did not start on port \(self.port): \(self.log)")
@@ -152,6 +156,7 @@ public final class SSHServer: @unchecked Sendable {
         kill(pid, SIGTERM)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
+        ServerReaper.untrack(pid)
         pid = 0
     }
 
