@@ -224,6 +224,23 @@ struct DeliveryTests {
         await library.close()
     }
 
+    @Test func aFolderRemovedBehindTheLibrarysBackIsCreatedAgain() async throws {
+        let transport = InMemoryTransport()
+        let library = try open(transport)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let first = try issue.addAsset(AssetRequest(url: transport.serve(Data("a".utf8), at: "a"), destinationPath: "sub/a"))
+        first.download()
+        await library.waitUntilIdle()
+        #expect(first.state == .delivered)
+        try FileManager.default.removeItem(at: issue.contentURL)   // by hand, or a purge racing a transfer
+        let second = try issue.addAsset(AssetRequest(url: transport.serve(Data("b".utf8), at: "b"), destinationPath: "sub/b"))
+        second.download()
+        await library.waitUntilIdle()
+        #expect(second.state == .delivered)
+        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("sub/b")) == Data("b".utf8))
+        await library.close()
+    }
+
     @Test func aDelegateStillGetsTheFinishedFileOfAnAssetWithADestination() async throws {
         let data = randomData(100_000)
         let transport = InMemoryTransport()

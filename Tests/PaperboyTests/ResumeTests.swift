@@ -192,6 +192,33 @@ struct ResumeTests {
         await library.close()
     }
 
+    /// The last command wins even while the transfer is still stopping: a cancel after a
+    /// download asked for during a pause or a cancel is a cancel, for every delegate.
+    @Test(arguments: ["pause", "cancel"])
+    func aCancelAfterADownloadAskedForWhileStoppingIsFinal(first: String) async throws {
+        let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(2))
+        let url = transport.serve(data, at: "c3-\(first).bin")
+        let library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let before = RecordingDelegate()
+        asset.download(delegate: before)
+        await eventually("some bytes") { asset.totalBytesWritten > 0 }
+        if first == "pause" { asset.pause() } else { asset.cancel() }
+        let after = RecordingDelegate()
+        asset.download(delegate: after)
+        asset.cancel()
+        await before.waitForEnd()
+        await after.waitForEnd()
+        await library.waitUntilIdle()
+        for delegate in [before, after] {
+            #expect(delegate.events.contains { if case .failed(let code, _) = $0 { code == "cancelled" } else { false } })
+            #expect(delegate.keptFiles.isEmpty)
+        }
+        #expect(asset.state == .cancelled)
+        #expect(transport.jobs.count == 1)
+        await library.close()
+    }
+
     @Test func aSmallBodyIsGatheredAndItsBytesSurviveAFailure() async throws {
         let small = randomData(200_000, seed: 7)
         let transport = InMemoryTransport(chunkSize: 16 * 1024)

@@ -31,7 +31,8 @@ extension Scheduler {
 
     /// How a transfer ended.
     enum Outcome: Sendable {
-        /// Complete, verified, durable, and moved into the inbox.
+        /// Complete, verified, durable, and moved into the inbox, or straight to its destination
+        /// in the issue folder when `inIssue`.
         case finished(size: Int64, validator: ResourceValidator?, inIssue: Bool)
         /// Stopped by a pause, a cancel or closing; `written` bytes are durable on disk.
         case stopped(written: Int64, validator: ResourceValidator?)
@@ -40,7 +41,7 @@ extension Scheduler {
     }
 
     /// Runs one attempt: opens the partial file, lets the transport fill it, verifies it, and
-    /// moves it into the inbox.
+    /// moves it into the inbox (or, with a destination and no delegate, straight there).
     func transfer(_ run: Run) async -> Outcome {
         if run.request.url == StoredRequest.unreadableURL {
             let error = LibraryError(.storage, "the stored request of asset \(run.id) is unreadable; remove and add the asset again", isRetryable: false)
@@ -103,13 +104,21 @@ extension Scheduler {
                     return .stopped(written: sink.written, validator: sink.validator)
                 }
                 try await sink.finish()
-                await durability.makeDurable(fd: fd, size: sink.written)
-                POSIX.closeFile(fd)
-                open = false
+                if durability.joinsGroupCommit(size: sink.written) {
+                    // A file system sync covers it: no descriptor held while waiting for one
+                    // (finishing transfers no longer count against the limits, see above).
+                    POSIX.closeFile(fd)
+                    open = false
+                    await durability.makeDurable(fd: -1, size: sink.written)
+                } else {
+                    await durability.makeDurable(fd: fd, size: sink.written)
+                    POSIX.closeFile(fd)
+                    open = false
+                }
                 // A file with a destination and nobody to hand it to goes straight there (one
                 // rename fewer per asset); otherwise, or if that move fails, into the inbox, and
                 // the delivery step hands it over or reports why it cannot.
-                if let path = request.destinationPath, request.unpack == nil, !hasDelegates(run.id),
+                if let path = request.destinationPath, request.unpack == nil, !Task.isCancelled, !hasDelegates(run.id),
                    (try? moveIntoIssue(partial, issueName: run.issueName, path: path)) != nil {
                     return .finished(size: sink.written, validator: sink.validator, inIssue: true)
                 }
@@ -174,9 +183,13 @@ extension Scheduler {
         return PartialFileSink(fd: fd, context: context)
     }
 
-    /// Whether an app delegate is attached to the asset now.
+    /// Whether an app delegate is attached to the asset now (those of a cancelled download that
+    /// may still finish included).
     private func hasDelegates(_ id: String) -> Bool {
-        state.withLock { $0.entries[id]?.hub?.hasDelegates ?? false }
+        state.withLock { state in
+            guard let entry = state.entries[id] else { return false }
+            return entry.hub?.hasDelegates == true || entry.cancelledHub?.hasDelegates == true
+        }
     }
 
     func currentHub(_ id: String) -> AssetEventHub? {

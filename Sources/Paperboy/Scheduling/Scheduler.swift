@@ -401,7 +401,11 @@ final class Scheduler: Sendable {
             state.update(id) { entry in
                 switch entry.state {
                 case .downloading:
-                    entry.stop = .pause
+                    // The last word wins over a download asked for while stopping; a pending
+                    // cancel stays a cancel (its bytes are already given up).
+                    entry.restartAfterStop = false
+                    if entry.stop != .cancel { entry.stop = .pause }
+                    Self.mergeCancelledHub(&entry)
                     entry.task?.cancel()
                 case .queued, .retry, .idle, .network:
                     entry.retryTask?.cancel()
@@ -419,6 +423,15 @@ final class Scheduler: Sendable {
         broadcastState(id)
     }
 
+    /// A download asked for while a cancel was stopping the transfer, then given up again: its
+    /// delegates join the cancelled ones, and all get what ends the transfer.
+    private static func mergeCancelledHub(_ entry: inout Entry) {
+        guard let cancelled = entry.cancelledHub else { return }
+        if let hub = entry.hub { cancelled.adopt(hub) }
+        entry.hub = cancelled
+        entry.cancelledHub = nil
+    }
+
     /// Cancels: stops the transfer and removes its partial bytes.
     func cancel(_ id: String) {
         let failedHub: AssetEventHub? = state.withLock { state in
@@ -427,6 +440,8 @@ final class Scheduler: Sendable {
                 switch entry.state {
                 case .downloading:
                     entry.stop = .cancel
+                    entry.restartAfterStop = false
+                    Self.mergeCancelledHub(&entry)
                     entry.task?.cancel()
                 case .queued, .retry, .idle, .paused, .failed, .network:
                     entry.retryTask?.cancel()
@@ -452,7 +467,6 @@ final class Scheduler: Sendable {
     /// Forgets the assets of an issue: running transfers stop, files are removed by the caller.
     func removeIssue(_ name: String) async {
         let folder = layout.contentURL(issue: name).path
-        checkedFolders.withLock { $0 = $0.filter { !($0 == folder || $0.hasPrefix(folder + "/")) } }
         let tasks: [Task<Void, Never>] = state.withLock { state in
             var tasks: [Task<Void, Never>] = []
             for id in state.entries.values.filter({ $0.issueName == name }).map(\.id) {
@@ -474,6 +488,13 @@ final class Scheduler: Sendable {
             return tasks
         }
         for task in tasks { await task.value }
+        // After the transfers ended: one finishing meanwhile may have created a folder again.
+        forgetCheckedFolders(under: folder)
+    }
+
+    /// Forgets that folders under `folder` were created and checked (they are being removed).
+    private func forgetCheckedFolders(under folder: String) {
+        checkedFolders.withLock { $0 = $0.filter { !($0 == folder || $0.hasPrefix(folder + "/")) } }
     }
 
     /// Returns when nothing is queued, running, waiting for a retry or being delivered (and,
@@ -645,6 +666,11 @@ final class Scheduler: Sendable {
             }
             state.update(id) { entry in
                 entry.task = nil
+                var outcome = outcome
+                if case .failed(_, _, let written, let validator) = outcome, entry.stop == .pause || entry.stop == .cancel {
+                    // Asked to pause or cancel while it failed: that is what the app wants now.
+                    outcome = .stopped(written: written, validator: validator)
+                }
                 if case .stopped = outcome {} else {
                     // A pause or cancel came too late: the transfer ended on its own, for the
                     // delegates of before and after it alike.
@@ -784,6 +810,15 @@ final class Scheduler: Sendable {
         }) else { return }
         let inbox = layout.inboxURL(asset: id, request: request)
         var handledByDelegate = false
+        if inIssue, let hub, hub.hasDelegates, let path = request.destinationPath {
+            // A delegate attached while the file went straight to its destination: it still gets
+            // a file of its own for the call, a second link to the delivered one in the inbox.
+            let delivered = layout.contentURL(issue: issueName).appendingPathComponent(path)
+            if link(delivered.path, inbox.path) == 0 {
+                _ = await hub.finished(at: inbox)
+                POSIX.remove(inbox)
+            }
+        }
         if !inIssue, let hub, hub.hasDelegates, POSIX.exists(inbox) {
             if await hub.finished(at: inbox) {
                 // A delegate asked to keep the file: it stays in the inbox for the next attach.
@@ -881,7 +916,7 @@ final class Scheduler: Sendable {
 
     /// Moves a finished file to `path` inside the issue folder, refusing anything that would
     /// leave it (a symbolic link planted in the folder included).
-    func moveIntoIssue(_ file: URL, issueName: String, path: String) throws(LibraryError) {
+    func moveIntoIssue(_ file: URL, issueName: String, path: String, again: Bool = false) throws(LibraryError) {
         let folder = layout.contentURL(issue: issueName)
         // Paths joined as strings: `path` is validated relative (no "..", no leading "/"), and
         // URL's path parsing showed in profiles of syncs with thousands of small files.
@@ -902,6 +937,11 @@ final class Scheduler: Sendable {
         // No stat first: rename refuses to replace a folder, and its error says so.
         if rename(file.path, destination.path) != 0 {
             let code = errno
+            if code == ENOENT, !again, checkedFolders.withLock({ $0.remove(parent.path) }) != nil {
+                // The folder was removed since it was checked (the issue was removed and added
+                // again): create and check it again, once.
+                return try moveIntoIssue(file, issueName: issueName, path: path, again: true)
+            }
             if code == EISDIR || POSIX.isDirectory(destination) {
                 throw LibraryError(.invalidPath, "destination '\(path)' of issue '\(issueName)' is a folder")
             }

@@ -6,6 +6,9 @@ import Logging
 /// The rules: a count of bytes is trusted only up to the length of the partial file (a longer
 /// file is cut back to the durable count by the next attempt); a file in the inbox means the
 /// transfer completed and was verified, whatever the database says; files nobody owns are removed.
+/// A file moved straight to its destination (no delegate, see `Scheduler.transfer`) has no inbox
+/// commit point: if the crash came before `finished` was recorded, the asset is downloaded again
+/// (a file already at the destination may be an older version, so it is not trusted).
 struct Reconciler {
     let store: LibraryStore
     let layout: LibraryLayout
@@ -45,7 +48,7 @@ struct Reconciler {
                 }
             case .downloading, .queued, .retry, .network, .paused, .idle, .failed, .cancelled:
                 if POSIX.exists(inbox), [.downloading, .queued, .retry, .network].contains(state) {
-                    // The rename into the inbox is the commit point of a transfer.
+                    // The rename into the inbox is the commit point of a transfer that has one.
                     record.state = PersistedState.finished.rawValue
                     patch.state = .finished
                     POSIX.remove(partial)

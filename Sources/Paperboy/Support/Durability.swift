@@ -44,11 +44,18 @@ final class Durability: Sendable {
         }
     }
 
-    /// Makes the data of `fd` (of `size` bytes) durable.
+    /// Whether a file of `size` bytes is made durable by a file system sync (its descriptor is
+    /// then not needed, and may be closed first).
+    func joinsGroupCommit(size: Int64) -> Bool {
+        size < Self.individualSyncThreshold && rootDescriptor >= 0
+    }
+
+    /// Makes the data of `fd` (of `size` bytes) durable; `fd` is not used when
+    /// ``joinsGroupCommit(size:)``.
     func makeDurable(fd: Int32, size: Int64) async {
         guard enabled else { return }
         if let hook = beforeSync.withLock({ $0 }) { await offload(hook) }
-        if size >= Self.individualSyncThreshold || rootDescriptor < 0 {
+        if !joinsGroupCommit(size: size) {
             await offload { POSIX.dataSync(fd) }
         } else {
             await groupCommit()
