@@ -381,7 +381,9 @@ final class SSHSession: @unchecked Sendable {
 
             let now = ContinuousClock.now
             var timeout = Duration.seconds(1)
-            for operation in operations {
+            // A paused operation waits for local work (the sink's back-pressure, the file
+            // writes draining), not for the server: its idle clock restarts when it resumes.
+            for operation in operations where !operation.isPaused {
                 let left = operation.lastProgress + operation.idleTimeout - now
                 if left <= .zero {
                     operations.removeAll { $0 === operation }
