@@ -156,14 +156,20 @@ struct ResumeTests {
         await library.close()
     }
 
-    @Test func downloadRightAfterPauseIsNotLost() async throws {
+    /// A 3 MiB transfer under way (some bytes written), slow enough to be interrupted.
+    func transferUnderWay(_ name: String) async throws -> (InMemoryTransport, Library, AssetDownload, RecordingDelegate) {
         let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(2))
-        let url = transport.serve(data, at: "p2.bin")
+        let url = transport.serve(data, at: name)
         let library = try open(transport)
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
         asset.download(delegate: delegate)
         await eventually("some bytes") { asset.totalBytesWritten > 0 }
+        return (transport, library, asset, delegate)
+    }
+
+    @Test func downloadRightAfterPauseIsNotLost() async throws {
+        let (_, library, asset, delegate) = try await transferUnderWay("p2.bin")
         asset.pause()
         asset.download()      // before the paused transfer has even stopped
         await delegate.waitForEnd()
@@ -172,13 +178,7 @@ struct ResumeTests {
     }
 
     @Test func downloadRightAfterCancelStartsAfreshForTheNewDelegate() async throws {
-        let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(2))
-        let url = transport.serve(data, at: "c2.bin")
-        let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
-        let cancelled = RecordingDelegate()
-        asset.download(delegate: cancelled)
-        await eventually("some bytes") { asset.totalBytesWritten > 0 }
+        let (transport, library, asset, cancelled) = try await transferUnderWay("c2.bin")
         asset.cancel()
         let fresh = RecordingDelegate()
         asset.download(delegate: fresh)      // before the cancelled transfer has even stopped
@@ -196,13 +196,7 @@ struct ResumeTests {
     /// download asked for during a pause or a cancel is a cancel, for every delegate.
     @Test(arguments: ["pause", "cancel"])
     func aCancelAfterADownloadAskedForWhileStoppingIsFinal(first: String) async throws {
-        let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(2))
-        let url = transport.serve(data, at: "c3-\(first).bin")
-        let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
-        let before = RecordingDelegate()
-        asset.download(delegate: before)
-        await eventually("some bytes") { asset.totalBytesWritten > 0 }
+        let (transport, library, asset, before) = try await transferUnderWay("c3-\(first).bin")
         if first == "pause" { asset.pause() } else { asset.cancel() }
         let after = RecordingDelegate()
         asset.download(delegate: after)
