@@ -92,8 +92,11 @@ public final class FaultServer: Sendable {
         while !isStopped {
             let fd = accept(listener, nil, nil)
             if fd < 0 {
-                if errno == EINTR { continue }
-                return
+                // Only stopping ends the loop: an aborted connection or a moment without file
+                // descriptors (a busy test process) must not leave the server deaf.
+                if isStopped { return }
+                if errno != EINTR { usleep(1_000) }
+                continue
             }
             let number = state.withLock { state -> Int? in
                 guard !state.stopped else { return nil }
