@@ -120,7 +120,8 @@ struct HTTPTransportTests {
         let start = ContinuousClock.now
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
-        #expect(ContinuousClock.now - start < .seconds(2))
+        // Far below the 30 s idle timeout that would end it otherwise; generous for a loaded machine.
+        #expect(ContinuousClock.now - start < .seconds(10))
         #expect(sink.data == data.prefix(100_000))
     }
 

@@ -133,7 +133,8 @@ struct RequestIsolationAndWriteBehindTests {
         let start = ContinuousClock.now
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
-        #expect(ContinuousClock.now - start < .seconds(2))
+        // Before the sink's 5 s hold ends; generous for a loaded machine.
+        #expect(ContinuousClock.now - start < .seconds(4))
     }
 
     /// Through the real sink: durable checkpoints, and the bandwidth limiter pushing back on the

@@ -219,7 +219,11 @@ struct Conversation {
             if let remote { return remote }
             let exit = reusable ? helper.exit : await helper.waitForExit(timeout: .milliseconds(500))
             var message = "transport helper '\(helper.name)' (pid \(helper.pid)) \(what)"
-            if let exit { message += "; it \(exit)" }
+            if let exit {
+                message += "; it \(exit)"
+                // It exited: its last words are in the pipe, or on their way to the tail.
+                await helper.waitForStderrEnd(timeout: .milliseconds(500))
+            }
             let tail = helper.stderrTail
             message += tail.isEmpty ? "; it wrote nothing to stderr" : "; its stderr ended with: \(tail)"
             return TransportError(code, message, url: url, isRetryable: retryable)

@@ -142,6 +142,9 @@ final class HelperProcess: @unchecked Sendable {
     /// The last lines the helper wrote to stderr, trimmed.
     var stderrTail: String { stderr.text }
 
+    /// Waits up to `timeout` for the helper's stderr to end (see ``StderrTail/waitForEnd(timeout:)``).
+    func waitForStderrEnd(timeout: Duration) async { await stderr.waitForEnd(timeout: timeout) }
+
     /// Waits until the helper exits, at most `timeout`.
     @discardableResult
     func waitForExit(timeout: Duration) async -> HelperExit? {
@@ -272,6 +275,17 @@ final class Lifecycle: Sendable {
 final class StderrTail: Sendable {
     private static let keep = 4096
     private let bytes = Mutex<[UInt8]>([])
+    /// Set once the helper's stderr reached end of file (it exited, or closed it).
+    private let ended = Mutex(false)
+
+    /// Waits up to `timeout` for the end of the helper's stderr, so that a crash report quotes
+    /// its last words (they may still be in the pipe when its exit is noticed).
+    func waitForEnd(timeout: Duration) async {
+        let deadline = ContinuousClock.now + timeout
+        while !ended.withLock({ $0 }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
 
     /// The kept tail: its last five non-empty lines, joined with " | ".
     var text: String {
@@ -307,6 +321,7 @@ final class StderrTail: Sendable {
         }
         if !line.isEmpty { logger.info("\(name)[\(pid)]: \(String(decoding: line, as: UTF8.self))") }
         close(fd)
+        ended.withLock { $0 = true }
     }
 }
 
