@@ -22,6 +22,7 @@ public final class FaultServer: Sendable {
         var connections = 0
         var open: Set<Int32> = []
         var stopped = false
+        var listenerClosed = false
     }
 
     /// The port the server listens on.
@@ -73,14 +74,17 @@ public final class FaultServer: Sendable {
     public var connectionCount: Int { state.withLock { $0.connections } }
 
     /// Stops listening and drops every connection.
+    ///
+    /// Descriptors are shut down, and closed by their threads, under one lock: a number closed
+    /// by one side and reused by another server in the same test process must never be shut
+    /// down by this one (seen: another test's listener refusing connections).
     public func stop() {
-        let open = state.withLock { state -> Set<Int32> in
-            guard !state.stopped else { return [] }
+        state.withLock { state in
+            guard !state.stopped else { return }
             state.stopped = true
-            return state.open
+            if !state.listenerClosed { shutdown(listener, Int32(SHUT_RDWR)) }
+            for fd in state.open { shutdown(fd, Int32(SHUT_RDWR)) }
         }
-        shutdown(listener, Int32(SHUT_RDWR))
-        for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
     private var isStopped: Bool { state.withLock { $0.stopped } }
@@ -88,7 +92,12 @@ public final class FaultServer: Sendable {
     // MARK: Connections
 
     private func acceptLoop() {
-        defer { close(listener) }
+        defer {
+            state.withLock { state in
+                close(listener)
+                state.listenerClosed = true
+            }
+        }
         while !isStopped {
             let fd = accept(listener, nil, nil)
             if fd < 0 {
@@ -118,12 +127,14 @@ public final class FaultServer: Sendable {
         var buffer = Data()
         var resets = false
         defer {
-            state.withLock { _ = $0.open.remove(fd) }
             if resets {
                 var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
                 setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
             }
-            close(fd)
+            state.withLock { state in
+                state.open.remove(fd)
+                close(fd)
+            }
         }
         while !isStopped {
             guard var request = readRequest(fd, buffer: &buffer) else { return }
