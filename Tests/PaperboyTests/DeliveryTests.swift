@@ -289,6 +289,9 @@ struct DeliveryTests {
         ("https://h/a/issue.pdf", "id.pdf"),
         ("https://h/a/archive.tar.gz?x=1#y", "id.gz"),
         ("https://h/a/.profile", "id"),
+        ("https://h/a/..pdf", "id"),
+        ("https://h/a/.x.pdf", "id.pdf"),
+        ("https://h/a/a..pdf", "id.pdf"),
         ("https://h/a/noextension", "id"),
         ("https://h/a/trailing.", "id"),
         ("https://h/a/dir/", "id"),
@@ -300,5 +303,9 @@ struct DeliveryTests {
     func inboxNameKeepsOnlyAShortAlphanumericExtension(source: String, expected: String) throws {
         let url = try #require(URL(string: source))
         #expect(LibraryLayout.inboxName(id: "id", source: url) == expected)
+        // The same names as Foundation's pathExtension gave the libraries of earlier versions.
+        let ext = url.pathExtension
+        let safe = !ext.isEmpty && ext.count <= 16 && ext.allSatisfy { $0.isLetter || $0.isNumber }
+        #expect(LibraryLayout.inboxName(id: "id", source: url) == (safe ? "id.\(ext)" : "id"))
     }
 }

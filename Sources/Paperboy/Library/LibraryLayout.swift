@@ -48,8 +48,10 @@ struct LibraryLayout: Sendable {
     static func inboxName(id: String, source: URL) -> String {
         let path = source.path
         let name = path.utf8.lastIndex(of: UInt8(ascii: "/")).map { path[path.index(after: $0)...] } ?? path[...]
-        // A leading dot (".profile") starts a hidden name, not an extension.
-        guard let dot = name.utf8.lastIndex(of: UInt8(ascii: ".")), dot != name.startIndex else { return id }
+        // As Foundation's `pathExtension` (inbox files of older libraries were named with it): a
+        // name of dots up to the last one (".profile", "..pdf") has no extension.
+        guard let dot = name.utf8.lastIndex(of: UInt8(ascii: ".")),
+              name[..<dot].utf8.contains(where: { $0 != UInt8(ascii: ".") }) else { return id }
         let ext = name[name.index(after: dot)...]
         let safe = !ext.isEmpty && ext.utf8.count <= 16 && ext.allSatisfy { $0.isLetter || $0.isNumber }
         return safe ? id + "." + ext : id
