@@ -111,18 +111,13 @@ final class LibraryStore: Sendable {
             try pool.write { db in
                 // One prepared statement for the batch (GRDB's per-record insert builds a
                 // container and looks the statement up for each row).
+                let columns = AssetRecord.columnNames
                 let statement = try db.cachedStatement(sql: """
-                    INSERT INTO asset (id, issueName, seq, request, userInfo, state, detail, retryAt, attempts,
-                                       bytesOnDisk, expectedBytes, validator, validatorStrength)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO asset (\(columns.joined(separator: ", "))) \
+                    VALUES (\(Array(repeating: "?", count: columns.count).joined(separator: ", ")))
                     """)
                 for record in records {
-                    let values: [(any DatabaseValueConvertible)?] = [
-                        record.id, record.issueName, record.seq, try record.storedRequest.json(), record.userInfo,
-                        record.state, record.detail, record.retryAt, record.attempts, record.bytesOnDisk,
-                        record.expectedBytes, record.validator, record.validatorStrength,
-                    ]
-                    try statement.execute(arguments: StatementArguments(values))
+                    try statement.execute(arguments: StatementArguments(try record.columnValues()))
                 }
             }
         } catch {

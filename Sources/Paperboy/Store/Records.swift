@@ -151,20 +151,20 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         validatorStrength = row["validatorStrength"]
     }
 
+    /// The table's columns, in the order of ``columnValues()``.
+    static let columnNames = [
+        "id", "issueName", "seq", "request", "userInfo", "state", "detail", "retryAt", "attempts",
+        "bytesOnDisk", "expectedBytes", "validator", "validatorStrength",
+    ]
+
+    /// The row's values, in the order of ``columnNames``.
+    func columnValues() throws -> [(any DatabaseValueConvertible)?] {
+        [id, issueName, seq, try storedRequest.json(), userInfo, state, detail, retryAt, attempts,
+         bytesOnDisk, expectedBytes, validator, validatorStrength]
+    }
+
     func encode(to container: inout PersistenceContainer) throws {
-        container["id"] = id
-        container["issueName"] = issueName
-        container["seq"] = seq
-        container["request"] = try storedRequest.json()
-        container["userInfo"] = userInfo
-        container["state"] = state
-        container["detail"] = detail
-        container["retryAt"] = retryAt
-        container["attempts"] = attempts
-        container["bytesOnDisk"] = bytesOnDisk
-        container["expectedBytes"] = expectedBytes
-        container["validator"] = validator
-        container["validatorStrength"] = validatorStrength
+        for (name, value) in zip(Self.columnNames, try columnValues()) { container[name] = value }
     }
 
     var resourceValidator: ResourceValidator? {
