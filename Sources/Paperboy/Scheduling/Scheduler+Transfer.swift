@@ -104,17 +104,13 @@ extension Scheduler {
                     return .stopped(written: sink.written, validator: sink.validator)
                 }
                 try await sink.finish()
-                if durability.joinsGroupCommit(size: sink.written) {
-                    // A file system sync covers it: no descriptor held while waiting for one
-                    // (finishing transfers no longer count against the limits, see above).
-                    POSIX.closeFile(fd)
-                    open = false
-                    await durability.makeDurable(fd: -1, size: sink.written)
-                } else {
-                    await durability.makeDurable(fd: fd, size: sink.written)
-                    POSIX.closeFile(fd)
-                    open = false
-                }
+                // When a file system sync covers the file, no descriptor is held while waiting for
+                // one (finishing transfers no longer count against the limits, see above).
+                let grouped = durability.joinsGroupCommit(size: sink.written)
+                if grouped { POSIX.closeFile(fd) }
+                await durability.makeDurable(fd: grouped ? -1 : fd, size: sink.written)
+                if !grouped { POSIX.closeFile(fd) }
+                open = false
                 // A file with a destination and nobody to hand it to goes straight there (one
                 // rename fewer per asset); otherwise, or if that move fails, into the inbox, and
                 // the delivery step hands it over or reports why it cannot.
