@@ -30,19 +30,6 @@ func httpTransport(bufferSize: Int = 64 * 1024, writingBehind: Bool) -> HTTPTran
         writeBehindMinimumLength: writingBehind ? 0 : .max))
 }
 
-/// Runs `transfer` and returns the TransportError it throws (recording an issue if it does not).
-func transportError(_ body: () async throws -> Void) async -> TransportError? {
-    do {
-        try await body()
-        Testing.Issue.record("expected a TransportError, the transfer succeeded")
-    } catch let error as TransportError {
-        return error
-    } catch {
-        Testing.Issue.record("expected a TransportError, got \(type(of: error)): \(error)")
-    }
-    return nil
-}
-
 /// Downloads `url` through a real library and returns the delegate after the end.
 func downloadThroughLibrary(
     _ url: URL, in folder: TempFolder, configuration: Library.Configuration = testConfiguration(),

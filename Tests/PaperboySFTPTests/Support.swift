@@ -69,16 +69,3 @@ func job(_ url: URL, offset: Int64 = 0, validator: ResourceValidator? = nil) -> 
     TransferJob(url: url, offset: offset, validator: validator, connectTimeout: .seconds(5), idleTimeout: .seconds(10))
 }
 
-/// Runs `body` and returns the TransportError it throws (recording an issue if it does not).
-func transportError(_ body: () async throws -> Void) async -> TransportError? {
-    do {
-        try await body()
-        Testing.Issue.record("expected a TransportError, the transfer succeeded")
-    } catch let error as TransportError {
-        return error
-    } catch {
-        Testing.Issue.record("expected a TransportError, got \(type(of: error)): \(error)")
-    }
-    return nil
-}
-
