@@ -48,11 +48,11 @@ struct TransportErrorCurlTests {
     }
 
     @Test func aRefusedConnectionIsARetryableConnectFailure() async throws {
-        let server = try FaultServer { _ in ServerResponse() }
-        let url = server.url("/f")
-        server.stop()
-        try await Task.sleep(for: .milliseconds(50))
+        // Not a stopped server's port: another test's server may take that at once.
+        let refusing = try RefusingPort()
+        let url = refusing.url("/f")
         let error = await transportError { try await HTTPTransport().transfer(job(url), into: RecordingSink()) }
+        withExtendedLifetime(refusing) {}
         #expect(error?.code == .connectionFailed)
         #expect(error?.isRetryable == true)
     }
