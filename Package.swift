@@ -135,7 +135,10 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyTests",
-            dependencies: ["Paperboy", "PaperboyTesting", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+            dependencies: [
+                "Paperboy", "PaperboyTesting", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
             path: "Tests/PaperboyTests",
             swiftSettings: swiftSettings
         ),

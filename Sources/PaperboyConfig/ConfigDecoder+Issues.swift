@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import TOMLKit
 
 extension ConfigDecoder {
@@ -39,16 +42,23 @@ extension ConfigDecoder {
     /// A TOML date (midnight UTC), a `"YYYY-MM-DD"` string, or a date-time (UTC when it has no offset).
     private func issueDate(_ table: TableReader) throws(ConfigError) -> Date? {
         guard let value = table.value("date") else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        // UTC by hand (timegm), not through Calendar: Calendar and TimeZone load ICU's zone data.
         func makeDate(_ year: Int, _ month: Int, _ day: Int, _ time: TOMLTime? = nil, offsetMinutes: Int = 0) -> Date? {
-            var components = DateComponents(year: year, month: month, day: day)
-            components.hour = time?.hour ?? 0
-            components.minute = time?.minute ?? 0
-            components.second = time?.second ?? 0
-            components.nanosecond = time?.nanoSecond ?? 0
-            guard components.isValidDate(in: calendar), let date = calendar.date(from: components) else { return nil }
-            return date.addingTimeInterval(TimeInterval(-offsetMinutes * 60))
+            let hour = Int(time?.hour ?? 0), minute = Int(time?.minute ?? 0), second = Int(time?.second ?? 0)
+            guard (1...9999).contains(year), (1...12).contains(month), (1...31).contains(day),
+                  (0..<24).contains(hour), (0..<60).contains(minute), (0..<60).contains(second)
+            else { return nil }
+            var fields = tm()
+            fields.tm_year = Int32(year - 1900)
+            fields.tm_mon = Int32(month - 1)
+            fields.tm_mday = Int32(day)
+            fields.tm_hour = Int32(hour)
+            fields.tm_min = Int32(minute)
+            fields.tm_sec = Int32(second)
+            let seconds = timegm(&fields)
+            guard fields.tm_mday == Int32(day) else { return nil }  // 31 April rolled over
+            let nanoseconds = Double(time?.nanoSecond ?? 0) / 1e9
+            return Date(timeIntervalSince1970: Double(seconds) + nanoseconds - Double(offsetMinutes * 60))
         }
         if let date = value.date {
             if let result = makeDate(date.year, date.month, date.day) { return result }

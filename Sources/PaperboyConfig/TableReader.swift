@@ -191,8 +191,21 @@ struct TableReader {
     }
 
     /// A key path without array indices: `issues[0].assets[1]` → `issues.assets`.
+    /// Scanned by hand: a regular expression here loaded ICU's regex engine on every run.
     static func schemaPath(_ path: String) -> String {
-        path.replacingOccurrences(of: "\\[[0-9]+\\]", with: "", options: .regularExpression)
+        var result = ""
+        var rest = Substring(path)
+        while let open = rest.firstIndex(of: "[") {
+            let digits = rest[rest.index(after: open)...].prefix(while: { $0 >= "0" && $0 <= "9" })
+            if !digits.isEmpty, digits.endIndex < rest.endIndex, rest[digits.endIndex] == "]" {
+                result += rest[..<open]
+                rest = rest[rest.index(after: digits.endIndex)...]
+            } else {
+                result += rest[...open]
+                rest = rest[rest.index(after: open)...]
+            }
+        }
+        return result + rest
     }
 
     static func describe(_ value: any TOMLValueConvertible) -> String {

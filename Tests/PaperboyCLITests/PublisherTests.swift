@@ -60,6 +60,7 @@ struct PublisherTests {
         #expect(issues.count == 1)
         #expect(issues.first?["status"] as? String == "available")
         #expect(issues.first?["isNew"] as? Bool == true)
+        #expect(issues.first?["date"] as? String == "2026-11-21")
         #expect((issues.first?["coverPath"] as? String)?.hasSuffix("\(folder)/cover.png") == true)
 
         let second = try await CLI.run(["sync", "--config", file.path])
@@ -207,6 +208,7 @@ struct PublisherTests {
         #expect(env.contains("PAPERBOY_ISSUE_PATH=\(folder)\n"), "\(env)")
         #expect(env.contains("PAPERBOY_COVER=\(folder)/cover.png\n"), "\(env)")
         #expect(env.contains("PAPERBOY_BADGE=1\n"), "\(env)")
+        #expect(env.contains("PAPERBOY_ISSUE_DATE=2026-11-21\n"), "\(env)")
 
         // Only once: the issue was already available at the next sync.
         try FileManager.default.removeItem(at: workspace.path("hook-2026-11-21.env"))

@@ -47,3 +47,15 @@ import Testing
         #expect(map.line(for: "nothing.here") == nil)
     }
 }
+
+@Suite struct SchemaPathTests {
+    @Test func dropsOnlyNumericIndices() {
+        #expect(TableReader.schemaPath("issues[0].assets[12]") == "issues.assets")
+        #expect(TableReader.schemaPath("scheduler") == "scheduler")
+        #expect(TableReader.schemaPath("issues[0]") == "issues")
+        // Not indices: kept as written.
+        #expect(TableReader.schemaPath("a[].b[x].c[1") == "a[].b[x].c[1")
+        #expect(TableReader.schemaPath("a[[3]]") == "a[]")
+        #expect(TableReader.schemaPath("\"k[1]é\"[2]") == "\"ké\"")
+    }
+}

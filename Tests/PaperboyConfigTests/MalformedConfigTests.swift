@@ -228,6 +228,12 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             message: "paperboy.toml:5: missing required key 'date' in [[issues]]"
         ),
         MalformedCase(
+            name: "a date that is not in the calendar",
+            text: "[[issues]]\nname = \"a\"\ndate = \"2026-02-30\"\n",
+            line: 3, key: "issues[0].date", code: .invalidValue,
+            message: "paperboy.toml:3: issues[0].date: expected a date YYYY-MM-DD, got \"2026-02-30\""
+        ),
+        MalformedCase(
             name: "missing asset URL",
             text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n  [[issues.assets]]\n  role = \"cover\"\n",
             line: 4, key: "issues[0].assets[0].url", code: .missingKey,

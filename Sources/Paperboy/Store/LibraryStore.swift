@@ -259,7 +259,7 @@ final class LibraryStore: Sendable {
         var arguments: [(any DatabaseValueConvertible)?] = []
         if let state = patch.state { assignments.append("state = ?"); arguments.append(state.rawValue) }
         if let detail = patch.detail { assignments.append("detail = ?"); arguments.append(detail) }
-        if let retryAt = patch.retryAt { assignments.append("retryAt = ?"); arguments.append(retryAt) }
+        if let retryAt = patch.retryAt { assignments.append("retryAt = ?"); arguments.append(retryAt.map(StoredDate.init)) }
         if let attempts = patch.attempts { assignments.append("attempts = ?"); arguments.append(attempts) }
         if let bytes = patch.bytesOnDisk { assignments.append("bytesOnDisk = ?"); arguments.append(bytes) }
         if let expected = patch.expectedBytes { assignments.append("expectedBytes = ?"); arguments.append(expected) }

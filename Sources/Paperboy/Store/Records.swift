@@ -3,13 +3,38 @@ import GRDB
 import Synchronization
 
 /// One row of the `issue` table.
-struct IssueRecord: Codable, Sendable, FetchableRecord, PersistableRecord {
+struct IssueRecord: Sendable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "issue"
     var name: String
     var date: Date
     var addedAt: Date
     var isNew: Bool
     var coverPath: String?
+
+    init(name: String, date: Date, addedAt: Date, isNew: Bool, coverPath: String?) {
+        self.name = name
+        self.date = date
+        self.addedAt = addedAt
+        self.isNew = isNew
+        self.coverPath = coverPath
+    }
+
+    // Coded by hand, dates through ``StoredDate`` (GRDB's `Codable` path formats them with ICU).
+    init(row: Row) throws {
+        name = row["name"]
+        date = (row["date"] as StoredDate).date
+        addedAt = (row["addedAt"] as StoredDate).date
+        isNew = row["isNew"]
+        coverPath = row["coverPath"]
+    }
+
+    func encode(to container: inout PersistenceContainer) throws {
+        container["name"] = name
+        container["date"] = StoredDate(date)
+        container["addedAt"] = StoredDate(addedAt)
+        container["isNew"] = isNew
+        container["coverPath"] = coverPath
+    }
 }
 
 /// An asset's request as stored (JSON text), decoded the first time it is read: listings of
@@ -143,7 +168,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         userInfo = row["userInfo"]
         state = row["state"]
         detail = row["detail"]
-        retryAt = row["retryAt"]
+        retryAt = (row["retryAt"] as StoredDate?)?.date
         attempts = row["attempts"]
         bytesOnDisk = row["bytesOnDisk"]
         expectedBytes = row["expectedBytes"]
@@ -159,7 +184,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
 
     /// The row's values, in the order of ``columnNames``.
     func columnValues() throws -> [(any DatabaseValueConvertible)?] {
-        [id, issueName, seq, try storedRequest.json(), userInfo, state, detail, retryAt, attempts,
+        [id, issueName, seq, try storedRequest.json(), userInfo, state, detail, retryAt.map(StoredDate.init), attempts,
          bytesOnDisk, expectedBytes, validator, validatorStrength]
     }
 

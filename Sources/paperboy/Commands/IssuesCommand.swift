@@ -42,11 +42,10 @@ struct IssuesCommand: AsyncParsableCommand {
             do {
                 let library = try Library.openForReading(at: config.library.path)
                 let reading = library.currentlyReadingIssue?.name
-                let dateFormat = Date.ISO8601FormatStyle().year().month().day()
                 shelf = Shelf(
                     libraryPath: library.root.path, badgeCount: library.badgeCount, currentlyReading: reading,
                     issues: library.issues.map { issue in
-                        Shelf.Entry(name: issue.name, date: issue.date.formatted(dateFormat), status: issue.status.rawValue,
+                        Shelf.Entry(name: issue.name, date: issue.date.utcDayText, status: issue.status.rawValue,
                                     isNew: issue.isNew, isReading: issue.name == reading, contentPath: issue.contentURL.path,
                                     coverPath: issue.coverURL?.path)
                     })

@@ -67,7 +67,7 @@ struct NotifyCommand: AsyncParsableCommand {
             await library.close()
             if !options.quiet {
                 let wait = ProgressDisplay.duration(max(0, next.timeIntervalSinceNow))
-                Console.line("paperboy: throttled; the next refresh is allowed at \(next.formatted(.iso8601)) (in \(wait)); set [notifications] dont_throttle to lift it")
+                Console.line("paperboy: throttled; the next refresh is allowed at \(next.utcTimeText) (in \(wait)); set [notifications] dont_throttle to lift it")
             }
         case .refresh:
             if !options.quiet { Console.line("paperboy: content available; refreshing \(config.feeds.count) feed(s)") }

@@ -79,10 +79,9 @@ struct StatusReport: Encodable {
     init(library: Library) {
         libraryPath = library.root.path
         bandwidth = library.recordedBandwidthStatistics
-        let dateFormat = Date.ISO8601FormatStyle().year().month().day()
         issues = library.issues.map { issue in
             IssueReport(
-                name: issue.name, date: issue.date.formatted(dateFormat), status: issue.status.rawValue,
+                name: issue.name, date: issue.date.utcDayText, status: issue.status.rawValue,
                 isNew: issue.isNew, contentPath: issue.contentURL.path,
                 assets: issue.assetStatuses.map { status in
                     var report = AssetReport(
@@ -92,7 +91,7 @@ struct StatusReport: Encodable {
                     switch status.state {
                     case .waiting(let reason):
                         report.reason = reason.description
-                        if case .retry(let until, _) = reason { report.retryAt = until.formatted(.iso8601) }
+                        if case .retry(let until, _) = reason { report.retryAt = until.utcTimeText }
                     case .failed(let message):
                         report.error = message
                     default:

@@ -21,7 +21,7 @@ struct IssueHook {
                 "PAPERBOY_ISSUE": issue.name,
                 "PAPERBOY_ISSUE_PATH": issue.contentURL.path,
                 "PAPERBOY_COVER": issue.coverURL?.path ?? "",
-                "PAPERBOY_ISSUE_DATE": issue.date.formatted(Date.ISO8601FormatStyle().year().month().day()),
+                "PAPERBOY_ISSUE_DATE": issue.date.utcDayText,
                 "PAPERBOY_BADGE": String(badge),
             ]
         }

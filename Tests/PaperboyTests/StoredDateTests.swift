@@ -1,0 +1,55 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Paperboy
+
+@Suite("Stored dates")
+struct StoredDateTests {
+    /// GRDB's own storage formatter, as configured in GRDB (the form libraries already hold).
+    static let grdbFormatter: DateFormatter = {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss.SSS"
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(secondsFromGMT: 0)
+        return formatter
+    }()
+
+    static let samples: [Double] = [
+        0, 0.001, 0.0999, 59.9996, 86_399.999, 86_400, -0.001, -86_400.5, 951_782_400,  // 2000-02-29
+        1_700_000_000.123, 1_795_000_000.987_6, 4_107_542_400,  // 2100-03-01
+        -2_208_988_800,  // 1900-01-01
+        253_402_300_799.999,  // 9999-12-31 23:59:59.999
+    ]
+
+    @Test(arguments: samples)
+    func writesWhatGRDBWrites(seconds: Double) {
+        let date = Date(timeIntervalSince1970: seconds)
+        #expect(StoredDate.text(date) == Self.grdbFormatter.string(from: date))
+    }
+
+    @Test(arguments: samples)
+    func readsBackToTheMillisecond(seconds: Double) throws {
+        let date = Date(timeIntervalSince1970: seconds)
+        let read = try #require(StoredDate.fromDatabaseValue(StoredDate(date).databaseValue)?.date)
+        let grdb = try #require(Date.fromDatabaseValue(StoredDate.text(date).databaseValue))
+        #expect(abs(read.timeIntervalSince1970 - grdb.timeIntervalSince1970) < 0.000_5)
+        #expect(abs(read.timeIntervalSince1970 - (seconds * 1000).rounded() / 1000) < 0.000_001)
+    }
+
+    @Test func otherFormsFallBackToGRDBsReading() throws {
+        #expect(StoredDate.fromDatabaseValue("2025-01-02".databaseValue)?.date == Date(timeIntervalSince1970: 1_735_776_000))
+        #expect(StoredDate.fromDatabaseValue(1_000.databaseValue)?.date == Date(timeIntervalSince1970: 1_000))
+        // Out-of-range fields are GRDB's to judge, as before (it rolls month 13 over).
+        let odd = "2025-13-02 00:00:00.000".databaseValue
+        #expect(StoredDate.fromDatabaseValue(odd)?.date == Date.fromDatabaseValue(odd))
+        #expect(StoredDate.fromDatabaseValue("not a date".databaseValue) == nil)
+        #expect(StoredDate.fromDatabaseValue(DatabaseValue.null) == nil)
+    }
+}
+
+extension StoredDateTests {
+    @Test func aDayPastTheMonthsEndIsNotReadAsTheNextMonth() {
+        #expect(StoredDate.date("2026-02-30 00:00:00.000") == nil)
+        #expect(StoredDate.date("2024-02-29 12:00:00.000") == Date(timeIntervalSince1970: 1_709_208_000))
+    }
+}
