@@ -1,5 +1,7 @@
 // Wrappers for libssh2's function-like macros, which Swift cannot see, constants defined as
 // shift expressions, and the two C callbacks a session needs (socket reads, keyboard-interactive).
+// The socket-read callback counts bytes and can cap them per call (libssh2 otherwise decrypts
+// everything the socket holds into queued packets before returning any).
 #ifndef CPAPERBOY_SSH2_SHIM_H
 #define CPAPERBOY_SSH2_SHIM_H
 
@@ -22,15 +24,22 @@ typedef void (*paperboy_kbdint_function)(void *owner, int prompt_count,
 typedef struct paperboy_ssh_context {
     /// Bytes read from the socket so far (to tell whether a round of calls consumed input).
     unsigned long long received;
+    /// Bytes the receive callback may still take from the socket before it answers "would
+    /// block"; negative: no limit. See `SSHSession.withReceiveLimit`.
+    long long budget;
     /// The Swift object owning the session, handed back to `kbdint`.
     void *owner;
     paperboy_kbdint_function kbdint;
 } paperboy_ssh_context;
 
 static ssize_t paperboy_ssh_recv(libssh2_socket_t socket, void *buffer, size_t length, int flags, void **abstract) {
+    paperboy_ssh_context *context = (paperboy_ssh_context *)*abstract;
+    if (context->budget == 0) return -EAGAIN;
+    if (context->budget > 0 && (long long)length > context->budget) length = (size_t)context->budget;
     ssize_t count = recv(socket, buffer, length, flags);
     if (count < 0) return -errno;
-    ((paperboy_ssh_context *)*abstract)->received += (unsigned long long)count;
+    context->received += (unsigned long long)count;
+    if (context->budget > 0) context->budget -= count;
     return count;
 }
 

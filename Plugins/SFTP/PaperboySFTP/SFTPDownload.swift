@@ -243,9 +243,13 @@ extension SFTPDownload {
 }
 
 /// Reads one file, or one range of it, on the session thread: each `libssh2_sftp_read` keeps
-/// several requests in flight; full buffers go to an ``SFTPWriteBehind`` whose queue writes them
-/// to the sink while the next ones are read and decrypted. With no free buffer (the sink pushes
-/// back or the disk is slower) reading pauses.
+/// several requests in flight; filled buffers go to an ``SFTPWriteBehind`` whose queue writes
+/// them to the sink while the next ones are read and decrypted. With no free buffer (the sink
+/// pushes back or the disk is slower) reading pauses.
+///
+/// What the process holds stays small whatever the read-ahead: libssh2 takes at most
+/// ``receiveLimit`` bytes from the socket per read (the rest of the answers wait in the kernel),
+/// and buffers are handed over at ``submitSize`` bytes.
 final class SFTPReader: @unchecked Sendable {
     private let handle: SFTPHandle
     private let channel: SFTPChannel
@@ -262,6 +266,21 @@ final class SFTPReader: @unchecked Sendable {
     private var reachedEnd = false
     private var continuation: CheckedContinuation<Int64, any Error>?
     private weak var operation: SSHSession.Operation?
+    /// A buffer goes to the sink once it holds this many bytes.
+    private let submitSize: Int
+
+    /// Bytes libssh2 may take from the socket per `libssh2_sftp_read` (a few SSH packets; see
+    /// ``SSHSession/withReceiveLimit(_:_:)``).
+    static let receiveLimit = 64 << 10
+    /// A buffer goes to the sink once it holds this many bytes (or the buffer's size, if smaller).
+    ///
+    /// Each read still offers libssh2 the rest of the buffer, since libssh2 sizes its read-ahead
+    /// (requests in flight) on that. With the receive limit, a read fills at most about
+    /// `receiveLimit` more bytes than were queued, so only the first `submitSize` bytes and a
+    /// little more of each buffer are ever touched: the pages past that are never resident.
+    static let submitSize = 256 << 10
+    /// The smallest read near the end of a range (smaller reads would only add calls).
+    static let tailReadSize = 64 << 10
 
     init(handle: SFTPHandle, channel: SFTPChannel, offset: Int64, end: Int64?, session: SSHSession,
          writer: SFTPWriteBehind, target: Int, url: URL) {
@@ -273,6 +292,7 @@ final class SFTPReader: @unchecked Sendable {
         self.writer = writer
         self.target = target
         self.url = url
+        submitSize = min(Self.submitSize, writer.bufferSize)
     }
 
     deinit {
@@ -312,13 +332,22 @@ final class SFTPReader: @unchecked Sendable {
             }
             self.buffer = buffer
             var want = writer.bufferSize - filled
-            if let end { want = Int(min(Int64(want), end - offset - received)) }
+            if let end {
+                // libssh2 asks for up to four times `want` ahead: barely past the range's end, since
+                // the answers to requests beyond it are read and thrown away when the file closes.
+                let left = end - offset - received
+                want = Int(min(Int64(want), left, max(left / 4, Int64(Self.tailReadSize))))
+            }
             if want == 0 {
                 reachedEnd = true
                 break
             }
-            let count = libssh2_sftp_read(handle.raw, (buffer.pointer + filled).assumingMemoryBound(to: CChar.self), want)
+            let (count, limitReached) = session.withReceiveLimit(Self.receiveLimit) {
+                libssh2_sftp_read(handle.raw, (buffer.pointer + filled).assumingMemoryBound(to: CChar.self), want)
+            }
             if count == Int(LIBSSH2_ERROR_EAGAIN) {
+                // Bytes wait in the socket: the limit stopped libssh2, not the network.
+                if limitReached { continue }
                 // Keep the disk busy rather than wait for a full buffer.
                 if filled > 0, writer.isIdle { submit() }
                 return progressed ? .yielded : .blocked
@@ -337,7 +366,7 @@ final class SFTPReader: @unchecked Sendable {
             filled += count
             received += Int64(count)
             progressed = true
-            if filled == writer.bufferSize { submit() }
+            if filled >= submitSize { submit() }
         }
         guard reachedEnd else { return .yielded }
         if filled > 0 { submit() }

@@ -29,8 +29,10 @@ import Paperboy
 ///   validator is `size=…;mtime=…` (weak: SFTP version 3 gives whole seconds); when it differs
 ///   from the recorded one the transfer starts from 0.
 /// - Reads: ``Configuration/readSize`` bytes per `libssh2_sftp_read`, which keeps up to four
-///   times that (at most 8 MiB) of requests in flight; a bounded write-behind queue writes to the
-///   sink while the next bytes are decrypted; back-pressure from the sink pauses reading.
+///   times that (at most 8 MiB) of requests in flight; libssh2 takes at most 64 KiB from the
+///   socket per read, so answers wait in the kernel rather than in the heap; a bounded
+///   write-behind queue writes to the sink while the next bytes are decrypted; back-pressure
+///   from the sink pauses reading.
 /// - Large files (``Configuration/splitThreshold``) are read over two connections when the
 ///   host's connection is otherwise unused: the second half goes into a sink segment.
 public struct SFTPTransport: Transport {
@@ -65,8 +67,11 @@ public struct SFTPTransport: Transport {
         public var usesAgent: Bool
         /// Bytes asked for per read, 64 KiB to 2 MiB (default 1 MiB); also the largest chunk handed
         /// to the sink. libssh2 keeps four times this in requests in flight per file, which bounds
-        /// throughput on a long path (4 MiB per round trip) and is most of the memory a transfer
-        /// uses (plus three or four buffers of this size for the write-behind queue).
+        /// throughput on a long path (4 MiB per round trip).
+        ///
+        /// Resident memory hardly depends on it: the answers wait in the kernel's socket buffer
+        /// (libssh2 takes 64 KiB from the socket per read), and only about the first 330 KiB of
+        /// each of the three or four write-behind buffers of this size are ever written to.
         public var readSize: Int
         /// Refused answers tolerated per authentication method before failing.
         public var maxAuthenticationFailures: Int

@@ -108,7 +108,7 @@ final class SSHSession: @unchecked Sendable {
         origin = URL(string: "sftp://\(host):\(key.port)/") ?? URL(string: "sftp://invalid/")!
         wakeFD = paperboy_eventfd()
         context = .allocate(capacity: 1)
-        context.initialize(to: paperboy_ssh_context(received: 0, owner: nil, kbdint: sshKeyboardInteractiveCallback))
+        context.initialize(to: paperboy_ssh_context(received: 0, budget: -1, owner: nil, kbdint: sshKeyboardInteractiveCallback))
         context.pointee.owner = Unmanaged.passUnretained(self).toOpaque()
         shared.withLock { $0.users = 1 }
         // The thread keeps the session alive until it has closed the connection.
@@ -301,6 +301,23 @@ final class SSHSession: @unchecked Sendable {
         for method in [LIBSSH2_METHOD_MAC_CS, LIBSSH2_METHOD_MAC_SC] {
             _ = libssh2_session_method_pref(session, method, macPreference)
         }
+    }
+
+    /// Runs `body` (libssh2 calls) with at most `limit` bytes taken from the socket; past that,
+    /// libssh2 sees "would block". Session thread only.
+    ///
+    /// libssh2 decrypts everything the socket holds into queued packets before it hands out any
+    /// channel data. With megabytes of SFTP reads in flight, that queue (allocated on the
+    /// session thread) grew to the whole read-ahead; with a limit, answers wait in the kernel's
+    /// socket buffer instead, and the process holds about `limit` bytes of them.
+    ///
+    /// - Returns: what `body` returned, and whether the limit was reached: a "would block"
+    ///   from libssh2 then means "call again", not "wait for the socket".
+    func withReceiveLimit<T>(_ limit: Int, _ body: () -> T) -> (result: T, limitReached: Bool) {
+        context.pointee.budget = Int64(limit)
+        defer { context.pointee.budget = -1 }
+        let result = body()
+        return (result, context.pointee.budget == 0)
     }
 
     /// Bytes read from the socket so far.
