@@ -171,3 +171,18 @@ struct LibraryTests {
         await library.close()
     }
 }
+
+@Suite("Asset identifiers")
+struct AssetIdentifierTests {
+    @Test func areLowercaseVersion4UUIDsAndDistinct() {
+        let identifiers = (0..<2000).map { _ in Issue.newAssetIdentifier() }
+        #expect(Set(identifiers).count == identifiers.count)
+        for identifier in identifiers.prefix(200) {
+            let uuid = UUID(uuidString: identifier)
+            #expect(uuid != nil && identifier == identifier.lowercased(), "\(identifier)")
+            let characters = Array(identifier)
+            #expect(characters[14] == "4", "\(identifier)")  // version
+            #expect("89ab".contains(characters[19]), "\(identifier)")  // variant
+        }
+    }
+}

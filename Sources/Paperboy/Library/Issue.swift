@@ -89,7 +89,7 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
                 }
             }
             records.append(AssetRecord(
-                id: UUID().uuidString.lowercased(), issueName: name, seq: seq, request: request, userInfo: userInfoJSON,
+                id: Self.newAssetIdentifier(), issueName: name, seq: seq, request: request, userInfo: userInfoJSON,
                 state: PersistedState.idle.rawValue, detail: nil, retryAt: nil, attempts: 0, bytesOnDisk: 0,
                 expectedBytes: nil, validator: nil, validatorStrength: nil))
             seq += 1
@@ -106,4 +106,21 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
     }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(name) }
+}
+
+extension Issue {
+    /// A random (version 4) UUID in lowercase, the form asset identifiers have always had.
+    /// Drawn from `SystemRandomNumberGenerator` (getrandom): Foundation's `UUID()` opens and
+    /// reads /dev/urandom once per call, three system calls per asset when adding thousands.
+    static func newAssetIdentifier() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
+        return withUnsafeMutableBytes(of: &bytes) { raw in
+            raw[6] = (raw[6] & 0x0F) | 0x40  // version 4
+            raw[8] = (raw[8] & 0x3F) | 0x80  // RFC 4122 variant
+            return UUID(uuid: (raw[0], raw[1], raw[2], raw[3], raw[4], raw[5], raw[6], raw[7],
+                               raw[8], raw[9], raw[10], raw[11], raw[12], raw[13], raw[14], raw[15]))
+                .uuidString.lowercased()
+        }
+    }
 }
