@@ -5,7 +5,8 @@
 
 Only functions of the object whose file name is OBJECT are listed. Functions executed by more
 of the profiled runs come first (start-up and the sync core, then each transport's), and
-within that, in the order the profiles first name them.
+within that, in the order the profiles first name them (profiles taken in the order of the
+number that ends their file name, callgrind's process id, so in the order they ran).
 """
 import re
 import sys
@@ -14,7 +15,11 @@ target = sys.argv[1]
 runs_of = {}   # name -> number of profiles it appears in
 first_seen = {}
 
-for index, path in enumerate(sys.argv[2:]):
+def run_order(path):
+    suffix = path.rsplit(".", 1)[-1]
+    return (0, int(suffix)) if suffix.isdigit() else (1, path)
+
+for index, path in enumerate(sorted(sys.argv[2:], key=run_order)):
     objects, functions, seen = {}, {}, set()
     current_object = callee_object = None
     with open(path, errors="replace") as profile:
