@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# HTTP side by side: `paperboy sync` (release build) against curl, wget and aria2c, all
-# downloading from one nginx on loopback into the same file system.
+# HTTP side by side: `paperboy sync` (release build) against curl, wget, aria2c and a small
+# URLSession program (Benchmarks/http/urlsession.swift, FoundationNetworking), all downloading
+# from one nginx on loopback into the same file system.
 #
 #   (a) one large file (1 GiB by default)        → MB/s, peak RSS
 #   (b) many small files (1,000 × 64 KiB)        → files/s, peak RSS
@@ -38,8 +39,15 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [[ -x /usr/bin/time ]] || { echo "/usr/bin/time is not installed (apt-get install time)" >&2; exit 1; }
 
 PAPERBOY=$("$ROOT/Benchmarks/build.sh")
+# The URLSession program, optimised, as a Swift developer would build it. Its downloads land in
+# a temporary folder on the same file system (TMPDIR below), so the final move is a rename.
+URLSESSION=""
+if command -v swiftc > /dev/null && mkdir -p "$WORK/bin" &&
+   swiftc -O -swift-version 6 -o "$WORK/bin/urlsession-fetch" "$ROOT/Benchmarks/http/urlsession.swift" 2>&1 >&2; then
+    URLSESSION=$WORK/bin/urlsession-fetch
+fi
 
-mkdir -p "$WORK"/{www/small,tmp,logs,out}
+mkdir -p "$WORK"/{www/small,tmp,logs,out,urlsession-tmp}
 echo "work folder: $WORK" >&2
 
 # Test data is generated here, never committed.
@@ -88,6 +96,7 @@ done
 BASE="http://127.0.0.1:$PORT"
 
 # Lists for the other tools.
+echo "$BASE/big.bin" > "$WORK/big-url.txt"
 : > "$WORK/small-urls.txt"
 : > "$WORK/small-curl.txt"
 for file in "$WORK"/www/small/*; do
@@ -142,6 +151,7 @@ TOOLS_SMALL=(paperboy curl-seq "curl-Z$PARALLEL")
 if [[ $NOSYNC == 1 ]]; then TOOLS_BIG+=(paperboy-nosync); TOOLS_SMALL+=(paperboy-nosync); fi
 command -v wget > /dev/null && { TOOLS_BIG+=(wget); TOOLS_SMALL+=(wget); }
 command -v aria2c > /dev/null && { TOOLS_BIG+=(aria2c); TOOLS_SMALL+=("aria2c-j$PARALLEL"); }
+[[ -n $URLSESSION ]] && { TOOLS_BIG+=(urlsession); TOOLS_SMALL+=("urlsession-j$PARALLEL"); }
 rm -f "$WORK"/result-*.txt
 
 for ((i = 1; i <= RUNS; i++)); do
@@ -154,6 +164,7 @@ for ((i = 1; i <= RUNS; i++)); do
             curl) run curl big curl -sS -o big.bin "$BASE/big.bin" ;;
             wget) run wget big wget -q -O big.bin "$BASE/big.bin" ;;
             aria2c) run aria2c big aria2c -q --file-allocation=none --allow-overwrite=true -o big.bin "$BASE/big.bin" ;;
+            urlsession) run urlsession big env TMPDIR="$WORK/urlsession-tmp" "$URLSESSION" 1 "$WORK/big-url.txt" ;;
         esac
     done
     for tool in "${TOOLS_SMALL[@]}"; do
@@ -165,6 +176,7 @@ for ((i = 1; i <= RUNS; i++)); do
             curl-Z*) run "$tool" small curl -sS -Z --parallel-max "$PARALLEL" -K "$WORK/small-curl.txt" ;;
             wget) run wget small wget -q -i "$WORK/small-urls.txt" ;;
             aria2c-j*) run "$tool" small aria2c -q --file-allocation=none -j "$PARALLEL" -i "$WORK/small-urls.txt" ;;
+            urlsession-j*) run "$tool" small env TMPDIR="$WORK/urlsession-tmp" "$URLSESSION" "$PARALLEL" "$WORK/small-urls.txt" ;;
         esac
     done
 done
@@ -206,6 +218,7 @@ report big MB/s
 report small files/s
 echo
 ratio big paperboy curl 1.3
+ratio big paperboy urlsession 2.5
 ratio big paperboy-nosync curl 1.3
 ratio small paperboy "curl-Z$PARALLEL" 1.0
 ratio small paperboy-nosync "curl-Z$PARALLEL" 1.0
