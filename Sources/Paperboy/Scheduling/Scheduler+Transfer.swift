@@ -65,13 +65,15 @@ extension Scheduler {
 
         // Only bytes recorded as durable count, and only if they are still there; and only a
         // validated resume is allowed, so that two versions are never spliced.
-        var offset = min(run.bytesOnDisk, POSIX.fileSize(fd))
+        let size = POSIX.fileSize(fd)
+        var offset = min(run.bytesOnDisk, size)
         var validator = run.validator
         if offset > 0, validator == nil || !transport.capabilities.contains(.resume) {
             offset = 0
             validator = nil
         }
-        guard POSIX.truncate(fd, to: offset) else {
+        // A new, empty partial file (the common case) needs neither truncating nor seeking.
+        guard size == 0 || POSIX.truncate(fd, to: offset) else {
             let error = LibraryError(.storage, "cannot truncate \(partial.path): \(POSIX.errorMessage())")
             return .failed(error, retryAfter: nil, written: 0, validator: nil)
         }
