@@ -43,7 +43,7 @@ PAPERBOY=$("$ROOT/Benchmarks/build.sh")
 # a temporary folder on the same file system (TMPDIR below), so the final move is a rename.
 URLSESSION=""
 if command -v swiftc > /dev/null && mkdir -p "$WORK/bin" &&
-   swiftc -O -swift-version 6 -o "$WORK/bin/urlsession-fetch" "$ROOT/Benchmarks/http/urlsession.swift" 2>&1 >&2; then
+   swiftc -O -swift-version 6 -o "$WORK/bin/urlsession-fetch" "$ROOT/Benchmarks/http/urlsession.swift" >&2; then
     URLSESSION=$WORK/bin/urlsession-fetch
 fi
 

@@ -28,6 +28,20 @@ struct LibraryTests {
         await reopened.close()
     }
 
+    @Test func anUnreadableIssueDateIsAnErrorNotACrash() async throws {
+        var library = try open()
+        try library.addIssue(name: "odd", date: Date(timeIntervalSince1970: 1_000))
+        try await library.scheduler.store.pool.write { db in
+            try db.execute(sql: "UPDATE issue SET date = 'not a date' WHERE name = 'odd'")
+        }
+        await library.close()
+        library = try open()
+        // The issue cannot be read; reading it must not stop the process.
+        #expect(library.issue(named: "odd") == nil)
+        #expect(library.issues.isEmpty)
+        await library.close()
+    }
+
     @Test func aDamagedRequestFailsItsAssetAndSparesTheOthers() async throws {
         let transport = InMemoryTransport()
         let good = transport.serve(randomData(1000, seed: 1), at: "good")

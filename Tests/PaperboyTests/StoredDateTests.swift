@@ -19,6 +19,11 @@ struct StoredDateTests {
         1_700_000_000.123, 1_795_000_000.987_6, 4_107_542_400,  // 2100-03-01
         -2_208_988_800,  // 1900-01-01
         253_402_300_799.999,  // 9999-12-31 23:59:59.999
+        // Outside 1583...9999: GRDB's own text and reading (Julian calendar before 1582).
+        -12_219_379_201,  // 1582-10-04 23:59:59 (Julian)
+        -62_135_596_800,  // 0001-01-01
+        -62_230_000_000,  // before year 1
+        253_402_300_800,  // 10000-01-01
     ]
 
     @Test(arguments: samples)
@@ -30,10 +35,13 @@ struct StoredDateTests {
     @Test(arguments: samples)
     func readsBackToTheMillisecond(seconds: Double) throws {
         let date = Date(timeIntervalSince1970: seconds)
-        let read = try #require(StoredDate.fromDatabaseValue(StoredDate(date).databaseValue)?.date)
-        let grdb = try #require(Date.fromDatabaseValue(StoredDate.text(date).databaseValue))
-        #expect(abs(read.timeIntervalSince1970 - grdb.timeIntervalSince1970) < 0.000_5)
-        #expect(abs(read.timeIntervalSince1970 - (seconds * 1000).rounded() / 1000) < 0.000_001)
+        let stored = StoredDate(date).databaseValue
+        let read = StoredDate.fromDatabaseValue(stored)?.date
+        // Bit for bit what GRDB reads from the same text (nil where GRDB cannot read it either).
+        #expect(read == Date.fromDatabaseValue(stored))
+        if (-12_219_292_800...253_402_300_799.999).contains(seconds), let read {  // 1583...9999
+            #expect(abs(read.timeIntervalSince1970 - (seconds * 1000).rounded() / 1000) < 0.000_001)
+        }
     }
 
     @Test func otherFormsFallBackToGRDBsReading() throws {
@@ -51,5 +59,19 @@ extension StoredDateTests {
     @Test func aDayPastTheMonthsEndIsNotReadAsTheNextMonth() {
         #expect(StoredDate.date("2026-02-30 00:00:00.000") == nil)
         #expect(StoredDate.date("2024-02-29 12:00:00.000") == Date(timeIntervalSince1970: 1_709_208_000))
+    }
+}
+
+extension StoredDateTests {
+    @Test func randomMillisecondsMatchGRDBBothWays() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<3000 {
+            // 1906...2096, whole milliseconds as stored.
+            let milliseconds = Int64.random(in: -2_000_000_000_000...4_000_000_000_000, using: &generator)
+            let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+            let text = StoredDate.text(date)
+            #expect(text == Self.grdbFormatter.string(from: date))
+            #expect(StoredDate.date(text) == Date.fromDatabaseValue(text.databaseValue), "\(text)")
+        }
     }
 }

@@ -22,8 +22,9 @@ struct IssueRecord: Sendable, FetchableRecord, PersistableRecord {
     // Coded by hand, dates through ``StoredDate`` (GRDB's `Codable` path formats them with ICU).
     init(row: Row) throws {
         name = row["name"]
-        date = (row["date"] as StoredDate).date
-        addedAt = (row["addedAt"] as StoredDate).date
+        // Decoded with errors, not GRDB's trapping subscript: an unreadable date fails the read.
+        date = try row.decode(StoredDate.self, forColumn: "date").date
+        addedAt = try row.decode(StoredDate.self, forColumn: "addedAt").date
         isNew = row["isNew"]
         coverPath = row["coverPath"]
     }
@@ -168,7 +169,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         userInfo = row["userInfo"]
         state = row["state"]
         detail = row["detail"]
-        retryAt = (row["retryAt"] as StoredDate?)?.date
+        retryAt = try row.decode(StoredDate?.self, forColumn: "retryAt")?.date
         attempts = row["attempts"]
         bytesOnDisk = row["bytesOnDisk"]
         expectedBytes = row["expectedBytes"]

@@ -30,7 +30,10 @@ struct StoredDate: DatabaseValueConvertible, Equatable {
         let (seconds, millisecond) = milliseconds.floorDivided(by: 1000)
         var time = time_t(seconds)
         var fields = tm()
-        guard gmtime_r(&time, &fields) != nil else { return Self.grdbText(date) }
+        // Outside 1583...9999 GRDB's own form (DateFormatter's Julian calendar before the
+        // Gregorian reform, its signs and widths), so such dates keep reading as they did.
+        guard gmtime_r(&time, &fields) != nil, (1583...9999).contains(Int(fields.tm_year) + 1900)
+        else { return Self.grdbText(date) }
         let values: [(Int, Int)] = [
             (Int(fields.tm_year) + 1900, 4), (Int(fields.tm_mon) + 1, 2), (Int(fields.tm_mday), 2),
             (Int(fields.tm_hour), 2), (Int(fields.tm_min), 2), (Int(fields.tm_sec), 2), (Int(millisecond), 3),
@@ -46,7 +49,7 @@ struct StoredDate: DatabaseValueConvertible, Equatable {
         return text
     }
 
-    /// GRDB's own text, for dates `gmtime_r` cannot split (beyond its year range).
+    /// GRDB's own text, for dates outside the years written by hand.
     private static func grdbText(_ date: Date) -> String {
         String.fromDatabaseValue(date.databaseValue) ?? ""
     }
@@ -68,7 +71,8 @@ struct StoredDate: DatabaseValueConvertible, Equatable {
               let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
               let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
               let millisecond = number(20..<23),
-              (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 60
+              (1583...9999).contains(year), (1...12).contains(month), (1...31).contains(day),
+              hour < 24, minute < 60, second < 60
         else { return nil }
         var fields = tm()
         fields.tm_year = year - 1900
@@ -80,7 +84,10 @@ struct StoredDate: DatabaseValueConvertible, Equatable {
         let seconds = timegm(&fields)
         // timegm rolls a day past the month's end over; such text is not ours to read.
         guard fields.tm_mday == day else { return nil }
-        return Date(timeIntervalSince1970: Double(Int64(seconds) * 1000 + Int64(millisecond)) / 1000)
+        // From the reference date in one division, as GRDB's reading gives it (going through
+        // timeIntervalSince1970 would round twice and miss GRDB's value by one ulp).
+        let sinceReference = (Int64(seconds) - 978_307_200) * 1000 + Int64(millisecond)
+        return Date(timeIntervalSinceReferenceDate: Double(sinceReference) / 1000)
     }
 }
 
