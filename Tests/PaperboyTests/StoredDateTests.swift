@@ -24,6 +24,7 @@ struct StoredDateTests {
         -62_135_596_800,  // 0001-01-01
         -62_230_000_000,  // before year 1
         253_402_300_800,  // 10000-01-01
+        1e300,  // beyond Int64 milliseconds
     ]
 
     @Test(arguments: samples)

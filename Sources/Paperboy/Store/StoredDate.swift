@@ -26,7 +26,10 @@ struct StoredDate: DatabaseValueConvertible, Equatable {
     /// `yyyy-MM-dd HH:mm:ss.SSS` in UTC, rounded to the nearest millisecond as `DateFormatter`
     /// rounds.
     static func text(_ date: Date) -> String {
-        let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
+        let exact = (date.timeIntervalSince1970 * 1000).rounded()
+        // Far outside the years written by hand (and beyond Int64 milliseconds): GRDB's form.
+        guard abs(exact) < 1e15 else { return Self.grdbText(date) }
+        let milliseconds = Int64(exact)
         let (seconds, millisecond) = milliseconds.floorDivided(by: 1000)
         var time = time_t(seconds)
         var fields = tm()
