@@ -13,7 +13,9 @@ extension Date {
     /// Built with `gmtime_r`: Foundation's format styles load ICU's calendar and zone data
     /// (megabytes of memory and milliseconds at start-up) for text this simple.
     private func utcText(withTime: Bool) -> String {
-        var seconds = time_t(timeIntervalSince1970.rounded(.down))
+        let interval = timeIntervalSince1970.rounded(.down)
+        guard abs(interval) < 1e15 else { return "\(self)" }  // beyond time_t: Foundation's text
+        var seconds = time_t(interval)
         var fields = tm()
         guard gmtime_r(&seconds, &fields) != nil else { return "\(self)" }
         func padded(_ value: Int32, _ width: Int) -> String {
