@@ -66,13 +66,25 @@ extension StoredDateTests {
 extension StoredDateTests {
     @Test func randomMillisecondsMatchGRDBBothWays() {
         var generator = SystemRandomNumberGenerator()
-        for _ in 0..<3000 {
+        var inexact: [String] = []
+        for _ in 0..<1000 {
             // 1906...2096, whole milliseconds as stored.
             let milliseconds = Int64.random(in: -2_000_000_000_000...4_000_000_000_000, using: &generator)
             let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
             let text = StoredDate.text(date)
             #expect(text == Self.grdbFormatter.string(from: date))
-            #expect(StoredDate.date(text) == Date.fromDatabaseValue(text.databaseValue), "\(text)")
+            guard let ours = StoredDate.date(text), let grdb = Date.fromDatabaseValue(text.databaseValue) else {
+                Issue.record("unreadable: \(text)")
+                continue
+            }
+            let (a, b) = (ours.timeIntervalSinceReferenceDate, grdb.timeIntervalSinceReferenceDate)
+            if a != b {
+                // GRDB goes through Calendar, which lands one unit in the last place off now and
+                // then (about 1 in 25,000); rounding twice made a third of dates differ.
+                #expect(abs(a - b) <= max(a.ulp, b.ulp), "\(text)")
+                inexact.append(text)
+            }
         }
+        #expect(inexact.count <= 2, "\(inexact)")
     }
 }
