@@ -10,15 +10,10 @@ struct IssueRecord: Sendable, FetchableRecord, PersistableRecord {
     var addedAt: Date
     var isNew: Bool
     var coverPath: String?
+}
 
-    init(name: String, date: Date, addedAt: Date, isNew: Bool, coverPath: String?) {
-        self.name = name
-        self.date = date
-        self.addedAt = addedAt
-        self.isNew = isNew
-        self.coverPath = coverPath
-    }
-
+// In an extension, so that the memberwise initializer stays.
+extension IssueRecord {
     // Coded by hand, dates through ``StoredDate`` (GRDB's `Codable` path formats them with ICU).
     init(row: Row) throws {
         name = row["name"]

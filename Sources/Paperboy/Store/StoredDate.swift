@@ -37,19 +37,13 @@ struct StoredDate: DatabaseValueConvertible, Equatable {
         // Gregorian reform, its signs and widths), so such dates keep reading as they did.
         guard gmtime_r(&time, &fields) != nil, (1583...9999).contains(Int(fields.tm_year) + 1900)
         else { return Self.grdbText(date) }
-        let values: [(Int, Int)] = [
-            (Int(fields.tm_year) + 1900, 4), (Int(fields.tm_mon) + 1, 2), (Int(fields.tm_mday), 2),
-            (Int(fields.tm_hour), 2), (Int(fields.tm_min), 2), (Int(fields.tm_sec), 2), (Int(millisecond), 3),
-        ]
-        let separators: [Character] = ["-", "-", " ", ":", ":", "."]
-        var text = ""
-        text.reserveCapacity(23)
-        for (index, (value, width)) in values.enumerated() {
-            if index > 0 { text.append(separators[index - 1]) }
+        func padded(_ value: Int, _ width: Int) -> String {
             let digits = String(value)
-            text += String(repeating: "0", count: max(0, width - digits.count)) + digits
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
         }
-        return text
+        return "\(padded(Int(fields.tm_year) + 1900, 4))-\(padded(Int(fields.tm_mon) + 1, 2))-\(padded(Int(fields.tm_mday), 2)) "
+            + "\(padded(Int(fields.tm_hour), 2)):\(padded(Int(fields.tm_min), 2)):\(padded(Int(fields.tm_sec), 2))"
+            + ".\(padded(Int(millisecond), 3))"
     }
 
     /// GRDB's own text, for dates outside the years written by hand.
