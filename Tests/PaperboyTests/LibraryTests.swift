@@ -42,6 +42,27 @@ struct LibraryTests {
         await library.close()
     }
 
+    @Test func assetRowsReadTheSameWithAColumnAdded() async throws {
+        // Asset rows are read by position; the selection names the columns, so a column a later
+        // schema adds (here at the end) cannot shift them.
+        var library = try open()
+        let issue = try library.addIssue(name: "i", date: Date())
+        let added = try issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/a"), sha256: String(repeating: "a", count: 64), destinationPath: "a"))
+        try await library.scheduler.store.pool.write { db in
+            try db.execute(sql: "ALTER TABLE asset ADD COLUMN extra TEXT DEFAULT 'x'")
+            try db.execute(sql: "UPDATE asset SET attempts = 3, expectedBytes = 7, validator = 'v', validatorStrength = 'strong'")
+        }
+        await library.close()
+        library = try open()
+        let record = try #require(library.scheduler.store.asset(id: added.identifier))
+        #expect(record.issueName == "i")
+        #expect(record.request.destinationPath == "a")
+        #expect(record.attempts == 3)
+        #expect(record.expectedBytes == 7)
+        #expect(record.resourceValidator == ResourceValidator("v", strength: .strong))
+        await library.close()
+    }
+
     @Test func aDamagedRequestFailsItsAssetAndSparesTheOthers() async throws {
         let transport = InMemoryTransport()
         let good = transport.serve(randomData(1000, seed: 1), at: "good")

@@ -95,7 +95,9 @@ final class StoredRequest: Sendable, Hashable {
             if case .json(let data) = form { return data }
             return nil
         }
-        return String(decoding: try stored ?? Self.encoder.encode(value), as: UTF8.self)
+        if let stored { return String(decoding: stored, as: UTF8.self) }
+        let request = value
+        return try RequestJSON.text(request) ?? String(decoding: Self.encoder.encode(request), as: UTF8.self)
     }
 
     static func == (lhs: StoredRequest, rhs: StoredRequest) -> Bool { lhs === rhs || lhs.value == rhs.value }
@@ -151,26 +153,31 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         self.validatorStrength = validatorStrength
     }
 
+    /// Reads the columns by position: rows come from the query interface, which selects
+    /// ``databaseSelection`` (every column, in the order of ``columnNames``). Looking each
+    /// column up by name cost more than reading it.
     init(row: Row) throws {
-        id = row["id"]
-        issueName = row["issueName"]
-        seq = row["seq"]
-        let json: DatabaseValue = row["request"]
+        id = row[0]
+        issueName = row[1]
+        seq = row[2]
+        let json: DatabaseValue = row[3]
         switch json.storage {
         case .string(let text): storedRequest = StoredRequest(json: Data(text.utf8))
         case .blob(let data): storedRequest = StoredRequest(json: data)
         default: storedRequest = StoredRequest(json: Data())
         }
-        userInfo = row["userInfo"]
-        state = row["state"]
-        detail = row["detail"]
-        retryAt = try row.decode(StoredDate?.self, forColumn: "retryAt")?.date
-        attempts = row["attempts"]
-        bytesOnDisk = row["bytesOnDisk"]
-        expectedBytes = row["expectedBytes"]
-        validator = row["validator"]
-        validatorStrength = row["validatorStrength"]
+        userInfo = row[4]
+        state = row[5]
+        detail = row[6]
+        retryAt = try row.decode(StoredDate?.self, atIndex: 7)?.date
+        attempts = row[8]
+        bytesOnDisk = row[9]
+        expectedBytes = row[10]
+        validator = row[11]
+        validatorStrength = row[12]
     }
+
+    static var databaseSelection: [any SQLSelectable] { columnNames.map { Column($0) } }
 
     /// The table's columns, in the order of ``columnValues()``.
     static let columnNames = [
