@@ -29,6 +29,8 @@ final class CurlMulti: @unchecked Sendable {
 
     private let multi: UnsafeMutableRawPointer
     private let commands = Mutex<[Command]>([])
+    /// Whether the curl thread is waiting (or about to) in `curl_multi_poll`.
+    private let polling = Atomic<Bool>(false)
     /// Requests in the multi handle, by easy handle. Curl thread only.
     private var active: [EasyHandle: CurlRequest] = [:]
 
@@ -68,7 +70,9 @@ final class CurlMulti: @unchecked Sendable {
 
     private func submit(_ command: Command) {
         commands.withLock { $0.append(command) }
-        curl_multi_wakeup(multi)
+        // Only a waiting thread needs waking: a running one reads the queue before it waits
+        // (one system call and one wake-up fewer per asset when transfers follow each other).
+        if polling.load(ordering: .sequentiallyConsistent) { curl_multi_wakeup(multi) }
     }
 
     // MARK: The curl thread
@@ -84,8 +88,14 @@ final class CurlMulti: @unchecked Sendable {
             for command in pending { execute(command) }
             curl_multi_perform(multi, &running)
             collectFinished()
-            // Returns early on socket activity, curl's own timers, or curl_multi_wakeup.
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            // Announced before the queue is checked, so that a command added after the check
+            // sees it and wakes the thread (see `submit`).
+            polling.store(true, ordering: .sequentiallyConsistent)
+            if commands.withLock({ $0.isEmpty }) {
+                // Returns early on socket activity, curl's own timers, or curl_multi_wakeup.
+                curl_multi_poll(multi, nil, 0, 1000, nil)
+            }
+            polling.store(false, ordering: .sequentiallyConsistent)
         }
     }
 

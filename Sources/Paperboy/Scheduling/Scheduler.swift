@@ -647,6 +647,7 @@ final class Scheduler: Sendable {
         let host = slot.host
         let holdsSlot = slot.take()
         var deliver = false
+        var deliverNow: (request: AssetRequest, issueName: String)?
         var failure: (AssetEventHub, LibraryError)?
         var requeue: (seq: Int64, priority: Int, host: String)?
         state.withLock { state in
@@ -698,6 +699,9 @@ final class Scheduler: Sendable {
                     // Marked here, under the same lock, so that the library never looks idle
                     // between the end of the transfer and the delivery.
                     entry.delivering = deliver
+                    if deliver, inIssue, entry.hub?.hasDelegates != true {
+                        deliverNow = (entry.request, entry.issueName)
+                    }
                 case .stopped(let written, let validator):
                     entry.bytesOnDisk = written
                     entry.validator = validator
@@ -781,7 +785,12 @@ final class Scheduler: Sendable {
         }
         if let (hub, error) = failure { hub.failed(error) }
         broadcastState(id)
-        if deliver { Task { [self] in await self.deliver(id) } }
+        if let deliverNow {
+            // Already in place and nobody to hand it to: recorded here, without another task.
+            completeDelivery(id, request: deliverNow.request, issueName: deliverNow.issueName, failure: nil)
+        } else if deliver {
+            Task { [self] in await self.deliver(id) }
+        }
     }
 
     private static func cancelledPatch(_ id: String) -> AssetPatch {
@@ -859,6 +868,12 @@ final class Scheduler: Sendable {
                 return
             }
         }
+        completeDelivery(id, request: request, issueName: issueName, failure: failure)
+    }
+
+    /// Records the end of a delivery (`failure` when it failed): state, issue cover and new
+    /// mark, events, waiters.
+    private func completeDelivery(_ id: String, request: AssetRequest, issueName: String, failure: LibraryError?) {
         var completedIssue: String?
         var coverPath: String?
         state.withLock { state in
@@ -891,8 +906,8 @@ final class Scheduler: Sendable {
             store.submit(patch)
             // Waiters are woken below, once the issue's cover and new mark are recorded.
         }
-        if failure != nil {
-            logger.error("asset \(id): \(failure!.message)")
+        if let failure {
+            logger.error("asset \(id): \(failure.message)")
         }
         broadcastState(id, delivered: failure == nil)
         if let coverPath {
