@@ -1,5 +1,9 @@
 #define _GNU_SOURCE
+#include <errno.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/random.h>
+#endif
 #include "CPaperboySystem.h"
 
 int paperboy_syncfs(int fd) {
@@ -9,5 +13,22 @@ int paperboy_syncfs(int fd) {
     (void)fd;
     sync();
     return 0;
+#endif
+}
+
+int paperboy_random_bytes(void *buffer, unsigned long count) {
+#if defined(__linux__)
+    for (;;) {
+        ssize_t got = getrandom(buffer, count, 0);
+        if (got == (ssize_t)count) return 0;
+        if (got < 0 && errno == EINTR) continue;
+        if (got >= 0) errno = EIO;
+        return -1;
+    }
+#else
+    (void)buffer;
+    (void)count;
+    errno = ENOSYS;
+    return -1;
 #endif
 }

@@ -110,11 +110,18 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
 
 extension Issue {
     /// A random (version 4) UUID in lowercase, the form asset identifiers have always had.
-    /// Drawn from `SystemRandomNumberGenerator` (getrandom): Foundation's `UUID()` opens and
-    /// reads /dev/urandom once per call, three system calls per asset when adding thousands.
+    /// Drawn with one `getrandom` call: Foundation's `UUID()` opens and reads /dev/urandom once
+    /// per call, three system calls per asset when adding thousands (and
+    /// `SystemRandomNumberGenerator` makes one call per 8 bytes).
     static func newAssetIdentifier() -> String {
-        var generator = SystemRandomNumberGenerator()
-        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
+        var bytes: (UInt64, UInt64) = (0, 0)
+        let filled = withUnsafeMutableBytes(of: &bytes) { raw in
+            POSIX.randomBytes(raw)
+        }
+        if !filled {
+            var generator = SystemRandomNumberGenerator()
+            bytes = (generator.next(), generator.next())
+        }
         return withUnsafeMutableBytes(of: &bytes) { raw in
             raw[6] = (raw[6] & 0x0F) | 0x40  // version 4
             raw[8] = (raw[8] & 0x3F) | 0x80  // RFC 4122 variant

@@ -23,6 +23,12 @@ enum POSIX {
         return fd
     }
 
+    /// Fills `buffer` (at most 256 bytes) from the kernel's random source in one `getrandom`
+    /// call; `false` if it could not.
+    static func randomBytes(_ buffer: UnsafeMutableRawBufferPointer) -> Bool {
+        buffer.count <= 256 && paperboy_random_bytes(buffer.baseAddress, UInt(buffer.count)) == 0
+    }
+
     static func fileSize(_ fd: Int32) -> Int64 {
         var info = stat()
         return fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
