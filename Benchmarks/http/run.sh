@@ -17,6 +17,8 @@
 #                      the Swift runtime linked statically, in SCRATCH)
 #   SCRATCH=/var/tmp/paperboy-bench-static  (release build folder, apart from .build so it
 #                      does not hold SwiftPM's lock on the debug build)
+#   BASELINE=path      (another paperboy binary, e.g. an earlier commit's, run as "paperboy-base"
+#                      in the same rounds: the honest way to show what a change gained)
 # Needs nginx and /usr/bin/time; wget and aria2c are compared when installed.
 set -euo pipefail
 
@@ -149,6 +151,7 @@ run() {
 TOOLS_BIG=(paperboy curl)
 TOOLS_SMALL=(paperboy curl-seq "curl-Z$PARALLEL")
 if [[ $NOSYNC == 1 ]]; then TOOLS_BIG+=(paperboy-nosync); TOOLS_SMALL+=(paperboy-nosync); fi
+if [[ -n ${BASELINE:-} ]]; then TOOLS_BIG+=(paperboy-base); TOOLS_SMALL+=(paperboy-base); fi
 command -v wget > /dev/null && { TOOLS_BIG+=(wget); TOOLS_SMALL+=(wget); }
 command -v aria2c > /dev/null && { TOOLS_BIG+=(aria2c); TOOLS_SMALL+=("aria2c-j$PARALLEL"); }
 [[ -n $URLSESSION ]] && { TOOLS_BIG+=(urlsession); TOOLS_SMALL+=("urlsession-j$PARALLEL"); }
@@ -161,6 +164,7 @@ for ((i = 1; i <= RUNS; i++)); do
         case $tool in
             paperboy) run paperboy big "$PAPERBOY" sync -q --config "$WORK/paperboy-big.toml" ;;
             paperboy-nosync) run paperboy-nosync big "$PAPERBOY" sync -q --config "$WORK/paperboy-big-nosync.toml" ;;
+            paperboy-base) run paperboy-base big "$BASELINE" sync -q --config "$WORK/paperboy-big.toml" ;;
             curl) run curl big curl -sS -o big.bin "$BASE/big.bin" ;;
             wget) run wget big wget -q -O big.bin "$BASE/big.bin" ;;
             aria2c) run aria2c big aria2c -q --file-allocation=none --allow-overwrite=true -o big.bin "$BASE/big.bin" ;;
@@ -172,6 +176,7 @@ for ((i = 1; i <= RUNS; i++)); do
         case $tool in
             paperboy) run paperboy small "$PAPERBOY" sync -q --config "$WORK/paperboy-small.toml" ;;
             paperboy-nosync) run paperboy-nosync small "$PAPERBOY" sync -q --config "$WORK/paperboy-small-nosync.toml" ;;
+            paperboy-base) run paperboy-base small "$BASELINE" sync -q --config "$WORK/paperboy-small.toml" ;;
             curl-seq) run "$tool" small curl -sS -K "$WORK/small-curl.txt" ;;
             curl-Z*) run "$tool" small curl -sS -Z --parallel-max "$PARALLEL" -K "$WORK/small-curl.txt" ;;
             wget) run wget small wget -q -i "$WORK/small-urls.txt" ;;
