@@ -5,6 +5,9 @@
 #
 #   Benchmarks/sftp/run.sh [--size-mib 1024] [--runs 3] [--tmpfs]
 #
+# BASELINE=path adds a `paperboy-base` row: another paperboy binary (an earlier commit's) in the
+# same paired rounds. Besides wall time, each row shows the tool's CPU seconds and sshd's (the
+# server's share of the two cores: the client's requests decide how much work it does).
 # NOSYNC=1 adds a `paperboy-nosync` row: `sync_to_disk = false` (paperboy makes files durable
 # with fdatasync by default; the other tools do not sync).
 # --tmpfs puts the source file and every tool's destination in /dev/shm instead of /var/tmp
@@ -80,9 +83,20 @@ EOF
 ssh_options=(-o "UserKnownHostsFile=$work/known_hosts" -o StrictHostKeyChecking=yes -o BatchMode=yes -i "$work/client_key" -P "$port")
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-measure() { /usr/bin/time -f "%e %M" -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }; cat "$work/time.txt"; }
+# CPU ticks (1/100 s) of sshd's finished children: the per-connection processes it has reaped.
+server_ticks() { awk '{ print $16 + $17 }' "/proc/$sshd_pid/stat"; }
+# Prints "seconds peak_KiB client_cpu_seconds server_cpu_seconds".
+measure() {
+    local before after
+    before=$(server_ticks)
+    /usr/bin/time -f "%e %M %U %S" -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }
+    sleep 0.2   # sshd reaps the connection's process
+    after=$(server_ticks)
+    awk -v server=$((after - before)) '{ printf "%s %s %.2f %.2f\n", $1, $2, $3 + $4, server / 100 }' "$work/time.txt"
+}
 
 run_paperboy() { rm -rf "$work/lib"; measure "$bin" sync -q --config "$work/paperboy.toml"; }
+run_paperboy-base() { rm -rf "$work/lib"; measure "$BASELINE" sync -q --config "$work/paperboy.toml"; }
 run_paperboy-nosync() { rm -rf "$work/lib"; measure "$bin" sync -q --config "$work/paperboy-nosync.toml"; }
 run_curl() { measure curl -sS --key "$work/client_key" --pubkey "$work/client_key.pub" --hostpubsha256 "$(ssh-keygen -l -E sha256 -f "$work/host_key.pub" | awk '{print $2}' | sed 's/^SHA256://')" -o "$work/curl.bin" "$url"; }
 run_sftp() { measure sftp -q "${ssh_options[@]}" "$user@127.0.0.1:$work/big.bin" "$work/sftp.bin"; }
@@ -91,6 +105,7 @@ run_scp() { measure scp -q "${ssh_options[@]}" "$user@127.0.0.1:$work/big.bin" "
 sed 's/^path = .*/&\nsync_to_disk = false/' "$work/paperboy.toml" > "$work/paperboy-nosync.toml"
 tools=(paperboy curl sftp scp)
 [[ ${NOSYNC:-0} == 1 ]] && tools=(paperboy paperboy-nosync curl sftp scp)
+[[ -n ${BASELINE:-} ]] && tools=(paperboy paperboy-base "${tools[@]:1}")
 for tool in "${tools[@]}"; do : > "$work/$tool.txt"; done
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for _ in $(seq "$runs"); do
@@ -102,12 +117,14 @@ for _ in $(seq "$runs"); do
 done
 
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-for tool in "${tools[@]}"; do echo "$tool runs (seconds, KiB): $(tr '\n' ' ' < "$work/$tool.txt")"; done
+for tool in "${tools[@]}"; do echo "$tool runs (seconds, KiB, CPU-s, sshd CPU-s): $(tr '\n' ';' < "$work/$tool.txt")"; done
 base=$(cut -d' ' -f1 "$work/sftp.txt" | median)
-printf '%-10s %8s %9s %14s %10s\n' tool seconds "MB/s" "time/sftp" "RSS MiB"
+printf '%-15s %8s %9s %10s %10s %10s %10s\n' tool seconds "MB/s" "time/sftp" "RSS MiB" "CPU-s" "sshd CPU-s"
 for tool in "${tools[@]}"; do
     seconds=$(cut -d' ' -f1 "$work/$tool.txt" | median)
     rss=$(cut -d' ' -f2 "$work/$tool.txt" | median)
-    awk -v t="$tool" -v s="$seconds" -v b="$base" -v r="$rss" -v m="$size_mib" \
-        'BEGIN { printf "%-10s %8.2f %9.0f %14.2f %10.1f\n", t, s, m * 1048576 / s / 1e6, s / b, r / 1024 }'
+    cpu=$(cut -d' ' -f3 "$work/$tool.txt" | median)
+    server=$(cut -d' ' -f4 "$work/$tool.txt" | median)
+    awk -v t="$tool" -v s="$seconds" -v b="$base" -v r="$rss" -v m="$size_mib" -v c="$cpu" -v v="$server" \
+        'BEGIN { printf "%-15s %8.2f %9.0f %10.2f %10.1f %10.2f %10.2f\n", t, s, m * 1048576 / s / 1e6, s / b, r / 1024, c, v }'
 done

@@ -1,5 +1,5 @@
 // Wrappers for libssh2's function-like macros, which Swift cannot see, constants defined as
-// shift expressions, and the two C callbacks a session needs (socket reads, keyboard-interactive).
+// shift expressions, and the C callbacks a session needs (socket reads and sends, keyboard-interactive).
 // The socket-read callback counts bytes and can cap them per call (libssh2 otherwise decrypts
 // everything the socket holds into queued packets before returning any).
 #ifndef CPAPERBOY_SSH2_SHIM_H
@@ -10,6 +10,8 @@
 #include <sys/eventfd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <libssh2.h>
@@ -27,6 +29,12 @@ typedef struct paperboy_ssh_context {
     /// Bytes the receive callback may still take from the socket before it answers "would
     /// block"; negative: no limit. See `SSHSession.withReceiveLimit`.
     long long budget;
+    /// While non-zero, packets are sent with MSG_MORE: the kernel holds them until
+    /// `paperboy_ssh_flush` (or a full segment), so a round of SFTP read requests leaves in a
+    /// few segments rather than one each. See `SSHSession.run`.
+    int coalesce;
+    /// Packets sent with MSG_MORE since the last flush.
+    int held;
     /// The Swift object owning the session, handed back to `kbdint`.
     void *owner;
     paperboy_kbdint_function kbdint;
@@ -43,6 +51,23 @@ static ssize_t paperboy_ssh_recv(libssh2_socket_t socket, void *buffer, size_t l
     return count;
 }
 
+static ssize_t paperboy_ssh_send(libssh2_socket_t socket, const void *buffer, size_t length, int flags, void **abstract) {
+    paperboy_ssh_context *context = (paperboy_ssh_context *)*abstract;
+    if (context->coalesce) flags |= MSG_MORE;
+    ssize_t count = send(socket, buffer, length, flags);
+    if (count < 0) return -errno;
+    if (context->coalesce) context->held += 1;
+    return count;
+}
+
+/// Sends what MSG_MORE held back (setting TCP_NODELAY pushes pending segments out).
+static inline void paperboy_ssh_flush(libssh2_socket_t socket, paperboy_ssh_context *context) {
+    if (context->held == 0) return;
+    context->held = 0;
+    int on = 1;
+    setsockopt(socket, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+}
+
 static void paperboy_ssh_kbdint(const char *name, int name_len, const char *instruction, int instruction_len,
                                 int prompt_count, const LIBSSH2_USERAUTH_KBDINT_PROMPT *prompts,
                                 LIBSSH2_USERAUTH_KBDINT_RESPONSE *responses, void **abstract) {
@@ -51,10 +76,14 @@ static void paperboy_ssh_kbdint(const char *name, int name_len, const char *inst
     if (context->kbdint) context->kbdint(context->owner, prompt_count, prompts, responses);
 }
 
-/// A session whose abstract pointer is `context`, with the counting receive callback installed.
+/// A session whose abstract pointer is `context`, with the counting receive callback and the
+/// coalescing send callback installed.
 static inline LIBSSH2_SESSION *paperboy_session_init(paperboy_ssh_context *context) {
     LIBSSH2_SESSION *session = libssh2_session_init_ex(NULL, NULL, NULL, context);
-    if (session) libssh2_session_callback_set(session, LIBSSH2_CALLBACK_RECV, (void *)paperboy_ssh_recv);
+    if (session) {
+        libssh2_session_callback_set(session, LIBSSH2_CALLBACK_RECV, (void *)paperboy_ssh_recv);
+        libssh2_session_callback_set(session, LIBSSH2_CALLBACK_SEND, (void *)paperboy_ssh_send);
+    }
     return session;
 }
 
