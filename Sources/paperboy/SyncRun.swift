@@ -111,8 +111,12 @@ struct SyncRun {
         var delivered = 0
         var bytes: Int64 = 0
         var statuses: [String: AssetStatus] = [:]
+        // Issues whose assets are all delivered (what `Issue.status` reads again, asset by asset).
+        var complete: Set<String> = []
         for name in plannedIssues {
-            for status in library.issue(named: name)?.assetStatuses ?? [] { statuses[status.identifier] = status }
+            let issueStatuses = library.issue(named: name)?.assetStatuses ?? []
+            for status in issueStatuses { statuses[status.identifier] = status }
+            if !issueStatuses.isEmpty, issueStatuses.allSatisfy({ $0.state == .delivered }) { complete.insert(name) }
         }
         for entry in plan.entries {
             let status = statuses[entry.identifier]
@@ -136,9 +140,8 @@ struct SyncRun {
         }
 
         // Issues that became available in this run, oldest first, for the hook.
-        let becameAvailable = plannedIssues.subtracting(availableBefore)
+        let becameAvailable = plannedIssues.subtracting(availableBefore).intersection(complete)
             .compactMap { library.issue(named: $0) }
-            .filter { $0.status == .available }
             .sorted { ($0.date, $0.name) < ($1.date, $1.name) }
         let badge = library.badgeCount
         let jobs = becameAvailable.map { IssueHook.Job(issue: $0, badge: badge) }

@@ -289,6 +289,7 @@ final class Scheduler: Sendable {
     /// Registers newly added assets (state idle).
     func add(_ records: [AssetRecord]) {
         state.withLock { state in
+            state.entries.reserveCapacity(state.entries.count + records.count)
             for record in records {
                 let entry = Entry(record)
                 state.entries[entry.id] = entry
