@@ -197,3 +197,28 @@ struct SegmentTests {
         await library.close()
     }
 }
+
+@Suite("Gather buffers")
+struct GatherBufferPoolTests {
+    @Test func aBufferGivenBackIsHandedOutAgain() {
+        let pool = GatherBufferPool(kept: 2)
+        let first = pool.take(count: 1000)
+        #expect(first.count == 1000)
+        first.storeBytes(of: 0xABCD, as: UInt32.self)
+        pool.give(first)
+        #expect(pool.freeCount == 1)
+        let again = pool.take(count: PartialFileSink.gatherLimit)
+        #expect(again.baseAddress == first.baseAddress)
+        #expect(again.count == PartialFileSink.gatherLimit)
+        #expect(pool.freeCount == 0)
+        pool.give(again)
+    }
+
+    @Test func atMostKeptBuffersWait() {
+        let pool = GatherBufferPool(kept: 2)
+        let buffers = (0..<5).map { _ in pool.take(count: 64 << 10) }
+        #expect(Set(buffers.map(\.baseAddress)).count == 5)
+        for buffer in buffers { pool.give(buffer) }
+        #expect(pool.freeCount == 2)
+    }
+}

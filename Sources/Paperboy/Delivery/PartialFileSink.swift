@@ -21,22 +21,36 @@ final class LiveProgress: Sendable {
 /// Buffers of ``PartialFileSink/gatherLimit`` bytes for small bodies, kept for the next ones:
 /// with one allocated and freed per file, `malloc` gave the memory back and each new buffer
 /// faulted its pages in again (a page fault per 4 KiB, for every small file).
-enum GatherBuffers {
-    /// Addresses of free buffers.
-    private static let free = Mutex<[UInt]>([])
-    /// Free buffers kept at most; only the pages a body used are resident.
-    static let kept = 16
+final class GatherBufferPool: Sendable {
+    /// The pool every sink uses.
+    static let shared = GatherBufferPool(kept: 16)
 
-    /// A buffer of `count` bytes (at most ``PartialFileSink/gatherLimit``).
-    static func take(count: Int) -> UnsafeMutableRawBufferPointer {
+    /// Free buffers kept at most; only the pages a body used are resident.
+    let kept: Int
+    /// Addresses of free buffers.
+    private let free = Mutex<[UInt]>([])
+
+    init(kept: Int) { self.kept = kept }
+
+    deinit {
+        for address in free.withLock({ $0 }) { UnsafeMutableRawPointer(bitPattern: address)?.deallocate() }
+    }
+
+    /// Free buffers held now.
+    var freeCount: Int { free.withLock { $0.count } }
+
+    /// A buffer of `count` bytes (at most ``PartialFileSink/gatherLimit``); give it back with
+    /// ``give(_:)``.
+    func take(count: Int) -> UnsafeMutableRawBufferPointer {
         precondition(count <= PartialFileSink.gatherLimit)
         let start = free.withLock { $0.popLast() }.flatMap(UnsafeMutableRawPointer.init(bitPattern:))
             ?? UnsafeMutableRawPointer.allocate(byteCount: PartialFileSink.gatherLimit, alignment: 16)
         return UnsafeMutableRawBufferPointer(start: start, count: count)
     }
 
-    /// Gives back a buffer from ``take(count:)``.
-    static func give(_ buffer: UnsafeMutableRawBufferPointer) {
+    /// Gives back a buffer from ``take(count:)``: kept for the next one, or freed when
+    /// ``kept`` are already waiting.
+    func give(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let start = buffer.baseAddress else { return }
         let address = UInt(bitPattern: start)
         let keptIt = free.withLock { free -> Bool in
@@ -118,7 +132,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     }
 
     deinit {
-        if let gathered { GatherBuffers.give(gathered) }
+        if let gathered { GatherBufferPool.shared.give(gathered) }
     }
 
     // MARK: TransferSink
@@ -173,7 +187,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         reported = written
         context.live.written.store(written, ordering: .relaxed)
         if let length = response.expectedLength, length > response.offset, length - response.offset <= Int64(Self.gatherLimit) {
-            gathered = GatherBuffers.take(count: Int(length - response.offset))
+            gathered = GatherBufferPool.shared.take(count: Int(length - response.offset))
         }
         if response.offset == 0, requested == 0, response.validator != nil || response.expectedLength != nil {
             var patch = AssetPatch(id: context.assetID)
@@ -281,7 +295,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     func writeGathered() throws(TransportError) {
         guard let buffer = gathered else { return }
         gathered = nil
-        defer { GatherBuffers.give(buffer) }
+        defer { GatherBufferPool.shared.give(buffer) }
         let count = gatheredCount
         gatheredCount = 0
         guard count > 0 else { return }
