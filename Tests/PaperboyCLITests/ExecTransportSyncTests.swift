@@ -29,7 +29,7 @@ struct ExecTransportSyncTests {
     }
 
     func publish() -> Data {
-        let pdf = Data((0..<700_000).map { UInt8(truncatingIfNeeded: $0 &* 131 &+ $0 >> 9) })
+        let pdf = randomData(700_000, seed: 131)
         _ = workspace.write(pdf, to: "pub/issues/2026-11/magazine.pdf")
         return pdf
     }

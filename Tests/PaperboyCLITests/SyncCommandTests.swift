@@ -7,8 +7,9 @@ struct SyncCommandTests {
     let workspace = Workspace()
 
     func makeContent() -> (Data, Data) {
-        var generator = SystemRandomNumberGenerator()
-        let pdf = Data((0..<300_000).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        // Generated in one pass: byte by byte (one getrandom call each) it kept a thread of the
+        // test pool busy long enough to stall other tests on a loaded machine.
+        let pdf = randomData(300_000, seed: 9)
         let cover = Data("cover".utf8)
         _ = workspace.write(pdf, to: "content/issue.pdf")
         _ = workspace.write(cover, to: "content/cover.png")

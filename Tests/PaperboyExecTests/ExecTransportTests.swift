@@ -15,7 +15,12 @@ struct ExecTransportTests {
 
     @Test func aCorrectHelperServesSeveralTransfersFromOneProcess() async throws {
         let transport = folder.fakeTransport("serve")
-        let data = Data((0..<4096).flatMap { _ in Array(0...255) as [UInt8] })
+        // 0...255 repeated, what the fake helper serves (filled in place: a debug build's
+        // `flatMap` over a million bytes held a thread of the test pool for long).
+        var data = Data(count: 4096 * 256)
+        data.withUnsafeMutableBytes { bytes in
+            for index in bytes.indices { bytes[index] = UInt8(truncatingIfNeeded: index) }
+        }
         var pids: Set<Int32> = []
         for _ in 0..<3 {
             let sink = RecordingSink()

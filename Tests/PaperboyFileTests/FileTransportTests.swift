@@ -13,7 +13,7 @@ struct FileTransportTests {
     }()
 
     func source(_ bytes: Int, name: String = "source.bin") throws -> (URL, Data) {
-        let data = Data((0..<bytes).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) })
+        let data = randomData(bytes, seed: UInt64(bytes))
         let url = folder.appendingPathComponent(name)
         try data.write(to: url)
         return (url, data)
