@@ -11,7 +11,7 @@ struct NginxIntegrationTests {
     let data = randomData(8 << 20 + 123)
 
     /// Starts nginx serving `data` as `/file.bin`, or returns nil (skipping) when it is not installed.
-    func startNginx(tls: (certificate: URL, key: URL)? = nil) throws -> NginxServer? {
+    func startNginx(tls: (certificate: URL, key: URL)? = nil) async throws -> NginxServer? {
         guard let binary = NginxServer.binary else {
             if ProcessInfo.processInfo.environment["CI"] == "true" {
                 Testing.Issue.record("nginx is not installed: CI must install it (apt-get install nginx)")
@@ -20,13 +20,13 @@ struct NginxIntegrationTests {
             }
             return nil
         }
-        let nginx = try NginxServer(binary: binary, slowRate: "4m", tls: tls)
+        let nginx = try await offThePool { try NginxServer(binary: binary, slowRate: "4m", tls: tls) }
         try data.write(to: nginx.documentRoot.appendingPathComponent("file.bin"))
         return nginx
     }
 
     @Test func downloadsAFileWithTheLibrary() async throws {
-        guard let nginx = try startNginx() else { return }
+        guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let folder = TempFolder()
         let delegate = try await downloadThroughLibrary(nginx.url("/file.bin"), in: folder, sha256: sha256Hex(data))
@@ -34,7 +34,7 @@ struct NginxIntegrationTests {
     }
 
     @Test func reportsNginxsStrongETagAndLength() async throws {
-        guard let nginx = try startNginx() else { return }
+        guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let sink = RecordingSink()
         try await HTTPTransport().transfer(job(nginx.url("/file.bin")), into: sink)
@@ -46,7 +46,7 @@ struct NginxIntegrationTests {
     }
 
     @Test func resumesAfterTheLibraryIsClosedMidTransfer() async throws {
-        guard let nginx = try startNginx() else { return }
+        guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let folder = TempFolder()
         let url = nginx.url("/slow/file.bin")
@@ -74,7 +74,7 @@ struct NginxIntegrationTests {
     }
 
     @Test func resumesAfterATaskIsCancelledMidTransfer() async throws {
-        guard let nginx = try startNginx() else { return }
+        guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let url = nginx.url("/slow/file.bin")
         let first = RecordingSink()
@@ -94,7 +94,7 @@ struct NginxIntegrationTests {
     }
 
     @Test func finishesWithA416WhenEverythingIsOnDisk() async throws {
-        guard let nginx = try startNginx() else { return }
+        guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let head = RecordingSink()
         try await HTTPTransport().transfer(job(nginx.url("/file.bin")), into: head)
@@ -124,7 +124,7 @@ struct NginxIntegrationTests {
         }
         openssl.waitUntilExit()
         try #require(openssl.terminationStatus == 0)
-        guard let nginx = try startNginx(tls: (certificate, key)), let url = nginx.tlsURL("/file.bin") else { return }
+        guard let nginx = try await startNginx(tls: (certificate, key)), let url = nginx.tlsURL("/file.bin") else { return }
         defer { nginx.stop() }
 
         let refused = await transportError { try await HTTPTransport().transfer(job(url), into: RecordingSink()) }

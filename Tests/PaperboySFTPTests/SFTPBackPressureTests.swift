@@ -11,7 +11,7 @@ struct SFTPBackPressureTests {
     /// A reader that has read everything and waits for the file writes to drain (here slowed by
     /// a bandwidth limit) is waiting for the disk, not the server: no idle timeout.
     @Test func aReaderWaitingForItsWritesIsNotIdle() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let small = randomData(1_500_000, seed: 12)
         let url = try setup.publish(small, as: "slow-disk.bin")
         var configuration = Library.Configuration()

@@ -12,7 +12,7 @@ import Testing
 struct SFTPConformanceTests {
     @Test(arguments: TransportConformance.Check.allCases)
     func conformance(_ check: TransportConformance.Check) async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let port = setup.server.port
         let fixture = FolderFixture { file in
             URL(string: "sftp://127.0.0.1:\(port)\(file.path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)!)")!

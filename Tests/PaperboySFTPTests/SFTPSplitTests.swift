@@ -25,7 +25,7 @@ struct SFTPSplitTests {
     }
 
     @Test func aLargeFileIsReadOverTwoConnectionsAndIsIntact() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "large.bin")
         let library = try library(setup)
         let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
@@ -38,7 +38,7 @@ struct SFTPSplitTests {
     }
 
     @Test func anInterruptedSplitDownloadResumesFromTheBytesBeforeTheGap() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "large.bin")
         let library = try library(setup, attempts: 2)
         // Slow enough to be cut in the middle, even on a busy machine.
@@ -64,7 +64,7 @@ struct SFTPSplitTests {
     }
 
     @Test func aSharedConnectionClosedByTheServerIsReplacedTransparently() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let small = randomData(300_000, seed: 3)
         let url = try setup.publish(small, as: "small.bin")
         let transport = setup.transport()

@@ -11,7 +11,7 @@ struct SFTPTransportTests {
     let data = randomData(5 << 20 + 4321)
 
     @Test func downloadsWithAPublicKeyAndReportsSizeAndMtime() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         let sink = RecordingSink(answer: setup.keyAnswer)
         try await setup.transport().transfer(job(url), into: sink)
@@ -26,7 +26,7 @@ struct SFTPTransportTests {
     }
 
     @Test func decodesPercentEscapesAndServesEmptyFiles() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(Data("hello".utf8), as: "a file é.txt")
         #expect(url.absoluteString.contains("%20"))
         let sink = RecordingSink(answer: setup.keyAnswer)
@@ -41,7 +41,7 @@ struct SFTPTransportTests {
     }
 
     @Test func asksForThePassphraseOfAnEncryptedKey() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let key = try setup.server.makeClientKey(named: "locked_ecdsa", type: "ecdsa", passphrase: "open sesame")
         let url = try setup.publish(data, as: "file.bin")
         let sink = RecordingSink { challenge in
@@ -61,7 +61,7 @@ struct SFTPTransportTests {
     }
 
     @Test func authenticatesWithAPassword() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         guard let user = passwordUser() else { return }
         let url = try setup.publish(data, as: "file.bin", user: user.name)
         let sink = RecordingSink { challenge in
@@ -74,7 +74,7 @@ struct SFTPTransportTests {
     }
 
     @Test func refusesAWrongPasswordAfterBoundedAttempts() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         guard let user = passwordUser() else { return }
         let url = try setup.publish(data, as: "file.bin", user: user.name)
         let sink = RecordingSink { challenge in
@@ -89,7 +89,7 @@ struct SFTPTransportTests {
     }
 
     @Test func refusesAnUnknownHostKeyByDefault() async throws {
-        guard let setup = try SFTPServerSetup.start(trusted: false) else { return }
+        guard let setup = try await SFTPServerSetup.start(trusted: false) else { return }
         let url = try setup.publish(data, as: "file.bin")
         let sink = RecordingSink(answer: setup.keyAnswer)
         let error = await transportError { try await setup.transport().transfer(job(url), into: sink) }
@@ -107,7 +107,7 @@ struct SFTPTransportTests {
     }
 
     @Test func acceptsAnUnknownHostKeyWhenTheChallengeSaysSoAndRecordsIt() async throws {
-        guard let setup = try SFTPServerSetup.start(trusted: false) else { return }
+        guard let setup = try await SFTPServerSetup.start(trusted: false) else { return }
         let url = try setup.publish(data, as: "file.bin")
         let keyAnswer = setup.keyAnswer
         let sink = RecordingSink { challenge in
@@ -124,7 +124,7 @@ struct SFTPTransportTests {
     }
 
     @Test func aCredentialWithoutTrustDoesNotAcceptAHostKey() async throws {
-        guard let setup = try SFTPServerSetup.start(trusted: false) else { return }
+        guard let setup = try await SFTPServerSetup.start(trusted: false) else { return }
         let url = try setup.publish(data, as: "file.bin")
         // As the core answers every first challenge from configuration: a key, not trust.
         let key = setup.clientKey
@@ -134,7 +134,7 @@ struct SFTPTransportTests {
     }
 
     @Test func refusesAChangedHostKey() async throws {
-        guard let setup = try SFTPServerSetup.start(trusted: false) else { return }
+        guard let setup = try await SFTPServerSetup.start(trusted: false) else { return }
         let other = setup.folder.file("other_host_key")
         let keygen = Process()
         keygen.executableURL = URL(fileURLWithPath: SSHServer.keygen!)
@@ -157,7 +157,7 @@ struct SFTPTransportTests {
     }
 
     @Test func matchesHashedKnownHostsEntries() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let keygen = Process()
         keygen.executableURL = URL(fileURLWithPath: SSHServer.keygen!)
         keygen.arguments = ["-H", "-f", setup.knownHosts.path]
@@ -173,7 +173,7 @@ struct SFTPTransportTests {
     }
 
     @Test func missingFileIsNotFound() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let sink = RecordingSink(answer: setup.keyAnswer)
         let error = await transportError { try await setup.transport().transfer(job(setup.server.url("missing.bin")), into: sink) }
         #expect(error?.code == .notFound)
@@ -182,7 +182,7 @@ struct SFTPTransportTests {
     }
 
     @Test func resumesAfterACancelledTransfer() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         let transport = setup.transport()
         let first = PushbackSink(pause: .milliseconds(400), answer: setup.keyAnswer)
@@ -203,7 +203,7 @@ struct SFTPTransportTests {
     }
 
     @Test func aFileChangedBetweenAttemptsRestartsFromZero() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         let transport = setup.transport()
         let first = RecordingSink(answer: setup.keyAnswer)
@@ -220,7 +220,7 @@ struct SFTPTransportTests {
     }
 
     @Test func severalAssetsFromOneHostShareOneSession() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let transport = setup.transport()
         var urls: [URL] = []
         for index in 0..<6 { urls.append(try setup.publish(randomData(700_000 + index, seed: UInt64(index)), as: "part\(index).bin")) }
@@ -242,7 +242,7 @@ struct SFTPTransportTests {
     }
 
     @Test func aDroppedConnectionIsRetryableAndTheNextTransferReconnects() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         // Small reads: what is read ahead (three buffers and libssh2's queue) stays well below the file.
         let transport = setup.transport(readSize: 256 << 10)
@@ -264,7 +264,7 @@ struct SFTPTransportTests {
     }
 
     @Test func downloadsThroughALibraryWithConfiguredCredentials() async throws {
-        guard let setup = try SFTPServerSetup.start() else { return }
+        guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         var configuration = Library.Configuration()
         // Independent of the host's network: policies are tested on their own.
