@@ -22,6 +22,10 @@
 # Needs nginx and /usr/bin/time; wget and aria2c are compared when installed.
 set -euo pipefail
 
+# A relative BASELINE is the caller's: resolved before any `cd`.
+if [[ -n ${BASELINE:-} ]]; then
+    BASELINE=$(realpath -e "$BASELINE") && [[ -x $BASELINE ]] || { echo "BASELINE is not an executable file" >&2; exit 1; }
+fi
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BIG_MB=${BIG_MB:-1024}
 SMALL_COUNT=${SMALL_COUNT:-1000}

@@ -19,6 +19,10 @@
 # Needs root or a user sshd accepts keys for (it logs in as the current user), /usr/bin/time,
 # openssh-server and curl with SFTP. Data is generated, never committed.
 set -euo pipefail
+# A relative BASELINE is the caller's: resolved before the `cd`.
+if [[ -n ${BASELINE:-} ]]; then
+    BASELINE=$(realpath -e "$BASELINE") && [[ -x $BASELINE ]] || { echo "BASELINE is not an executable file" >&2; exit 2; }
+fi
 cd "$(dirname "$0")/../.."
 
 size_mib=1024
@@ -90,7 +94,8 @@ measure() {
     local before after
     before=$(server_ticks)
     /usr/bin/time -f "%e %M %U %S" -o "$work/time.txt" "$@" >/dev/null 2>"$work/stderr.txt" || { cat "$work/stderr.txt" >&2; exit 1; }
-    sleep 0.2   # sshd reaps the connection's process
+    # Wait (at most 5 s) until sshd has reaped the connection's process: its CPU counts then.
+    for _ in $(seq 100); do pgrep -P "$sshd_pid" > /dev/null || break; sleep 0.05; done
     after=$(server_ticks)
     awk -v server=$((after - before)) '{ printf "%s %s %.2f %.2f\n", $1, $2, $3 + $4, server / 100 }' "$work/time.txt"
 }

@@ -29,6 +29,12 @@ struct RequestJSONTests {
         #expect(read == request)
     }
 
+    @Test func keysAreSortedByTheirBytes() throws {
+        // "é" decomposed sorts before "f" by normalized form, after it by bytes (as the encoder does).
+        let request = AssetRequest(url: URL(string: "https://h/a")!, options: ["e\u{301}": "1", "f": "2", "\u{e9}x": "3"])
+        #expect(RequestJSON.text(request) == (try Self.encoderText(request)))
+    }
+
     @Test func networkOverridesFallBackToTheEncoder() throws {
         var request = AssetRequest(url: URL(string: "https://h/a")!)
         request.network = NetworkPolicyOverride(allowsExpensive: false)

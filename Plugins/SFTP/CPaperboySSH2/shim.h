@@ -30,8 +30,9 @@ typedef struct paperboy_ssh_context {
     /// block"; negative: no limit. See `SSHSession.withReceiveLimit`.
     long long budget;
     /// While non-zero, packets are sent with MSG_MORE: the kernel holds them until
-    /// `paperboy_ssh_flush` (or a full segment), so a round of SFTP read requests leaves in a
-    /// few segments rather than one each. See `SSHSession.run`.
+    /// `paperboy_ssh_flush`, a send without MSG_MORE, a full segment or an incoming ACK, so a
+    /// round of SFTP read requests leaves in a few segments rather than one each. See
+    /// `SSHSession.run`.
     int coalesce;
     /// Packets sent with MSG_MORE since the last flush.
     int held;

@@ -487,6 +487,8 @@ final class SSHSession: @unchecked Sendable {
     }
 
     private func finishThread() {
+        // The goodbye goes out at once, with anything still held back (see `flushHeldPackets`).
+        context.pointee.coalesce = 0
         if let raw {
             if !isDead {
                 // Best effort: non-blocking, so a full socket simply drops the goodbye.

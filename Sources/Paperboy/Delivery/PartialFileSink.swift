@@ -25,7 +25,8 @@ final class GatherBufferPool: Sendable {
     /// The pool every sink uses.
     static let shared = GatherBufferPool(kept: 16)
 
-    /// Free buffers kept at most; only the pages a body used are resident.
+    /// Free buffers kept at most; of each, the pages of the largest body it held stay resident
+    /// (at most 16 × 256 KiB).
     let kept: Int
     /// Addresses of free buffers.
     private let free = Mutex<[UInt]>([])
@@ -115,8 +116,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     private(set) var startOffset: Int64 = 0
     /// A small body's bytes, gathered in memory and written to the file in one call by
     /// ``finish()`` (or before progress is recorded), off the transport's thread: with many small
-    /// files the transport's thread spent a third of its time in `write`. Allocated by `begin`
-    /// when the announced rest of the body is at most ``gatherLimit``.
+    /// files the transport's thread spent a third of its time in `write`. Taken by `begin` from
+    /// ``GatherBufferPool`` when the announced rest of the body is at most ``gatherLimit``.
     private var gathered: UnsafeMutableRawBufferPointer?
     private var gatheredCount = 0
     /// Bodies up to this size (the part still to fetch) are gathered in memory.

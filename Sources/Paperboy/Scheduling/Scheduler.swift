@@ -788,7 +788,11 @@ final class Scheduler: Sendable {
         broadcastState(id)
         if let deliverNow {
             // Already in place and nobody to hand it to: recorded here, without another task.
-            completeDelivery(id, request: deliverNow.request, issueName: deliverNow.issueName, failure: nil)
+            // A delegate attached since the check above gets the full delivery instead.
+            if !completeDelivery(id, request: deliverNow.request, issueName: deliverNow.issueName, failure: nil,
+                                 unlessDelegated: true) {
+                Task { [self] in await self.deliver(id) }
+            }
         } else if deliver {
             Task { [self] in await self.deliver(id) }
         }
@@ -874,11 +878,17 @@ final class Scheduler: Sendable {
 
     /// Records the end of a delivery (`failure` when it failed): state, issue cover and new
     /// mark, events, waiters.
-    private func completeDelivery(_ id: String, request: AssetRequest, issueName: String, failure: LibraryError?) {
+    ///
+    /// - Parameter unlessDelegated: record nothing (and return `false`) if a delegate is attached
+    ///   to the asset now: it is owed the `finished` call that ``deliver(_:)`` makes.
+    @discardableResult
+    private func completeDelivery(_ id: String, request: AssetRequest, issueName: String, failure: LibraryError?,
+                                  unlessDelegated: Bool = false) -> Bool {
         var completedIssue: String?
         var coverPath: String?
-        state.withLock { state in
-            guard state.entries[id] != nil else { return }
+        let recorded = state.withLock { state -> Bool in
+            guard let entry = state.entries[id] else { return true }
+            if unlessDelegated, entry.hub?.hasDelegates == true { return false }
             var patch = AssetPatch(id: id)
             if let failure {
                 state.update(id) { entry in
@@ -906,7 +916,9 @@ final class Scheduler: Sendable {
             }
             store.submit(patch)
             // Waiters are woken below, once the issue's cover and new mark are recorded.
+            return true
         }
+        guard recorded else { return false }
         if let failure {
             logger.error("asset \(id): \(failure.message)")
         }
@@ -928,6 +940,7 @@ final class Scheduler: Sendable {
             }
             wakeIdleWaiters(&state)
         }
+        return true
     }
 
     /// Moves a finished file to `path` inside the issue folder, refusing anything that would

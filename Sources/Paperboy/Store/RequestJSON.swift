@@ -34,7 +34,8 @@ enum RequestJSON {
 
     private static func appendObject(_ object: [String: String], to out: inout [UInt8]) {
         out.append(UInt8(ascii: "{"))
-        for (index, name) in object.keys.sorted().enumerated() {
+        // By UTF-8 bytes, as `JSONEncoder` sorts keys (String's `<` compares normalized forms).
+        for (index, name) in object.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             appendString(name, to: &out)
             out.append(UInt8(ascii: ":"))
