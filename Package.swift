@@ -136,8 +136,8 @@ let package = Package(
         .testTarget(
             name: "PaperboyTests",
             dependencies: [
-                "Paperboy", "PaperboyTesting", .product(name: "ZIPFoundation", package: "ZIPFoundation"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "Paperboy", "PaperboyTesting", "PaperboyTestServers",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"), .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/PaperboyTests",
             swiftSettings: swiftSettings

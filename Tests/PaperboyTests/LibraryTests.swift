@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Paperboy
+import PaperboyTestServers
 import PaperboyTesting
 
 @Suite("Library")
@@ -108,7 +109,7 @@ struct LibraryTests {
         // A refused open retries the lock for about a second: on a thread of its own, not the
         // test pool's.
         let root = self.root
-        let refusal = await onOwnThread { () -> String in
+        let refusal = try await offThePool { () -> String in
             do {
                 _ = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
                 return "opened"

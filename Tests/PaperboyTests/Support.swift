@@ -12,15 +12,6 @@ func testConfiguration(attempts: Int = 3) -> Library.Configuration {
     return configuration
 }
 
-/// Runs `body` on a thread of its own: for calls that block (a refused `Library.open` retries
-/// its lock for about a second), which would hold one of the cooperative pool's few threads and
-/// stall the other tests on a loaded machine.
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread { continuation.resume(returning: body()) }.start()
-    }
-}
-
 /// Waits until `condition` holds, polling; fails the test after `timeout`.
 func eventually(timeout: Duration = .seconds(20), _ what: String = "condition", _ condition: () -> Bool) async {
     let deadline = ContinuousClock.now + timeout

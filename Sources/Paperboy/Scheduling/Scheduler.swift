@@ -887,8 +887,8 @@ final class Scheduler: Sendable {
         var completedIssue: String?
         var coverPath: String?
         let recorded = state.withLock { state -> Bool in
-            guard let entry = state.entries[id] else { return true }
-            if unlessDelegated, entry.hub?.hasDelegates == true { return false }
+            guard state.entries[id] != nil else { return true }
+            if unlessDelegated, state.entries[id]?.hub?.hasDelegates == true { return false }
             var patch = AssetPatch(id: id)
             if let failure {
                 state.update(id) { entry in
