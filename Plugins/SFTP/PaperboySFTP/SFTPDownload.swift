@@ -43,13 +43,16 @@ struct SFTPAttributes: Sendable, Equatable {
 }
 
 /// One file read through an open session: open, attributes, resume decision, pipelined reads
-/// into the sink, close. A large file may be split: its second half read over a second
-/// connection into a segment of the sink (see ``Split``).
+/// into the sink, close. A large file may be split: read over two connections, which take
+/// ranges from a ``RangeDealer`` (each range after the first into a segment of the sink; see
+/// ``Split``).
 struct SFTPDownload: Sendable {
-    /// Reading the second half of a large file over another connection.
+    /// Reading a large file over two connections.
     struct Split: Sendable {
         /// Files with at least this many bytes left are split.
         var threshold: Int64
+        /// The smallest range a connection is handed at a time (the last ones of a file).
+        var minimumRange: Int64 { max(1 << 20, threshold / 8) }
         /// A second connection to the same host and user (set up, or reused, on demand); `nil`
         /// when it cannot be had. The caller releases it.
         var secondSession: @Sendable () async -> SSHSession?
@@ -153,16 +156,17 @@ struct SFTPDownload: Sendable {
         let received: Int64
         do {
             let target = writer.addTarget(sink)
-            if let second, let size = before.size,
-               case let middle = offset + (size - offset) / 2,
-               let segment = try sink.segment(middle..<size) {
+            if let second, let size = before.size, let split,
+               case let dealer = RangeDealer(offset..<size, connections: 2, minimum: split.minimumRange),
+               let first = dealer.next(), let next = dealer.next(), let segment = try sink.segment(next) {
+                // The first range goes to the sink, the others to segments; the connections take
+                // ranges until none are left, so they finish together. The first failure cancels
+                // the other connection.
                 let segmentTarget = writer.addTarget(SFTPWriteBehind.Target(
                     tryWrite: { try segment.tryWrite($0) }, whenWritable: { segment.whenWritable($0) }))
-                // The first failure cancels the other half.
-                let start = offset
                 received = try await withThrowingTaskGroup(of: Int64.self) { group in
-                    group.addTask { try await readRange(second, from: middle, to: size, writer: writer, target: segmentTarget) }
-                    group.addTask { try await readRange(file, from: start, to: middle, writer: writer, target: target) }
+                    group.addTask { try await readRanges(second, next, into: segmentTarget, then: dealer, writer: writer) }
+                    group.addTask { try await readRanges(file, first, into: target, then: dealer, writer: writer) }
                     var total: Int64 = 0
                     for try await part in group { total += part }
                     return total
@@ -229,16 +233,36 @@ struct SFTPDownload: Sendable {
 extension SFTPDownload {
     /// Reads `[offset, end)` of an open file (to the end of the file when `end` is nil) on its
     /// session's thread into `writer`'s buffers for `target`; returns once every byte read has
-    /// been written.
+    /// been written, or, when `waitsForWrites` is false, once every byte has been read.
     func readRange(
-        _ file: OpenFile, from offset: Int64, to end: Int64?, writer: SFTPWriteBehind, target: Int
+        _ file: OpenFile, from offset: Int64, to end: Int64?, writer: SFTPWriteBehind, target: Int, waitsForWrites: Bool = true
     ) async throws -> Int64 {
         let reader = SFTPReader(handle: file.handle, channel: file.channel, offset: offset, end: end, session: file.session,
-                                writer: writer, target: target, url: location.url)
+                                writer: writer, target: target, url: location.url, waitsForWrites: waitsForWrites)
         return try await file.session.perform(idleTimeout: job.idleTimeout, isExclusive: false) {
             (operation, continuation: CheckedContinuation<Int64, any Error>) in
             reader.attach(operation, continuation)
         }
+    }
+
+    /// Reads `first` into `target`, then the ranges `dealer` hands out, each into a segment of
+    /// the sink made when its first bytes are written; returns the bytes read once all of them
+    /// have been written.
+    func readRanges(
+        _ file: OpenFile, _ first: Range<Int64>, into target: Int, then dealer: RangeDealer, writer: SFTPWriteBehind
+    ) async throws -> Int64 {
+        var received = try await readRange(file, from: first.lowerBound, to: first.upperBound, writer: writer, target: target,
+                                           waitsForWrites: false)
+        while let range = dealer.next() {
+            try Task.checkCancellation()
+            let segment = SegmentOnDemand(sink: sink, range: range, url: location.url)
+            let target = writer.addTarget(SFTPWriteBehind.Target(
+                tryWrite: { try segment.tryWrite($0) }, whenWritable: { segment.whenWritable($0) }))
+            received += try await readRange(file, from: range.lowerBound, to: range.upperBound, writer: writer, target: target,
+                                            waitsForWrites: false)
+        }
+        try await writer.drained()
+        return received
     }
 }
 
@@ -268,6 +292,8 @@ final class SFTPReader: @unchecked Sendable {
     private weak var operation: SSHSession.Operation?
     /// A buffer goes to the sink once it holds this many bytes.
     private let submitSize: Int
+    /// Whether the read ends only once its bytes are written (otherwise once they are queued).
+    private let waitsForWrites: Bool
 
     /// Bytes libssh2 may take from the socket per `libssh2_sftp_read` (a few SSH packets; see
     /// ``SSHSession/withReceiveLimit(_:_:)``).
@@ -283,7 +309,8 @@ final class SFTPReader: @unchecked Sendable {
     static let tailReadSize = 64 << 10
 
     init(handle: SFTPHandle, channel: SFTPChannel, offset: Int64, end: Int64?, session: SSHSession,
-         writer: SFTPWriteBehind, target: Int, url: URL) {
+         writer: SFTPWriteBehind, target: Int, url: URL, waitsForWrites: Bool = true) {
+        self.waitsForWrites = waitsForWrites
         self.handle = handle
         self.channel = channel
         self.offset = offset
@@ -375,7 +402,7 @@ final class SFTPReader: @unchecked Sendable {
             writer.giveBack(buffer)
         }
         if let failure = writer.failure { return finish(.failure(failure)) }
-        if writer.isIdle { return finish(.success(received)) }
+        if !waitsForWrites || writer.isIdle { return finish(.success(received)) }
         writer.whenDrained(wakeUp)
         return .paused
     }

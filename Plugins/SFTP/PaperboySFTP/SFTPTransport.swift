@@ -34,7 +34,9 @@ import Paperboy
 ///   write-behind queue writes to the sink while the next bytes are decrypted; back-pressure
 ///   from the sink pauses reading.
 /// - Large files (``Configuration/splitThreshold``) are read over two connections when the
-///   host's connection is otherwise unused: the second half goes into a sink segment.
+///   host's connection is otherwise unused: both connections take ranges of the file (large
+///   first, smaller near the end) until none are left, each range after the first going into a
+///   sink segment.
 public struct SFTPTransport: Transport {
     /// Settings for one host or URL prefix, such as a `[[credentials]]` entry of a configuration file.
     public struct HostRule: Sendable {
@@ -77,9 +79,10 @@ public struct SFTPTransport: Transport {
         public var maxAuthenticationFailures: Int
         /// How long an unused connection stays open for the next transfer.
         public var sessionIdleLifetime: Duration
-        /// Files with at least this many bytes left are read over two connections, one half
-        /// each, when no other transfer uses the host's connection and the core's sink accepts
-        /// segments (``TransferSink/segment(_:)``); `nil` never splits. libssh2 decrypts on one
+        /// Files with at least this many bytes left are read over two connections, which take
+        /// ranges of the file until none are left (the last ones an eighth of this size), when
+        /// no other transfer uses the host's connection and the core's sink accepts segments
+        /// (``TransferSink/segment(_:)``); `nil` never splits. libssh2 decrypts on one
         /// core per connection, so one stream cannot match OpenSSH's client.
         public var splitThreshold: Int64?
         /// Per-prefix users and known_hosts files; the longest matching prefix wins.

@@ -122,6 +122,18 @@ final class SFTPWriteBehind: @unchecked Sendable {
         if now { callback() }
     }
 
+    /// Returns once every chunk submitted so far is written.
+    ///
+    /// - Throws: the error that stopped writing, or `CancellationError` if the writer was closed.
+    func drained() async throws {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            whenDrained { continuation.resume() }
+        }
+        let (failure, closed) = state.withLock { ($0.failure, $0.closed) }
+        if let failure { throw failure }
+        if closed { throw CancellationError() }
+    }
+
     /// Stops writing: drops queued chunks and returns once no sink call is in progress. After
     /// it returns the sink is never called again (its file may be closed).
     func close() async {

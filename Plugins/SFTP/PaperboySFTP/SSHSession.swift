@@ -21,7 +21,7 @@ final class SSHSession: @unchecked Sendable {
         var port: Int
         var user: String
         var knownHosts: String
-        /// 0 for the connection transfers share; 1 for the one reading second halves of large files.
+        /// 0 for the connection transfers share; 1 for the second one reading a large file.
         var lane = 0
     }
 
