@@ -122,16 +122,35 @@ final class SFTPWriteBehind: @unchecked Sendable {
         if now { callback() }
     }
 
-    /// Returns once every chunk submitted so far is written.
+    /// Returns once every chunk submitted so far is written, or at once when the task is
+    /// cancelled (the writer goes on; ``close()`` stops it).
     ///
-    /// - Throws: the error that stopped writing, or `CancellationError` if the writer was closed.
+    /// - Throws: the error that stopped writing, `CancellationError` if the task was cancelled or
+    ///   the writer closed.
     func drained() async throws {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            whenDrained { continuation.resume() }
+        let waiter = Mutex<(continuation: CheckedContinuation<Void, Never>?, over: Bool)>((nil, false))
+        let end: @Sendable () -> Void = {
+            waiter.withLock { state -> CheckedContinuation<Void, Never>? in
+                state.over = true
+                defer { state.continuation = nil }
+                return state.continuation
+            }?.resume()
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let over = waiter.withLock { state -> Bool in
+                    if !state.over { state.continuation = continuation }
+                    return state.over
+                }
+                if over { continuation.resume() } else { whenDrained(end) }
+            }
+        } onCancel: {
+            end()
         }
         let (failure, closed) = state.withLock { ($0.failure, $0.closed) }
         if let failure { throw failure }
         if closed { throw CancellationError() }
+        try Task.checkCancellation()
     }
 
     /// Stops writing: drops queued chunks and returns once no sink call is in progress. After
