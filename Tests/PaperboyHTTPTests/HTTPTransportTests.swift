@@ -178,6 +178,16 @@ struct HTTPTransportTests {
         #expect(error?.message.contains("/missing") == true)
     }
 
+    @Test func anErrorNamesItsURLOnce() async throws {
+        let server = try FaultServer { _ in ServerResponse(status: 404) }
+        let url = server.url("/gone.bin")
+        let text = await transportError { try await HTTPTransport().transfer(job(url), into: RecordingSink()) }.map { "\($0)" } ?? ""
+        #expect(text.components(separatedBy: url.absoluteString).count == 2)
+        #expect(text.hasSuffix("(not-found)"))
+        // A message that does not name the URL gets it appended.
+        #expect("\(TransportError(.timedOut, "no data for 30 s", url: url))" == "no data for 30 s (\(url.absoluteString), timed-out)")
+    }
+
     @Test func sendsExtraHeaders() async throws {
         let server = try FaultServer { .serving(Data("x".utf8), for: $0) }
         var request = job(server.url("/h"))

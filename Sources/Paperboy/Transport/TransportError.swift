@@ -70,8 +70,9 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
         self.underlying = underlying
     }
 
+    /// The message, then the URL (unless the message names it already) and the code.
     public var description: String {
-        if let url { return "\(message) (\(url.redactedString), \(code))" }
+        if let url, case let shown = url.redactedString, !message.contains(shown) { return "\(message) (\(shown), \(code))" }
         return "\(message) (\(code))"
     }
 }
