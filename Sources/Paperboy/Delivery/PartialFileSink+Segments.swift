@@ -119,9 +119,7 @@ extension PartialFileSink {
         guard let offset = segments.nextOffset(of: index, adding: count) else {
             throw TransportError(.protocolError, "transport wrote more than the \(range.count) bytes of segment \(range)", url: context.url, isRetryable: false)
         }
-        if let failure = Self.positionalWrite(fd, bytes, at: offset) {
-            throw TransportError(.ioError, "cannot write partial file of asset \(context.assetID): \(String(cString: strerror(failure)))", url: context.url)
-        }
+        if let failure = Self.positionalWrite(fd, bytes, at: offset) { throw writeFailure(failure) }
         segments.record(count, in: index)
         counted()
     }

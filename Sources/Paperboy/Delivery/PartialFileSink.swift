@@ -71,6 +71,8 @@ final class GatherBufferPool: Sendable {
 final class PartialFileSink: TransferSink, @unchecked Sendable {
     struct Context: Sendable {
         var assetID: String
+        /// The partial file, for messages.
+        var partialFile: URL
         var url: URL
         var requestedOffset: Int64
         var recordedValidator: ResourceValidator?
@@ -122,6 +124,24 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     private var gatheredCount = 0
     /// Bodies up to this size (the part still to fetch) are gathered in memory.
     static let gatherLimit = 256 << 10
+    /// Bodies of at least this size (the part still to fetch) are checked against the free space
+    /// of the library's file system by `begin`.
+    static let spaceCheckMinimum: Int64 = 1 << 20
+
+    /// `bytes` in megabytes with one decimal, for messages.
+    static func megabytes(_ bytes: Int64) -> String {
+        String(format: "%.1f MB", Double(bytes) / 1e6)
+    }
+
+    /// The error for a failed write of the partial file (`errno` `code`): a full file system
+    /// or quota is ``TransportError/Code/insufficientStorage`` (another attempt would fail the
+    /// same way), anything else a retryable `.ioError`.
+    func writeFailure(_ code: Int32) -> TransportError {
+        if code == ENOSPC || code == EDQUOT {
+            return TransportError(.insufficientStorage, "cannot write \(context.partialFile.path): \(POSIX.errorMessage(code))", url: context.url)
+        }
+        return TransportError(.ioError, "cannot write \(context.partialFile.path): \(POSIX.errorMessage(code))", url: context.url)
+    }
 
     init(fd: Int32, context: Context) {
         self.fd = fd
@@ -153,6 +173,15 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             if let length = response.expectedLength, length < requested {
                 throw TransferRestart(reason: "source is shorter (\(length) bytes) than the \(requested) bytes on disk")
             }
+        }
+        if let length = response.expectedLength, case let needed = length - response.offset,
+           needed >= Self.spaceCheckMinimum, let free = POSIX.availableSpace(fd), needed > free {
+            // Refused before the first byte: filling the disk would also stop the library's
+            // database from recording anything, this transfer's failure included.
+            throw TransportError(
+                .insufficientStorage,
+                "not enough space for \(context.url.redactedString): \(Self.megabytes(needed)) to write, \(Self.megabytes(free)) free for \(context.partialFile.path)",
+                url: context.url)
         }
         began = true
         startOffset = response.offset
@@ -282,9 +311,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             gatheredCount += bytes.count
         } else {
             try writeGathered()
-            if let failure = POSIX.writeAll(fd, bytes) {
-                throw TransportError(.ioError, "cannot write partial file of asset \(context.assetID): \(POSIX.errorMessage(failure))", url: context.url)
-            }
+            if let failure = POSIX.writeAll(fd, bytes) { throw writeFailure(failure) }
         }
         hasher?.update(bufferPointer: bytes)
         written += count
@@ -302,7 +329,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         guard count > 0 else { return }
         if let failure = POSIX.writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[..<count])) {
             written -= Int64(count)
-            throw TransportError(.ioError, "cannot write partial file of asset \(context.assetID): \(POSIX.errorMessage(failure))", url: context.url)
+            throw writeFailure(failure)
         }
     }
 

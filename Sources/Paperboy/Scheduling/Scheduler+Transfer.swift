@@ -89,7 +89,7 @@ extension Scheduler {
 
         var restarts = 0
         while true {
-            let sink = makeSink(fd: fd, run: run, request: request, offset: offset, validator: validator)
+            let sink = makeSink(fd: fd, partial: partial, run: run, request: request, offset: offset, validator: validator)
             defer { sink.endFlows() }
             let job = TransferJob(
                 url: request.url, headers: request.headers, offset: offset, validator: validator,
@@ -161,13 +161,13 @@ extension Scheduler {
         }
     }
 
-    private func makeSink(fd: Int32, run: Run, request: AssetRequest, offset: Int64, validator: ResourceValidator?) -> PartialFileSink {
+    private func makeSink(fd: Int32, partial: URL, run: Run, request: AssetRequest, offset: Int64, validator: ResourceValidator?) -> PartialFileSink {
         let id = run.id
         // Looked up on each use, so that a delegate attached mid-transfer gets the events.
         let hub: @Sendable () -> AssetEventHub? = { [weak self] in self?.currentHub(id) }
         let credentials = settings.credentials
         let context = PartialFileSink.Context(
-            assetID: run.id, url: request.url, requestedOffset: offset, recordedValidator: validator,
+            assetID: run.id, partialFile: partial, url: request.url, requestedOffset: offset, recordedValidator: validator,
             expectedSHA256: request.sha256, progressInterval: settings.progressInterval,
             checkpointInterval: settings.checkpointInterval, store: store, durability: durability,
             live: run.live, hub: hub, limiters: run.limiters,

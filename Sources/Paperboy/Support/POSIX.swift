@@ -29,6 +29,15 @@ enum POSIX {
         buffer.count <= 256 && paperboy_random_bytes(buffer.baseAddress, UInt(buffer.count)) == 0
     }
 
+    /// Bytes an unprivileged user may still write on the file system holding `fd`, or nil if
+    /// the file system does not say.
+    static func availableSpace(_ fd: Int32) -> Int64? {
+        var info = statvfs()
+        guard fstatvfs(fd, &info) == 0 else { return nil }
+        let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
+        return overflow ? .max : Int64(clamping: bytes)
+    }
+
     static func fileSize(_ fd: Int32) -> Int64 {
         var info = stat()
         return fstat(fd, &info) == 0 ? Int64(info.st_size) : 0

@@ -38,6 +38,9 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
         public static let sourceChanged = Code("source-changed")
         /// A local read or write failed.
         public static let ioError = Code("io-error")
+        /// The library's file system has no room for the file: less free space than the source
+        /// announced, or a write failed with `ENOSPC` or `EDQUOT`. Not retryable.
+        public static let insufficientStorage = Code("insufficient-storage")
         /// The transfer was cancelled.
         public static let cancelled = Code("cancelled")
         /// Too many redirects.

@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+@testable import Paperboy
+import PaperboyTesting
+
+/// A transport that announces `length` bytes and sends `sent` of them.
+private struct AnnouncingTransport: Transport {
+    let length: Int64
+    let sent: Int
+
+    var schemes: Set<String> { ["announce"] }
+    var capabilities: TransportCapabilities { [] }
+
+    func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
+        try sink.begin(TransferResponse(offset: 0, expectedLength: length, validator: nil))
+        try await sink.write(Data(repeating: 7, count: sent))
+    }
+}
+
+@Suite("Storage space")
+struct StorageSpaceTests {
+    let folder = TempFolder()
+
+    func failure(announcing length: Int64, sent: Int) async throws -> (state: AssetState, events: [RecordingDelegate.Event], partial: Int64?) {
+        let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([AnnouncingTransport(length: length, sent: sent)]),
+                                       configuration: testConfiguration(attempts: 3))
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "announce://host/huge.bin")!))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        let state = asset.state
+        let partial = (try? FileManager.default.attributesOfItem(atPath: folder.file("library/.partial/\(asset.identifier)").path))?[.size] as? Int64
+        await library.close()
+        return (state, delegate.events, partial)
+    }
+
+    @Test func aFileLargerThanTheFreeSpaceFailsBeforeItsFirstByteWithoutRetries() async throws {
+        // More than any test machine has free: refused by `begin`, nothing written.
+        let (state, events, partial) = try await failure(announcing: 1 << 60, sent: 4096)
+        guard case .failed(let message) = state else {
+            Testing.Issue.record("expected a failure, got \(state)")
+            return
+        }
+        #expect(message.contains("not enough space for announce://host/huge.bin"))
+        #expect(message.contains("MB free for"))
+        #expect(message.contains("insufficient-storage"))
+        #expect(!message.contains("gave up after"))
+        #expect(events.filter { if case .failed = $0 { true } else { false } }.count == 1)
+        #expect((partial ?? 0) == 0)
+    }
+
+    @Test func aFileThatFitsIsNotRefused() async throws {
+        // The same transport with a length that fits: the check lets it through (it then fails
+        // only because it sends less than announced, which is retryable).
+        let (state, _, _) = try await failure(announcing: 2 << 20, sent: 4096)
+        guard case .failed(let message) = state else {
+            Testing.Issue.record("expected a failure, got \(state)")
+            return
+        }
+        #expect(!message.contains("not enough space"))
+        #expect(message.contains("gave up after 3 attempts"))
+    }
+
+    @Test func aFullFileSystemOrQuotaIsNotRetryableAndNamesTheFile() throws {
+        let sink = try partialSink()
+        for code in [ENOSPC, EDQUOT] {
+            let error = sink.writeFailure(code)
+            #expect(error.code == .insufficientStorage)
+            #expect(!error.isRetryable)
+            #expect(error.message.contains(sink.context.partialFile.path))
+        }
+        let other = sink.writeFailure(EIO)
+        #expect(other.code == .ioError)
+        #expect(other.isRetryable)
+    }
+
+    /// A sink outside any library, for its error mapping (it writes nothing).
+    func partialSink() throws -> PartialFileSink {
+        let store = try LibraryStore(fileURL: folder.file("scratch.sqlite"))
+        let context = PartialFileSink.Context(
+            assetID: "a", partialFile: folder.file("scratch"), url: URL(string: "announce://host/x")!, requestedOffset: 0, recordedValidator: nil,
+            expectedSHA256: nil, progressInterval: .seconds(1), checkpointInterval: .seconds(1), store: store,
+            durability: Durability(root: folder.url, enabled: false), live: LiveProgress(), hub: { nil }, limiters: [],
+            answerChallenge: { _ in .performDefaultHandling })
+        return PartialFileSink(fd: -1, context: context)
+    }
+}
