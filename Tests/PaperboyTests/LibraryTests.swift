@@ -104,6 +104,27 @@ struct LibraryTests {
         #expect((database[.posixPermissions] as? NSNumber)?.intValue == 0o600)
     }
 
+    @Test func aLibraryFolderThatCannotBeCreatedIsNamedWithTheSystemsReason() async throws {
+        // A file where a folder must go (root may write anywhere, so no permission test).
+        try Data("x".utf8).write(to: folder.file("plain-file"))
+        for path in ["plain-file/library", "plain-file"] {
+            do {
+                _ = try Library.open(at: folder.file(path), transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
+                Testing.Issue.record("opened a library at \(path)")
+            } catch {
+                #expect(error.message == "cannot create folder \(folder.file(path).path): Not a directory")
+            }
+        }
+        // Missing parents are made, private to the user.
+        let nested = try Library.open(at: folder.file("a/b/library"), transports: TransportRegistry([InMemoryTransport()]),
+                                      configuration: testConfiguration())
+        await nested.close()
+        for path in ["a", "a/b", "a/b/library"] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: folder.file(path).path)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o700, "\(path)")
+        }
+    }
+
     @Test func secondOpenOfTheSameFolderIsRefused() async throws {
         let library = try open()
         // A refused open retries the lock for about a second: on a thread of its own, not the

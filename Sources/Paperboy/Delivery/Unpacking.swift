@@ -20,7 +20,7 @@ enum Unpacker {
 
     static func unzip(_ archiveURL: URL, into folder: URL, staging: URL) throws(LibraryError) {
         do {
-            try FileManager.default.createDirectory(at: staging, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try POSIX.makeDirectory(staging)
             defer { try? FileManager.default.removeItem(at: staging) }
             let archive: Archive
             do {
@@ -44,12 +44,10 @@ enum Unpacker {
                 }
                 switch entry.type {
                 case .directory:
-                    try FileManager.default.createDirectory(at: staging.appendingPathComponent(path), withIntermediateDirectories: true,
-                                                            attributes: [.posixPermissions: 0o700])
+                    try POSIX.makeDirectory(staging.appendingPathComponent(path))
                 case .file:
                     let target = staging.appendingPathComponent(path)
-                    try FileManager.default.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true,
-                                                            attributes: [.posixPermissions: 0o700])
+                    try POSIX.makeDirectory(target.deletingLastPathComponent())
                     let checksum = try archive.extract(entry, to: target)
                     guard checksum == entry.checksum else {
                         throw LibraryError(.invalidRequest, "archive entry '\(entry.path)' is damaged (CRC-32 mismatch)")
@@ -69,7 +67,7 @@ enum Unpacker {
             }
             for link in plannedLinks {
                 let url = staging.appendingPathComponent(link.path)
-                try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try POSIX.makeDirectory(url.deletingLastPathComponent())
                 try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: link.target)
             }
             // Everything extracted: move it into place.

@@ -100,12 +100,35 @@ enum POSIX {
     }
 
     /// Creates a folder and its missing parents with mode 0700.
+    /// Creates a folder and its missing parents, each new one private to the user (mode 0700);
+    /// a folder already there is fine.
+    ///
+    /// - Throws: ``LibraryError`` `.storage` naming the folder and the system's reason
+    ///   ("Permission denied", "Not a directory").
     static func makeDirectory(_ url: URL) throws(LibraryError) {
-        do {
-            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            throw LibraryError.storage("cannot create folder \(url.path)", error)
+        let path = url.path
+        if let failure = makeDirectory(path: path) {
+            throw LibraryError(.storage, "cannot create folder \(path): \(errorMessage(failure))")
         }
+    }
+
+    /// `makeDirectory` on a path: the `errno` of the failure, or nil.
+    private static func makeDirectory(path: String) -> Int32? {
+        if mkdir(path, 0o700) == 0 { return nil }
+        var code = errno
+        if code == ENOENT {
+            // A parent is missing: create it, then this folder.
+            let parent = (path as NSString).deletingLastPathComponent
+            guard !parent.isEmpty, parent != path else { return code }
+            if let failure = makeDirectory(path: parent) { return failure }
+            if mkdir(path, 0o700) == 0 { return nil }
+            code = errno
+        }
+        if code == EEXIST {
+            var info = stat()
+            return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR ? nil : ENOTDIR
+        }
+        return code
     }
 
     static func realPath(_ url: URL) -> String? {
