@@ -175,7 +175,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyCLITests",
-            dependencies: ["paperboy", "PaperboyTesting"],
+            dependencies: ["paperboy", "PaperboyTesting", "PaperboyTestServers"],
             path: "Tests/PaperboyCLITests",
             swiftSettings: swiftSettings
         ),

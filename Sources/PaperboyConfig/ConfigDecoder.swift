@@ -46,6 +46,13 @@ struct ConfigDecoder {
         settings.retryAttempts = try table.positiveInt("retry_attempts") ?? settings.retryAttempts
         settings.retryBaseDelay = try table.duration("retry_base_delay") ?? settings.retryBaseDelay
         settings.retryMaxDelay = try table.duration("retry_max_delay") ?? settings.retryMaxDelay
+        for key in ["connect_timeout", "idle_timeout"] {
+            guard let timeout = try table.duration(key) else { continue }
+            guard timeout >= .seconds(1) else {
+                throw table.error(.invalidValue, key, "\(key) must be at least 1s, got \(DurationParser.string(for: timeout))")
+            }
+            if key == "connect_timeout" { settings.connectTimeout = timeout } else { settings.idleTimeout = timeout }
+        }
         if settings.retryBaseDelay > settings.retryMaxDelay {
             let key = table.value("retry_max_delay") != nil ? "retry_max_delay" : "retry_base_delay"
             throw table.error(

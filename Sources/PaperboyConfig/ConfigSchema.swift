@@ -5,7 +5,8 @@ enum ConfigSchema {
         "credentials", "feeds", "transports", "issues",
     ]
     static let library = ["path", "mode", "sync_to_disk"]
-    static let scheduler = ["max_concurrent", "max_per_host", "retry_attempts", "retry_base_delay", "retry_max_delay"]
+    static let scheduler = ["max_concurrent", "max_per_host", "retry_attempts", "retry_base_delay", "retry_max_delay",
+                            "connect_timeout", "idle_timeout"]
     static let bandwidth = ["limit", "per_transfer", "schedule"]
     static let network = ["assume", "allowed", "allow_expensive", "allow_constrained"]
     static let notifications = ["throttle", "dont_throttle"]

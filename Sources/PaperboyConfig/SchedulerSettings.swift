@@ -10,6 +10,11 @@ public struct SchedulerSettings: Sendable, Equatable {
     public var retryBaseDelay: Duration
     /// The longest delay between retries (`retry_max_delay`), default 5 min.
     public var retryMaxDelay: Duration
+    /// How long connecting to a source may take (`connect_timeout`), default 30 s.
+    public var connectTimeout: Duration
+    /// How long a transfer may receive nothing before it fails as stalled (`idle_timeout`),
+    /// default 60 s; waiting for the bandwidth limit or the disk does not count.
+    public var idleTimeout: Duration
 
     /// Creates scheduler settings; the defaults are those of an absent `[scheduler]` section.
     public init(
@@ -17,12 +22,16 @@ public struct SchedulerSettings: Sendable, Equatable {
         maxPerHost: Int = 4,
         retryAttempts: Int = 5,
         retryBaseDelay: Duration = .seconds(1),
-        retryMaxDelay: Duration = .seconds(300)
+        retryMaxDelay: Duration = .seconds(300),
+        connectTimeout: Duration = .seconds(30),
+        idleTimeout: Duration = .seconds(60)
     ) {
         self.maxConcurrent = maxConcurrent
         self.maxPerHost = maxPerHost
         self.retryAttempts = retryAttempts
         self.retryBaseDelay = retryBaseDelay
         self.retryMaxDelay = retryMaxDelay
+        self.connectTimeout = connectTimeout
+        self.idleTimeout = idleTimeout
     }
 }

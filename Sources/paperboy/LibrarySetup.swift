@@ -12,6 +12,8 @@ extension PaperboyConfiguration {
         configuration.maxTransfersPerHost = scheduler.maxPerHost
         configuration.retry = RetryPolicy(
             maxAttempts: scheduler.retryAttempts, baseDelay: scheduler.retryBaseDelay, maxDelay: scheduler.retryMaxDelay)
+        configuration.connectTimeout = scheduler.connectTimeout
+        configuration.idleTimeout = scheduler.idleTimeout
         var rules: [PrefixCredentials.Rule] = []
         do {
             for entry in credentials {

@@ -190,7 +190,10 @@ final class ProgressDisplay: Sendable {
         return String(text.prefix(max(1, width - 1))) + "…"
     }
 
+    /// `seconds` for a person: tenths below 10 s ("0.3 s", never "1 s" for 50 ms), whole
+    /// seconds, minutes or hours above.
     static func duration(_ seconds: Double) -> String {
+        if seconds < 9.95 { return String(format: "%.1f s", max(0, seconds)) }
         let whole = Int(seconds.rounded(.up))
         if whole < 60 { return "\(whole) s" }
         if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }

@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyTestServers
 import PaperboyTesting
 import Testing
 
@@ -93,6 +94,38 @@ struct SyncCommandTests {
         // The good asset was still delivered; the bad one left nothing behind.
         #expect(FileManager.default.fileExists(atPath: workspace.path("lib/Issues/2026-11-21/cover.png").path))
         #expect(!FileManager.default.fileExists(atPath: workspace.path("lib/Issues/2026-11-21/magazine.pdf").path))
+    }
+
+    @Test func aStalledTransferTimesOutAfterTheConfiguredIdleTimeoutAndIsRetried() async throws {
+        let data = randomData(200_000, seed: 4)
+        // The first request stalls after 10,000 bytes; the second is served whole.
+        let server = try FaultServer { request in
+            .serving(data, for: request, fault: request.index == 0 ? .stallAfter(10_000) : .none)
+        }
+        let file = workspace.write("""
+            [library]
+            path = "lib"
+            [scheduler]
+            idle_timeout = "1s"
+            connect_timeout = "2s"
+            retry_attempts = 2
+            retry_base_delay = "200ms"
+            [[issues]]
+            name = "a"
+            date = 2026-11-21
+              [[issues.assets]]
+              url = "\(server.url("/slow.bin").absoluteString)"
+            """, to: "paperboy.toml")
+        let started = ContinuousClock.now
+        let result = try await CLI.run(["sync", "--config", file.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        // libcurl averages speed over 5 s: the stall is noticed after 1 + up to 6 s, not 60.
+        #expect(ContinuousClock.now - started < .seconds(30))
+        #expect(server.requests.count == 2)
+        let delivered = try Data(contentsOf: workspace.path("lib/Issues/a/slow.bin"))
+        #expect(sha256Hex(delivered) == sha256Hex(data))
+        // A retry 0.1-0.2 s away is not announced as "in 1 s".
+        #expect(result.stderr.contains("retry 2 in 0."), "\(result.stderr)")
     }
 
     @Test(arguments: [

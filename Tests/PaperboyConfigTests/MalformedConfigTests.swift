@@ -91,6 +91,12 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             message: "scheduler.retry_base_delay: expected a duration like \"250ms\""
         ),
         MalformedCase(
+            name: "timeout below one second",
+            text: "[scheduler]\nconnect_timeout = \"30s\"\nidle_timeout = \"500ms\"\n",
+            line: 3, key: "scheduler.idle_timeout", code: .invalidValue,
+            message: "idle_timeout must be at least 1s, got 500ms"
+        ),
+        MalformedCase(
             name: "duration given as a number",
             text: "[notifications]\nthrottle = 3600\n",
             line: 2, key: "notifications.throttle", code: .typeMismatch,

@@ -15,6 +15,8 @@ import Testing
         retry_attempts = 3
         retry_base_delay = "250ms"
         retry_max_delay = "1h30m"
+        connect_timeout = "5s"
+        idle_timeout = "2m"
 
         [bandwidth]
         limit = "10MB/s"
@@ -110,15 +112,16 @@ import Testing
 
         #expect(config.scheduler == SchedulerSettings(
             maxConcurrent: 8, maxPerHost: 2, retryAttempts: 3,
-            retryBaseDelay: .milliseconds(250), retryMaxDelay: .seconds(5_400)
+            retryBaseDelay: .milliseconds(250), retryMaxDelay: .seconds(5_400),
+            connectTimeout: .seconds(5), idleTimeout: .seconds(120)
         ))
 
         #expect(config.bandwidth.limit == ByteRate(bytesPerSecond: 10_000_000))
         #expect(config.bandwidth.perTransfer == ByteRate(bytesPerSecond: 2_097_152))
         #expect(config.bandwidth.schedule == [
-            BandwidthScheduleEntry(minuteOfDay: 480, rate: ByteRate(bytesPerSecond: 1_000_000), line: 17),
-            BandwidthScheduleEntry(minuteOfDay: 1_140, rate: ByteRate(bytesPerSecond: 10_000_000), line: 18),
-            BandwidthScheduleEntry(minuteOfDay: 1_380, rate: nil, line: 19),
+            BandwidthScheduleEntry(minuteOfDay: 480, rate: ByteRate(bytesPerSecond: 1_000_000), line: 19),
+            BandwidthScheduleEntry(minuteOfDay: 1_140, rate: ByteRate(bytesPerSecond: 10_000_000), line: 20),
+            BandwidthScheduleEntry(minuteOfDay: 1_380, rate: nil, line: 21),
         ])
 
         #expect(config.network.assume == .init(interfaceClass: .cellular, attributes: [.expensive]))
@@ -144,12 +147,12 @@ import Testing
         #expect(try credential.passphrase?.reveal() == "open-sesame-phrase")
         #expect(credential.knownHosts == URL(fileURLWithPath: "/etc/ssh/ssh_known_hosts"))
         #expect(credential.caFile == folder.appendingPathComponent("certs/ca.pem").standardizedFileURL)
-        #expect(credential.line == 35)
+        #expect(credential.line == 37)
 
         #expect(config.feeds == [
-            FeedEntry(name: "daily", url: URL(string: "https://example.com/catalog.json")!, line: 45),
+            FeedEntry(name: "daily", url: URL(string: "https://example.com/catalog.json")!, line: 47),
             FeedEntry(
-                name: "local", url: folder.appendingPathComponent("catalogs/local.json").standardizedFileURL, line: 49
+                name: "local", url: folder.appendingPathComponent("catalogs/local.json").standardizedFileURL, line: 51
             ),
         ])
         #expect(config.feeds[1].url.isFileURL)
@@ -159,7 +162,7 @@ import Testing
                 scheme: "ipfs",
                 command: [folder.appendingPathComponent("bin/paperboy-transport-ipfs").standardizedFileURL.path,
                           "--gateway", "local"],
-                line: 53
+                line: 55
             ),
         ])
 
@@ -167,30 +170,30 @@ import Testing
         let first = config.issues[0]
         #expect(first.name == "2026-11-21")
         #expect(first.date == Date(timeIntervalSince1970: 1_795_219_200))
-        #expect(first.line == 57)
+        #expect(first.line == 59)
         #expect(first.assets == [
             AssetEntry(
                 url: folder.appendingPathComponent("content/2026-11-21.pdf").standardizedFileURL,
                 sha256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
                 path: "magazine.pdf", unpack: .zip, role: .content, priority: 10,
-                allowedNetworks: [.wifi], allowExpensive: false, allowConstrained: false, line: 61
+                allowedNetworks: [.wifi], allowExpensive: false, allowConstrained: false, line: 63
             ),
             AssetEntry(
                 url: URL(string: "https://cdn.example.com/covers/2026-11-21.jpg")!,
-                path: "2026-11-21.jpg", role: .cover, line: 72
+                path: "2026-11-21.jpg", role: .cover, line: 74
             ),
         ])
         #expect(config.issues[1].date == Date(timeIntervalSince1970: 1_798_070_400))
         #expect(config.issues[1].assets == [
-            AssetEntry(url: URL(string: "sftp://files.example.com/special.pdf")!, path: "special.pdf", priority: -1, line: 79),
+            AssetEntry(url: URL(string: "sftp://files.example.com/special.pdf")!, path: "special.pdf", priority: -1, line: 81),
         ])
         #expect(config.issues[2].date == Date(timeIntervalSince1970: 1_795_219_200 + 17.5 * 3_600))
 
         #expect(config.line(for: "scheduler.max_per_host") == 8)
-        #expect(config.line(for: "issues[0].assets[0].sha256") == 63)
-        #expect(config.line(for: "issues[1].assets[0].priority") == 79)
-        #expect(config.line(for: "bandwidth.schedule[2]") == 19)
-        #expect(config.line(for: "issues[2].date") == 83)
+        #expect(config.line(for: "issues[0].assets[0].sha256") == 65)
+        #expect(config.line(for: "issues[1].assets[0].priority") == 81)
+        #expect(config.line(for: "bandwidth.schedule[2]") == 21)
+        #expect(config.line(for: "issues[2].date") == 85)
     }
 
     @Test func absentSectionsTakeTheirDefaults() throws {
@@ -198,7 +201,8 @@ import Testing
         #expect(config.library.path == URL(fileURLWithPath: "/home/reader/.local/share/paperboy", isDirectory: true))
         #expect(config.library.mode == .foreground)
         #expect(config.scheduler == SchedulerSettings(
-            maxConcurrent: 4, maxPerHost: 4, retryAttempts: 5, retryBaseDelay: .seconds(1), retryMaxDelay: .seconds(300)
+            maxConcurrent: 4, maxPerHost: 4, retryAttempts: 5, retryBaseDelay: .seconds(1), retryMaxDelay: .seconds(300),
+            connectTimeout: .seconds(30), idleTimeout: .seconds(60)
         ))
         #expect(config.bandwidth == BandwidthSettings(limit: nil, perTransfer: nil, schedule: []))
         #expect(config.network == NetworkSettings(
