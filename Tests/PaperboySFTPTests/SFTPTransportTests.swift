@@ -88,6 +88,21 @@ struct SFTPTransportTests {
         #expect(sink.data.isEmpty && sink.beginCount == 0)
     }
 
+    @Test func withNoCredentialTheErrorSaysWhatEachMethodLacked() async throws {
+        // keyboard-interactive offered, but sshd without PAM refuses it before asking anything.
+        guard let setup = try await SFTPServerSetup.start(extraConfiguration: "KbdInteractiveAuthentication yes\nPasswordAuthentication no")
+        else { return }
+        let url = try setup.publish(data, as: "file.bin")
+        let sink = RecordingSink { _ in .performDefaultHandling }
+        let error = await transportError { try await setup.transport().transfer(job(url), into: sink) }
+        #expect(error?.code == .authenticationFailed)
+        #expect(error?.message.contains("refused authentication by publickey, keyboard-interactive") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("publickey: no key file") == true)
+        #expect(error?.message.contains("keyboard-interactive: refused without asking anything") == true)
+        // Nothing was asked, so no answer was refused, once or three times.
+        #expect(sink.challenges.filter { $0.kind == .sshKeyboardInteractive }.isEmpty)
+    }
+
     @Test func refusesAnUnknownHostKeyByDefault() async throws {
         guard let setup = try await SFTPServerSetup.start(trusted: false) else { return }
         let url = try setup.publish(data, as: "file.bin")

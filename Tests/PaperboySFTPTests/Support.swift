@@ -15,7 +15,8 @@ final class SFTPServerSetup: @unchecked Sendable {
 
     /// Starts sshd, or returns nil (skipping) when it is not installed; under `CI=true` a
     /// missing sshd is a failure.
-    static func start(trusted: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) async throws -> SFTPServerSetup? {
+    static func start(trusted: Bool = true, extraConfiguration: String = "",
+                      sourceLocation: SourceLocation = #_sourceLocation) async throws -> SFTPServerSetup? {
         guard let binary = SSHServer.binary, SSHServer.keygen != nil else {
             if ProcessInfo.processInfo.environment["CI"] == "true" {
                 Testing.Issue.record("sshd is not installed: CI must install openssh-server", sourceLocation: sourceLocation)
@@ -24,7 +25,9 @@ final class SFTPServerSetup: @unchecked Sendable {
             }
             return nil
         }
-        return try await offThePool { try SFTPServerSetup(server: SSHServer(binary: binary), trusted: trusted) }
+        return try await offThePool {
+            try SFTPServerSetup(server: SSHServer(binary: binary, extraConfiguration: extraConfiguration), trusted: trusted)
+        }
     }
 
     private init(server: SSHServer, trusted: Bool) throws {

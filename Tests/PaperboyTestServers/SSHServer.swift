@@ -41,7 +41,8 @@ public final class SSHServer: @unchecked Sendable {
     ///   - binary: the sshd executable (an absolute path: sshd re-executes itself).
     ///   - hostKeyType: `ed25519` or `ecdsa`.
     ///   - port: a port to listen on (a free one when nil), to restart a server with a new key.
-    ///   - extraConfiguration: lines appended to sshd_config.
+    ///   - extraConfiguration: lines put first in sshd_config (for sshd the first value of a
+    ///     keyword wins, so they override the defaults below).
     public init(binary: String, hostKeyType: String = "ed25519", port: Int? = nil, extraConfiguration: String = "") throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-sshd-\(UUID().uuidString)")
         root = folder.appendingPathComponent("files")
@@ -60,6 +61,7 @@ public final class SSHServer: @unchecked Sendable {
         try? FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
 
         let configuration = """
+            \(extraConfiguration)
             ListenAddress 127.0.0.1
             Port \(self.port)
             HostKey \(hostKey.path)
@@ -75,7 +77,6 @@ public final class SSHServer: @unchecked Sendable {
             MaxSessions 20
             Subsystem sftp internal-sftp
             LogLevel VERBOSE
-            \(extraConfiguration)
 
             """
         let configURL = folder.appendingPathComponent("sshd_config")

@@ -191,7 +191,7 @@ extension SessionSetup {
         let user = user
         let url = url
         let sink = sink
-        let state = Mutex((refused: 0, declined: false, cancelled: false))
+        let state = Mutex((refused: 0, declined: false, cancelled: false, asked: false))
         let limit = configuration.maxAuthenticationFailures
         while state.withLock({ $0.refused }) < limit {
             let code = try await session.run(idleTimeout: idleTimeout) { () -> Int32? in
@@ -199,7 +199,10 @@ extension SessionSetup {
                 // for the asynchronous challenge here blocks no cooperative thread, and nothing
                 // else runs on a session that is still authenticating.
                 session.keyboardInteractive = { prompts in
-                    let refused = state.withLock { $0.refused }
+                    let refused = state.withLock { state in
+                        state.asked = true
+                        return state.refused
+                    }
                     let answer = Mutex<AuthChallengeDisposition>(.performDefaultHandling)
                     let done = DispatchSemaphore(value: 0)
                     Task {
@@ -230,9 +233,12 @@ extension SessionSetup {
                 return code
             }
             if code == 0 { return .accepted }
-            let (cancelled, declined) = state.withLock { ($0.cancelled, $0.declined) }
+            let (cancelled, declined, asked) = state.withLock { ($0.cancelled, $0.declined, $0.asked) }
             if cancelled { throw self.cancelled() }
             if declined { return .skipped("no answers given") }
+            // Refused before asking anything (an sshd without PAM does so): no answer of ours
+            // was refused, and asking again would not change that.
+            if !asked { return .skipped("refused without asking anything") }
             state.withLock { $0.refused += 1 }
         }
         throw TransportError(.authenticationFailed, "\(user)@\(location.knownHostsName) refused the keyboard-interactive answers \(limit) times",
