@@ -150,7 +150,7 @@ final class ProgressDisplay: Sendable {
         if network > 0 { waits.append("\(network) for an allowed network (now \(library.networkStatus))") }
         if let next = retries.min() {
             let delay = max(0, next.timeIntervalSinceNow)
-            waits.append("\(retries.count) to retry (next in \(Self.duration(delay)))")
+            waits.append("\(retries.count) to retry (next in \(Self.duration(delay, tenths: true)))")
         }
         for (host, count) in hosts.sorted(by: { $0.key < $1.key }) { waits.append("\(count) behind the per-host limit for \(host)") }
         if queued > 0 { waits.append("\(queued) queued") }
@@ -190,10 +190,10 @@ final class ProgressDisplay: Sendable {
         return String(text.prefix(max(1, width - 1))) + "…"
     }
 
-    /// `seconds` for a person: tenths below 10 s ("0.3 s", never "1 s" for 50 ms), whole
-    /// seconds, minutes or hours above.
-    static func duration(_ seconds: Double) -> String {
-        if seconds < 9.95 { return String(format: "%.1f s", max(0, seconds)) }
+    /// `seconds` for a person: whole seconds (rounded up), minutes or hours; with `tenths`,
+    /// tenths below 10 s (a retry 50 ms away is "in 0.1 s", not "in 1 s").
+    static func duration(_ seconds: Double, tenths: Bool = false) -> String {
+        if tenths, seconds < 9.95 { return String(format: "%.1f s", max(0, seconds)) }
         let whole = Int(seconds.rounded(.up))
         if whole < 60 { return "\(whole) s" }
         if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }

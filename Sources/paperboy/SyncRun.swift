@@ -200,7 +200,7 @@ struct SyncNarrator: Sendable {
             case .failed(let message):
                 detail("failed \(name): \(message)")
             case .waiting(.retry(let until, let attempt)):
-                tell("\(name): retry \(attempt) in \(ProgressDisplay.duration(max(0, until.timeIntervalSinceNow)))")
+                tell("\(name): retry \(attempt) in \(ProgressDisplay.duration(max(0, until.timeIntervalSinceNow), tenths: true))")
             case .waiting(.network):
                 // The live block says it on a terminal.
                 if display == nil, announcedNetworkWait.insert(asset.identifier).inserted {
