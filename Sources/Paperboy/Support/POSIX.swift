@@ -91,15 +91,18 @@ enum POSIX {
 
     /// Whether `url` names a folder (following symbolic links).
     static func isDirectory(_ url: URL) -> Bool {
+        isDirectory(path: url.path)
+    }
+
+    static func isDirectory(path: String) -> Bool {
         var info = stat()
-        return stat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+        return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
     static func remove(_ url: URL) {
         unlink(url.path)
     }
 
-    /// Creates a folder and its missing parents with mode 0700.
     /// Creates a folder and its missing parents, each new one private to the user (mode 0700);
     /// a folder already there is fine.
     ///
@@ -124,10 +127,7 @@ enum POSIX {
             if mkdir(path, 0o700) == 0 { return nil }
             code = errno
         }
-        if code == EEXIST {
-            var info = stat()
-            return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR ? nil : ENOTDIR
-        }
+        if code == EEXIST { return isDirectory(path: path) ? nil : ENOTDIR }
         return code
     }
 
