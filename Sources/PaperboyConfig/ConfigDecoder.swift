@@ -46,13 +46,8 @@ struct ConfigDecoder {
         settings.retryAttempts = try table.positiveInt("retry_attempts") ?? settings.retryAttempts
         settings.retryBaseDelay = try table.duration("retry_base_delay") ?? settings.retryBaseDelay
         settings.retryMaxDelay = try table.duration("retry_max_delay") ?? settings.retryMaxDelay
-        for key in ["connect_timeout", "idle_timeout"] {
-            guard let timeout = try table.duration(key) else { continue }
-            guard timeout >= .seconds(1) else {
-                throw table.error(.invalidValue, key, "\(key) must be at least 1s, got \(DurationParser.string(for: timeout))")
-            }
-            if key == "connect_timeout" { settings.connectTimeout = timeout } else { settings.idleTimeout = timeout }
-        }
+        settings.connectTimeout = try timeout("connect_timeout", in: table) ?? settings.connectTimeout
+        settings.idleTimeout = try timeout("idle_timeout", in: table) ?? settings.idleTimeout
         if settings.retryBaseDelay > settings.retryMaxDelay {
             let key = table.value("retry_max_delay") != nil ? "retry_max_delay" : "retry_base_delay"
             throw table.error(
@@ -62,6 +57,15 @@ struct ConfigDecoder {
             )
         }
         return settings
+    }
+
+    /// A duration of at least one second (libcurl counts timeouts in whole seconds).
+    private func timeout(_ key: String, in table: TableReader) throws(ConfigError) -> Duration? {
+        guard let timeout = try table.duration(key) else { return nil }
+        guard timeout >= .seconds(1) else {
+            throw table.error(.invalidValue, key, "\(key) must be at least 1s, got \(DurationParser.string(for: timeout))")
+        }
+        return timeout
     }
 
     private func decodeBandwidth(_ table: TableReader?) throws(ConfigError) -> BandwidthSettings {
