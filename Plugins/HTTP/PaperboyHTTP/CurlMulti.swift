@@ -33,6 +33,10 @@ final class CurlMulti: @unchecked Sendable {
     private let polling = Atomic<Bool>(false)
     /// Requests in the multi handle, by easy handle. Curl thread only.
     private var active: [EasyHandle: CurlRequest] = [:]
+    /// When the curl thread next looks for stalled requests. Curl thread only.
+    private var nextStallCheck = ContinuousClock.now
+    /// How often it looks (the thread wakes at least once a second, see `run`).
+    private static let stallCheckInterval: Duration = .milliseconds(250)
 
     /// Whether this libcurl speaks HTTP/2.
     static let supportsHTTP2 = paperboy_curl_supports_http2() != 0
@@ -88,6 +92,7 @@ final class CurlMulti: @unchecked Sendable {
             for command in pending { execute(command) }
             curl_multi_perform(multi, &running)
             collectFinished()
+            endStalled()
             // Announced before the queue is checked, so that a command added after the check
             // sees it and wakes the thread (see `submit`).
             polling.store(true, ordering: .sequentiallyConsistent)
@@ -114,6 +119,7 @@ final class CurlMulti: @unchecked Sendable {
                 return
             }
             active[request.easy] = request
+            request.startIdleClock(at: .now)
         case .cancel(let request):
             request.isCancelled = true
             if active.removeValue(forKey: request.easy) != nil {
@@ -125,8 +131,22 @@ final class CurlMulti: @unchecked Sendable {
         case .unpause(let request):
             guard active[request.easy] === request, request.isPaused else { return }
             request.isPaused = false
+            request.activity &+= 1
             // May call the write callback at once with the bytes curl kept while paused.
             curl_easy_pause(request.easy.raw, PAPERBOY_CURLPAUSE_CONT)
+        }
+    }
+
+    /// Ends the requests whose source sent nothing for their idle timeout.
+    private func endStalled() {
+        let now = ContinuousClock.now
+        guard now >= nextStallCheck, !active.isEmpty else { return }
+        nextStallCheck = now + Self.stallCheckInterval
+        let stalled = active.filter { $0.value.isStalled(at: now) }
+        for (easy, request) in stalled {
+            active[easy] = nil
+            curl_multi_remove_handle(multi, easy.raw)
+            request.finishStalled()
         }
     }
 

@@ -64,6 +64,14 @@ final class CurlRequest: @unchecked Sendable {
     var continuation: CheckedContinuation<CurlOutcome, any Error>?
     var isCancelled = false
     var isPaused = false
+    /// Counts callbacks with bytes from the source (and resumptions after a pause), so that the
+    /// curl thread can tell a stalled transfer without reading the clock per chunk.
+    var activity: UInt64 = 0
+    /// The `activity` seen at the last idle check, and since when it has not changed.
+    private var seenActivity: UInt64 = 0
+    private var quietSince = ContinuousClock.now
+    /// Set when the request was ended for receiving nothing for the idle timeout.
+    private var stallDetail: String?
 
     private var phase = Phase.head
     private var current: ResponseHead?
@@ -134,9 +142,8 @@ final class CurlRequest: @unchecked Sendable {
         set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, "SUPPRESS_CONNECT_HEADERS")
         if CurlMulti.supportsHTTP2 { set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS, "HTTP_VERSION") }
         set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(plan.connectTimeout.milliseconds)), "CONNECTTIMEOUT_MS")
-        // A stall: less than one byte per second for the idle timeout (whole seconds in libcurl).
-        set(CURLOPT_LOW_SPEED_LIMIT, 1, "LOW_SPEED_LIMIT")
-        set(CURLOPT_LOW_SPEED_TIME, max(1, Int((plan.idleTimeout.milliseconds + 999) / 1000)), "LOW_SPEED_TIME")
+        // Stalls are found by the curl thread (``isStalled(at:)``), exactly after the idle
+        // timeout: libcurl's LOW_SPEED_TIME averages the speed over 5 s and fired up to 5 s late.
         if plan.offset > 0 { set(CURLOPT_RANGE, "\(plan.offset)-", "RANGE") }
 
         var lines: [String] = []
@@ -193,6 +200,7 @@ final class CurlRequest: @unchecked Sendable {
 
     /// One header line, status line or the blank line ending a head.
     func receiveHeader(_ bytes: UnsafeRawBufferPointer) -> Int {
+        activity &+= 1
         var end = bytes.count
         while end > 0, bytes[end - 1] == UInt8(ascii: "\n") || bytes[end - 1] == UInt8(ascii: "\r") { end -= 1 }
         let line = UnsafeRawBufferPointer(rebasing: bytes[0..<end])
@@ -250,6 +258,7 @@ final class CurlRequest: @unchecked Sendable {
 
     /// Body bytes: into the sink, or dropped when they belong to a response that is not ours.
     func receiveBody(_ bytes: UnsafeRawBufferPointer) -> Int {
+        activity &+= 1
         switch phase {
         case .head, .discarding:
             return bytes.count
@@ -294,6 +303,31 @@ final class CurlRequest: @unchecked Sendable {
             onSpace: { [self] in engine.unpause(self) })
     }
 
+    // MARK: Stalls (curl thread)
+
+    /// Starts the idle clock (when the request enters the multi handle).
+    func startIdleClock(at now: ContinuousClock.Instant) {
+        seenActivity = activity
+        quietSince = now
+    }
+
+    /// Whether the source sent nothing for the idle timeout while the transfer was not paused
+    /// by back-pressure (time paused does not count).
+    func isStalled(at now: ContinuousClock.Instant) -> Bool {
+        if activity != seenActivity || isPaused {
+            seenActivity = activity
+            quietSince = now
+            return false
+        }
+        return now - quietSince >= plan.idleTimeout
+    }
+
+    /// Ends a stalled request (already removed from the multi handle) with a timeout.
+    func finishStalled() {
+        stallDetail = "nothing received for \(plan.idleTimeout.milliseconds / 1000) s"
+        finish(result: CURLE_OPERATION_TIMEDOUT)
+    }
+
     // MARK: Ending (curl thread)
 
     /// Reports how the request ended, once a write-behind has handed the sink every byte.
@@ -301,7 +335,7 @@ final class CurlRequest: @unchecked Sendable {
         var effective: UnsafeMutablePointer<CChar>?
         _ = paperboy_easy_getinfo_string(easy.raw, CURLINFO_EFFECTIVE_URL, &effective)
         let outcome = CurlOutcome(
-            code: result, detail: String(cString: errorBuffer), head: final, began: began,
+            code: result, detail: stallDetail ?? String(cString: errorBuffer), head: final, began: began,
             failedStatus: failedStatus, sinkError: sinkError,
             effectiveURL: effective.map { String(cString: $0) }, bodyBytes: bodyBytes)
         guard let writer else {
