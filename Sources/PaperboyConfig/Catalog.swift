@@ -307,11 +307,11 @@ private struct CatalogReader {
             relative = URL(string: encoded, relativeTo: url)
         }
         guard !text.contains("\0"), let relative, relative.absoluteURL.scheme != nil else {
-            throw fail(path, "malformed URL '\(text)'")
+            throw fail(path, "malformed URL '\(PathResolution.redacted(text))'")
         }
         let absolute = relative.absoluteURL
         if absolute.isFileURL, !url.isFileURL {
-            throw fail(path, "'\(text)' is a local file, but the catalog is not (\(url.scheme ?? "?"))")
+            throw fail(path, "'\(PathResolution.redacted(text))' is a local file, but the catalog is not (\(url.scheme ?? "?"))")
         }
         return absolute.standardized
     }

@@ -61,19 +61,25 @@ struct PathResolution {
         return try Self.parseURL(text)
     }
 
+    /// URL text for a message: a user and password (between `://` and `@`) shown as `…`.
+    static func redacted(_ text: String) -> String {
+        guard let schemeEnd = text.range(of: "://"), let at = text[schemeEnd.upperBound...].firstIndex(of: "@") else { return text }
+        return text.replacingCharacters(in: schemeEnd.upperBound..<at, with: "…")
+    }
+
     /// Parses a URL that must have a scheme; rejects spaces and, for network schemes, a missing host.
     static func parseURL(_ text: String) throws(ConfigValueError) -> URL {
         guard !text.isEmpty else { throw ConfigValueError("expected a URL, got an empty string") }
         if let bad = text.unicodeScalars.first(where: { Self.isWhitespace($0) || Self.isControl($0) }) {
             let what = bad == " " ? "a space" : "whitespace or a control character"
-            throw ConfigValueError("invalid URL \"\(text)\": it contains \(what) (percent-encode it as %20)")
+            throw ConfigValueError("invalid URL \"\(redacted(text))\": it contains \(what) (percent-encode it as %20)")
         }
         guard hasScheme(text), let url = URL(string: text), let scheme = url.scheme, !scheme.isEmpty else {
-            throw ConfigValueError("invalid URL \"\(text)\": expected a URL with a scheme, such as https://host/path")
+            throw ConfigValueError("invalid URL \"\(redacted(text))\": expected a URL with a scheme, such as https://host/path")
         }
         if ["http", "https", "sftp", "ftp", "ftps", "scp"].contains(scheme.lowercased()),
            url.host == nil || url.host?.isEmpty == true {
-            throw ConfigValueError("invalid URL \"\(text)\": a \(scheme.lowercased()) URL needs a host")
+            throw ConfigValueError("invalid URL \"\(redacted(text))\": a \(scheme.lowercased()) URL needs a host")
         }
         return url
     }

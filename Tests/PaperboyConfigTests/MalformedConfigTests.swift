@@ -314,6 +314,16 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
         }
     }
 
+    @Test func aRefusedURLIsShownWithoutItsPassword() throws {
+        for text in ["https://reader:s3cret-pw@cdn.example.com/a b.pdf", "https://reader:s3cret-pw@/x"] {
+            let error = try #require(throws: ConfigValueError.self) { try PathResolution.parseURL(text) }
+            #expect(!error.message.contains("s3cret-pw"), "\(error.message)")
+            #expect(error.message.contains("://…@"), "\(error.message)")
+        }
+        #expect(PathResolution.redacted("https://cdn.example.com/a@b") == "https://…@b")
+        #expect(PathResolution.redacted("no scheme@all") == "no scheme@all")
+    }
+
     @Test func urlWithATabOrANonBreakingSpaceIsRefused() {
         for text in ["https://example.com/a\tb", "https://example.com/a\u{00A0}b", "https://example.com/a\u{2028}b"] {
             #expect(throws: ConfigValueError.self) { try PathResolution.parseURL(text) }

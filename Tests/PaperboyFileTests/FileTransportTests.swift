@@ -97,6 +97,13 @@ struct FileTransportTests {
         for bad in ["", "https://exa mple.com/x", "https:///nohost"] {
             #expect(throws: TransportError.self, "\(bad)") { try TransportRegistry.url(from: bad) }
         }
+        // A refused URL's message never shows its password.
+        for bad in ["https://reader:s3cret-pw@exa mple.com/x", "https://reader:s3cret-pw@[bad"] {
+            let error = try #require(throws: TransportError.self) { try TransportRegistry.url(from: bad) }
+            #expect(!error.message.contains("s3cret-pw"), "\(error.message)")
+        }
+        let spaced = try #require(throws: TransportError.self) { try TransportRegistry.url(from: "https://exa mple.com/x") }
+        #expect(spaced.message.contains("contains a space"))
     }
 
     @Test func throughTheLibraryTheFileLandsInTheIssueFolder() async throws {

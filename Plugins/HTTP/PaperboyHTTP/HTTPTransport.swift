@@ -187,10 +187,7 @@ public struct HTTPTransport: Transport {
     ///   another scheme, a missing host.
     public static func url(from text: String) throws -> URL {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        var shown = trimmed
-        if let schemeEnd = shown.range(of: "://"), let at = shown[schemeEnd.upperBound...].firstIndex(of: "@") {
-            shown.replaceSubrange(schemeEnd.upperBound..<at, with: "…")
-        }
+        let shown = URL.redactedText(trimmed)
         if trimmed.unicodeScalars.contains(where: { $0 == " " || $0.properties.generalCategory == .control }) {
             throw TransportError(.badURL, "URL '\(shown)' contains spaces or control characters (encode a space as %20)", isRetryable: false)
         }

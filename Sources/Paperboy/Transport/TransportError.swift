@@ -106,4 +106,13 @@ extension URL {
     public var redactedString: String {
         isFileURL ? path : redacted.absoluteString
     }
+
+    /// URL text that may not parse, for a message: whatever stands between `://` and an `@`
+    /// (a user and password) replaced with `…`.
+    public static func redactedText(_ text: String) -> String {
+        guard let schemeEnd = text.range(of: "://"), let at = text[schemeEnd.upperBound...].firstIndex(of: "@") else { return text }
+        var shown = text
+        shown.replaceSubrange(schemeEnd.upperBound..<at, with: "…")
+        return shown
+    }
 }

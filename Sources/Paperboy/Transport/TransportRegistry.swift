@@ -52,8 +52,11 @@ public struct TransportRegistry: Sendable {
            trimmed[..<schemeEnd].count > 1,
            trimmed[..<schemeEnd].allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }),
            trimmed.first!.isLetter {
-            guard !trimmed.contains(" "), let url = URL(string: trimmed), url.scheme != nil else {
-                throw TransportError(.badURL, "malformed URL '\(trimmed)'", isRetryable: false)
+            if trimmed.contains(" ") {
+                throw TransportError(.badURL, "URL '\(URL.redactedText(trimmed))' contains a space (encode it as %20)", isRetryable: false)
+            }
+            guard let url = URL(string: trimmed), url.scheme != nil else {
+                throw TransportError(.badURL, "malformed URL '\(URL.redactedText(trimmed))'", isRetryable: false)
             }
             if url.scheme?.lowercased() != "file", (url.host ?? "").isEmpty {
                 throw TransportError(.badURL, "URL '\(url.redactedString)' has no host", isRetryable: false)
