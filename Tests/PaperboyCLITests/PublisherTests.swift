@@ -267,6 +267,11 @@ struct PublisherTests {
         #expect(wrong.stderr.contains("failed: extra/again.pdf"))
         let usage = try await CLI.run(["add", "x.pdf", "--issue", "extra", "--sha256", "abc", "--config", file.path])
         #expect(usage.status == 2)
+        // A refused URL is named without its password.
+        let secret = try await CLI.run(["add", "https://reader:s3cret-pw@cdn.example.com/a b.pdf", "--issue", "extra", "--config", file.path])
+        #expect(secret.status == 2)
+        #expect(secret.stderr.contains("contains a space"), "\(secret.stderr)")
+        #expect(!secret.stderr.contains("s3cret-pw"), "\(secret.stderr)")
     }
 
     @Test func statusJSONSchemaIsUnchanged() async throws {

@@ -56,7 +56,7 @@ struct AddCommand: AsyncParsableCommand {
         do {
             return try TransportRegistry.url(from: url, relativeTo: current)
         } catch {
-            throw ValidationError("\(url): \(error)")
+            throw ValidationError("\(error)")
         }
     }
 
