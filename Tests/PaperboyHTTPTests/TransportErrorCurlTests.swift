@@ -46,10 +46,11 @@ struct TransportErrorCurlTests {
         if error?.code == .timedOut {
             #expect(error?.message.contains("nothing received for 1 s") == true, "\(String(describing: error))")
         }
-        // Found by the curl thread about 1 s after the last byte (checked every 0.25 s, the
-        // thread wakes at least once a second). libcurl's own check averaged the speed over 5 s
-        // and took 6-7 s here; the margin is for a loaded machine.
-        #expect(ContinuousClock.now - start < .milliseconds(5_500))
+        // Found by the curl thread about 1 s after the last byte (2 s here on a quiet machine,
+        // where libcurl's own check, averaging over 5 s, took 6-7 s). The message above tells
+        // the two apart; the bound only catches a transfer that never times out, since a loaded
+        // machine stretches both (7.4 s seen with two busy loops beside the suite).
+        #expect(ContinuousClock.now - start < .seconds(30))
     }
 
     @Test func aRefusedConnectionIsARetryableConnectFailure() async throws {
