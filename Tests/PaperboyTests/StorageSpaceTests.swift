@@ -61,6 +61,18 @@ struct StorageSpaceTests {
         #expect(message.contains("gave up after 3 attempts"))
     }
 
+    @Test func aFileSystemThatReportsNoSizeIsNotCheckedAtAll() throws {
+        // /proc reports 0 blocks, as some FUSE and network file systems do: no free space is
+        // known, so nothing is refused (a check would read "0.0 MB free" and refuse everything).
+        let proc = open("/proc/self/stat", O_RDONLY)
+        defer { close(proc) }
+        #expect(proc >= 0)
+        #expect(POSIX.availableSpace(proc) == nil)
+        let here = open(folder.url.path, O_RDONLY)
+        defer { close(here) }
+        #expect((POSIX.availableSpace(here) ?? 0) > 0)
+    }
+
     @Test func aFullFileSystemOrQuotaIsNotRetryableAndNamesTheFile() throws {
         let sink = try partialSink()
         for code in [ENOSPC, EDQUOT] {

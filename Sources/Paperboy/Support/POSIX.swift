@@ -30,10 +30,10 @@ enum POSIX {
     }
 
     /// Bytes an unprivileged user may still write on the file system holding `fd`, or nil if
-    /// the file system does not say.
+    /// the file system does not say (some FUSE and network file systems report a size of 0).
     static func availableSpace(_ fd: Int32) -> Int64? {
         var info = statvfs()
-        guard fstatvfs(fd, &info) == 0 else { return nil }
+        guard fstatvfs(fd, &info) == 0, info.f_blocks > 0 else { return nil }
         let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
         return overflow ? .max : Int64(clamping: bytes)
     }
