@@ -142,8 +142,8 @@ final class CurlRequest: @unchecked Sendable {
         set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, "SUPPRESS_CONNECT_HEADERS")
         if CurlMulti.supportsHTTP2 { set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS, "HTTP_VERSION") }
         set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(plan.connectTimeout.milliseconds)), "CONNECTTIMEOUT_MS")
-        // Stalls are found by the curl thread (``isStalled(at:)``), exactly after the idle
-        // timeout: libcurl's LOW_SPEED_TIME averages the speed over 5 s and fired up to 5 s late.
+        // Stalls are found by the curl thread (``isStalled(at:)``) within about a second of the
+        // idle timeout: libcurl's LOW_SPEED_TIME averages the speed over 5 s and fired up to 5 s late.
         if plan.offset > 0 { set(CURLOPT_RANGE, "\(plan.offset)-", "RANGE") }
 
         var lines: [String] = []
