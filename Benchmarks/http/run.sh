@@ -12,6 +12,8 @@
 #   TMPFS=1            (WORK defaults to a new folder in /dev/shm: every tool writes to tmpfs,
 #                      so the file system is not the limit; needs about 2 × BIG_MB of memory)
 #   NOSYNC=1           (also run paperboy with `sync_to_disk = false`: no fdatasync at all)
+#   LOCAL=0            (leave out "paperboy-local": paperboy copying the same files through the
+#                      local-file transport, file:// URLs, no network: the library's own cost)
 #   CASES="big small"  (which cases to run)
 #   PAPERBOY=path      (a built paperboy; default: Benchmarks/build.sh, a release build with
 #                      the Swift runtime linked statically, in SCRATCH)
@@ -33,6 +35,7 @@ SMALL_KB=${SMALL_KB:-64}
 RUNS=${RUNS:-3}
 PARALLEL=${PARALLEL:-8}
 NOSYNC=${NOSYNC:-0}
+LOCAL=${LOCAL:-1}
 CASES=${CASES:-big small}
 if [[ ${TMPFS:-0} == 1 ]]; then
     WORK=${WORK:-$(mktemp -d /dev/shm/paperboy-http-bench.XXXXXX)}
@@ -111,14 +114,15 @@ for file in "$WORK"/www/small/*; do
     printf 'url = "%s/small/%s"\noutput = "%s"\n' "$BASE" "$name" "$name" >> "$WORK/small-curl.txt"
 done
 
-paperboy_config() {  # $1 = case, $2 = output folder, $3 = config name suffix, $4 = extra [library] line
+paperboy_config() {  # $1 = case, $2 = output folder, $3 = config name suffix, $4 = extra [library] line, $5 = URL base
+    local base=${5:-$BASE}
     {
         printf '[library]\npath = "%s/lib"\n%s\n\n[scheduler]\nmax_concurrent = %d\nmax_per_host = %d\nretry_attempts = 1\n\n' "$2" "${4:-}" "$PARALLEL" "$PARALLEL"
         printf '[[issues]]\nname = "bench"\ndate = "2025-01-01"\n\n'
         if [[ $1 == big ]]; then
-            printf '[[issues.assets]]\nurl = "%s/big.bin"\n' "$BASE"
+            printf '[[issues.assets]]\nurl = "%s/big.bin"\n' "$base"
         else
-            while read -r url; do printf '[[issues.assets]]\nurl = "%s"\n' "$url"; done < "$WORK/small-urls.txt"
+            for file in "$WORK"/www/small/*; do printf '[[issues.assets]]\nurl = "%s/small/%s"\n' "$base" "${file##*/}"; done
         fi
     } > "$WORK/paperboy-$1${3:-}.toml"
 }
@@ -126,6 +130,10 @@ paperboy_config big "$WORK/out"
 paperboy_config small "$WORK/out"
 paperboy_config big "$WORK/out" -nosync "sync_to_disk = false"
 paperboy_config small "$WORK/out" -nosync "sync_to_disk = false"
+# The same files through the local-file transport (file:// URLs, no network, no nginx, no
+# libcurl): what the library itself costs (planning, bookkeeping, durability, delivery).
+paperboy_config big "$WORK/out" -local "" "file://$WORK/www"
+paperboy_config small "$WORK/out" -local "" "file://$WORK/www"
 
 # run NAME CASE COMMAND… : runs in a fresh output folder; appends "seconds peak_kib" to a result file.
 run() {
@@ -144,16 +152,18 @@ run() {
     else
         "$1" --version > /dev/null 2>&1 || true
     fi
-    if ! (cd "$WORK/out" && /usr/bin/time -f '%e %M' -o "$WORK/time.txt" "$@" > "$WORK/tool.log" 2>&1); then
+    if ! (cd "$WORK/out" && /usr/bin/time -f '%e %M %U %S' -o "$WORK/time.txt" "$@" > "$WORK/tool.log" 2>&1); then
         echo "$name ($case) failed:" >&2; tail -5 "$WORK/tool.log" >&2; return 0
     fi
     local bytes
     bytes=$(find "$WORK/out" -type f \( -name '*.bin' -o -name 'f[0-9]*' \) -printf '%s\n' | awk '{s+=$1} END {print s+0}')
-    echo "$(cat "$WORK/time.txt") $bytes" >> "$WORK/result-$case-$name.txt"
+    # seconds, peak KiB, bytes, CPU seconds (user + system)
+    awk -v b="$bytes" '{printf "%s %s %s %.2f\n", $1, $2, b, $3 + $4}' "$WORK/time.txt" >> "$WORK/result-$case-$name.txt"
 }
 
 TOOLS_BIG=(paperboy curl)
 TOOLS_SMALL=(paperboy curl-seq "curl-Z$PARALLEL")
+if [[ $LOCAL == 1 ]]; then TOOLS_BIG+=(paperboy-local); TOOLS_SMALL+=(paperboy-local); fi
 if [[ $NOSYNC == 1 ]]; then TOOLS_BIG+=(paperboy-nosync); TOOLS_SMALL+=(paperboy-nosync); fi
 if [[ -n ${BASELINE:-} ]]; then TOOLS_BIG+=(paperboy-base); TOOLS_SMALL+=(paperboy-base); fi
 command -v wget > /dev/null && { TOOLS_BIG+=(wget); TOOLS_SMALL+=(wget); }
@@ -168,6 +178,7 @@ for ((i = 1; i <= RUNS; i++)); do
         case $tool in
             paperboy) run paperboy big "$PAPERBOY" sync -q --config "$WORK/paperboy-big.toml" ;;
             paperboy-nosync) run paperboy-nosync big "$PAPERBOY" sync -q --config "$WORK/paperboy-big-nosync.toml" ;;
+            paperboy-local) run paperboy-local big "$PAPERBOY" sync -q --config "$WORK/paperboy-big-local.toml" ;;
             paperboy-base) run paperboy-base big "$BASELINE" sync -q --config "$WORK/paperboy-big.toml" ;;
             curl) run curl big curl -sS -o big.bin "$BASE/big.bin" ;;
             wget) run wget big wget -q -O big.bin "$BASE/big.bin" ;;
@@ -180,6 +191,7 @@ for ((i = 1; i <= RUNS; i++)); do
         case $tool in
             paperboy) run paperboy small "$PAPERBOY" sync -q --config "$WORK/paperboy-small.toml" ;;
             paperboy-nosync) run paperboy-nosync small "$PAPERBOY" sync -q --config "$WORK/paperboy-small-nosync.toml" ;;
+            paperboy-local) run paperboy-local small "$PAPERBOY" sync -q --config "$WORK/paperboy-small-local.toml" ;;
             paperboy-base) run paperboy-base small "$BASELINE" sync -q --config "$WORK/paperboy-small.toml" ;;
             curl-seq) run "$tool" small curl -sS -K "$WORK/small-curl.txt" ;;
             curl-Z*) run "$tool" small curl -sS -Z --parallel-max "$PARALLEL" -K "$WORK/small-curl.txt" ;;
@@ -195,12 +207,14 @@ report() {  # $1 = case, $2 = unit
     local case=$1 unit=$2 base=""
     [[ -f $WORK/result-$case-paperboy.txt ]] || return 0
     printf '\n(%s) %s\n' "$case" "$([[ $case == big ]] && echo "one ${BIG_MB} MiB file" || echo "${SMALL_COUNT} files of ${SMALL_KB} KiB, parallelism ${PARALLEL} where the tool has it")"
-    printf '%-16s %9s %13s %10s %12s %10s\n' tool seconds "(range)" "$unit" "vs paperboy" "peak RSS"
+    printf '%-16s %9s %13s %10s %12s %10s %7s\n' tool seconds "(range)" "$unit" "vs paperboy" "peak RSS" "CPU-s"
     for file in "$WORK/result-$case-paperboy.txt" "$WORK"/result-"$case"-*.txt; do
         [[ -f $file ]] || continue
         local name=${file##*/result-$case-}; name=${name%.txt}
         [[ $name == paperboy && -n $base ]] && continue
         read -r seconds rss bytes < <(sort -n "$file" | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}')
+        local cpu
+        cpu=$(awk '{print $4}' "$file" | sort -n | awk '{a[NR]=$0} END {print a[int((NR+1)/2)]}')
         local range
         range=$(sort -n "$file" | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}')
         local rate
@@ -211,8 +225,8 @@ report() {  # $1 = case, $2 = unit
         fi
         [[ -z $base ]] && base=$rate
         echo "$name $rate" >> "$WORK/rates-$case.txt"
-        printf '%-16s %9s %13s %10s %11sx %6s MiB\n' "$name" "$seconds" "($range)" "$rate" \
-            "$(awk -v r="$rate" -v b="$base" 'BEGIN {printf "%.2f", r / b}')" "$(( rss / 1024 ))"
+        printf '%-16s %9s %13s %10s %11sx %6s MiB %7s\n' "$name" "$seconds" "($range)" "$rate" \
+            "$(awk -v r="$rate" -v b="$base" 'BEGIN {printf "%.2f", r / b}')" "$(( rss / 1024 ))" "$cpu"
     done
 }
 ratio() {  # $1 = case, $2 = paperboy row, $3 = other tool, $4 = aim
