@@ -35,7 +35,9 @@ public struct HTTPTransport: Transport {
         public var maxAuthenticationFailures: Int
         /// The ring through which a large body is written behind: the curl thread copies into it
         /// and reads the socket again while a thread of the transfer writes to the sink. `0`
-        /// writes inline on the curl thread. Kept at least twice ``bufferSize``.
+        /// writes inline on the curl thread. Kept at least twice ``bufferSize``. Default 2 MiB:
+        /// against 1 MiB, a 1 GiB download into tmpfs took 0.69 s instead of 0.75 (the curl thread
+        /// paused half as often), for 1 MiB more resident.
         public var writeBehindBufferSize: Int
         /// Bodies announcing at least this many bytes (from the resume offset) are written behind.
         public var writeBehindMinimumLength: Int
@@ -44,7 +46,7 @@ public struct HTTPTransport: Transport {
         public init(
             caFile: String? = nil, maxRedirects: Int = 10, bufferSize: Int = 512 * 1024,
             userAgent: String? = nil, maxAuthenticationFailures: Int = 3,
-            writeBehindBufferSize: Int = 1 << 20, writeBehindMinimumLength: Int = 8 << 20
+            writeBehindBufferSize: Int = 2 << 20, writeBehindMinimumLength: Int = 8 << 20
         ) {
             self.caFile = caFile
             self.maxRedirects = max(0, maxRedirects)
