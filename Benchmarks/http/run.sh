@@ -12,8 +12,8 @@
 #   TMPFS=1            (WORK defaults to a new folder in /dev/shm: every tool writes to tmpfs,
 #                      so the file system is not the limit; needs about 2 × BIG_MB of memory)
 #   NOSYNC=1           (also run paperboy with `sync_to_disk = false`: no fdatasync at all)
-#   LOCAL=0            (leave out "paperboy-local": paperboy copying the same files through the
-#                      local-file transport, file:// URLs, no network: the library's own cost)
+#   LOCAL=0            (leave out "paperboy-local": paperboy copying the same small files through
+#                      the local-file transport, file:// URLs, no network: the library's own cost)
 #   CASES="big small"  (which cases to run)
 #   PAPERBOY=path      (a built paperboy; default: Benchmarks/build.sh, a release build with
 #                      the Swift runtime linked statically, in SCRATCH)
@@ -130,9 +130,8 @@ paperboy_config big "$WORK/out"
 paperboy_config small "$WORK/out"
 paperboy_config big "$WORK/out" -nosync "sync_to_disk = false"
 paperboy_config small "$WORK/out" -nosync "sync_to_disk = false"
-# The same files through the local-file transport (file:// URLs, no network, no nginx, no
-# libcurl): what the library itself costs (planning, bookkeeping, durability, delivery).
-paperboy_config big "$WORK/out" -local "" "file://$WORK/www"
+# The small files through the local-file transport (file:// URLs, no network, no nginx, no
+# libcurl): what the library itself costs per file (planning, bookkeeping, durability, delivery).
 paperboy_config small "$WORK/out" -local "" "file://$WORK/www"
 
 # run NAME CASE COMMAND… : runs in a fresh output folder; appends "seconds peak_kib" to a result file.
@@ -163,7 +162,7 @@ run() {
 
 TOOLS_BIG=(paperboy curl)
 TOOLS_SMALL=(paperboy curl-seq "curl-Z$PARALLEL")
-if [[ $LOCAL == 1 ]]; then TOOLS_BIG+=(paperboy-local); TOOLS_SMALL+=(paperboy-local); fi
+if [[ $LOCAL == 1 ]]; then TOOLS_SMALL+=(paperboy-local); fi
 if [[ $NOSYNC == 1 ]]; then TOOLS_BIG+=(paperboy-nosync); TOOLS_SMALL+=(paperboy-nosync); fi
 if [[ -n ${BASELINE:-} ]]; then TOOLS_BIG+=(paperboy-base); TOOLS_SMALL+=(paperboy-base); fi
 command -v wget > /dev/null && { TOOLS_BIG+=(wget); TOOLS_SMALL+=(wget); }
@@ -178,7 +177,6 @@ for ((i = 1; i <= RUNS; i++)); do
         case $tool in
             paperboy) run paperboy big "$PAPERBOY" sync -q --config "$WORK/paperboy-big.toml" ;;
             paperboy-nosync) run paperboy-nosync big "$PAPERBOY" sync -q --config "$WORK/paperboy-big-nosync.toml" ;;
-            paperboy-local) run paperboy-local big "$PAPERBOY" sync -q --config "$WORK/paperboy-big-local.toml" ;;
             paperboy-base) run paperboy-base big "$BASELINE" sync -q --config "$WORK/paperboy-big.toml" ;;
             curl) run curl big curl -sS -o big.bin "$BASE/big.bin" ;;
             wget) run wget big wget -q -O big.bin "$BASE/big.bin" ;;
