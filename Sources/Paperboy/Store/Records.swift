@@ -66,6 +66,10 @@ final class StoredRequest: Sendable, Hashable {
             case .unreadable:
                 return AssetRequest(url: Self.unreadableURL)
             case .json(let data):
+                if let request = RequestJSON.request(from: data) {
+                    form = .decoded(request)
+                    return request
+                }
                 do {
                     let request = try Self.decoder.decode(AssetRequest.self, from: data)
                     form = .decoded(request)
