@@ -43,10 +43,22 @@ struct PathResolution {
 
     /// Whether text starts with a URL scheme such as `https:` or `file:`.
     static func hasScheme(_ text: String) -> Bool {
-        guard let colon = text.firstIndex(of: ":") else { return false }
-        let scheme = text[..<colon]
-        guard let first = scheme.first, first.isASCII, first.isLetter else { return false }
-        return scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
+        // On bytes: a scheme is ASCII (RFC 3986: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )).
+        var isFirst = true
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: ":"):
+                return !isFirst
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                break
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                if isFirst { return false }
+            default:
+                return false
+            }
+            isFirst = false
+        }
+        return false
     }
 
     /// Resolves a URL with a scheme, or a path (relative to the configuration's folder) as a file URL.

@@ -228,6 +228,20 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             message: "issues[1].name: duplicate issue name \"weekly\" on lines 1 and 5"
         ),
         MalformedCase(
+            name: "two assets saved under one path",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"https://h/x/f.pdf\"\n"
+                + "[[issues.assets]]\nurl = \"https://h/y/g.pdf\"\n[[issues.assets]]\nurl = \"https://h/y/f.pdf\"\n",
+            line: 9, key: "issues[0].assets[2].url", code: .duplicate,
+            message: "two assets of issue \"a\" would both be saved as \"f.pdf\" (lines 4 and 8); set a distinct 'path'"
+        ),
+        MalformedCase(
+            name: "an asset path given twice",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"https://h/1\"\npath = \"d/p\"\n"
+                + "[[issues.assets]]\nurl = \"https://h/2\"\npath = \"d/./p\"\n",
+            line: 9, key: "issues[0].assets[1].path", code: .duplicate,
+            message: "two assets of issue \"a\" would both be saved as \"d/p\" (lines 4 and 7)"
+        ),
+        MalformedCase(
             name: "missing required key",
             text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n\n[[issues]]\nname = \"b\"\n",
             line: 5, key: "issues[1].date", code: .missingKey,
@@ -311,6 +325,24 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             guard let scalar = Unicode.Scalar(value) else { continue }
             #expect(PathResolution.isControl(scalar) == (scalar.properties.generalCategory == .control), "U+\(String(value, radix: 16))")
             #expect(PathResolution.isWhitespace(scalar) == scalar.properties.isWhitespace, "U+\(String(value, radix: 16))")
+        }
+    }
+
+    @Test func schemeDetectionOnBytesAgreesWithCharacters() {
+        // The Character-based form it replaced (RFC 3986 scheme before the first colon).
+        func byCharacters(_ text: String) -> Bool {
+            guard let colon = text.firstIndex(of: ":") else { return false }
+            let scheme = text[..<colon]
+            guard let first = scheme.first, first.isASCII, first.isLetter else { return false }
+            return scheme.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }
+        }
+        let fixed = ["https://h/", "C:\\x", "a:", ":", "", "1a:", "a1+-.:", "a b:", "é:", "ab", "a/b:c", "sftp:", "A.B:"]
+        for text in fixed { #expect(PathResolution.hasScheme(text) == byCharacters(text), "\(text.debugDescription)") }
+        let alphabet: [Character] = ["a", "Z", "0", "9", "+", "-", ".", ":", "/", " ", "é", "_"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let text = String((0..<Int.random(in: 0...6, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! })
+            #expect(PathResolution.hasScheme(text) == byCharacters(text), "\(text.debugDescription)")
         }
     }
 
