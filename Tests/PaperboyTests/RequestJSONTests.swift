@@ -106,6 +106,7 @@ struct RequestJSONTests {
         #"{"future":1,"url":"https:\/\/h\/a"}"#,                              // a key this version does not know
         #"{"url":"https:\/\/h\/a","url":"https:\/\/h\/b"}"#,                  // a duplicate key
         #"{"priority":1.0,"url":"https:\/\/h\/a"}"#,                          // a float
+        #"{"priority":1E2,"url":"https:\/\/h\/a"}"#,                          // an exponent
         #"{"priority":01,"url":"https:\/\/h\/a"}"#,                           // a leading zero
         #"{"priority":99999999999999999999,"url":"https:\/\/h\/a"}"#,         // too large
         #"{"destinationPath":"\ud800x","url":"https:\/\/h\/a"}"#,             // a lone surrogate

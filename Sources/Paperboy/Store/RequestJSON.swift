@@ -170,7 +170,12 @@ extension RequestJSON {
         }
 
         private mutating func skipSpace() {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
         }
 
         /// `{"name":"value",…}` with string values only.
@@ -200,7 +205,7 @@ extension RequestJSON {
             guard index > digits, index - digits < 20 else { return nil }
             // A leading zero only alone, as JSON has it.
             if bytes[digits] == UInt8(ascii: "0"), index - digits > 1 { return nil }
-            if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) { return nil }
+            if index < bytes.count, bytes[index] == UInt8(ascii: ".") || bytes[index] | 0x20 == UInt8(ascii: "e") { return nil }
             return Int64(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
         }
 
