@@ -59,7 +59,8 @@ struct ConfigDecoder {
         return settings
     }
 
-    /// A duration of at least one second (libcurl counts timeouts in whole seconds).
+    /// A duration of at least one second: transports check for stalls a few times a second, so a
+    /// shorter timeout would not be kept, and messages give timeouts in whole seconds.
     private func timeout(_ key: String, in table: TableReader) throws(ConfigError) -> Duration? {
         guard let timeout = try table.duration(key) else { return nil }
         guard timeout >= .seconds(1) else {
