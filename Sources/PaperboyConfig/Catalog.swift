@@ -51,6 +51,25 @@ public struct Catalog: Sendable, Equatable {
         }
     }
 
+    /// What a catalog may ask for: it comes from a publisher, not from the configuration's author.
+    public struct Limits: Sendable, Equatable {
+        /// The default of ``maxAssets``: more than a daily's ten-year archive with covers.
+        public static let defaultMaxAssets = 10_000
+
+        /// The most assets (covers included) the whole catalog may list.
+        public var maxAssets: Int
+        /// Schemes assets may use besides `http`, `https` and the catalog's own origin
+        /// (lowercased). Without them a catalog cannot point, say, `sftp://` at any host the
+        /// user's SSH agent can reach. Local files are allowed only in a local catalog.
+        public var allowedSchemes: Set<String>
+
+        /// Creates limits.
+        public init(maxAssets: Int = defaultMaxAssets, allowedSchemes: Set<String> = []) {
+            self.maxAssets = maxAssets
+            self.allowedSchemes = allowedSchemes
+        }
+    }
+
     /// The issues, in catalog order.
     public var issues: [Issue]
 
@@ -65,15 +84,16 @@ public struct Catalog: Sendable, Equatable {
     ///   - data: the JSON document.
     ///   - feed: the feed's name, for error messages.
     ///   - url: where the catalog was fetched from: relative URLs resolve against it.
+    ///   - limits: how many assets it may list and which URL schemes they may use.
     /// - Throws: ``CatalogError`` naming the feed, its URL and the JSON path of the first problem.
-    public static func parse(_ data: Data, feed: String, url: URL) throws(CatalogError) -> Catalog {
+    public static func parse(_ data: Data, feed: String, url: URL, limits: Limits = Limits()) throws(CatalogError) -> Catalog {
         let root: JSON
         do {
             root = try JSONDecoder().decode(JSON.self, from: data)
         } catch {
             throw CatalogError(feed: feed, url: url, path: nil, message: "not valid JSON (\(Self.describe(error)))")
         }
-        var reader = CatalogReader(feed: feed, url: url)
+        var reader = CatalogReader(feed: feed, url: url, limits: limits)
         return try reader.catalog(root)
     }
 
@@ -121,7 +141,29 @@ public struct CatalogError: Error, Sendable, Equatable, CustomStringConvertible 
 
     /// `feed 'daily' (https://…/catalog.json): issues[2].assets[0].sha256: expected 64 hex digits`.
     public var description: String {
-        "feed '\(feed)' (\(Self.redacted(url))): " + (path.map { "\($0): " } ?? "") + message
+        Self.escapingControls("feed '\(feed)' (\(Self.redacted(url))): " + (path.map { "\($0): " } ?? "") + message)
+    }
+
+    /// `text` with control and bidi characters shown as `\u{1B}`: a catalog's text is quoted in
+    /// messages that reach a terminal, where an escape sequence or a reordering mark would act.
+    static func escapingControls(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var shown = ""
+        for scalar in text.unicodeScalars {
+            if isControl(scalar) {
+                shown += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            } else {
+                shown.unicodeScalars.append(scalar)
+            }
+        }
+        return shown
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0..<0x20, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
     }
 
     static func redacted(_ url: URL) -> String {
@@ -164,6 +206,9 @@ enum JSON: Decodable, Equatable {
 private struct CatalogReader {
     let feed: String
     let url: URL
+    let limits: Catalog.Limits
+    /// Assets read so far, covers included.
+    var assetCount = 0
 
     func fail(_ path: String?, _ message: String) -> CatalogError {
         CatalogError(feed: feed, url: url, path: path, message: message)
@@ -178,6 +223,15 @@ private struct CatalogReader {
         var issues: [Catalog.Issue] = []
         var seen: [String: Int] = [:]
         for (index, value) in list.enumerated() {
+            // Counted before the assets are read: a hostile catalog is refused without reading them.
+            if case .object(let object) = value {
+                if case .array(let assets)? = object["assets"] { assetCount += assets.count }
+                if let cover = object["cover"], cover != .null { assetCount += 1 }
+            }
+            if assetCount > limits.maxAssets {
+                throw fail("issues[\(index)]", "the catalog lists more than \(limits.maxAssets) assets, the limit "
+                           + "(raise max_assets of this [[feeds]] entry if that is expected)")
+            }
             let issue = try self.issue(value, path: "issues[\(index)]")
             if let first = seen[issue.name] {
                 throw fail("issues[\(index)].name", "duplicate issue name '\(issue.name)' (also issues[\(first)])")
@@ -313,7 +367,22 @@ private struct CatalogReader {
         if absolute.isFileURL, !url.isFileURL {
             throw fail(path, "'\(PathResolution.redacted(text))' is a local file, but the catalog is not (\(url.scheme ?? "?"))")
         }
+        let scheme = absolute.scheme?.lowercased() ?? ""
+        guard scheme == "http" || scheme == "https" || limits.allowedSchemes.contains(scheme) || sameOrigin(absolute) else {
+            throw fail(path, "'\(PathResolution.redacted(text))' uses the scheme '\(scheme)'; a catalog's assets may use "
+                       + "http, https and the catalog's own server (add '\(scheme)' to allowed_schemes of this "
+                       + "[[feeds]] entry to allow it)")
+        }
         return absolute.standardized
+    }
+
+    /// Whether `other` has the catalog's scheme, host and port: a local catalog's local files,
+    /// or files next to an `sftp://` catalog on its own server.
+    func sameOrigin(_ other: URL) -> Bool {
+        guard other.scheme?.lowercased() == url.scheme?.lowercased() else { return false }
+        if url.isFileURL { return true }
+        return other.host?.lowercased() == url.host?.lowercased() && other.port == url.port
+            && other.user == url.user
     }
 
     func date(_ text: String, path: String) throws(CatalogError) -> Date {

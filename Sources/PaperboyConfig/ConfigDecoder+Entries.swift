@@ -94,7 +94,20 @@ extension ConfigDecoder {
             } catch {
                 throw table.invalid("url", error)
             }
-            entries.append(FeedEntry(name: name, url: url, line: context.line(for: table.path)))
+            let maxAssets = try table.positiveInt("max_assets") ?? Catalog.Limits.defaultMaxAssets
+            let schemes = try table.strings("allowed_schemes") ?? []
+            for (index, scheme) in schemes.enumerated() {
+                guard PathResolution.hasScheme(scheme + ":"), !scheme.contains(":") else {
+                    throw context.error(.invalidValue, at: table.keyPath("allowed_schemes") + "[\(index)]",
+                                        "expected a URL scheme such as \"sftp\", got \"\(scheme)\"")
+                }
+                if scheme.lowercased() == "file" {
+                    throw context.error(.invalidValue, at: table.keyPath("allowed_schemes") + "[\(index)]",
+                                        "a catalog names local files only when it is a local file itself")
+                }
+            }
+            entries.append(FeedEntry(name: name, url: url, maxAssets: maxAssets, allowedSchemes: schemes,
+                                     line: context.line(for: table.path)))
         }
         return entries
     }

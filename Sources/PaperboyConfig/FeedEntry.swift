@@ -6,13 +6,28 @@ public struct FeedEntry: Sendable, Equatable {
     public var name: String
     /// The catalog's URL (`url`); a plain path becomes a file URL relative to the configuration.
     public var url: URL
+    /// The most assets the catalog may list, covers included (`max_assets`, default 10,000).
+    public var maxAssets: Int
+    /// URL schemes the catalog's assets may use besides `http`, `https` and the catalog's own
+    /// origin (`allowed_schemes`, default none); see ``Catalog/Limits``.
+    public var allowedSchemes: [String]
     /// The line of the `[[feeds]]` header, if known.
     public var line: Int?
 
     /// Creates a feed entry.
-    public init(name: String, url: URL, line: Int? = nil) {
+    public init(
+        name: String, url: URL, maxAssets: Int = Catalog.Limits.defaultMaxAssets, allowedSchemes: [String] = [],
+        line: Int? = nil
+    ) {
         self.name = name
         self.url = url
+        self.maxAssets = maxAssets
+        self.allowedSchemes = allowedSchemes
         self.line = line
+    }
+
+    /// The limits ``Catalog/parse(_:feed:url:limits:)`` applies to this feed's catalog.
+    public var limits: Catalog.Limits {
+        Catalog.Limits(maxAssets: maxAssets, allowedSchemes: Set(allowedSchemes.map { $0.lowercased() }))
     }
 }

@@ -67,7 +67,8 @@ struct PathResolution {
         if text.unicodeScalars.contains(where: Self.isControl) {
             throw ConfigValueError("a URL or path must not contain control characters")
         }
-        guard Self.hasScheme(text) else {
+        // "ht tp://host/x" has no valid scheme, but it was meant as a URL, not a file name.
+        guard Self.hasScheme(text) || text.contains("://") else {
             return fileURL(forPath: text)
         }
         return try Self.parseURL(text)

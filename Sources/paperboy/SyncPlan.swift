@@ -5,7 +5,8 @@ import PaperboyConfig
 /// What one sync does: which wanted assets exist, which must be downloaded.
 ///
 /// An asset is identified by its URL and destination path within its issue, so a wanted asset
-/// that is already in the library (delivered or not) is never added twice.
+/// that is already in the library (delivered or not) is never added twice; a changed `sha256`
+/// replaces the old one of an asset not delivered yet.
 struct SyncPlan {
     struct Entry {
         var issue: String
@@ -65,6 +66,10 @@ struct SyncPlan {
             if let status = byKey[key] {
                 guard let found = existing[status.identifier] else { continue }
                 download = found
+                if status.state != .delivered, status.request.sha256 != asset.sha256 {
+                    // The publisher corrected the checksum: the old one would fail every sync.
+                    try download.updateExpectedSHA256(asset.sha256)
+                }
                 if status.state == .delivered {
                     alreadyDelivered += 1
                 } else {

@@ -96,6 +96,49 @@ struct SyncCommandTests {
         #expect(!FileManager.default.fileExists(atPath: workspace.path("lib/Issues/2026-11-21/magazine.pdf").path))
     }
 
+    @Test func aCorrectedChecksumTakesEffectOnTheNextSync() async throws {
+        let (pdf, _) = makeContent()
+        let wrong = String(repeating: "0", count: 64)
+        let first = try await CLI.run(["sync", "--config", config(sha: wrong).path])
+        #expect(first.status == 1)
+        #expect(first.stderr.contains("expected \(wrong)"), "\(first.stderr)")
+        // The publisher fixes the checksum (upper case, as some write it): the same asset now
+        // downloads again under the new one instead of failing on every sync.
+        let second = try await CLI.run(["sync", "--config", config(sha: sha256Hex(pdf).uppercased()).path])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf")) == pdf)
+        let status = try await CLI.run(["status", "--json", "--config", config(sha: sha256Hex(pdf)).path])
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        let assets = try #require((json["issues"] as? [[String: Any]])?.first?["assets"] as? [[String: Any]])
+        #expect(assets.count == 2, "the corrected asset was not added a second time")
+        // A wrong checksum for a delivered asset changes nothing: it is not downloaded again.
+        let third = try await CLI.run(["sync", "--config", config(sha: wrong).path])
+        #expect(third.status == 0, "\(third.stderr)")
+        #expect(third.stdout.contains("nothing to do; 2 asset(s) already delivered"), "\(third.stdout)")
+    }
+
+    @Test func aMalformedURLIsAConfigurationErrorNamingFileLineAndKey() async throws {
+        let file = workspace.write("""
+            [library]
+            path = "lib"
+            [[issues]]
+            name = "a"
+            date = 2026-11-21
+              [[issues.assets]]
+              url = "ht tp://bad url"
+              path = "a.pdf"
+            """, to: "paperboy.toml")
+        let result = try await CLI.run(["sync", "--config", file.path])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("paperboy.toml:7:"), "\(result.stderr)")
+        #expect(result.stderr.contains("issues[0].assets[0].url"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("lib").path), "nothing written")
+        let good = workspace.write("[library]\npath = \"lib\"\n", to: "good.toml")
+        let added = try await CLI.run(["add", "ht tp://bad url", "--issue", "a", "--config", good.path])
+        #expect(added.status != 0)
+        #expect(added.stderr.contains("malformed URL"), "\(added.stderr)")
+    }
+
     @Test func aStalledTransferTimesOutAfterTheConfiguredIdleTimeoutAndIsRetried() async throws {
         let data = randomData(200_000, seed: 4)
         // The first request stalls after 10,000 bytes; the second is served whole.

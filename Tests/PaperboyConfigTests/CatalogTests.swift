@@ -7,8 +7,8 @@ struct CatalogTests {
     static let catalogURL = URL(string: "https://news.example.com/daily/catalog.json")!
     static let sha = String(repeating: "ab", count: 32)
 
-    func parse(_ text: String, url: URL = catalogURL) throws(CatalogError) -> Catalog {
-        try Catalog.parse(Data(text.utf8), feed: "daily", url: url)
+    func parse(_ text: String, url: URL = catalogURL, limits: Catalog.Limits = Catalog.Limits()) throws(CatalogError) -> Catalog {
+        try Catalog.parse(Data(text.utf8), feed: "daily", url: url, limits: limits)
     }
 
     @Test func theIssueExampleParsesWithURLsResolvedAgainstTheCatalog() throws {
@@ -38,7 +38,7 @@ struct CatalogTests {
                          "assets": [{"url": "../shared/a.pdf", "priority": 5, "path": "a.pdf"},
                                     {"url": "https://cdn.example.net/a%20b.zip?sig=1"},
                                     {"url": "sftp://files.example.com/a.epub", "role": "content"}]}]}
-            """)
+            """, limits: Catalog.Limits(allowedSchemes: ["sftp"]))
         let issue = try #require(catalog.issues.first)
         #expect(issue.date == Date(timeIntervalSince1970: 1_795_242_600))
         #expect(issue.cover?.url.absoluteString == "https://news.example.com/static/a.png")
@@ -90,6 +90,10 @@ struct CatalogTests {
          "issues[0].assets[1].path", "'a.pdf' is also the path of issues[0].assets[0]"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "file:///etc/passwd"}]}]}"#,
          "issues[0].assets[0].url", "is a local file, but the catalog is not"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "sftp://build.internal/secrets.tar"}]}]}"#,
+         "issues[0].assets[0].url", "uses the scheme 'sftp'; a catalog's assets may use http, https and the catalog's own server"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": "ftp://mirror.example.com/c.png"}]}"#,
+         "issues[0].cover.url", "add 'ftp' to allowed_schemes"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": 5}]}"#, "issues[0].cover", "a URL string or an object"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": {"url": "c.png", "role": "content"}}]}"#,
          "issues[0].cover.role", "a cover has the role 'cover'"),

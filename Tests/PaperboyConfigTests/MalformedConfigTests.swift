@@ -121,6 +121,24 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             message: "feeds[0].url: invalid URL \"https://example.com/my catalog.json\": it contains a space"
         ),
         MalformedCase(
+            name: "malformed scheme is not taken as a path",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"ht tp://bad url\"\npath = \"a.pdf\"\n",
+            line: 5, key: "issues[0].assets[0].url", code: .invalidValue,
+            message: "issues[0].assets[0].url: invalid URL \"ht tp://bad url\": it contains a space"
+        ),
+        MalformedCase(
+            name: "scheme-less text with :// is not taken as a path",
+            text: "[[feeds]]\nname = \"daily\"\nurl = \"://example.com/catalog.json\"\n",
+            line: 3, key: "feeds[0].url", code: .invalidValue,
+            message: "feeds[0].url: invalid URL \"://example.com/catalog.json\": expected a URL with a scheme"
+        ),
+        MalformedCase(
+            name: "password in a malformed URL is not echoed",
+            text: "[[feeds]]\nname = \"daily\"\nurl = \"h_ttps://alice:s3cret@example.com/catalog.json\"\n",
+            line: 3, key: "feeds[0].url", code: .invalidValue,
+            message: "feeds[0].url: invalid URL \"h_ttps://…@example.com/catalog.json\": expected a URL with a scheme"
+        ),
+        MalformedCase(
             name: "empty URL",
             text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"\"\n",
             line: 5, key: "issues[0].assets[0].url", code: .invalidValue,

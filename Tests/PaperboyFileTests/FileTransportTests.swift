@@ -94,11 +94,11 @@ struct FileTransportTests {
         #expect(try TransportRegistry.url(from: "/abs/b.pdf").path == "/abs/b.pdf")
         #expect(try TransportRegistry.url(from: "file:///abs/c.pdf").path == "/abs/c.pdf")
         #expect(try TransportRegistry.url(from: "https://cdn.example.com/x.zip").host == "cdn.example.com")
-        for bad in ["", "https://exa mple.com/x", "https:///nohost"] {
+        for bad in ["", "https://exa mple.com/x", "https:///nohost", "ht tp://bad url", "://host/x", "h_ttps://host/x"] {
             #expect(throws: TransportError.self, "\(bad)") { try TransportRegistry.url(from: bad) }
         }
         // A refused URL's message never shows its password.
-        for bad in ["https://reader:s3cret-pw@exa mple.com/x", "https://reader:s3cret-pw@[bad"] {
+        for bad in ["https://reader:s3cret-pw@exa mple.com/x", "https://reader:s3cret-pw@[bad", "h ttps://reader:s3cret-pw@host/x"] {
             let error = try #require(throws: TransportError.self) { try TransportRegistry.url(from: bad) }
             #expect(!error.message.contains("s3cret-pw"), "\(error.message)")
         }

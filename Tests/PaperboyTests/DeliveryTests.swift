@@ -12,6 +12,33 @@ struct DeliveryTests {
         try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
     }
 
+    @Test func aCorrectedChecksumAppliesToTheRunningTransfer() async throws {
+        let data = randomData(2 << 20)
+        let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(10))
+        let url = transport.serve(data, at: "big.pdf")
+        let library = try open(transport)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let asset = try issue.addAsset(AssetRequest(url: url, sha256: String(repeating: "0", count: 64), destinationPath: "big.pdf"))
+        for bad in ["abc", String(repeating: "g", count: 64)] {
+            #expect(throws: LibraryError.self, "\(bad)") { try asset.updateExpectedSHA256(bad) }
+        }
+        asset.download()
+        await eventually("bytes written") { asset.totalBytesWritten > 0 }
+        try asset.updateExpectedSHA256(sha256Hex(data).uppercased())
+        #expect(asset.request?.sha256 == sha256Hex(data))
+        await library.waitUntilIdle()
+        #expect(asset.state == .delivered, "\(asset.state)")
+        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("big.pdf")) == data)
+        // Delivered: a new checksum changes nothing.
+        try asset.updateExpectedSHA256(nil)
+        #expect(asset.state == .delivered)
+        await library.close()
+        // The corrected request was stored.
+        let reopened = try open(transport)
+        #expect(reopened.issue(named: "i")?.assets.first?.request?.sha256 == sha256Hex(data))
+        await reopened.close()
+    }
+
     @Test func callbackTrioIsOrderedAndCoalesced() async throws {
         let data = randomData(4 << 20)
         let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(1))

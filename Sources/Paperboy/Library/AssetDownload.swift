@@ -73,6 +73,17 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
         return DownloadEvents(stream: stream)
     }
 
+    /// Changes the SHA-256 the file must have (`nil`: none), as when a publisher corrects a
+    /// checksum: a failed asset then downloads again under the new one with its next
+    /// ``download(delegate:)``, and a running transfer stops, keeping its bytes, and starts
+    /// again under it. A delivered asset is left as it is.
+    ///
+    /// - Throws: ``LibraryError`` `.invalidRequest` for a checksum that is not 64 hexadecimal
+    ///   digits, or when the file is already verified and being delivered; `.assetNotFound`.
+    public func updateExpectedSHA256(_ sha256: String?) throws(LibraryError) {
+        try scheduler.updateChecksum(identifier, sha256: sha256)
+    }
+
     /// Stops the transfer, keeping the bytes; ``download(delegate:)`` continues it.
     public func pause() { scheduler.pause(identifier) }
 

@@ -396,6 +396,37 @@ final class Scheduler: Sendable {
         broadcastState(id)
     }
 
+    /// Changes the SHA-256 an asset's file must have; a running transfer stops (keeping its
+    /// bytes) and starts again under the new one.
+    func updateChecksum(_ id: String, sha256: String?) throws(LibraryError) {
+        let sha256 = sha256?.lowercased()
+        if let sha256, sha256.utf8.count != 64 || !sha256.allSatisfy(\.isHexDigit) {
+            throw LibraryError(.invalidRequest, "expected SHA-256 of asset \(id) must be 64 hexadecimal digits, got '\(sha256)'")
+        }
+        let result: Result<AssetRequest?, LibraryError> = state.withLock { state in
+            guard let entry = state.entries[id] else {
+                // Not in memory: delivered (or unknown), and a delivered file is never checked again.
+                return store.asset(id: id) == nil
+                    ? .failure(LibraryError(.assetNotFound, "no asset \(id) in the library"))
+                    : .success(nil)
+            }
+            guard entry.request.sha256 != sha256 else { return .success(nil) }
+            if entry.state == .finished || entry.delivering {
+                return .failure(LibraryError(.invalidRequest, "asset \(id) is already verified and being delivered"))
+            }
+            state.update(id) { entry in
+                entry.request.sha256 = sha256
+                if entry.state == .downloading, entry.stop == nil {
+                    entry.stop = .pause
+                    entry.restartAfterStop = true
+                    entry.task?.cancel()
+                }
+            }
+            return .success(state.entries[id]?.request)
+        }
+        if let request = try result.get() { try store.updateRequest(id: id, request) }
+    }
+
     /// Pauses: a running transfer stops keeping its bytes; a waiting one stays put.
     func pause(_ id: String) {
         state.withLock { state in

@@ -171,6 +171,18 @@ final class LibraryStore: Sendable {
         }
     }
 
+    /// Replaces an asset's stored request (written at once, not batched).
+    func updateRequest(id: String, _ request: AssetRequest) throws(LibraryError) {
+        do {
+            let json = try StoredRequest(request).json()
+            try pool.write { db in
+                try db.execute(sql: "UPDATE asset SET request = ? WHERE id = ?", arguments: [json, id])
+            }
+        } catch {
+            throw LibraryError.storage("cannot record the new request of asset \(id)", error)
+        }
+    }
+
     func deleteAsset(id: String) {
         flush()
         _ = try? pool.write { db in try AssetRecord.deleteOne(db, key: id) }

@@ -41,8 +41,8 @@ public struct TransportRegistry: Sendable {
     /// Turns `text` into a URL: a URL with a scheme as is, anything else as a file path
     /// (relative paths resolve against `base`).
     ///
-    /// - Throws: ``TransportError`` `.badURL` for empty text, spaces in a URL, or a URL with no host
-    ///   where its scheme needs one.
+    /// - Throws: ``TransportError`` `.badURL` for empty text, spaces in a URL, a URL with no host
+    ///   where its scheme needs one, or text with `://` that is not a URL (never read as a path).
     public static func url(from text: String, relativeTo base: URL? = nil) throws -> URL {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty, !trimmed.contains("\0") else {
@@ -62,6 +62,11 @@ public struct TransportRegistry: Sendable {
                 throw TransportError(.badURL, "URL '\(url.redactedString)' has no host", isRetryable: false)
             }
             return url
+        }
+        if trimmed.contains("://") {
+            // Meant as a URL ("ht tp://host/x"), not as a file name.
+            throw TransportError(
+                .badURL, "malformed URL '\(URL.redactedText(trimmed))': expected a scheme such as https://", isRetryable: false)
         }
         let expanded = (trimmed as NSString).expandingTildeInPath
         if expanded.hasPrefix("/") { return URL(fileURLWithPath: expanded).standardizedFileURL }

@@ -33,7 +33,7 @@ struct FeedRefresh {
             }
             let catalog: Catalog
             do {
-                catalog = try Catalog.parse(data, feed: feed.name, url: feed.url)
+                catalog = try Catalog.parse(data, feed: feed.name, url: feed.url, limits: feed.limits)
             } catch {
                 result.failures.append(error.description)
                 continue

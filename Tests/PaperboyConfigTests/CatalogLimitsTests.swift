@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+import PaperboyConfig
+
+/// What a publisher's catalog may ask for: a bounded number of assets, and URLs a catalog may
+/// point the library at.
+@Suite("Catalog limits")
+struct CatalogLimitsTests {
+    static let catalogURL = URL(string: "https://news.example.com/daily/catalog.json")!
+
+    /// A catalog of `issues` issues with `assets` assets each and a cover each.
+    static func catalog(issues: Int, assets: Int) -> Data {
+        let list = (0..<issues).map { issue in
+            let files = (0..<assets).map { #"{"url": "i\#(issue)/a\#($0).pdf"}"# }.joined(separator: ",")
+            return #"{"name": "i\#(issue)", "date": "2026-11-21", "cover": "c\#(issue).png", "assets": [\#(files)]}"#
+        }
+        return Data(#"{"issues": [\#(list.joined(separator: ","))]}"#.utf8)
+    }
+
+    @Test func aCatalogListingMoreAssetsThanTheLimitIsRefusedNamingTheLimit() throws {
+        // 3 issues × (1 cover + 4 assets) = 15 assets.
+        let data = Self.catalog(issues: 3, assets: 4)
+        #expect(try Catalog.parse(data, feed: "daily", url: Self.catalogURL, limits: Catalog.Limits(maxAssets: 15)).issues.count == 3)
+        let error = try #require(throws: CatalogError.self) {
+            try Catalog.parse(data, feed: "daily", url: Self.catalogURL, limits: Catalog.Limits(maxAssets: 14))
+        }
+        #expect(error.path == "issues[2]")
+        #expect(error.description.contains("more than 14 assets"), "\(error)")
+        #expect(error.description.contains("max_assets"), "\(error)")
+    }
+
+    @Test func theDefaultLimitIsTenThousandAssets() throws {
+        #expect(Catalog.Limits().maxAssets == 10_000)
+        let data = Self.catalog(issues: 1, assets: 10_000)
+        let error = try #require(throws: CatalogError.self) { try Catalog.parse(data, feed: "daily", url: Self.catalogURL) }
+        #expect(error.description.contains("more than 10000 assets"), "\(error)")
+    }
+
+    @Test func assetsOnTheCatalogsOwnServerMayUseItsScheme() throws {
+        let catalog = URL(string: "sftp://files.example.com:2222/pub/catalog.json")!
+        let text = #"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.pdf"}, {"url": "https://cdn.example.com/b.pdf"}]}]}"#
+        let parsed = try Catalog.parse(Data(text.utf8), feed: "daily", url: catalog)
+        #expect(parsed.issues[0].assets.map(\.url.absoluteString) == [
+            "sftp://files.example.com:2222/pub/a.pdf", "https://cdn.example.com/b.pdf",
+        ])
+        // Another SSH server, or another port of the same one, is not the catalog's server.
+        for other in ["sftp://files.example.com/pub/x", "sftp://build.example.com:2222/x", "sftp://root@files.example.com:2222/x"] {
+            let text = #"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "\#(other)"}]}]}"#
+            let error = try #require(throws: CatalogError.self, "\(other)") {
+                try Catalog.parse(Data(text.utf8), feed: "daily", url: catalog)
+            }
+            #expect(error.description.contains("uses the scheme 'sftp'"), "\(error)")
+            #expect(try Catalog.parse(Data(text.utf8), feed: "daily", url: catalog,
+                                      limits: Catalog.Limits(allowedSchemes: ["sftp"])).issues.count == 1)
+        }
+    }
+
+    @Test func feedKeysSetTheLimits() throws {
+        let config = try PaperboyConfiguration.parse("""
+            [[feeds]]
+            name = "daily"
+            url = "https://news.example.com/catalog.json"
+            max_assets = 50
+            allowed_schemes = ["sftp", "IPFS"]
+
+            [[feeds]]
+            name = "weekly"
+            url = "https://news.example.com/weekly.json"
+            """, fileURL: fixtureFile, environment: fixtureEnvironment)
+        #expect(config.feeds[0].limits == Catalog.Limits(maxAssets: 50, allowedSchemes: ["sftp", "ipfs"]))
+        #expect(config.feeds[1].limits == Catalog.Limits())
+    }
+
+    @Test(arguments: [
+        ("max_assets = 0", 4, "feeds[0].max_assets", "expected an integer of at least 1"),
+        ("allowed_schemes = [\"s ftp\"]", 4, "feeds[0].allowed_schemes[0]", "expected a URL scheme"),
+        ("allowed_schemes = [\"file\"]", 4, "feeds[0].allowed_schemes[0]", "local files only when it is a local file"),
+    ])
+    func badFeedLimitsAreConfigurationErrors(_ line: String, _ number: Int, _ key: String, _ message: String) throws {
+        let error = try #require(throws: ConfigError.self) {
+            try PaperboyConfiguration.parse("[[feeds]]\nname = \"daily\"\nurl = \"https://news.example.com/c.json\"\n\(line)\n",
+                                            fileURL: fixtureFile, environment: fixtureEnvironment)
+        }
+        #expect(error.line == number, "\(error)")
+        #expect(error.key == key, "\(error)")
+        #expect(error.description.contains(message), "\(error)")
+    }
+}
