@@ -116,9 +116,9 @@ enum RangeResume {
     static func contentRange(of head: ResponseHead) -> (start: Int64, end: Int64, total: Int64?)? {
         guard let value = head.value("content-range"), value.lowercased().hasPrefix("bytes ") else { return nil }
         let spec = value.dropFirst(6).trimmingCharacters(in: .whitespaces)
-        let halves = spec.split(separator: "/", maxSplits: 1)
+        let halves = spec.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard halves.count == 2 else { return nil }
-        let bounds = halves[0].split(separator: "-", maxSplits: 1)
+        let bounds = halves[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard bounds.count == 2, let start = ResponseHead.byteCount(bounds[0]), let end = ResponseHead.byteCount(bounds[1]),
               start <= end else { return nil }
         if halves[1] == "*" { return (start, end, nil) }
