@@ -17,16 +17,27 @@ public final class TempFolder: @unchecked Sendable {
     public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
 }
 
-/// Deterministic pseudo-random bytes (SplitMix64): test data is generated, never committed.
-public func randomData(_ count: Int, seed: UInt64 = 42) -> Data {
-    var state = seed
-    func next() -> UInt64 {
+/// A small seeded random number generator (SplitMix64), for generated test data and for
+/// randomized tests that print their seed so a failure can be replayed.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    /// A generator whose sequence is fixed by `seed`.
+    public init(seed: UInt64) { state = seed }
+
+    public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
+}
+
+/// Deterministic pseudo-random bytes (SplitMix64): test data is generated, never committed.
+public func randomData(_ count: Int, seed: UInt64 = 42) -> Data {
+    var generator = SplitMix64(seed: seed)
+    func next() -> UInt64 { generator.next() }
     var data = Data(count: count)
     data.withUnsafeMutableBytes { buffer in
         let words = buffer.bindMemory(to: UInt64.self)

@@ -21,7 +21,7 @@ struct GlobalOptions: ParsableArguments {
     func bootstrapLogging() {
         let level: Logger.Level = quiet ? .error : (verbose ? .info : (Console.isTerminal ? .warning : .notice))
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = TerminalLogHandler(base: StreamLogHandler.standardError(label: label))
             handler.logLevel = level
             return handler
         }
@@ -47,12 +47,20 @@ struct GlobalOptions: ParsableArguments {
 enum Console {
     static let isTerminal = isatty(STDOUT_FILENO) == 1
 
+    /// Writes a line to standard error, control characters escaped (``TerminalText``): messages
+    /// quote servers, helpers and catalogs.
     static func error(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        FileHandle.standardError.write(Data((TerminalText.escape(text, keepingNewlines: true) + "\n").utf8))
     }
 
+    /// Writes a line to standard output, control characters escaped (``TerminalText``).
     static func line(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        FileHandle.standardOutput.write(Data((TerminalText.escape(text, keepingNewlines: true) + "\n").utf8))
+    }
+
+    /// Writes machine-readable output (JSON, which escapes control characters itself) as is.
+    static func json(_ data: Data) {
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 
     static func bytes(_ count: Int64) -> String {

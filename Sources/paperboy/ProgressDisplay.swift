@@ -57,7 +57,7 @@ final class ProgressDisplay: Sendable {
     /// Prints a line above the live block.
     func print(_ line: String) {
         state.withLock { state in
-            var text = Self.erase(state.drawnLines) + line + "\n"
+            var text = Self.erase(state.drawnLines) + TerminalText.escape(line, keepingNewlines: true) + "\n"
             text += Self.draw(state.lastFrame)
             state.drawnLines = state.lastFrame.count
             Self.write(text)
@@ -109,7 +109,7 @@ final class ProgressDisplay: Sendable {
                 totalRate += rate
                 guard transfers.count < Self.maxTransferLines else { continue }
                 let name = names[asset.identifier] ?? asset.request?.destinationPath ?? asset.identifier
-                var line = "  " + Self.fit(name, to: 32).padding(toLength: 32, withPad: " ", startingAt: 0)
+                var line = "  " + Self.fit(TerminalText.escape(name), to: 32).padding(toLength: 32, withPad: " ", startingAt: 0)
                 if let expected, expected > 0 {
                     line += "  \(Console.bytes(written)) of \(Console.bytes(expected))"
                     line += String(format: "  %3.0f%%", Double(written) * 100 / Double(expected))

@@ -19,14 +19,16 @@ enum Transports {
             SFTPTransport(configuration: sftpConfiguration(for: config)),
         ])
         guard let config else { return registry }
+        // Helpers never see the variables that hold secrets; they answer challenges instead.
+        let environment = config.childEnvironment()
         let configured = Set(config.transports.map(\.scheme))
         let urls = config.issues.flatMap { $0.assets.map(\.url) } + config.feeds.map(\.url) + extraURLs
         let used = Set(urls.compactMap { $0.scheme?.lowercased() })
         for scheme in used.subtracting(registry.schemes).subtracting(configured).sorted() {
-            if let helper = ExecTransport.discover(scheme: scheme) { registry.register(helper) }
+            if let helper = ExecTransport.discover(scheme: scheme, environment: environment) { registry.register(helper) }
         }
         for entry in config.transports {
-            registry.register(ExecTransport(scheme: entry.scheme, command: entry.command))
+            registry.register(ExecTransport(scheme: entry.scheme, command: entry.command, environment: environment))
         }
         return registry
     }

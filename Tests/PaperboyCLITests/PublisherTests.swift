@@ -216,6 +216,38 @@ struct PublisherTests {
         #expect(!exists("hook-2026-11-21.env"))
     }
 
+    @Test func theHookDoesNotSeeSecretVariablesButKeepsOrdinaryOnes() async throws {
+        publish([("2026-11-21", "2026-11-21")])
+        let hook = workspace.write("#!/bin/sh\nenv > \"hook-$PAPERBOY_ISSUE.env\"\n", to: "hooks/record.sh")
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: hook.path)
+        let file = config("""
+            [hooks]
+            on_issue_available = ["hooks/record.sh"]
+
+            [[credentials]]
+            match = "https://cdn.example.com/"
+            username = "alice"
+            password_env = "PAPERBOY_TEST_HOOK_PASSWORD"
+            token_env = "PAPERBOY_TEST_HOOK_TOKEN"
+
+            [[feeds]]
+            name = "p"
+            url = "publisher/catalog.json"
+            """)
+        let result = try await CLI.run(["sync", "--config", file.path], environment: [
+            "PAPERBOY_TEST_HOOK_PASSWORD": "hunter2-secret", "PAPERBOY_TEST_HOOK_TOKEN": "token-secret",
+            "PAPERBOY_TEST_PLAIN": "plain",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let env = try String(contentsOf: workspace.path("hook-2026-11-21.env"), encoding: .utf8)
+        #expect(!env.contains("hunter2-secret"))
+        #expect(!env.contains("token-secret"))
+        #expect(!env.contains("PAPERBOY_TEST_HOOK_PASSWORD"))
+        #expect(env.contains("PATH="))
+        #expect(env.contains("PAPERBOY_TEST_PLAIN=plain\n"))
+        #expect(env.contains("PAPERBOY_ISSUE=2026-11-21\n"))
+    }
+
     @Test func aFailingHookIsReportedAndTheIssueStaysAvailable() async throws {
         publish([("2026-11-21", "2026-11-21")])
         let file = config("""

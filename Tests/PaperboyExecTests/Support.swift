@@ -29,7 +29,8 @@ final class TempFolder: @unchecked Sendable {
 /// A helper that misbehaves in the way its first argument names; generated at test time.
 ///
 /// Modes: serve (correct), crash, garbage, overflow, version, hang, stubborn (ignores SIGTERM
-/// and hangs), count (serves 4 MiB and records in $COUNT_FILE how many bytes it wrote so far).
+/// and hangs), count (serves 4 MiB and records in $COUNT_FILE how many bytes it wrote so far),
+/// error (answers `ERROR` with the JSON fields given as the second argument).
 let fakeHelper = #"""
 #!/usr/bin/env python3
 import json, os, signal, sys, time
@@ -66,6 +67,9 @@ while True:
     kind, payload = read_frame()
     request = json.loads(payload)
     rid = request["id"]
+    if mode == "error":
+        send("ERROR", b'{"id": %d, "code": "rate-limited", "message": "slow down", %s}' % (rid, sys.argv[2].encode()))
+        continue
     data = bytes(range(256)) * 4096
     if mode == "count":
         data = data * 4
@@ -88,11 +92,11 @@ while True:
 
 extension TempFolder {
     /// An ``ExecTransport`` for scheme `fake` running the fake helper in `mode`.
-    func fakeTransport(_ mode: String, environment: [String: String] = [:]) -> ExecTransport {
+    func fakeTransport(_ mode: String, _ arguments: [String] = [], environment: [String: String] = [:]) -> ExecTransport {
         let helper = script("fake-helper", fakeHelper)
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
-        return ExecTransport(scheme: "fake", command: [helper.path, mode], environment: env, terminationGrace: .milliseconds(300))
+        return ExecTransport(scheme: "fake", command: [helper.path, mode] + arguments, environment: env, terminationGrace: .milliseconds(300))
     }
 }
 

@@ -24,7 +24,7 @@ struct Handshake {
         }
         if frame.kind == ExecProtocol.Kind.error {
             let message = try Conversation.decode(ErrorMessage.self, frame, url: job.url)
-            throw Conversation.Failure(.protocolError, "refused the handshake: \(message.message)", url: job.url)
+            throw Conversation.Failure(.protocolError, "refused the handshake: \(TerminalText.escape(message.message))", url: job.url)
         }
         guard frame.kind == ExecProtocol.Kind.hello else {
             throw Conversation.Failure(.protocolError, "answered the handshake with \(frame.kind) instead of HELLO", url: job.url)
@@ -37,7 +37,7 @@ struct Handshake {
         }
         if let schemes = answer.schemes, let scheme = job.url.scheme?.lowercased(), !schemes.map({ $0.lowercased() }).contains(scheme) {
             throw Conversation.Failure(
-                .protocolError, "serves the schemes \(schemes.joined(separator: ", ")), not '\(scheme)'", url: job.url)
+                .protocolError, "serves the schemes \(TerminalText.escape(schemes.joined(separator: ", "))), not '\(scheme)'", url: job.url)
         }
         helper.hello.withLock { $0 = answer }
     }
@@ -62,9 +62,7 @@ struct Conversation {
             idleTimeout: job.idleTimeout.timeInterval, asset: job.assetIdentifier)
         try await send(ExecProtocol.frame(ExecProtocol.Kind.fetch, json: request), phase: "before the request", stale: true)
 
-        var began = false
-        var position: Int64 = 0
-        var expected: Int64?
+        var frames = TransferFrames(id: id, url: job.url, helperName: helper.name)
         var heardBack = false
         while true {
             if Task.isCancelled { throw CancellationError() }
@@ -73,71 +71,23 @@ struct Conversation {
                 frame = try await helper.receive(idleTimeout: job.idleTimeout)
             } catch let error as HelperIOError {
                 if case .abandoned = error { throw CancellationError() }
-                var failure = Failure(error, phase: began ? "during the transfer, after \(position) bytes" : "before BEGIN", url: job.url)
+                let phase = frames.began ? "during the transfer, after \(frames.position) bytes" : "before BEGIN"
+                var failure = Failure(error, phase: phase, url: job.url)
                 if case .closed = error, !heardBack { failure.staleHelper = true }
                 throw failure
             }
             heardBack = true
-            switch frame.kind {
-            case ExecProtocol.Kind.challenge:
-                let message = try Self.decode(ChallengeMessage.self, frame, url: job.url)
-                try check(message.id, id)
-                let challenge = AuthChallenge(
-                    kind: AuthChallenge.Kind(message.kind), url: job.url, realm: message.realm,
-                    previousFailureCount: message.previousFailures ?? 0,
-                    serverTrust: message.serverTrust.map {
-                        ServerTrust(host: $0.host, keyType: $0.keyType, fingerprint: $0.fingerprint,
-                                    reason: ServerTrust.Reason(rawValue: $0.reason) ?? .unknownHost)
-                    },
-                    prompts: message.prompts ?? [])
+            switch try frames.accept(frame) {
+            case .challenge(let challenge):
                 let disposition = await sink.challenge(challenge)
                 try await send(ExecProtocol.frame(ExecProtocol.Kind.answer, json: AnswerMessage(id: id, disposition)),
                                phase: "while answering a challenge", stale: false)
-
-            case ExecProtocol.Kind.begin:
-                guard !began else { throw Failure(.protocolError, "sent BEGIN twice", url: job.url) }
-                let message = try Self.decode(BeginMessage.self, frame, url: job.url)
-                try check(message.id, id)
-                guard message.offset >= 0, (message.length ?? 0) >= 0, message.offset <= (message.length ?? .max) else {
-                    throw Failure(.protocolError, "sent BEGIN with offset \(message.offset) and length \(message.length.map(String.init) ?? "null")", url: job.url)
-                }
-                began = true
-                position = message.offset
-                expected = message.length
-                try sink.begin(TransferResponse(offset: message.offset, expectedLength: message.length, validator: message.validator?.validator))
-
-            case ExecProtocol.Kind.data:
-                guard began else { throw Failure(.protocolError, "sent DATA before BEGIN", url: job.url) }
-                let count = Int64(frame.payload.count)
-                if let expected, position + count > expected {
-                    throw Failure(.protocolError, "sent more than the \(expected) bytes it announced (\(position + count) so far)", url: job.url)
-                }
-                if count > 0 { try await sink.write(frame.payload) }
-                position += count
-
-            case ExecProtocol.Kind.done:
-                guard began else { throw Failure(.protocolError, "sent DONE before BEGIN", url: job.url) }
-                let message = try Self.decode(DoneMessage.self, frame, url: job.url)
-                try check(message.id, id)
-                if let expected, position < expected {
-                    var failure = Failure(.connectionLost, "ended the transfer after \(position) of the \(expected) bytes it announced", url: job.url)
-                    failure.reusable = true
-                    throw failure
-                }
+            case .begin(let response):
+                try sink.begin(response)
+            case .data(let payload):
+                if !payload.isEmpty { try await sink.write(payload) }
+            case .done:
                 return true
-
-            case ExecProtocol.Kind.error:
-                let message = try Self.decode(ErrorMessage.self, frame, url: job.url)
-                try check(message.id, id)
-                let code = TransportError.Code(message.code)
-                let error = TransportError(
-                    code, "\(helper.name): \(message.message)", url: job.url,
-                    isRetryable: message.retryable ?? code.isRetryableByDefault,
-                    retryAfter: message.retryAfter.map { .milliseconds(Int64($0 * 1000)) })
-                throw Failure(remote: error)
-
-            default:
-                throw Failure(.protocolError, "sent an unexpected \(frame.kind) message", url: job.url)
             }
         }
     }
@@ -153,13 +103,7 @@ struct Conversation {
         }
     }
 
-    private func check(_ received: Int?, _ id: Int) throws {
-        if let received, received != id {
-            throw Failure(.protocolError, "answered request \(received) while request \(id) was running", url: job.url)
-        }
-    }
-
-    static func decode<Message: Decodable>(_ type: Message.Type, _ frame: Frame, url: URL) throws -> Message {
+    static func decode<Message: Decodable>(_ type: Message.Type, _ frame: Frame, url: URL) throws(Failure) -> Message {
         do {
             return try ExecProtocol.decoder.decode(type, from: frame.payload)
         } catch {

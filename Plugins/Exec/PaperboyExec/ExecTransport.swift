@@ -33,7 +33,9 @@ public struct ExecTransport: Transport {
     ///   - command: the executable (a path, or a name looked up on `PATH`) and its arguments.
     ///   - capabilities: what the helper can do, declared up front (the scheduler reads it before
     ///     any helper runs); a helper without resume simply answers `BEGIN` at offset 0.
-    ///   - environment: the helper's environment (default: this process's).
+    ///   - environment: the helper's environment (default: this process's). Pass one without the
+    ///     variables that hold secrets (`PaperboyConfiguration.childEnvironment(from:)`): a helper
+    ///     gets credentials only by answering challenges.
     ///   - maxIdleHelpers: helpers kept running between transfers.
     ///   - keepAlive: how long an idle helper is kept.
     ///   - terminationGrace: time between SIGTERM and SIGKILL when stopping a helper.
@@ -57,11 +59,17 @@ public struct ExecTransport: Transport {
 
     /// The transport for `scheme` if an executable `paperboy-transport-SCHEME` is on `searchPath`.
     ///
-    /// - Parameter searchPath: folders separated by `:` (default: this process's `PATH`).
-    public static func discover(scheme: String, searchPath: String? = nil, logger: Logger = Logger(label: "paperboy.exec")) -> ExecTransport? {
+    /// - Parameters:
+    ///   - searchPath: folders separated by `:` (default: this process's `PATH`).
+    ///   - environment: the helper's environment (default: this process's); leave out variables
+    ///     holding secrets (`PaperboyConfiguration.childEnvironment(from:)` does).
+    public static func discover(
+        scheme: String, searchPath: String? = nil, environment: [String: String]? = nil,
+        logger: Logger = Logger(label: "paperboy.exec")
+    ) -> ExecTransport? {
         let path = searchPath ?? ProcessInfo.processInfo.environment["PATH"]
         guard let executable = HelperProcess.resolve(executableName(for: scheme), searchPath: path) else { return nil }
-        return ExecTransport(scheme: scheme, command: [executable], logger: logger)
+        return ExecTransport(scheme: scheme, command: [executable], environment: environment, logger: logger)
     }
 
     /// The pids of this transport's helpers that are running (busy or idle), for tests and diagnostics.

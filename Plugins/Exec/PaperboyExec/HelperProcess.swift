@@ -7,6 +7,7 @@ import CPaperboyExec
 import Dispatch
 import Foundation
 import Logging
+import Paperboy
 import Synchronization
 
 /// How a helper process ended.
@@ -294,7 +295,7 @@ final class StderrTail: Sendable {
             .split(whereSeparator: \.isNewline)
             .map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }
-        return lines.suffix(5).joined(separator: " | ")
+        return TerminalText.escape(lines.suffix(5).joined(separator: " | "))
     }
 
     /// Reads `fd` until end of file (runs on its own thread), then closes it.
@@ -312,14 +313,14 @@ final class StderrTail: Sendable {
             }
             for byte in chunk {
                 if byte == UInt8(ascii: "\n") {
-                    logger.info("\(name)[\(pid)]: \(String(decoding: line, as: UTF8.self))")
+                    logger.info("\(name)[\(pid)]: \(TerminalText.escape(String(decoding: line, as: UTF8.self)))")
                     line.removeAll(keepingCapacity: true)
                 } else if line.count < 4096 {
                     line.append(byte)
                 }
             }
         }
-        if !line.isEmpty { logger.info("\(name)[\(pid)]: \(String(decoding: line, as: UTF8.self))") }
+        if !line.isEmpty { logger.info("\(name)[\(pid)]: \(TerminalText.escape(String(decoding: line, as: UTF8.self)))") }
         close(fd)
         ended.withLock { $0 = true }
     }

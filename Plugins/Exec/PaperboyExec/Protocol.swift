@@ -13,6 +13,9 @@ public enum ExecProtocol {
     public static let maxDataLength = 1 << 20
     /// The largest payload of any other frame.
     public static let maxControlLength = 64 * 1024
+    /// The largest offset or length a helper may announce in `BEGIN` (2^62 bytes): far beyond
+    /// any file, and small enough that adding a frame's bytes to it never overflows.
+    public static let maxResourceLength: Int64 = 1 << 62
     /// The longest header line, newline included.
     static let maxHeaderLength = 32
 

@@ -22,8 +22,20 @@ struct ResponseHead: Sendable {
     /// The announced body length, unless the body is chunked or the length is absent.
     var contentLength: Int64? {
         if let encoding = value("transfer-encoding"), encoding.lowercased().contains("chunked") { return nil }
-        return value("content-length").flatMap { Int64($0) }
+        return value("content-length").flatMap { Self.byteCount($0) }
     }
+
+    /// A byte count or position as headers write it: decimal digits only (no sign, no space),
+    /// at most ``maxByteCount``; `nil` for anything else.
+    static func byteCount(_ text: some StringProtocol) -> Int64? {
+        guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+              let value = Int64(text), value <= maxByteCount else { return nil }
+        return value
+    }
+
+    /// The largest length, position or total read from a header (2^62 bytes): beyond any
+    /// resource, and small enough that lengths computed from it never overflow.
+    static let maxByteCount: Int64 = 1 << 62
 
     /// Parses a status line such as `HTTP/1.1 206 Partial Content` or `HTTP/2 200`.
     static func statusCode(ofStatusLine line: UnsafeRawBufferPointer) -> Int? {
@@ -99,23 +111,26 @@ enum RangeResume {
         return value
     }
 
-    /// `Content-Range: bytes START-END/TOTAL` (TOTAL may be `*`).
+    /// `Content-Range: bytes START-END/TOTAL` (TOTAL may be `*`); `nil` unless
+    /// START ≤ END < TOTAL, each a byte count (``ResponseHead/byteCount(_:)``).
     static func contentRange(of head: ResponseHead) -> (start: Int64, end: Int64, total: Int64?)? {
         guard let value = head.value("content-range"), value.lowercased().hasPrefix("bytes ") else { return nil }
         let spec = value.dropFirst(6).trimmingCharacters(in: .whitespaces)
-        let halves = spec.split(separator: "/", maxSplits: 1)
+        let halves = spec.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         guard halves.count == 2 else { return nil }
-        let bounds = halves[0].split(separator: "-", maxSplits: 1)
-        guard bounds.count == 2, let start = Int64(bounds[0]), let end = Int64(bounds[1]), start <= end else { return nil }
-        let total = Int64(halves[1])
-        if halves[1] != "*", total == nil { return nil }
+        let bounds = halves[0].split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard bounds.count == 2, let start = ResponseHead.byteCount(bounds[0]), let end = ResponseHead.byteCount(bounds[1]),
+              start <= end else { return nil }
+        if halves[1] == "*" { return (start, end, nil) }
+        // The last byte lies inside the resource: a total at most `end` is a lie.
+        guard let total = ResponseHead.byteCount(halves[1]), end < total else { return nil }
         return (start, end, total)
     }
 
     /// The length in `Content-Range: bytes */TOTAL` (the answer to an unsatisfiable range).
     static func unsatisfiedLength(of head: ResponseHead) -> Int64? {
         guard let value = head.value("content-range"), value.lowercased().hasPrefix("bytes */") else { return nil }
-        return Int64(value.dropFirst(8))
+        return ResponseHead.byteCount(value.dropFirst(8))
     }
 
     /// What to tell the sink about a successful (2xx) response to a request for `requestedOffset`.
@@ -129,7 +144,7 @@ enum RangeResume {
         }
         guard let range = contentRange(of: head) else {
             throw TransportError(
-                .protocolError, "HTTP 206 from \(url.redactedString) without a usable Content-Range (\(head.value("content-type") ?? "no type"))",
+                .protocolError, "HTTP 206 from \(url.redactedString) without a usable Content-Range (\(TerminalText.escape(head.value("content-type") ?? "no type")))",
                 url: url, isRetryable: false)
         }
         guard range.start == requestedOffset else {

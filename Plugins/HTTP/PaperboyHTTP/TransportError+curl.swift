@@ -77,17 +77,21 @@ extension TransportError {
         }
     }
 
-    /// `Retry-After` as delay seconds or an HTTP-date (RFC 9110 §10.2.3).
+    /// `Retry-After` as delay seconds or an HTTP-date (RFC 9110 §10.2.3), at most
+    /// ``TransportError/maxRetryAfter``; a date in the past is no delay.
     static func parseRetryAfter(_ value: String, now: Date = Date()) -> Duration? {
         let text = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int64(text) { return seconds >= 0 ? .seconds(seconds) : nil }
+        if !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {
+            // More digits than an Int64 holds is still "a very long time": clamped, not ignored.
+            return retryAfter(seconds: Int64(text).map(Double.init) ?? .infinity)
+        }
         for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")
             formatter.timeZone = TimeZone(identifier: "GMT")
             formatter.dateFormat = format
             if let date = formatter.date(from: text) {
-                return .milliseconds(max(0, Int64((date.timeIntervalSince(now) * 1000).rounded(.up))))
+                return retryAfter(seconds: max(0, date.timeIntervalSince(now)))
             }
         }
         return nil

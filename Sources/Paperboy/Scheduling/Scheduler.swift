@@ -624,7 +624,9 @@ final class Scheduler: Sendable {
     }
 
     private func scheduleRetry(_ id: String, at date: Date, in state: inout State) {
-        let delay = max(0, date.timeIntervalSinceNow)
+        // A stored date may be years away (a damaged row): a day at most, so the sleep's
+        // nanoseconds cannot overflow.
+        let delay = min(max(0, date.timeIntervalSinceNow), 86_400)
         state.update(id) { entry in
             entry.retryTask?.cancel()
             entry.retryTask = Task { [self] in

@@ -126,7 +126,9 @@ final class LibraryStore: Sendable {
     }
 
     func nextAssetSeq() -> Int64 {
-        ((try? pool.read { db in try Int64.fetchOne(db, sql: "SELECT MAX(seq) FROM asset") }) ?? nil).map { $0 + 1 } ?? 1
+        // A damaged row may hold a huge seq: later assets still get one without overflowing.
+        let last = (try? pool.read { db in try Row.fetchOne(db, sql: "SELECT MAX(seq) FROM asset")?.storedInteger(atIndex: 0) }) ?? nil
+        return min(last ?? 0, Int64.max / 2) + 1
     }
 
     func asset(id: String) -> AssetRecord? {

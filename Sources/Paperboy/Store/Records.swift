@@ -16,12 +16,13 @@ struct IssueRecord: Sendable, FetchableRecord, PersistableRecord {
 extension IssueRecord {
     // Coded by hand, dates through ``StoredDate`` (GRDB's `Codable` path formats them with ICU).
     init(row: Row) throws {
-        name = row["name"]
-        // Decoded with errors, not GRDB's trapping subscript: an unreadable date fails the read.
+        // Decoded with errors, not GRDB's trapping subscripts: an unreadable name or date fails
+        // the read, and a damaged flag or cover path reads as none.
+        name = try row.decode(String.self, forColumn: "name")
         date = try row.decode(StoredDate.self, forColumn: "date").date
         addedAt = try row.decode(StoredDate.self, forColumn: "addedAt").date
-        isNew = row["isNew"]
-        coverPath = row["coverPath"]
+        isNew = row.storedInteger("isNew").map { $0 != 0 } ?? false
+        coverPath = try? row.decode(String?.self, forColumn: "coverPath")
     }
 
     func encode(to container: inout PersistenceContainer) throws {
@@ -161,27 +162,34 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     /// ``databaseSelection`` (every column, in the order of ``columnNames``). Looking each
     /// column up by name cost more than reading it.
     init(row: Row) throws {
-        id = row[0]
-        issueName = row[1]
-        seq = row[2]
+        // Text through GRDB's throwing decoding, numbers leniently and range-checked: a damaged
+        // or hostile row must not trap (GRDB's subscripts do on a value of another type).
+        id = try row.decode(String.self, atIndex: 0)
+        issueName = try row.decode(String.self, atIndex: 1)
+        seq = row.storedInteger(atIndex: 2) ?? 0
         let json: DatabaseValue = row[3]
         switch json.storage {
         case .string(let text): storedRequest = StoredRequest(json: Data(text.utf8))
         case .blob(let data): storedRequest = StoredRequest(json: data)
         default: storedRequest = StoredRequest(json: Data())
         }
-        userInfo = row[4]
-        state = row[5]
-        detail = row[6]
-        retryAt = try row.decode(StoredDate?.self, atIndex: 7)?.date
-        attempts = row[8]
-        bytesOnDisk = row[9]
-        expectedBytes = row[10]
-        validator = row[11]
-        validatorStrength = row[12]
+        userInfo = try row.decode(Data?.self, atIndex: 4)
+        state = try row.decode(String.self, atIndex: 5)
+        detail = try? row.decode(String?.self, atIndex: 6)
+        // An unreadable or absurd retry date means "retry now".
+        retryAt = (try? row.decode(StoredDate?.self, atIndex: 7))??.date
+        attempts = Int(min(max(0, row.storedInteger(atIndex: 8) ?? 0), Self.maxStoredAttempts))
+        bytesOnDisk = max(0, row.storedInteger(atIndex: 9) ?? 0)
+        expectedBytes = row.storedInteger(atIndex: 10).flatMap { $0 >= 0 ? $0 : nil }
+        validator = try? row.decode(String?.self, atIndex: 11)
+        validatorStrength = try? row.decode(String?.self, atIndex: 12)
     }
 
     static var databaseSelection: [any SQLSelectable] { columnNames.map { Column($0) } }
+
+    /// The most attempts a row is read with (a damaged row could hold `Int64.max`, and the
+    /// count is incremented).
+    static let maxStoredAttempts: Int64 = 1 << 20
 
     /// The table's columns, in the order of ``columnValues()``.
     static let columnNames = [
@@ -246,5 +254,26 @@ struct AssetPatch: Sendable {
         if let value = later.bytesOnDisk { bytesOnDisk = value }
         if let value = later.expectedBytes { expectedBytes = value }
         if let value = later.validator { validator = value }
+    }
+}
+
+extension Row {
+    /// The integer in column `index`: an integer as is, a whole real number in range, else `nil`
+    /// (text, a blob, NULL, a fraction, infinity) — never a trap.
+    func storedInteger(atIndex index: Int) -> Int64? {
+        Self.integer(self[index])
+    }
+
+    /// The integer in the column named `column`, as ``storedInteger(atIndex:)`` reads it.
+    func storedInteger(_ column: String) -> Int64? {
+        Self.integer(self[column])
+    }
+
+    private static func integer(_ value: DatabaseValue) -> Int64? {
+        switch value.storage {
+        case .int64(let integer): return integer
+        case .double(let real): return Int64(exactly: real)
+        default: return nil
+        }
     }
 }

@@ -17,10 +17,16 @@ struct StoredDate: DatabaseValueConvertible, Equatable {
 
     var databaseValue: DatabaseValue { Self.text(date).databaseValue }
 
+    /// Dates read from the database lie within this many seconds of 2001-01-01 (years 1...9999).
+    static let maxSecondsFromReference: TimeInterval = 2.6e11
+
     static func fromDatabaseValue(_ dbValue: DatabaseValue) -> StoredDate? {
         if case .string(let text) = dbValue.storage, let date = date(text) { return StoredDate(date) }
-        // Anything else (a number, a shorter SQLite date): GRDB's general reading.
-        return Date.fromDatabaseValue(dbValue).map(StoredDate.init)
+        // Anything else (a number, a shorter SQLite date): GRDB's general reading, refused
+        // outside years 1...9999 (a damaged row's 1e300 or infinity would trap later arithmetic).
+        guard let date = Date.fromDatabaseValue(dbValue), abs(date.timeIntervalSinceReferenceDate) <= maxSecondsFromReference
+        else { return nil }
+        return StoredDate(date)
     }
 
     /// `yyyy-MM-dd HH:mm:ss.SSS` in UTC, rounded to the nearest millisecond as `DateFormatter`

@@ -80,6 +80,20 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+extension TransportError {
+    /// The longest delay a source may ask for with ``retryAfter`` (one day); longer requests are
+    /// clamped to it (the retry policy caps the wait again, at an hour).
+    public static let maxRetryAfter: Duration = .seconds(86_400)
+
+    /// A delay a server or helper asked for, in seconds, made safe to use: `nil` when it is not
+    /// a number or negative, at most ``maxRetryAfter`` (infinity and `1e300` included).
+    public static func retryAfter(seconds: Double) -> Duration? {
+        guard seconds >= 0 else { return nil }  // also false for NaN
+        let limit = Double(maxRetryAfter.components.seconds)
+        return .milliseconds(Int64((min(seconds, limit) * 1000).rounded(.up)))
+    }
+}
+
 extension TransportError.Code {
     /// Whether errors with this code are retryable unless the transport says otherwise.
     public var isRetryableByDefault: Bool {

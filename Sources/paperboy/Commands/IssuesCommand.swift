@@ -57,7 +57,7 @@ struct IssuesCommand: AsyncParsableCommand {
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            Console.line(String(decoding: try encoder.encode(shelf), as: UTF8.self))
+            Console.json(try encoder.encode(shelf))
             return
         }
         if shelf.issues.isEmpty {

@@ -35,7 +35,7 @@ struct StatusCommand: AsyncParsableCommand {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             let data = try encoder.encode(report)
-            Console.line(String(decoding: data, as: UTF8.self))
+            Console.json(data)
         } else {
             report.printText()
         }

@@ -8,7 +8,8 @@ import PaperboyConfig
 /// The command runs without a shell, in the configuration's folder, with the tool's standard
 /// output and error, and with `PAPERBOY_ISSUE` (the name), `PAPERBOY_ISSUE_PATH` (the content
 /// folder), `PAPERBOY_COVER` (the cover file, empty when there is none), `PAPERBOY_ISSUE_DATE`
-/// and `PAPERBOY_BADGE` (new issues) in its environment.
+/// and `PAPERBOY_BADGE` (new issues) in its environment; the variables named by `*_env` keys
+/// (secrets) are removed from it.
 struct IssueHook {
     /// What the hook is told about one issue (read while the library is open).
     struct Job: Sendable {
@@ -29,12 +30,15 @@ struct IssueHook {
 
     let command: [String]
     let folder: URL
+    /// This process's environment without the variables that hold secrets.
+    let environment: [String: String]
 
     /// The configured hook, or `nil` when there is none.
     init?(config: PaperboyConfiguration) {
         guard let command = config.hooks.onIssueAvailable, !command.isEmpty else { return nil }
         self.command = command
         folder = config.fileURL.deletingLastPathComponent()
+        environment = config.childEnvironment()
     }
 
     /// Runs the hook for each job in turn (on a thread of its own, never the cooperative pool).
@@ -44,14 +48,17 @@ struct IssueHook {
         guard !jobs.isEmpty else { return [] }
         let command = self.command
         let folder = self.folder
+        let environment = self.environment
         return await withCheckedContinuation { continuation in
             Thread {
-                continuation.resume(returning: jobs.compactMap { Self.runBlocking(command, folder: folder, job: $0) })
+                continuation.resume(returning: jobs.compactMap {
+                    Self.runBlocking(command, folder: folder, environment: environment, job: $0)
+                })
             }.start()
         }
     }
 
-    private static func runBlocking(_ command: [String], folder: URL, job: Job) -> String? {
+    private static func runBlocking(_ command: [String], folder: URL, environment: [String: String], job: Job) -> String? {
         let process = Process()
         var arguments = command
         let executable = arguments.removeFirst()
@@ -63,9 +70,7 @@ struct IssueHook {
             process.arguments = [executable] + arguments
         }
         process.currentDirectoryURL = folder
-        var environment = ProcessInfo.processInfo.environment
-        environment.merge(job.environment) { _, new in new }
-        process.environment = environment
+        process.environment = environment.merging(job.environment) { _, new in new }
         process.standardInput = FileHandle.nullDevice
         let shown = command.joined(separator: " ")
         do {

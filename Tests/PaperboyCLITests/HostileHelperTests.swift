@@ -1,0 +1,95 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import PaperboyTesting
+import Testing
+
+/// Helpers are not trusted: they get no secrets, and what they say reaches the terminal escaped.
+@Suite("paperboy sync with a hostile helper")
+struct HostileHelperTests {
+    let workspace = Workspace()
+
+    /// Records its environment in the file named by its first argument, logs and answers every
+    /// request with an `ERROR` whose message holds terminal escapes and a bidi override.
+    static let hostileHelper = #"""
+        #!/usr/bin/env python3
+        import json, os, sys
+        stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+
+        def read_frame():
+            header = stdin.readline()
+            if not header:
+                sys.exit(0)
+            kind, length = header.split()
+            return kind.decode(), stdin.read(int(length))
+
+        def send_json(kind, message):
+            payload = json.dumps(message).encode()
+            stdout.write(b"%s %d\n" % (kind.encode(), len(payload)) + payload)
+            stdout.flush()
+
+        with open(sys.argv[1], "w") as file:
+            for key, value in os.environ.items():
+                file.write(f"{key}={value}\n")
+        read_frame()
+        send_json("HELLO", {"protocol": 1, "name": "hostile", "schemes": ["hostile"]})
+        print("log line \x1b]0;pwned-log\x07 \u202etxt.exe", file=sys.stderr, flush=True)
+        while True:
+            kind, payload = read_frame()
+            rid = json.loads(payload)["id"]
+            send_json("ERROR", {"id": rid, "code": "not-found", "retryable": False,
+                                "message": "gone \x1b]0;pwned\x07 \u202efdp.exe \x9b31m"})
+        """#
+
+    func config() -> URL {
+        let helper = workspace.write(Self.hostileHelper, to: "hostile-helper")
+        chmod(helper.path, 0o755)
+        return workspace.write("""
+            [library]
+            path = "lib"
+
+            [[credentials]]
+            match = "https://cdn.example.com/"
+            username = "alice"
+            password_env = "PAPERBOY_TEST_CDN_PASSWORD"
+
+            [[transports]]
+            scheme = "hostile"
+            command = ["\(helper.path)", "\(workspace.path("helper.env").path)"]
+
+            [[issues]]
+            name = "2026-11-21"
+            date = 2026-11-21
+              [[issues.assets]]
+              url = "hostile://host/file.pdf"
+              path = "file.pdf"
+            """, to: "paperboy.toml")
+    }
+
+    @Test func aHelperDoesNotInheritSecretVariablesButKeepsOrdinaryOnes() async throws {
+        let file = config()
+        let result = try await CLI.run(["sync", "--config", file.path], in: workspace.url,
+                                       environment: ["PAPERBOY_TEST_CDN_PASSWORD": "hunter2-secret", "PAPERBOY_TEST_PLAIN": "plain"])
+        #expect(result.status == 1, "\(result.stderr)")
+        let environment = try String(contentsOf: workspace.path("helper.env"), encoding: .utf8)
+        #expect(!environment.contains("hunter2-secret"))
+        #expect(!environment.contains("PAPERBOY_TEST_CDN_PASSWORD"))
+        #expect(environment.contains("PATH="))
+        #expect(environment.contains("PAPERBOY_TEST_PLAIN=plain\n"))
+    }
+
+    @Test func aHelpersControlCharactersReachTheTerminalEscaped() async throws {
+        let file = config()
+        let result = try await CLI.run(["sync", "--verbose", "--config", file.path], in: workspace.url,
+                                       environment: ["PAPERBOY_TEST_CDN_PASSWORD": "x"])
+        #expect(result.status == 1, "\(result.stderr)")
+        for raw: Unicode.Scalar in ["\u{1B}", "\u{07}", "\u{202E}", "\u{9B}"] {
+            #expect(!result.stderr.unicodeScalars.contains(raw), "raw U+\(String(raw.value, radix: 16)) in: \(result.stderr)")
+            #expect(!result.stdout.unicodeScalars.contains(raw), "raw U+\(String(raw.value, radix: 16)) in: \(result.stdout)")
+        }
+        // The message stays readable: escapes spelled out, the rest as it was.
+        #expect(result.stderr.contains(#"gone \u{1B}]0;pwned\u{7} \u{202E}fdp.exe \u{9B}31m"#), "\(result.stderr)")
+        #expect(result.stderr.contains(#"log line \u{1B}]0;pwned-log\u{7} \u{202E}txt.exe"#), "\(result.stderr)")
+    }
+}
