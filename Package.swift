@@ -47,6 +47,7 @@ let package = Package(
         .target(
             name: "PaperboyConfig",
             dependencies: [
+                "Paperboy",
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
             path: "Sources/PaperboyConfig",

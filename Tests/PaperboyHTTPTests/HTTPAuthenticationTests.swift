@@ -134,8 +134,8 @@ struct HTTPAuthenticationTests {
     @Test func theLibraryAnswersFromConfiguredCredentialsBeforeTheDelegate() async throws {
         let server = try basicServer()
         var configuration = testConfiguration()
-        configuration.credentials = PrefixCredentials([
-            .init(prefix: "http://127.0.0.1:\(server.port)/", credential: Credential(user: "reader", password: "s3cret")),
+        configuration.credentials = OriginCredentials([
+            .init(scope: URLScope(string: "http://127.0.0.1:\(server.port)/")!, credential: Credential(user: "reader", password: "s3cret")),
         ])
         let folder = TempFolder()
         let delegate = try await downloadThroughLibrary(server.url("/private"), in: folder, configuration: configuration)
@@ -146,8 +146,8 @@ struct HTTPAuthenticationTests {
     @Test func theLibraryAsksTheDelegateWhenConfiguredCredentialsAreRefused() async throws {
         let server = try basicServer()
         var configuration = testConfiguration()
-        configuration.credentials = PrefixCredentials([
-            .init(prefix: "http://127.0.0.1:\(server.port)/", credential: Credential(user: "reader", password: "stale")),
+        configuration.credentials = OriginCredentials([
+            .init(scope: URLScope(string: "http://127.0.0.1:\(server.port)/")!, credential: Credential(user: "reader", password: "stale")),
         ])
         let folder = TempFolder()
         let delegate = RecordingDelegate { challenge in
