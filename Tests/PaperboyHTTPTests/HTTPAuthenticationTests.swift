@@ -157,4 +157,30 @@ struct HTTPAuthenticationTests {
         #expect(delegate.deliveredSHA256 == sha256Hex(data))
         #expect(delegate.events.filter { $0 == .challenge(kind: "http-basic") }.count == 1)
     }
+
+    @Test func aProxysChallengeSaysItIsAProxyAndNamesTheProxy() async throws {
+        let data = self.data
+        let proxyAuthorization = "Basic " + Data("bob:proxy-pw".utf8).base64EncodedString()
+        let proxy = try FaultServer { request in
+            guard request.header("proxy-authorization") == proxyAuthorization else {
+                return ServerResponse(status: 407, headers: [("Proxy-Authenticate", "Basic realm=\"gateway\"")])
+            }
+            return .serving(data, for: request)
+        }
+        let transport = HTTPTransport(configuration: .init(proxy: "http://127.0.0.1:\(proxy.port)"))
+        let sink = RecordingSink { challenge in
+            challenge.isProxy ? .useCredential(Credential(user: "bob", password: "proxy-pw")) : .cancelAuthenticationChallenge
+        }
+        let origin = try #require(URL(string: "http://magazine.invalid/private"))
+        try await transport.transfer(job(origin), into: sink)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+        let challenge = try #require(sink.challenges.first)
+        #expect(sink.challenges.count == 1)
+        #expect(challenge.isProxy)
+        #expect(challenge.proxyURL == URL(string: "http://127.0.0.1:\(proxy.port)"))
+        #expect(challenge.url == origin)
+        #expect(challenge.realm == "gateway")
+        #expect(proxy.requests.last?.path == origin.absoluteString)
+        #expect(proxy.requests.allSatisfy { $0.header("authorization") == nil })
+    }
 }
