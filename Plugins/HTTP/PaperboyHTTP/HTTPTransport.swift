@@ -14,12 +14,16 @@ import Paperboy
 ///   changed resource arrives whole (200) and the core starts over instead of splicing versions.
 ///   A 416 whose `Content-Range: bytes */TOTAL` equals the bytes on disk finishes the transfer.
 /// - Authentication: a 401 or 407 with Basic, Digest or Bearer raises an ``AuthChallenge``
-///   through the sink; the answer is handed to libcurl. Credentials never follow a redirect to
-///   another host. After ``Configuration/maxAuthenticationFailures`` refused answers the
-///   transfer fails with `.authenticationFailed`.
+///   through the sink; the answer is handed to libcurl. A 407's challenge is a proxy's
+///   (``AuthChallenge/isProxy``, naming the proxy), answered in `Proxy-Authorization` only.
+///   Credentials never follow a redirect to another host. After
+///   ``Configuration/maxAuthenticationFailures`` refused answers the transfer fails with
+///   `.authenticationFailed`.
+/// - Redirects: only to `http` and `https`, and never from `https` to `http`
+///   (`.insecureRedirect`, unless ``Configuration/allowsInsecureRedirects``).
 /// - TLS: verified always, against the system store or a CA file (``Configuration/caFile``, or
-///   the job option `ca_file`). Proxies come from the standard `http_proxy`, `https_proxy` and
-///   `no_proxy` variables.
+///   the job option `ca_file`). Proxies come from ``Configuration/proxy``, else the standard
+///   `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` variables.
 public struct HTTPTransport: Transport {
     /// Settings applied to every transfer.
     public struct Configuration: Sendable {
