@@ -13,16 +13,22 @@ enum HTTPProxy {
     /// `no_proxy` (`NO_PROXY`) names the host.
     ///
     /// The text is returned as written (it may hold `user:password@`, which libcurl uses).
-    static func proxy(for url: URL, configured: String?, environment: [String: String]) -> String? {
+    static func proxy(for url: URL, configured: String?, environment: (String) -> String? = variable) -> String? {
         if let configured { return configured.isEmpty ? nil : configured }
         let scheme = url.scheme?.lowercased() ?? "http"
         var names = ["\(scheme)_proxy"]
         if scheme != "http" { names.append("\(scheme.uppercased())_PROXY") }
         names += ["all_proxy", "ALL_PROXY"]
-        guard let chosen = names.lazy.compactMap({ environment[$0] }).first(where: { !$0.isEmpty }) else { return nil }
-        let noProxy = environment["no_proxy"] ?? environment["NO_PROXY"] ?? ""
+        guard let chosen = names.lazy.compactMap(environment).first(where: { !$0.isEmpty }) else { return nil }
+        let noProxy = environment("no_proxy") ?? environment("NO_PROXY") ?? ""
         if let host = url.host, bypasses(host: host, noProxy: noProxy) { return nil }
         return chosen
+    }
+
+    /// One environment variable, read with `getenv` (per request: cheaper than copying the
+    /// whole environment into a dictionary).
+    static func variable(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
     }
 
     /// The proxy's URL for a challenge: a scheme added when the text has none (libcurl assumes

@@ -111,7 +111,7 @@ public struct HTTPTransport: Transport {
 
         while true {
             try Task.checkCancellation()
-            let proxy = HTTPProxy.proxy(for: target, configured: configuration.proxy, environment: ProcessInfo.processInfo.environment)
+            let proxy = HTTPProxy.proxy(for: target, configured: configuration.proxy)
             let plan = RequestPlan(
                 url: target, offset: offset, ifRange: ifRange, headers: job.headers,
                 originAnswer: originAnswer, proxyAnswer: proxyAnswer, proxy: proxy,
