@@ -47,6 +47,7 @@ let package = Package(
         .target(
             name: "PaperboyConfig",
             dependencies: [
+                "Paperboy",
                 .product(name: "TOMLKit", package: "TOMLKit"),
             ],
             path: "Sources/PaperboyConfig",
@@ -169,7 +170,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyConfigTests",
-            dependencies: ["PaperboyConfig"],
+            dependencies: ["PaperboyConfig", "PaperboyTesting"],
             path: "Tests/PaperboyConfigTests",
             swiftSettings: swiftSettings
         ),

@@ -1,4 +1,5 @@
 import Foundation
+import Paperboy
 
 /// A publisher's catalog: the JSON list of issues a `[[feeds]]` entry points at.
 ///
@@ -140,30 +141,10 @@ public struct CatalogError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     /// `feed 'daily' (https://…/catalog.json): issues[2].assets[0].sha256: expected 64 hex digits`.
+    /// Control and bidi characters quoted from the catalog are escaped (`\u{1B}`): the text
+    /// reaches terminals, where an escape sequence or a reordering mark would act.
     public var description: String {
-        Self.escapingControls("feed '\(feed)' (\(Self.redacted(url))): " + (path.map { "\($0): " } ?? "") + message)
-    }
-
-    /// `text` with control and bidi characters shown as `\u{1B}`: a catalog's text is quoted in
-    /// messages that reach a terminal, where an escape sequence or a reordering mark would act.
-    static func escapingControls(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
-        var shown = ""
-        for scalar in text.unicodeScalars {
-            if isControl(scalar) {
-                shown += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
-            } else {
-                shown.unicodeScalars.append(scalar)
-            }
-        }
-        return shown
-    }
-
-    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0..<0x20, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
-        default: false
-        }
+        TerminalText.escape("feed '\(feed)' (\(Self.redacted(url))): " + (path.map { "\($0): " } ?? "") + message)
     }
 
     static func redacted(_ url: URL) -> String {
@@ -366,6 +347,10 @@ private struct CatalogReader {
         let absolute = relative.absoluteURL
         if absolute.isFileURL, !url.isFileURL {
             throw fail(path, "'\(PathResolution.redacted(text))' is a local file, but the catalog is not (\(url.scheme ?? "?"))")
+        }
+        if absolute.password != nil {
+            throw fail(path, "'\(PathResolution.redacted(text))' holds a password (user:password@); the library never "
+                       + "stores one: credentials belong in the configuration's [[credentials]]")
         }
         let scheme = absolute.scheme?.lowercased() ?? ""
         guard scheme == "http" || scheme == "https" || limits.allowedSchemes.contains(scheme) || sameOrigin(absolute) else {

@@ -1,4 +1,5 @@
 import Foundation
+import Paperboy
 import TOMLKit
 
 extension ConfigDecoder {
@@ -13,7 +14,14 @@ extension ConfigDecoder {
             } catch {
                 throw table.invalid("match", error)
             }
-            if let earlier = entries.first(where: { $0.match == match }) {
+            guard let scope = URLScope(matchURL) else {
+                throw table.error(
+                    .invalidValue, "match",
+                    "\"\(PathResolution.redacted(match))\" names no host: a match is the URL of an origin, such as https://cdn.example.com/ or sftp://files.example.com/"
+                )
+            }
+            // The same origin and path written twice (`https://a/` and `HTTPS://A:443`) is a duplicate.
+            if let earlier = entries.first(where: { $0.scope == scope }) {
                 throw table.error(
                     .duplicate, "match",
                     "duplicate credentials for \"\(match)\" (first defined on line \(earlier.line ?? 1))"
@@ -88,12 +96,7 @@ extension ConfigDecoder {
                     .duplicate, "name", "duplicate feed name \"\(name)\" (first defined on line \(earlier.line ?? 1))"
                 )
             }
-            let url: URL
-            do {
-                url = try context.paths.url(for: text)
-            } catch {
-                throw table.invalid("url", error)
-            }
+            let url = try sourceURL(text, in: table)
             let maxAssets = try table.positiveInt("max_assets") ?? Catalog.Limits.defaultMaxAssets
             let schemes = try table.strings("allowed_schemes") ?? []
             for (index, scheme) in schemes.enumerated() {
@@ -110,6 +113,24 @@ extension ConfigDecoder {
                                      line: context.line(for: table.path)))
         }
         return entries
+    }
+
+    /// The `url` of an asset or feed: a URL or a path. A password in it is refused: the URL of
+    /// an asset is stored in the library's database, and a secret belongs in `[[credentials]]`.
+    func sourceURL(_ text: String, in table: TableReader) throws(ConfigError) -> URL {
+        let url: URL
+        do {
+            url = try context.paths.url(for: text)
+        } catch {
+            throw table.invalid("url", error)
+        }
+        guard url.password == nil else {
+            throw table.error(
+                .invalidValue, "url",
+                "\"\(PathResolution.redacted(text))\" holds a password (user:password@); "
+                    + "put it in a [[credentials]] entry (password_env or password_file) whose match is the URL's origin")
+        }
+        return url
     }
 
     func decodeTransports(_ tables: [TableReader]) throws(ConfigError) -> [TransportEntry] {

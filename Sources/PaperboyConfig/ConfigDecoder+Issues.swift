@@ -93,12 +93,7 @@ extension ConfigDecoder {
     private func decodeAsset(_ table: TableReader) throws(ConfigError) -> AssetEntry {
         try table.checkKnownKeys(ConfigSchema.assets)
         let text = try table.require(table.string("url"), "url")
-        let url: URL
-        do {
-            url = try context.paths.url(for: text)
-        } catch {
-            throw table.invalid("url", error)
-        }
+        let url = try sourceURL(text, in: table)
         var asset = AssetEntry(url: url, path: "", line: context.line(for: table.path))
         if let sha256 = try table.string("sha256") {
             guard sha256.count == 64, sha256.allSatisfy({ $0.isASCII && $0.isHexDigit }) else {

@@ -1,11 +1,12 @@
 import Foundation
+import Paperboy
 
-/// A `[[credentials]]` entry: what to answer when a URL under ``match`` asks for authentication.
+/// A `[[credentials]]` entry: what to answer when a URL in ``scope`` asks for authentication.
 ///
 /// Secrets are never written inline: they come from an environment variable (`*_env`) or a
 /// file (`*_file`, relative to the configuration's folder).
 public struct CredentialEntry: Sendable {
-    /// The URL prefix this entry applies to (`match`), exactly as written.
+    /// The URL this entry applies to (`match`), exactly as written; see ``scope``.
     public var match: String
     /// ``match`` parsed as a URL.
     public var matchURL: URL
@@ -51,8 +52,13 @@ public struct CredentialEntry: Sendable {
         self.line = line
     }
 
-    /// Whether this entry applies to a URL: its text starts with ``match``.
+    /// The origin and path this entry applies to (``matchURL`` as a ``URLScope``); `nil` when
+    /// ``matchURL`` has no host, which a configuration file refuses.
+    public var scope: URLScope? { URLScope(matchURL) }
+
+    /// Whether this entry applies to `url`: same scheme, host and port, and a path under the
+    /// match's path on a `/` boundary (see ``URLScope``).
     public func matches(_ url: URL) -> Bool {
-        url.absoluteString.hasPrefix(match)
+        scope?.contains(url) ?? false
     }
 }

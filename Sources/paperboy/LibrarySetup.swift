@@ -14,19 +14,20 @@ extension PaperboyConfiguration {
             maxAttempts: scheduler.retryAttempts, baseDelay: scheduler.retryBaseDelay, maxDelay: scheduler.retryMaxDelay)
         configuration.connectTimeout = scheduler.connectTimeout
         configuration.idleTimeout = scheduler.idleTimeout
-        var rules: [PrefixCredentials.Rule] = []
+        var rules: [OriginCredentials.Rule] = []
         do {
             for entry in credentials {
                 let credential = Credential(
                     user: entry.username, password: try entry.password?.reveal(), token: try entry.token?.reveal(),
                     privateKey: entry.privateKey, passphrase: try entry.passphrase?.reveal())
-                rules.append(PrefixCredentials.Rule(prefix: entry.match, credential: credential))
+                // The configuration refuses a match without a host, so every entry has a scope.
+                if let scope = entry.scope { rules.append(OriginCredentials.Rule(scope: scope, credential: credential)) }
             }
         } catch {
             Console.error(error.description)
             throw ExitCode(2)
         }
-        if !rules.isEmpty { configuration.credentials = PrefixCredentials(rules) }
+        if !rules.isEmpty { configuration.credentials = OriginCredentials(rules) }
         configuration.bandwidthLimit = bandwidth.limit?.bytesPerSecond
         configuration.perTransferBandwidthLimit = bandwidth.perTransfer?.bytesPerSecond
         if !bandwidth.schedule.isEmpty {
@@ -55,10 +56,11 @@ extension PaperboyConfiguration {
 }
 
 extension PaperboyConfiguration {
-    /// Transport options for `url` from the longest matching `[[credentials]]` entry: files, not
-    /// secrets (secrets reach transports only through challenges).
+    /// Transport options for `url` from the most specific `[[credentials]]` entry covering it:
+    /// files, not secrets (secrets reach transports only through challenges).
     func transportOptions(for url: URL) -> [String: String] {
-        guard let entry = credentials.filter({ $0.matches(url) }).max(by: { $0.match.count < $1.match.count }) else { return [:] }
+        let scoped = credentials.compactMap { entry in entry.scope.map { (entry, $0) } }
+        guard let (entry, _) = URLScope.mostSpecific(scoped, for: url, scope: \.1) else { return [:] }
         var options: [String: String] = [:]
         if let caFile = entry.caFile { options["ca_file"] = caFile.path }
         if let knownHosts = entry.knownHosts { options["known_hosts"] = knownHosts.path }

@@ -37,9 +37,9 @@ enum Transports {
     /// (the login when a URL names none) and `known_hosts` file. Keys, passphrases and passwords
     /// reach the transport through the core's credential challenges.
     static func sftpConfiguration(for config: PaperboyConfiguration?) -> SFTPTransport.Configuration {
-        let rules = (config?.credentials ?? [])
-            .filter { $0.match.lowercased().hasPrefix("sftp:") }
-            .map { SFTPTransport.HostRule(prefix: $0.match, user: $0.username, knownHostsFile: $0.knownHosts) }
+        let rules = (config?.credentials ?? []).compactMap { entry in
+            entry.scope.flatMap { $0.scheme == "sftp" ? SFTPTransport.HostRule(scope: $0, user: entry.username, knownHostsFile: entry.knownHosts) : nil }
+        }
         return SFTPTransport.Configuration(hosts: rules)
     }
 }

@@ -94,6 +94,8 @@ struct CatalogTests {
          "issues[0].assets[0].url", "uses the scheme 'sftp'; a catalog's assets may use http, https and the catalog's own server"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": "ftp://mirror.example.com/c.png"}]}"#,
          "issues[0].cover.url", "add 'ftp' to allowed_schemes"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "https://reader:s3cret@cdn.example.com/a.pdf"}]}]}"#,
+         "issues[0].assets[0].url", "'https://…@cdn.example.com/a.pdf' holds a password"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": 5}]}"#, "issues[0].cover", "a URL string or an object"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": {"url": "c.png", "role": "content"}}]}"#,
          "issues[0].cover.role", "a cover has the role 'cover'"),

@@ -234,6 +234,42 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             message: "expected a URL with a scheme"
         ),
         MalformedCase(
+            name: "credential match without a host (file)",
+            text: "[[credentials]]\nusername = \"reader\"\nmatch = \"file:///srv/magazines\"\n",
+            line: 3, key: "credentials[0].match", code: .invalidValue,
+            message: "paperboy.toml:3: credentials[0].match: \"file:///srv/magazines\" names no host"
+        ),
+        MalformedCase(
+            name: "credential match without a host (other scheme)",
+            text: "[[credentials]]\nmatch = \"tar:archive\"\n",
+            line: 2, key: "credentials[0].match", code: .invalidValue,
+            message: "\"tar:archive\" names no host: a match is the URL of an origin"
+        ),
+        MalformedCase(
+            name: "credential match without a host (http)",
+            text: "[[credentials]]\nmatch = \"http://\"\n",
+            line: 2, key: "credentials[0].match", code: .invalidValue,
+            message: "needs a host"
+        ),
+        MalformedCase(
+            name: "password in an asset URL",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"https://alice:s3cret-pw@cdn.example.com/a.pdf\"\n",
+            line: 5, key: "issues[0].assets[0].url", code: .invalidValue,
+            message: "\"https://…@cdn.example.com/a.pdf\" holds a password (user:password@); put it in a [[credentials]] entry"
+        ),
+        MalformedCase(
+            name: "password in a feed URL",
+            text: "[[feeds]]\nname = \"weekly\"\nurl = \"https://alice:s3cret-pw@cdn.example.com/catalog.json\"\n",
+            line: 3, key: "feeds[0].url", code: .invalidValue,
+            message: "holds a password (user:password@)"
+        ),
+        MalformedCase(
+            name: "duplicate credentials written differently",
+            text: "[[credentials]]\nmatch = \"https://a/\"\n[[credentials]]\nmatch = \"HTTPS://A:443\"\n",
+            line: 4, key: "credentials[1].match", code: .duplicate,
+            message: "duplicate credentials for \"HTTPS://A:443\" (first defined on line 1)"
+        ),
+        MalformedCase(
             name: "duplicate credentials",
             text: "[[credentials]]\nmatch = \"https://a/\"\n[[credentials]]\nmatch = \"https://a/\"\n",
             line: 4, key: "credentials[1].match", code: .duplicate,
@@ -315,6 +351,7 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
         #expect(error.suggestion == testCase.suggestion)
         #expect(error.description.hasPrefix("/srv/paperboy/paperboy.toml:\(testCase.line):"))
         #expect(error.description.contains(testCase.message), "\(error.description)")
+        #expect(!error.description.contains("s3cret-pw"), "\(error.description)")
         for value in testCase.environment.values where value != "/home/reader" {
             #expect(!error.description.contains(value))
         }

@@ -134,8 +134,8 @@ struct HTTPAuthenticationTests {
     @Test func theLibraryAnswersFromConfiguredCredentialsBeforeTheDelegate() async throws {
         let server = try basicServer()
         var configuration = testConfiguration()
-        configuration.credentials = PrefixCredentials([
-            .init(prefix: "http://127.0.0.1:\(server.port)/", credential: Credential(user: "reader", password: "s3cret")),
+        configuration.credentials = OriginCredentials([
+            .init(scope: URLScope(string: "http://127.0.0.1:\(server.port)/")!, credential: Credential(user: "reader", password: "s3cret")),
         ])
         let folder = TempFolder()
         let delegate = try await downloadThroughLibrary(server.url("/private"), in: folder, configuration: configuration)
@@ -146,8 +146,8 @@ struct HTTPAuthenticationTests {
     @Test func theLibraryAsksTheDelegateWhenConfiguredCredentialsAreRefused() async throws {
         let server = try basicServer()
         var configuration = testConfiguration()
-        configuration.credentials = PrefixCredentials([
-            .init(prefix: "http://127.0.0.1:\(server.port)/", credential: Credential(user: "reader", password: "stale")),
+        configuration.credentials = OriginCredentials([
+            .init(scope: URLScope(string: "http://127.0.0.1:\(server.port)/")!, credential: Credential(user: "reader", password: "stale")),
         ])
         let folder = TempFolder()
         let delegate = RecordingDelegate { challenge in
@@ -156,5 +156,31 @@ struct HTTPAuthenticationTests {
         _ = try await downloadThroughLibrary(server.url("/private"), in: folder, configuration: configuration, delegate: delegate)
         #expect(delegate.deliveredSHA256 == sha256Hex(data))
         #expect(delegate.events.filter { $0 == .challenge(kind: "http-basic") }.count == 1)
+    }
+
+    @Test func aProxysChallengeSaysItIsAProxyAndNamesTheProxy() async throws {
+        let data = self.data
+        let proxyAuthorization = "Basic " + Data("bob:proxy-pw".utf8).base64EncodedString()
+        let proxy = try FaultServer { request in
+            guard request.header("proxy-authorization") == proxyAuthorization else {
+                return ServerResponse(status: 407, headers: [("Proxy-Authenticate", "Basic realm=\"gateway\"")])
+            }
+            return .serving(data, for: request)
+        }
+        let transport = HTTPTransport(configuration: .init(proxy: "http://127.0.0.1:\(proxy.port)"))
+        let sink = RecordingSink { challenge in
+            challenge.isProxy ? .useCredential(Credential(user: "bob", password: "proxy-pw")) : .cancelAuthenticationChallenge
+        }
+        let origin = try #require(URL(string: "http://magazine.invalid/private"))
+        try await transport.transfer(job(origin), into: sink)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
+        let challenge = try #require(sink.challenges.first)
+        #expect(sink.challenges.count == 1)
+        #expect(challenge.isProxy)
+        #expect(challenge.proxyURL == URL(string: "http://127.0.0.1:\(proxy.port)"))
+        #expect(challenge.url == origin)
+        #expect(challenge.realm == "gateway")
+        #expect(proxy.requests.last?.path == origin.absoluteString)
+        #expect(proxy.requests.allSatisfy { $0.header("authorization") == nil })
     }
 }

@@ -105,8 +105,8 @@ struct NginxIntegrationTests {
         #expect(sink.data.isEmpty)
     }
 
-    @Test func verifiesTLSAndTrustsAConfiguredCAFile() async throws {
-        let folder = TempFolder()
+    /// A self-signed certificate for 127.0.0.1 made with openssl, or nil (skipping) without it.
+    func makeCertificate(in folder: TempFolder) throws -> (certificate: URL, key: URL)? {
         let certificate = folder.file("cert.pem")
         let key = folder.file("key.pem")
         let openssl = Process()
@@ -120,11 +120,17 @@ struct NginxIntegrationTests {
         openssl.standardError = FileHandle.nullDevice
         guard (try? openssl.run()) != nil else {
             print("skipping TLS test: openssl is not installed")
-            return
+            return nil
         }
         openssl.waitUntilExit()
         try #require(openssl.terminationStatus == 0)
-        guard let nginx = try await startNginx(tls: (certificate, key)), let url = nginx.tlsURL("/file.bin") else { return }
+        return (certificate, key)
+    }
+
+    @Test func verifiesTLSAndTrustsAConfiguredCAFile() async throws {
+        let folder = TempFolder()
+        guard let (certificate, key) = try makeCertificate(in: folder),
+              let nginx = try await startNginx(tls: (certificate, key)), let url = nginx.tlsURL("/file.bin") else { return }
         defer { nginx.stop() }
 
         let refused = await transportError { try await HTTPTransport().transfer(job(url), into: RecordingSink()) }
@@ -140,5 +146,40 @@ struct NginxIntegrationTests {
         let other = RecordingSink()
         try await HTTPTransport().transfer(withOption, into: other)
         #expect(other.data.count == data.count)
+    }
+
+    @Test func refusesARedirectFromHTTPSToPlainHTTP() async throws {
+        let folder = TempFolder()
+        guard let (certificate, key) = try makeCertificate(in: folder),
+              let nginx = try await startNginx(tls: (certificate, key)), let from = nginx.tlsURL("/to-http/file.bin") else { return }
+        defer { nginx.stop() }
+        let transport = HTTPTransport(caFile: certificate.path)
+
+        // Straight from https, and from http by way of https: both leave https for http.
+        for start in [from, nginx.url("/to-https/to-http/file.bin")] {
+            let sink = RecordingSink()
+            let refused = await transportError { try await transport.transfer(job(start), into: sink) }
+            #expect(refused?.code == .insecureRedirect, "\(start): \(String(describing: refused))")
+            #expect(refused?.isRetryable == false)
+            #expect(refused?.message.contains(from.absoluteString) == true, "\(refused?.message ?? "")")
+            #expect(refused?.message.contains(nginx.url("/file.bin").absoluteString) == true, "\(refused?.message ?? "")")
+            #expect(sink.data.isEmpty)
+        }
+        #expect(!nginx.accessLog.contains { $0.hasPrefix("200 ") }, "the file went out over plain http: \(nginx.accessLog)")
+
+        let allowed = RecordingSink()
+        try await HTTPTransport(configuration: .init(caFile: certificate.path, allowsInsecureRedirects: true))
+            .transfer(job(from), into: allowed)
+        #expect(allowed.data.count == data.count)
+    }
+
+    @Test func followsARedirectFromHTTPToHTTPS() async throws {
+        let folder = TempFolder()
+        guard let (certificate, key) = try makeCertificate(in: folder),
+              let nginx = try await startNginx(tls: (certificate, key)) else { return }
+        defer { nginx.stop() }
+        let sink = RecordingSink()
+        try await HTTPTransport(caFile: certificate.path).transfer(job(nginx.url("/to-https/file.bin")), into: sink)
+        #expect(sha256Hex(sink.data) == sha256Hex(data))
     }
 }

@@ -19,8 +19,8 @@ struct SFTPBackPressureTests {
         configuration.retry = RetryPolicy(maxAttempts: 1)
         configuration.syncsToDisk = false
         configuration.idleTimeout = .seconds(1)
-        configuration.credentials = PrefixCredentials([
-            .init(prefix: "sftp://127.0.0.1:\(setup.server.port)/", credential: Credential(privateKey: setup.clientKey)),
+        configuration.credentials = OriginCredentials([
+            .init(scope: URLScope(string: "sftp://127.0.0.1:\(setup.server.port)/")!, credential: Credential(privateKey: setup.clientKey)),
         ])
         let library = try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([setup.transport()]),
                                        configuration: configuration)

@@ -16,8 +16,8 @@ struct SFTPSplitTests {
         configuration.retry = RetryPolicy(maxAttempts: attempts, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))
         configuration.syncsToDisk = false
         configuration.progressInterval = .milliseconds(20)
-        configuration.credentials = PrefixCredentials([
-            .init(prefix: "sftp://127.0.0.1:\(setup.server.port)/", credential: Credential(privateKey: setup.clientKey)),
+        configuration.credentials = OriginCredentials([
+            .init(scope: URLScope(string: "sftp://127.0.0.1:\(setup.server.port)/")!, credential: Credential(privateKey: setup.clientKey)),
         ])
         // Split anything of 1 MiB or more; small reads so that an interruption finds work left.
         let transport = setup.transport(readSize: 256 << 10, splitThreshold: 1 << 20)

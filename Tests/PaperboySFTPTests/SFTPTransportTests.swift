@@ -286,8 +286,8 @@ struct SFTPTransportTests {
         configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .wired))
         configuration.retry = RetryPolicy(maxAttempts: 1, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))
         configuration.syncsToDisk = false
-        configuration.credentials = PrefixCredentials([
-            .init(prefix: "sftp://127.0.0.1:\(setup.server.port)/", credential: Credential(privateKey: setup.clientKey)),
+        configuration.credentials = OriginCredentials([
+            .init(scope: URLScope(string: "sftp://127.0.0.1:\(setup.server.port)/")!, credential: Credential(privateKey: setup.clientKey)),
         ])
         let library = try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([setup.transport()]), configuration: configuration)
         let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))

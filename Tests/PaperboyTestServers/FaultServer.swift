@@ -31,9 +31,9 @@ public final class FaultServer: Sendable {
     private let handler: Handler
     private let state = Mutex<State>(State())
 
-    /// Starts a server answering with `handler`.
-    public init(handler: @escaping Handler) throws {
-        let (fd, port) = try loopbackSocket(reuseAddress: true)
+    /// Starts a server answering with `handler`, on `port` (0: one the kernel picks).
+    public init(port: Int = 0, handler: @escaping Handler) throws {
+        let (fd, port) = try loopbackSocket(reuseAddress: true, port: port)
         guard listen(fd, 64) == 0 else {
             close(fd)
             throw ServerError("listen: \(String(cString: strerror(errno)))")
@@ -308,6 +308,7 @@ public struct ServerResponse: Sendable {
         case 401: "Unauthorized"
         case 403: "Forbidden"
         case 404: "Not Found"
+        case 407: "Proxy Authentication Required"
         case 416: "Range Not Satisfiable"
         case 429: "Too Many Requests"
         case 500: "Internal Server Error"
@@ -373,8 +374,8 @@ public final class RefusingPort: Sendable {
     }
 }
 
-/// A TCP socket bound to 127.0.0.1 on a port the kernel picks; returns it and the port.
-private func loopbackSocket(reuseAddress: Bool) throws -> (fd: Int32, port: Int) {
+/// A TCP socket bound to 127.0.0.1 on `port` (0: one the kernel picks); returns it and the port.
+private func loopbackSocket(reuseAddress: Bool, port: Int = 0) throws -> (fd: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw ServerError("socket: \(String(cString: strerror(errno)))") }
     if reuseAddress {
@@ -384,7 +385,7 @@ private func loopbackSocket(reuseAddress: Bool) throws -> (fd: Int32, port: Int)
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
     let bound = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
     }

@@ -9,7 +9,8 @@ import Foundation
 /// stopped by its PID.
 ///
 /// It serves ``documentRoot`` at `/` with ranges, and the same files rate-limited under `/slow/`
-/// (for interruption tests).
+/// (for interruption tests). With TLS, `/to-http/PATH` on the HTTPS port redirects to `PATH`
+/// on the plain port and `/to-https/PATH` on the plain port to `PATH` on the HTTPS port.
 public final class NginxServer: @unchecked Sendable {
     /// The port nginx listens on.
     public let port: Int
@@ -48,6 +49,7 @@ public final class NginxServer: @unchecked Sendable {
         tlsPort = tls == nil ? nil : try Self.freePort()
         let dir = folder.path
         var tlsServer = ""
+        var toHTTPS = ""
         if let tls, let tlsPort {
             tlsServer = """
                 server {
@@ -55,8 +57,10 @@ public final class NginxServer: @unchecked Sendable {
                     ssl_certificate \(tls.certificate.path);
                     ssl_certificate_key \(tls.key.path);
                     root \(dir)/www;
+                    location /to-http/ { rewrite ^/to-http/(.*)$ http://127.0.0.1:\(port)/$1 redirect; }
                 }
             """
+            toHTTPS = "location /to-https/ { rewrite ^/to-https/(.*)$ https://127.0.0.1:\(tlsPort)/$1 redirect; }"
         }
         // Workers run as root when the tests do: otherwise they cannot read a 0700 temp folder.
         let user = geteuid() == 0 ? "user root;\n" : ""
@@ -84,6 +88,7 @@ public final class NginxServer: @unchecked Sendable {
                     alias \(dir)/www/;
                     limit_rate \(slowRate);
                 }
+                \(toHTTPS)
             }
         \(tlsServer)
         }

@@ -214,6 +214,40 @@ struct LibraryTests {
         await library.close()
     }
 
+    @Test func aPasswordInAnAssetURLIsRefusedAndNeverStored() async throws {
+        let library = try open()
+        let issue = try library.addIssue(name: "i", date: Date())
+        let password = "s3cret-pw-in-url"
+        for text in ["https://alice:\(password)@cdn.example.com/a.pdf", "mem://bob:\(password)@example/a"] {
+            let url = try #require(URL(string: text))
+            do {
+                try issue.addAsset(AssetRequest(url: url, destinationPath: "a.pdf"))
+                Testing.Issue.record("expected \(text) to be refused")
+            } catch {
+                #expect(error.code == .invalidRequest)
+                #expect(error.message.contains("holds a password"), "\(error.message)")
+                #expect(!error.description.contains(password), "\(error.description)")
+            }
+        }
+        // A user name alone is no secret (SFTP logs in with it).
+        try issue.addAsset(AssetRequest(url: URL(string: "mem://carol@example/b")!, destinationPath: "b.pdf"))
+        #expect(issue.assets.count == 1)
+        await library.close()
+        #expect(try storedBytes(under: root).range(of: Data(password.utf8)) == nil, "the password reached the library's files")
+    }
+
+    /// Every byte of every file under `folder` (the database, its journal and WAL included).
+    func storedBytes(under folder: URL) throws -> Data {
+        var all = Data()
+        let walker = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.isRegularFileKey])
+        while let file = walker?.nextObject() as? URL {
+            if (try? file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true {
+                all.append(try Data(contentsOf: file))
+            }
+        }
+        return all
+    }
+
     @Test func removeIssueCancelsDownloadsAndRemovesTheFolder() async throws {
         let transport = InMemoryTransport()
         let url = transport.serve(randomData(256 * 1024), at: "slow", script: [.stallAfter(64 * 1024)])

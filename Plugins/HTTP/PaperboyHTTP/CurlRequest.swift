@@ -10,13 +10,22 @@ struct RequestPlan: Sendable {
     /// The `If-Range` value guarding a resume.
     var ifRange: String?
     var headers: [String: String]
-    var credential: Credential?
-    var authentication: HTTPAuthentication.Scheme?
-    var authenticatesProxy: Bool
+    /// What answers the origin's challenge (`Authorization`).
+    var originAnswer: HTTPAnswer?
+    /// What answers the proxy's challenge (`Proxy-Authorization`); never the origin's answer.
+    var proxyAnswer: HTTPAnswer?
+    /// The proxy as written (`CURLOPT_PROXY`), `nil` for none.
+    var proxy: String?
     var configuration: HTTPTransport.Configuration
     var caFile: String?
     var connectTimeout: Duration
     var idleTimeout: Duration
+}
+
+/// A credential given for one authentication scheme.
+struct HTTPAnswer: Sendable {
+    var credential: Credential
+    var scheme: HTTPAuthentication.Scheme
 }
 
 /// How one request ended, collected on the curl thread before the easy handle is freed.
@@ -127,7 +136,9 @@ final class CurlRequest: @unchecked Sendable {
 
         set(CURLOPT_URL, plan.url.absoluteString, "URL")
         set(CURLOPT_PROTOCOLS_STR, "http,https", "PROTOCOLS_STR")
-        set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https", "REDIR_PROTOCOLS_STR")
+        // Both are checked again on each redirect's Location (``downgrade(to:)``).
+        let keepsHTTPS = plan.url.scheme?.lowercased() == "https" && !configuration.allowsInsecureRedirects
+        set(CURLOPT_REDIR_PROTOCOLS_STR, keepsHTTPS ? "https" : "http,https", "REDIR_PROTOCOLS_STR")
         set(CURLOPT_NOSIGNAL, 1, "NOSIGNAL")
         set(CURLOPT_FOLLOWLOCATION, configuration.maxRedirects > 0 ? 1 : 0, "FOLLOWLOCATION")
         set(CURLOPT_MAXREDIRS, configuration.maxRedirects, "MAXREDIRS")
@@ -157,8 +168,15 @@ final class CurlRequest: @unchecked Sendable {
         for line in lines { headerList = curl_slist_append(headerList, line) }
         check(paperboy_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList), "HTTPHEADER")
 
-        if let credential = plan.credential, let scheme = plan.authentication {
-            try applyCredential(credential, scheme: scheme, set: { option, value, name in set(option, value, name) },
+        // The proxy is always explicit, so that the proxy a challenge names is the one answered.
+        set(CURLOPT_PROXY, plan.proxy ?? "", "PROXY")
+        if configuration.proxy != nil { set(CURLOPT_NOPROXY, "", "NOPROXY") }
+        if let answer = plan.originAnswer {
+            try applyCredential(answer, toProxy: false, set: { option, value, name in set(option, value, name) },
+                                setNumber: { option, value, name in set(option, value, name) })
+        }
+        if let answer = plan.proxyAnswer {
+            try applyCredential(answer, toProxy: true, set: { option, value, name in set(option, value, name) },
                                 setNumber: { option, value, name in set(option, value, name) })
         }
 
@@ -177,10 +195,10 @@ final class CurlRequest: @unchecked Sendable {
     }
 
     private func applyCredential(
-        _ credential: Credential, scheme: HTTPAuthentication.Scheme,
+        _ answer: HTTPAnswer, toProxy proxy: Bool,
         set: (CURLoption, String, String) -> Void, setNumber: (CURLoption, Int, String) -> Void
     ) throws {
-        let proxy = plan.authenticatesProxy
+        let (credential, scheme) = (answer.credential, answer.scheme)
         if let token = credential.token, scheme == .bearer || credential.user == nil {
             guard !proxy else {
                 throw TransportError(.authenticationFailed, "a bearer token cannot answer a proxy challenge for \(url.redactedString)",
@@ -240,6 +258,10 @@ final class CurlRequest: @unchecked Sendable {
                 return false
             }
         case 300..<400 where head.value("location") != nil:
+            if let refused = downgrade(to: head.value("location") ?? "") {
+                sinkError = refused
+                return false
+            }
             // curl follows it (or stops with CURLE_TOO_MANY_REDIRECTS).
             phase = .discarding
             return true
@@ -254,6 +276,22 @@ final class CurlRequest: @unchecked Sendable {
             phase = .discarding
             return false
         }
+    }
+
+    /// The error refusing a redirect from an https URL to `location` when it is plain http
+    /// (unless ``HTTPTransport/Configuration/allowsInsecureRedirects``), else `nil`.
+    private func downgrade(to location: String) -> TransportError? {
+        guard !plan.configuration.allowsInsecureRedirects else { return nil }
+        var effective: UnsafeMutablePointer<CChar>?
+        _ = paperboy_easy_getinfo_string(easy.raw, CURLINFO_EFFECTIVE_URL, &effective)
+        let current = effective.flatMap { URL(string: String(cString: $0)) } ?? url
+        guard current.scheme?.lowercased() == "https",
+              let target = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: current)?.absoluteURL,
+              target.scheme?.lowercased() == "http" else { return nil }
+        return TransportError(
+            .insecureRedirect,
+            "refused the redirect from \(current.redactedString) to \(target.redactedString): it leaves https for plain http",
+            url: url, isRetryable: false)
     }
 
     /// Body bytes: into the sink, or dropped when they belong to a response that is not ours.

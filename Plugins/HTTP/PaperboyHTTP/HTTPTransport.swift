@@ -14,12 +14,16 @@ import Paperboy
 ///   changed resource arrives whole (200) and the core starts over instead of splicing versions.
 ///   A 416 whose `Content-Range: bytes */TOTAL` equals the bytes on disk finishes the transfer.
 /// - Authentication: a 401 or 407 with Basic, Digest or Bearer raises an ``AuthChallenge``
-///   through the sink; the answer is handed to libcurl. Credentials never follow a redirect to
-///   another host. After ``Configuration/maxAuthenticationFailures`` refused answers the
-///   transfer fails with `.authenticationFailed`.
+///   through the sink; the answer is handed to libcurl. A 407's challenge is a proxy's
+///   (``AuthChallenge/isProxy``, naming the proxy), answered in `Proxy-Authorization` only.
+///   Credentials never follow a redirect to another host. After
+///   ``Configuration/maxAuthenticationFailures`` refused answers the transfer fails with
+///   `.authenticationFailed`.
+/// - Redirects: only to `http` and `https`, and never from `https` to `http`
+///   (`.insecureRedirect`, unless ``Configuration/allowsInsecureRedirects``).
 /// - TLS: verified always, against the system store or a CA file (``Configuration/caFile``, or
-///   the job option `ca_file`). Proxies come from the standard `http_proxy`, `https_proxy` and
-///   `no_proxy` variables.
+///   the job option `ca_file`). Proxies come from ``Configuration/proxy``, else the standard
+///   `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` variables.
 public struct HTTPTransport: Transport {
     /// Settings applied to every transfer.
     public struct Configuration: Sendable {
@@ -41,12 +45,20 @@ public struct HTTPTransport: Transport {
         public var writeBehindBufferSize: Int
         /// Bodies announcing at least this many bytes (from the resume offset) are written behind.
         public var writeBehindMinimumLength: Int
+        /// The proxy for every request, such as `http://proxy.example:3128` (it may hold
+        /// `user:password@`); `""` for none. `nil` (the default) reads `http_proxy`, `https_proxy`,
+        /// `all_proxy` and `no_proxy` as libcurl does.
+        public var proxy: String?
+        /// Follow redirects from `https` to plain `http`. Off by default: such a redirect fails
+        /// with `.insecureRedirect`, naming both URLs.
+        public var allowsInsecureRedirects: Bool
 
         /// Creates settings.
         public init(
             caFile: String? = nil, maxRedirects: Int = 10, bufferSize: Int = 512 * 1024,
             userAgent: String? = nil, maxAuthenticationFailures: Int = 3,
-            writeBehindBufferSize: Int = 2 << 20, writeBehindMinimumLength: Int = 8 << 20
+            writeBehindBufferSize: Int = 2 << 20, writeBehindMinimumLength: Int = 8 << 20,
+            proxy: String? = nil, allowsInsecureRedirects: Bool = false
         ) {
             self.caFile = caFile
             self.maxRedirects = max(0, maxRedirects)
@@ -56,6 +68,8 @@ public struct HTTPTransport: Transport {
             self.maxAuthenticationFailures = max(1, maxAuthenticationFailures)
             self.writeBehindBufferSize = writeBehindBufferSize <= 0 ? 0 : max(writeBehindBufferSize, 2 * self.bufferSize)
             self.writeBehindMinimumLength = max(0, writeBehindMinimumLength)
+            self.proxy = proxy
+            self.allowsInsecureRedirects = allowsInsecureRedirects
         }
     }
 
@@ -89,16 +103,18 @@ public struct HTTPTransport: Transport {
 
         var ifRange = job.offset > 0 ? RangeResume.ifRange(for: job.validator) : nil
         var offset = ifRange == nil ? 0 : job.offset
-        var credential: Credential?
-        var scheme: HTTPAuthentication.Scheme?
-        var authenticatesProxy = false
-        var refused = 0
+        // The origin and the proxy are answered separately: one's credential never goes to the other.
+        var originAnswer: HTTPAnswer?
+        var proxyAnswer: HTTPAnswer?
+        var refusedByOrigin = 0
+        var refusedByProxy = 0
 
         while true {
             try Task.checkCancellation()
+            let proxy = HTTPProxy.proxy(for: target, configured: configuration.proxy)
             let plan = RequestPlan(
                 url: target, offset: offset, ifRange: ifRange, headers: job.headers,
-                credential: credential, authentication: scheme, authenticatesProxy: authenticatesProxy,
+                originAnswer: originAnswer, proxyAnswer: proxyAnswer, proxy: proxy,
                 configuration: configuration, caFile: job.options["ca_file"] ?? configuration.caFile,
                 connectTimeout: job.connectTimeout, idleTimeout: job.idleTimeout)
             let outcome = try await engine.perform(CurlRequest(plan: plan, sink: sink, engine: engine))
@@ -137,16 +153,15 @@ public struct HTTPTransport: Transport {
                     continue
                 }
                 throw TransportError.http(head, url: answered)
-            case 401, 407:
-                if credential != nil { refused += 1 }
-                let isProxy = head.status == 407
-                let answer = try await authenticate(
-                    head, isProxy: isProxy, url: answered, refused: refused, sink: sink)
-                credential = answer.credential
-                scheme = answer.scheme
-                authenticatesProxy = isProxy
+            case 407:
+                if proxyAnswer != nil { refusedByProxy += 1 }
+                let proxyURL = proxy.flatMap(HTTPProxy.url(of:))
+                proxyAnswer = try await authenticate(head, proxy: proxyURL, url: answered, refused: refusedByProxy, sink: sink)
+            case 401:
+                if originAnswer != nil { refusedByOrigin += 1 }
+                originAnswer = try await authenticate(head, proxy: nil, url: answered, refused: refusedByOrigin, sink: sink)
                 // The challenge came from where the redirects led: ask there, with the credential.
-                if !isProxy { target = answered }
+                target = answered
             default:
                 throw TransportError.http(head, url: answered)
             }
@@ -154,11 +169,16 @@ public struct HTTPTransport: Transport {
     }
 
     /// Raises the challenge of a 401 or 407 through the sink and returns the credential to send.
+    ///
+    /// A 407 is a proxy's challenge (``AuthChallenge/isProxy``, naming `proxy` when known), so
+    /// that configured credentials for the origin never answer it.
     private func authenticate(
-        _ head: ResponseHead, isProxy: Bool, url: URL, refused: Int, sink: any TransferSink
-    ) async throws -> (credential: Credential, scheme: HTTPAuthentication.Scheme) {
+        _ head: ResponseHead, proxy: URL?, url: URL, refused: Int, sink: any TransferSink
+    ) async throws -> HTTPAnswer {
+        let isProxy = head.status == 407
         let offered = HTTPAuthentication.offered(in: head.values(isProxy ? "proxy-authenticate" : "www-authenticate"))
         var failure = TransportError.http(head, url: url)
+        if isProxy { failure.message += " (asked by the proxy \(proxy?.redactedString ?? "of no configured proxy"))" }
         guard !offered.isEmpty else {
             failure.message += ": no supported authentication scheme offered (Basic, Digest, Bearer)"
             throw failure
@@ -168,10 +188,12 @@ public struct HTTPTransport: Transport {
             throw failure
         }
         for offer in offered {
-            let challenge = AuthChallenge(kind: offer.scheme.challengeKind, url: url, realm: offer.realm, previousFailureCount: refused)
+            let challenge = AuthChallenge(
+                kind: offer.scheme.challengeKind, url: url, realm: offer.realm, previousFailureCount: refused,
+                isProxy: isProxy, proxyURL: isProxy ? proxy : nil)
             switch await sink.challenge(challenge) {
             case .useCredential(let credential):
-                return (credential, offer.scheme)
+                return HTTPAnswer(credential: credential, scheme: offer.scheme)
             case .rejectProtectionSpace:
                 continue
             case .performDefaultHandling, .cancelAuthenticationChallenge:

@@ -38,18 +38,19 @@ import Paperboy
 ///   first, smaller near the end) until none are left, each range after the first going into a
 ///   sink segment.
 public struct SFTPTransport: Transport {
-    /// Settings for one host or URL prefix, such as a `[[credentials]]` entry of a configuration file.
+    /// Settings for one origin (and path), such as a `[[credentials]]` entry of a configuration file.
     public struct HostRule: Sendable {
-        /// URLs starting with this prefix (for example `sftp://files.example.com/`) use the rule.
-        public var prefix: String
+        /// The URLs that use the rule (for example `sftp://files.example.com/`): same scheme,
+        /// host and port, and a path under the scope's path.
+        public var scope: URLScope
         /// The user to log in as when the URL names none.
         public var user: String?
         /// The known_hosts file to check host keys against.
         public var knownHostsFile: URL?
 
         /// Creates a rule.
-        public init(prefix: String, user: String? = nil, knownHostsFile: URL? = nil) {
-            self.prefix = prefix
+        public init(scope: URLScope, user: String? = nil, knownHostsFile: URL? = nil) {
+            self.scope = scope
             self.user = user
             self.knownHostsFile = knownHostsFile
         }
@@ -85,7 +86,7 @@ public struct SFTPTransport: Transport {
         /// (``TransferSink/segment(_:)``); `nil` never splits. libssh2 decrypts on one
         /// core per connection, so one stream cannot match OpenSSH's client.
         public var splitThreshold: Int64?
-        /// Per-prefix users and known_hosts files; the longest matching prefix wins.
+        /// Per-origin users and known_hosts files; the covering rule with the longest path wins.
         public var hosts: [HostRule]
 
         /// Creates settings.
@@ -107,10 +108,9 @@ public struct SFTPTransport: Transport {
             self.splitThreshold = splitThreshold.map { max(1 << 20, $0) }
         }
 
-        /// The rule with the longest prefix matching `url`.
+        /// The most specific rule whose scope covers `url`.
         func rule(for url: URL) -> HostRule? {
-            let text = url.redactedString
-            return hosts.filter { text.hasPrefix($0.prefix) }.max { $0.prefix.count < $1.prefix.count }
+            URLScope.mostSpecific(hosts, for: url, scope: \.scope)
         }
     }
 

@@ -67,8 +67,15 @@ public struct AssetRequest: Sendable, Hashable, Codable {
     /// rather than waiting for a delegate to take it.
     var deliversItself: Bool { destinationPath != nil || unpack != nil }
 
-    /// Checks the parts a transport does not: the checksum format and the destination path.
+    /// Checks the parts a transport does not: no password in the URL (it would be stored in
+    /// the library's database), the checksum format and the destination path.
     func validated() throws(LibraryError) -> AssetRequest {
+        if url.password != nil {
+            throw LibraryError(
+                .invalidRequest,
+                "the URL \(url.redactedString) holds a password (user:password@), which the library would store; "
+                    + "give it as a credential instead (a [[credentials]] entry, or the delegate's answer to the challenge)")
+        }
         if let sha256 {
             guard sha256.count == 64, sha256.allSatisfy(\.isHexDigit) else {
                 throw LibraryError(.invalidRequest, "expected SHA-256 of \(url.redactedString) must be 64 hexadecimal digits, got '\(sha256)'")

@@ -36,11 +36,16 @@ public struct AuthChallenge: Sendable, CustomStringConvertible {
     public var serverTrust: ServerTrust?
     /// Prompts for ``Kind/sshKeyboardInteractive``.
     public var prompts: [String]
+    /// Whether a proxy asks (HTTP 407), not the server of ``url``. Credentials for the origin
+    /// must never answer a proxy: the proxy would read them.
+    public var isProxy: Bool
+    /// For a proxy's challenge: the proxy's URL (never with credentials in it), if known.
+    public var proxyURL: URL?
 
     /// Creates a challenge.
     public init(
         kind: Kind, url: URL, realm: String? = nil, previousFailureCount: Int = 0,
-        serverTrust: ServerTrust? = nil, prompts: [String] = []
+        serverTrust: ServerTrust? = nil, prompts: [String] = [], isProxy: Bool = false, proxyURL: URL? = nil
     ) {
         self.kind = kind
         self.url = url
@@ -48,10 +53,13 @@ public struct AuthChallenge: Sendable, CustomStringConvertible {
         self.previousFailureCount = previousFailureCount
         self.serverTrust = serverTrust
         self.prompts = prompts
+        self.isProxy = isProxy || proxyURL != nil
+        self.proxyURL = proxyURL?.redacted
     }
 
     public var description: String {
         var text = "\(kind) challenge for \(url.redactedString)"
+        if isProxy { text += " from proxy \(proxyURL?.redactedString ?? "(unknown)")" }
         if let realm { text += " (realm \(realm))" }
         if previousFailureCount > 0 { text += ", \(previousFailureCount) refused before" }
         if let serverTrust { text += ", \(serverTrust)" }

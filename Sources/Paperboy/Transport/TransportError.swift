@@ -45,6 +45,8 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
         public static let cancelled = Code("cancelled")
         /// Too many redirects.
         public static let tooManyRedirects = Code("too-many-redirects")
+        /// A redirect would downgrade the transfer, such as from `https` to plain `http`. Not retryable.
+        public static let insecureRedirect = Code("insecure-redirect")
     }
 
     /// What went wrong.

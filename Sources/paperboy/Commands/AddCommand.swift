@@ -53,11 +53,19 @@ struct AddCommand: AsyncParsableCommand {
 
     func sourceURL() throws -> URL {
         let current = URL(fileURLWithPath: FileManager.default.currentDirectoryPath, isDirectory: true)
+        let source: URL
         do {
-            return try TransportRegistry.url(from: url, relativeTo: current)
+            source = try TransportRegistry.url(from: url, relativeTo: current)
         } catch {
             throw ValidationError("\(error)")
         }
+        // The URL is stored in the library's database: a password must not be.
+        guard source.password == nil else {
+            throw ValidationError(
+                "\(source.redactedString): a password in the URL (user:password@) is refused; "
+                    + "put it in a [[credentials]] entry (password_env or password_file) whose match is the URL's origin")
+        }
+        return source
     }
 
     static func parseDate(_ text: String) -> Date? { Catalog.date(from: text) }
