@@ -58,9 +58,27 @@ enum Console {
         FileHandle.standardOutput.write(Data((TerminalText.escape(text, keepingNewlines: true) + "\n").utf8))
     }
 
-    /// Writes machine-readable output (JSON, which escapes control characters itself) as is.
+    /// Writes machine-readable output (JSON). The encoder escapes C0 controls itself; DEL, C1
+    /// and bidi controls, valid in JSON text, are written as `\u` escapes too (the same value for
+    /// a program, inert on a terminal).
     static func json(_ data: Data) {
-        FileHandle.standardOutput.write(data + Data("\n".utf8))
+        FileHandle.standardOutput.write(jsonEscapingControls(data) + Data("\n".utf8))
+    }
+
+    static func jsonEscapingControls(_ data: Data) -> Data {
+        // Every byte of those characters is 0x7F or above; JSON's structure is ASCII below it.
+        guard data.contains(where: { $0 >= 0x7F }) else { return data }
+        let text = String(decoding: data, as: UTF8.self)
+        guard text.unicodeScalars.contains(where: { $0.value >= 0x7F && TerminalText.needsEscape($0) }) else { return data }
+        var escaped = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if scalar.value >= 0x7F, TerminalText.needsEscape(scalar) {
+                escaped.append(contentsOf: String(format: "\\u%04X", scalar.value).unicodeScalars)
+            } else {
+                escaped.append(scalar)
+            }
+        }
+        return Data(String(escaped).utf8)
     }
 
     static func bytes(_ count: Int64) -> String {

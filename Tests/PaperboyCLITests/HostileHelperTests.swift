@@ -93,3 +93,37 @@ struct HostileHelperTests {
         #expect(result.stderr.contains(#"log line \u{1B}]0;pwned-log\u{7} \u{202E}txt.exe"#), "\(result.stderr)")
     }
 }
+
+@Suite("paperboy status and issues with hostile names")
+struct HostileNameOutputTests {
+    let workspace = Workspace()
+
+    @Test func jsonOutputEscapesBidiControlsButKeepsTheValue() async throws {
+        // A name with a right-to-left override and an isolate, as a catalog could send.
+        let name = "a\u{202E}fdp.exe\u{2066}é"
+        _ = workspace.write(Data("x".utf8), to: "content/a.pdf")
+        let file = workspace.write("""
+            [library]
+            path = "lib"
+            [[issues]]
+            name = "a\\u202Efdp.exe\\u2066é"
+            date = 2026-11-21
+              [[issues.assets]]
+              url = "content/a.pdf"
+            """, to: "paperboy.toml")
+        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 0)
+        for command in [["status", "--json"], ["issues", "--json"]] {
+            let result = try await CLI.run(command + ["--config", file.path])
+            #expect(result.status == 0, "\(result.stderr)")
+            let raw = result.stdout.unicodeScalars
+            #expect(!raw.contains { [0x202E, 0x2066].contains($0.value) }, "\(command): \(result.stdout.debugDescription)")
+            #expect(result.stdout.contains("\\u202E") && result.stdout.contains("é"), "\(command)")
+            // The same value for a program reading it.
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            let issues = try #require(json["issues"] as? [[String: Any]])
+            #expect(issues.first?["name"] as? String == name, "\(command)")
+        }
+        let text = try await CLI.run(["issues", "--config", file.path])
+        #expect(!text.stdout.unicodeScalars.contains { [0x202E, 0x2066].contains($0.value) }, "\(text.stdout.debugDescription)")
+    }
+}
