@@ -19,6 +19,7 @@ final class Scheduler: Sendable {
         var idleTimeout: Duration
         var credentials: (any CredentialProvider)?
         var maxUserInfoBytes: Int
+        var unpackLimits = Unpacker.Limits()
         var bandwidthLimit: Int64? = nil
         var perTransferLimit: Int64? = nil
         var schedule: BandwidthSchedule? = nil
@@ -840,7 +841,8 @@ final class Scheduler: Sendable {
                 let folder = layout.contentURL(issue: issueName)
                 do {
                     try POSIX.makeDirectory(folder)
-                    try Unpacker.unzip(inbox, into: folder, staging: folder.appendingPathComponent(".unpack-\(id)"))
+                    try Unpacker.unzip(inbox, named: request.url.redactedString, into: folder,
+                                       staging: folder.appendingPathComponent(".unpack-\(id)"), limits: settings.unpackLimits)
                 } catch {
                     failure = error
                 }
