@@ -92,9 +92,9 @@ enum Unpacker {
     /// size, or the free space of the file system holding `folder`.
     static func checkSize(_ declared: Int64, of archiveURL: URL, named name: String, in folder: URL,
                           limits: Limits) throws(LibraryError) {
-        let size = "\(declared) bytes (\(PartialFileSink.megabytes(declared)))"
+        let size = bytes(declared)
         if declared > limits.maxBytes {
-            throw LibraryError(.invalidRequest, "archive \(name) declares \(size) unpacked; the limit for one archive is \(limits.maxBytes) bytes (\(PartialFileSink.megabytes(limits.maxBytes)))")
+            throw LibraryError(.invalidRequest, "archive \(name) declares \(size) unpacked; the limit for one archive is \(bytes(limits.maxBytes))")
         }
         var info = stat()
         let archiveBytes = stat(archiveURL.path, &info) == 0 ? max(Int64(info.st_size), 1) : 1
@@ -108,6 +108,11 @@ enum Unpacker {
         if let free = POSIX.availableSpace(fd), declared > free {
             throw LibraryError(.storage, "not enough space to unpack \(name): it declares \(size), \(PartialFileSink.megabytes(free)) free for \(folder.path)")
         }
+    }
+
+    /// `count` bytes, with megabytes from 1 MB on: `2000 bytes`, `4294967295 bytes (4295.0 MB)`.
+    private static func bytes(_ count: Int64) -> String {
+        count < 1_000_000 ? "\(count) bytes" : "\(count) bytes (\(PartialFileSink.megabytes(count)))"
     }
 
     /// Writes one file entry, stopping it as soon as it inflates past `declared` bytes.
