@@ -34,6 +34,8 @@ struct ConfigDecoder {
         }
         settings.mode = try table.choice("mode", of: LibrarySettings.Mode.self) ?? settings.mode
         settings.syncToDisk = try table.bool("sync_to_disk") ?? settings.syncToDisk
+        settings.maxUnpackedSize = try table.size("max_unpacked_size") ?? settings.maxUnpackedSize
+        settings.maxUnpackRatio = try table.positiveInt("max_unpack_ratio") ?? settings.maxUnpackRatio
         return settings
     }
 

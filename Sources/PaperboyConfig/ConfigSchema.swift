@@ -4,7 +4,7 @@ enum ConfigSchema {
         "library", "scheduler", "bandwidth", "network", "notifications", "hooks",
         "credentials", "feeds", "transports", "issues",
     ]
-    static let library = ["path", "mode", "sync_to_disk"]
+    static let library = ["path", "mode", "sync_to_disk", "max_unpacked_size", "max_unpack_ratio"]
     static let scheduler = ["max_concurrent", "max_per_host", "retry_attempts", "retry_base_delay", "retry_max_delay",
                             "connect_timeout", "idle_timeout"]
     static let bandwidth = ["limit", "per_transfer", "schedule"]

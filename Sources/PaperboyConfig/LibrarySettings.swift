@@ -18,6 +18,12 @@ public struct LibrarySettings: Sendable, Equatable {
     /// (`sync_to_disk`), `true` by default: a power loss then loses nothing recorded. With
     /// `false`, a process crash (kill -9) still loses nothing, a power loss may.
     public var syncToDisk: Bool = true
+    /// The most bytes one archive (`unpack = "zip"`) may unpack to, its declared sizes summed
+    /// (`max_unpacked_size`), 20 GiB by default.
+    public var maxUnpackedSize: Int64 = 20 << 30
+    /// The most an archive may unpack to as a multiple of its own size (`max_unpack_ratio`),
+    /// 200 by default; archives unpacking to at most 1 MiB are not checked.
+    public var maxUnpackRatio: Int = 200
 
     /// Creates library settings.
     public init(path: URL, mode: Mode = .foreground) {

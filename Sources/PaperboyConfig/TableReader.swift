@@ -143,6 +143,23 @@ struct TableReader {
         throw typeMismatch(key, expected: "a rate such as \"10MB/s\" or \"off\"", got: value)
     }
 
+    /// A size in bytes, at least 1: a string such as `"20GiB"` or `"500MB"` (the units of
+    /// ``ByteRate``, without `/s`), or an integer of bytes.
+    func size(_ key: String) throws(ConfigError) -> Int64? {
+        guard let value = value(key) else { return nil }
+        if let int = value.int {
+            guard int >= 1 else { throw error(.invalidValue, key, "expected a size of at least 1 byte, got \(int)") }
+            return Int64(int)
+        }
+        guard let text = value.string else {
+            throw typeMismatch(key, expected: "a size such as \"20GiB\"", got: value)
+        }
+        guard !text.contains("/"), let size = try? ByteRate.parse(text) else {
+            throw error(.invalidValue, key, "expected a size such as \"20GiB\", \"500MB\" or a number of bytes, got \"\(text)\"")
+        }
+        return size.bytesPerSecond
+    }
+
     /// A string that must be one of an enum's raw values.
     func choice<E: RawRepresentable & CaseIterable>(_ key: String, of type: E.Type) throws(ConfigError) -> E?
     where E.RawValue == String {

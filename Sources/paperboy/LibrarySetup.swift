@@ -37,6 +37,8 @@ extension PaperboyConfiguration {
         }
         configuration.mode = library.mode == .background ? .background : .foreground
         configuration.syncsToDisk = library.syncToDisk
+        configuration.maxUnpackedBytes = library.maxUnpackedSize
+        configuration.maxUnpackRatio = library.maxUnpackRatio
         configuration.networkPolicy = NetworkPolicy(
             allowedKinds: Set(network.allowed.compactMap { NetworkStatus.Kind(rawValue: $0.rawValue) }),
             allowsExpensive: network.allowExpensive,

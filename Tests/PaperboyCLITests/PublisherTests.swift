@@ -122,6 +122,16 @@ struct PublisherTests {
         #expect(try await shelf(file).first?["status"] as? String == "none")
     }
 
+    @Test func anArchiveAboveTheConfiguredUnpackLimitFailsNamingTheSizes() async throws {
+        try await workspace.zip([("page.txt", String(repeating: "x", count: 2_000))], to: "big.zip")
+        let file = config("max_unpacked_size = \"1KB\"\n[[issues]]\nname = \"big\"\ndate = 2026-11-21\n[[issues.assets]]\nurl = \"big.zip\"\nunpack = \"zip\"\n")
+        let result = try await CLI.run(["sync", "--config", file.path])
+        #expect(result.status == 1)
+        let failed = result.stderr.split(separator: "\n").filter { $0.hasPrefix("failed: big/big.zip") }
+        #expect(failed.count == 1 && failed[0].contains("declares 2000 bytes unpacked; the limit for one archive is 1000 bytes"), "\(result.stderr)")
+        #expect(!exists("lib/Issues/big/page.txt"))
+    }
+
     @Test func notifyIsThrottledAcrossRestartsUnlessOverridden() async throws {
         publish([("2026-11-21", "2026-11-21")])
         let feeds = "[[feeds]]\nname = \"p\"\nurl = \"publisher/catalog.json\"\n"

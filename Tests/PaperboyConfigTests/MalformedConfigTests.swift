@@ -37,6 +37,18 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             message: "paperboy.toml:6: unknown key 'sha265' in [[issues.assets]]; did you mean 'sha256'?"
         ),
         MalformedCase(
+            name: "a rate as an archive size",
+            text: "[library]\nmax_unpacked_size = \"2GiB/s\"\n",
+            line: 2, key: "library.max_unpacked_size", code: .invalidValue,
+            message: "expected a size such as \"20GiB\", \"500MB\" or a number of bytes, got \"2GiB/s\""
+        ),
+        MalformedCase(
+            name: "a zero archive ratio",
+            text: "[library]\nmax_unpack_ratio = 0\n",
+            line: 2, key: "library.max_unpack_ratio", code: .invalidValue,
+            message: "expected an integer of at least 1, got 0"
+        ),
+        MalformedCase(
             name: "unknown key without a near match",
             text: "[network]\nallowed = [\"wifi\"]\ncolour = \"blue\"\n",
             line: 3, key: "network.colour", code: .unknownKey,

@@ -196,6 +196,16 @@ import Testing
         #expect(config.line(for: "issues[2].date") == 85)
     }
 
+    @Test(arguments: [("\"2GiB\"", 2 << 30), ("\"500 MB\"", 500_000_000), ("1000000", 1_000_000)])
+    func archiveLimitsAreRead(size: String, bytes: Int64) throws {
+        let config = try PaperboyConfiguration.parse(
+            "[library]\nmax_unpacked_size = \(size)\nmax_unpack_ratio = 50\n", fileURL: fixtureFile, environment: fixtureEnvironment)
+        #expect(config.library.maxUnpackedSize == bytes)
+        #expect(config.library.maxUnpackRatio == 50)
+        let defaults = try PaperboyConfiguration.parse("", fileURL: fixtureFile, environment: fixtureEnvironment)
+        #expect(defaults.library.maxUnpackedSize == 20 << 30 && defaults.library.maxUnpackRatio == 200)
+    }
+
     @Test func absentSectionsTakeTheirDefaults() throws {
         let config = try PaperboyConfiguration.parse("", fileURL: fixtureFile, environment: fixtureEnvironment)
         #expect(config.library.path == URL(fileURLWithPath: "/home/reader/.local/share/paperboy", isDirectory: true))

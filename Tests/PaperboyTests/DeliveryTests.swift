@@ -251,18 +251,45 @@ struct DeliveryTests {
         await library.close()
     }
 
-    @Test func aFolderRemovedBehindTheLibrarysBackIsCreatedAgain() async throws {
+    /// Delivers a file to `folder/a`, lets `change` alter the issue folder, then delivers
+    /// another file to `folder/b` in the same run: the second asset, once idle.
+    func deliverAgain(into folder: String, after change: (Paperboy.Issue) throws -> Void) async throws -> (Library, Paperboy.Issue, AssetDownload) {
         let transport = InMemoryTransport()
         let library = try open(transport)
         let issue = try library.addIssue(name: "i", date: Date())
-        let first = try issue.addAsset(AssetRequest(url: transport.serve(Data("a".utf8), at: "a"), destinationPath: "sub/a"))
+        let first = try issue.addAsset(AssetRequest(url: transport.serve(Data("a".utf8), at: "a"), destinationPath: "\(folder)/a"))
         first.download()
         await library.waitUntilIdle()
         #expect(first.state == .delivered)
-        try FileManager.default.removeItem(at: issue.contentURL)   // by hand, or a purge racing a transfer
-        let second = try issue.addAsset(AssetRequest(url: transport.serve(Data("b".utf8), at: "b"), destinationPath: "sub/b"))
+        try change(issue)
+        let second = try issue.addAsset(AssetRequest(url: transport.serve(Data("b".utf8), at: "b"), destinationPath: "\(folder)/b"))
         second.download()
         await library.waitUntilIdle()
+        return (library, issue, second)
+    }
+
+    @Test func aLinkPlantedAfterAFirstDeliveryIsNotWrittenThrough() async throws {
+        // The first delivery creates `pages`; replaced by a link afterwards (as an archive
+        // unpacked in the same run could), it must not lead the second delivery outside.
+        let outside = folder.file("outside")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        let (library, _, second) = try await deliverAgain(into: "pages") { issue in
+            try FileManager.default.removeItem(at: issue.contentURL.appendingPathComponent("pages"))
+            try FileManager.default.createSymbolicLink(at: issue.contentURL.appendingPathComponent("pages"), withDestinationURL: outside)
+        }
+        guard case .failed(let message) = second.state else {
+            Testing.Issue.record("expected failure, got \(second.state)")
+            return
+        }
+        #expect(message.contains("goes through 'pages', a symbolic link"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside.path).isEmpty)
+        await library.close()
+    }
+
+    @Test func aFolderRemovedBehindTheLibrarysBackIsCreatedAgain() async throws {
+        let (library, issue, second) = try await deliverAgain(into: "sub") { issue in
+            try FileManager.default.removeItem(at: issue.contentURL)   // by hand, or a purge racing a transfer
+        }
         #expect(second.state == .delivered)
         #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("sub/b")) == Data("b".utf8))
         await library.close()

@@ -1,6 +1,5 @@
 import Foundation
 import Testing
-import ZIPFoundation
 @testable import Paperboy
 import PaperboyTesting
 
@@ -9,37 +8,17 @@ struct ShelfTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
 
-    enum Item {
-        case file(String, Data)
-        case directory(String)
-        case link(String, String)
-    }
+    typealias Item = ZipItem
 
-    /// Writes a zip archive with exactly these entries (malicious ones included).
     func zip(_ items: [Item]) throws -> Data {
-        let archive = try Archive(data: Data(), accessMode: .create)
-        for item in items {
-            switch item {
-            case .file(let path, let data):
-                try archive.addEntry(with: path, type: .file, uncompressedSize: Int64(data.count), compressionMethod: .deflate) { position, size in
-                    data.subdata(in: Int(position)..<Int(position) + size)
-                }
-            case .directory(let path):
-                try archive.addEntry(with: path, type: .directory, uncompressedSize: Int64(0)) { _, _ in Data() }
-            case .link(let path, let target):
-                let data = Data(target.utf8)
-                try archive.addEntry(with: path, type: .symlink, uncompressedSize: Int64(data.count)) { position, size in
-                    data.subdata(in: Int(position)..<Int(position) + size)
-                }
-            }
-        }
-        return try #require(archive.data)
+        try makeZip(items)
     }
 
-    func deliver(_ archive: Data, into issueName: String = "i") async throws -> (Library, Paperboy.Issue, AssetDownload) {
+    func deliver(_ archive: Data, into issueName: String = "i",
+                 configuration: Library.Configuration = testConfiguration()) async throws -> (Library, Paperboy.Issue, AssetDownload) {
         let transport = InMemoryTransport()
         let url = transport.serve(archive, at: "issue.zip")
-        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration())
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
         let issue = try library.addIssue(name: issueName, date: Date())
         let asset = try issue.addAsset(AssetRequest(url: url, sha256: sha256Hex(archive), unpack: .zip))
         asset.download()
@@ -74,6 +53,12 @@ struct ShelfTests {
         ("link out", [.file("ok.txt", Data("ok".utf8)), .link("out", "../../../../etc")], "outside the issue folder"),
         ("absolute link", [.link("passwd", "/etc/passwd")], "absolute path"),
         ("below a link", [.link("dir", "sub"), .directory("sub/"), .file("dir/file.txt", Data("x".utf8))], "below the symbolic link"),
+        // Each link alone looks inside; resolved against the others, r, s and t climb out.
+        ("chained links", [.link("p/q", ".."), .link("r", "p/q/.."), .link("s", "r/.."), .link("t", "s/..")],
+         "'r' ('p/q/..') goes through the archive link 'p/q'"),
+        ("link to a link", [.file("page.pdf", Data("x".utf8)), .link("a", "page.pdf"), .link("b", "a")], "through the archive link 'a'"),
+        ("dangling link", [.file("page.pdf", Data("x".utf8)), .link("latest.pdf", "missing.pdf")], "does not lead to a file or folder of the archive"),
+        ("link through a file", [.file("page.pdf", Data("x".utf8)), .link("up", "page.pdf/..")], "does not lead to a file or folder"),
     ])
     func maliciousArchivesAreRefusedWithNothingLeft(_ name: String, _ items: [Item], _ message: String) async throws {
         let (library, issue, asset) = try await deliver(try zip(items))

@@ -7,116 +7,143 @@ public enum UnpackFormat: String, Sendable, Hashable, Codable {
     case zip
 }
 
-/// Extracts archives into an issue folder, confined to it.
+/// Extracts archives into an issue folder, confined to it and bounded in size.
 ///
-/// Every entry is checked before anything is written: absolute paths, `..` components, NUL or
-/// control characters, and symbolic links that point outside the archive are refused, and so is
-/// any entry below a symbolic link. Extraction goes to a staging folder inside the issue folder
-/// and is moved into place only when every entry succeeded: a refused or damaged archive leaves
-/// nothing behind.
+/// The whole archive is checked before anything is written (``ArchivePlan``): entry paths, link
+/// targets resolved against the archive's own entries, and the declared unpacked size against
+/// the limits and the free space. While writing, no entry may inflate past its declared size,
+/// so the checked sum bounds what is written whatever the headers claim. Extraction goes to a
+/// staging folder inside the issue folder and is moved into place only when every entry
+/// succeeded: a refused or damaged archive leaves nothing behind.
 enum Unpacker {
-    /// Limits against archives that expand without bound.
-    static let maxEntries = 100_000
+    /// What one archive may unpack to; see ``Library/Configuration/maxUnpackedBytes``.
+    struct Limits: Sendable {
+        var maxBytes: Int64 = Library.Configuration.defaultMaxUnpackedBytes
+        var maxRatio: Int = Library.Configuration.defaultMaxUnpackRatio
+    }
 
-    static func unzip(_ archiveURL: URL, into folder: URL, staging: URL) throws(LibraryError) {
+    /// Archives declaring at most this much are not refused for their ratio: a small archive of
+    /// repetitive text may exceed any ratio, and cannot fill a disk.
+    static let ratioFloor: Int64 = 1 << 20
+    /// Bytes read and written at a time per entry.
+    static let chunkSize = 256 << 10
+
+    /// Extracts the zip archive at `archiveURL` into `folder`, through `staging`.
+    ///
+    /// - Parameter name: how messages name the archive (its URL).
+    /// - Throws: ``LibraryError`` `.invalidPath` for an entry or link that would leave the folder,
+    ///   `.invalidRequest` for an unreadable, damaged or oversized archive, `.storage` when the
+    ///   file system has no room for it or refuses a write. Never retryable.
+    static func unzip(_ archiveURL: URL, named name: String, into folder: URL, staging: URL,
+                      limits: Limits = Limits()) throws(LibraryError) {
         do {
-            try POSIX.makeDirectory(staging)
-            defer { try? FileManager.default.removeItem(at: staging) }
             let archive: Archive
             do {
                 archive = try Archive(url: archiveURL, accessMode: .read)
             } catch {
-                throw LibraryError(.invalidRequest, "\(archiveURL.lastPathComponent) is not a readable zip archive: \(error)")
+                throw LibraryError(.invalidRequest, "\(name) is not a readable zip archive: \(error)")
             }
-            let entries = Array(archive)
-            guard entries.count <= maxEntries else {
-                throw LibraryError(.invalidRequest, "archive has \(entries.count) entries; the limit is \(maxEntries)")
+            let plan = try ArchivePlan(archive, name: name)
+            try checkSize(plan.declaredBytes, of: archiveURL, named: name, in: folder, limits: limits)
+            // A staging folder left by a killed run is stale: start afresh, never through a link.
+            try? FileManager.default.removeItem(at: staging)
+            guard mkdir(staging.path, 0o700) == 0 else {
+                throw LibraryError(.storage, "cannot create folder \(staging.path): \(POSIX.errorMessage())")
             }
-            let links = Set(entries.filter { $0.type == .symlink }.map { normalized($0.path) })
-            var plannedLinks: [(path: String, target: String)] = []
-            for entry in entries {
-                let path = normalized(entry.path)
-                try validate(path, entry: entry.path)
-                // Nothing may be written through a link, even one pointing inside.
-                let components = path.split(separator: "/")
-                for depth in 1..<max(components.count, 1) where links.contains(components[0..<depth].joined(separator: "/")) {
-                    throw LibraryError(.invalidPath, "archive entry '\(entry.path)' lies below the symbolic link '\(components[0..<depth].joined(separator: "/"))'")
-                }
-                switch entry.type {
+            defer { try? FileManager.default.removeItem(at: staging) }
+            for entry in plan.entries {
+                let target = staging.appendingPathComponent(entry.path)
+                switch entry.entry.type {
                 case .directory:
-                    try POSIX.makeDirectory(staging.appendingPathComponent(path))
+                    try POSIX.makeDirectory(target)
                 case .file:
-                    let target = staging.appendingPathComponent(path)
                     try POSIX.makeDirectory(target.deletingLastPathComponent())
-                    let checksum = try archive.extract(entry, to: target)
-                    guard checksum == entry.checksum else {
-                        throw LibraryError(.invalidRequest, "archive entry '\(entry.path)' is damaged (CRC-32 mismatch)")
-                    }
-                    // Library files are private to the user, whatever modes the archive carries.
-                    chmod(target.path, 0o600)
+                    try extractFile(entry.entry, declared: entry.declaredBytes, from: archive, to: target, archiveName: name)
                 case .symlink:
-                    var data = Data()
-                    let checksum = try archive.extract(entry) { data.append($0) }
-                    guard checksum == entry.checksum else {
-                        throw LibraryError(.invalidRequest, "archive entry '\(entry.path)' is damaged (CRC-32 mismatch)")
-                    }
-                    let target = String(decoding: data, as: UTF8.self)
-                    try validateLink(path, target: target)
-                    plannedLinks.append((path, target))
+                    break
                 }
             }
-            for link in plannedLinks {
+            for link in plan.links {
                 let url = staging.appendingPathComponent(link.path)
                 try POSIX.makeDirectory(url.deletingLastPathComponent())
                 try FileManager.default.createSymbolicLink(atPath: url.path, withDestinationPath: link.target)
+                // The plan resolved every link against the archive; the file system must agree.
+                guard let real = POSIX.realPath(url), let root = POSIX.realPath(staging),
+                      real == root || real.hasPrefix(root + "/") else {
+                    throw LibraryError(.invalidPath, "archive link '\(link.path)' of \(name) leads outside the issue folder; refusing the whole archive")
+                }
             }
             // Everything extracted: move it into place.
-            for name in try FileManager.default.contentsOfDirectory(atPath: staging.path) {
-                let destination = folder.appendingPathComponent(name)
+            for entryName in try FileManager.default.contentsOfDirectory(atPath: staging.path) {
+                let destination = folder.appendingPathComponent(entryName)
                 if FileManager.default.fileExists(atPath: destination.path) || isLink(destination) {
                     try FileManager.default.removeItem(at: destination)
                 }
-                try FileManager.default.moveItem(at: staging.appendingPathComponent(name), to: destination)
+                try FileManager.default.moveItem(at: staging.appendingPathComponent(entryName), to: destination)
             }
         } catch let error as LibraryError {
             throw error
         } catch {
-            throw LibraryError(.storage, "cannot unpack \(archiveURL.lastPathComponent): \(error)", underlying: SendableError(error))
+            throw LibraryError(.storage, "cannot unpack \(name): \(error)", underlying: SendableError(error))
         }
     }
 
-    private static func normalized(_ path: String) -> String {
-        var path = path
-        while path.hasSuffix("/") { path.removeLast() }
-        return path
+    /// Refuses an archive whose declared unpacked size is above the limit, the ratio to its own
+    /// size, or the free space of the file system holding `folder`.
+    static func checkSize(_ declared: Int64, of archiveURL: URL, named name: String, in folder: URL,
+                          limits: Limits) throws(LibraryError) {
+        let size = bytes(declared)
+        if declared > limits.maxBytes {
+            throw LibraryError(.invalidRequest, "archive \(name) declares \(size) unpacked; the limit for one archive is \(bytes(limits.maxBytes))")
+        }
+        var info = stat()
+        let archiveBytes = stat(archiveURL.path, &info) == 0 ? max(Int64(info.st_size), 1) : 1
+        let (allowed, overflow) = archiveBytes.multipliedReportingOverflow(by: Int64(max(limits.maxRatio, 1)))
+        if declared > ratioFloor, !overflow, declared > allowed {
+            throw LibraryError(.invalidRequest, "archive \(name) declares \(size) unpacked from \(archiveBytes) bytes, more than the limit of \(limits.maxRatio) times its size")
+        }
+        let fd = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { POSIX.closeFile(fd) }
+        if let free = POSIX.availableSpace(fd), declared > free {
+            throw LibraryError(.storage, "not enough space to unpack \(name): it declares \(size), \(PartialFileSink.megabytes(free)) free for \(folder.path)")
+        }
     }
 
-    private static func validate(_ path: String, entry: String) throws(LibraryError) {
-        if entry.hasPrefix("/") || entry.hasPrefix("\\") || entry.contains("\\") {
-            throw LibraryError(.invalidPath, "archive entry '\(entry)' has an absolute or Windows path")
+    /// `count` bytes, with megabytes from 1 MB on: `2000 bytes`, `4294967295 bytes (4295.0 MB)`.
+    private static func bytes(_ count: Int64) -> String {
+        count < 1_000_000 ? "\(count) bytes" : "\(count) bytes (\(PartialFileSink.megabytes(count)))"
+    }
+
+    /// Writes one file entry, stopping it as soon as it inflates past `declared` bytes.
+    private static func extractFile(_ entry: Entry, declared: Int64, from archive: Archive, to url: URL,
+                                    archiveName: String) throws(LibraryError) {
+        // Library files are private to the user, whatever modes the archive carries.
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw LibraryError(.storage, "cannot create \(url.path) for archive entry '\(entry.path)': \(POSIX.errorMessage())")
         }
+        defer { POSIX.closeFile(fd) }
+        var written: Int64 = 0
+        let checksum: CRC32
         do {
-            try PathRules.validateRelativePath(path, what: "archive entry")
-        } catch {
-            throw LibraryError(.invalidPath, "\(error.message) (refusing the whole archive)")
-        }
-    }
-
-    /// A link may point only at a place inside the archive's folder.
-    private static func validateLink(_ path: String, target: String) throws(LibraryError) {
-        guard !target.hasPrefix("/"), !target.contains("\0") else {
-            throw LibraryError(.invalidPath, "archive link '\(path)' points to the absolute path '\(target)'")
-        }
-        var depth = path.split(separator: "/").count - 1
-        for component in target.split(separator: "/") {
-            if component == ".." {
-                depth -= 1
-                if depth < 0 {
-                    throw LibraryError(.invalidPath, "archive link '\(path)' points outside the issue folder ('\(target)')")
+            checksum = try archive.extract(entry, bufferSize: chunkSize) { chunk in
+                written += Int64(chunk.count)
+                guard written <= declared else {
+                    throw LibraryError(.invalidRequest, "archive entry '\(entry.path)' of \(archiveName) inflates past its declared \(declared) bytes; refusing the whole archive")
                 }
-            } else if component != "." {
-                depth += 1
+                if let code = chunk.withUnsafeBytes({ POSIX.writeAll(fd, $0) }) {
+                    let space = code == ENOSPC || code == EDQUOT ? "not enough space to unpack \(archiveName): " : ""
+                    throw LibraryError(.storage, "\(space)cannot write \(url.path) (archive entry '\(entry.path)'): \(POSIX.errorMessage(code))")
+                }
             }
+        } catch let error as LibraryError {
+            throw error
+        } catch {
+            throw LibraryError(.invalidRequest, "archive entry '\(entry.path)' of \(archiveName) cannot be read: \(error)", underlying: SendableError(error))
+        }
+        guard checksum == entry.checksum else {
+            throw LibraryError(.invalidRequest, "archive entry '\(entry.path)' of \(archiveName) is damaged (CRC-32 mismatch)")
         }
     }
 

@@ -43,6 +43,18 @@ public final class Library: Sendable {
         public var idleTimeout: Duration = .seconds(60)
         /// The largest `userInfo` accepted, measured as JSON.
         public var maxUserInfoBytes: Int = 64 * 1024
+        /// The most bytes one archive (`unpack: .zip`) may unpack to, the declared sizes of all
+        /// its entries together: 20 GiB by default, ten times the largest magazine issues. Checked
+        /// before anything is written, as is the free space of the library's file system.
+        public var maxUnpackedBytes: Int64 = defaultMaxUnpackedBytes
+        /// The most an archive may unpack to, as a multiple of its own size: 200 by default.
+        /// Pages, images and PDFs barely compress and markup compresses about 10:1, while a
+        /// deflate bomb reaches 1,000:1. Archives unpacking to at most 1 MiB are not checked.
+        public var maxUnpackRatio: Int = defaultMaxUnpackRatio
+        /// The default of ``maxUnpackedBytes``: 20 GiB.
+        public static let defaultMaxUnpackedBytes: Int64 = 20 << 30
+        /// The default of ``maxUnpackRatio``: 200.
+        public static let defaultMaxUnpackRatio = 200
         /// Whether transfers interrupted by a crash or by ``Library/close()`` continue at open.
         public var resumesOnOpen: Bool = true
         /// Whether bytes are synced to disk at each checkpoint and before delivery, so that a
@@ -158,6 +170,7 @@ public final class Library: Sendable {
             idleTimeout: configuration.idleTimeout,
             credentials: configuration.credentials,
             maxUserInfoBytes: configuration.maxUserInfoBytes,
+            unpackLimits: Unpacker.Limits(maxBytes: configuration.maxUnpackedBytes, maxRatio: configuration.maxUnpackRatio),
             bandwidthLimit: configuration.bandwidthLimit,
             perTransferLimit: configuration.perTransferBandwidthLimit,
             schedule: configuration.bandwidthSchedule,

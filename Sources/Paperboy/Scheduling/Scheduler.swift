@@ -19,6 +19,7 @@ final class Scheduler: Sendable {
         var idleTimeout: Duration
         var credentials: (any CredentialProvider)?
         var maxUserInfoBytes: Int
+        var unpackLimits = Unpacker.Limits()
         var bandwidthLimit: Int64? = nil
         var perTransferLimit: Int64? = nil
         var schedule: BandwidthSchedule? = nil
@@ -39,8 +40,6 @@ final class Scheduler: Sendable {
     let settings: Settings
     let logger: Logger
     let broadcaster = EventBroadcaster()
-    /// Destination folders already created and found inside their issue folder.
-    private let checkedFolders = Mutex<Set<String>>([])
     let state = Mutex<State>(State())
 
     enum StopKind: Sendable { case pause, cancel, remove, network, close }
@@ -498,7 +497,6 @@ final class Scheduler: Sendable {
 
     /// Forgets the assets of an issue: running transfers stop, files are removed by the caller.
     func removeIssue(_ name: String) async {
-        let folder = layout.contentURL(issue: name).path
         let tasks: [Task<Void, Never>] = state.withLock { state in
             var tasks: [Task<Void, Never>] = []
             for id in state.entries.values.filter({ $0.issueName == name }).map(\.id) {
@@ -520,13 +518,6 @@ final class Scheduler: Sendable {
             return tasks
         }
         for task in tasks { await task.value }
-        // After the transfers ended: one finishing meanwhile may have created a folder again.
-        forgetCheckedFolders(under: folder)
-    }
-
-    /// Forgets that folders under `folder` were created and checked (they are being removed).
-    private func forgetCheckedFolders(under folder: String) {
-        checkedFolders.withLock { $0 = $0.filter { !($0 == folder || $0.hasPrefix(folder + "/")) } }
     }
 
     /// Returns when nothing is queued, running, waiting for a retry or being delivered (and,
@@ -883,7 +874,8 @@ final class Scheduler: Sendable {
                 let folder = layout.contentURL(issue: issueName)
                 do {
                     try POSIX.makeDirectory(folder)
-                    try Unpacker.unzip(inbox, into: folder, staging: folder.appendingPathComponent(".unpack-\(id)"))
+                    try Unpacker.unzip(inbox, named: request.url.redactedString, into: folder,
+                                       staging: folder.appendingPathComponent(".unpack-\(id)"), limits: settings.unpackLimits)
                 } catch {
                     failure = error
                 }
@@ -977,38 +969,9 @@ final class Scheduler: Sendable {
     }
 
     /// Moves a finished file to `path` inside the issue folder, refusing anything that would
-    /// leave it (a symbolic link planted in the folder included).
-    func moveIntoIssue(_ file: URL, issueName: String, path: String, again: Bool = false) throws(LibraryError) {
-        let folder = layout.contentURL(issue: issueName)
-        // Paths joined as strings: `path` is validated relative (no "..", no leading "/"), and
-        // URL's path parsing showed in profiles of syncs with thousands of small files.
-        let folderPath = folder.path
-        let destination = URL(fileURLWithPath: folderPath + "/" + path, isDirectory: false)
-        let parent = path.utf8.lastIndex(of: UInt8(ascii: "/")).map {
-            URL(fileURLWithPath: folderPath + "/" + path[..<$0], isDirectory: true)
-        } ?? folder
-        // Checking a folder once per run is enough: only this process writes the library.
-        if !checkedFolders.withLock({ $0.contains(parent.path) }) {
-            try POSIX.makeDirectory(parent)
-            guard let realFolder = POSIX.realPath(folder), let realParent = POSIX.realPath(parent),
-                  realParent == realFolder || realParent.hasPrefix(realFolder + "/") else {
-                throw LibraryError(.invalidPath, "destination '\(path)' of issue '\(issueName)' leads outside the issue folder")
-            }
-            checkedFolders.withLock { _ = $0.insert(parent.path) }
-        }
-        // No stat first: rename refuses to replace a folder, and its error says so.
-        if rename(file.path, destination.path) != 0 {
-            let code = errno
-            if code == ENOENT, !again, checkedFolders.withLock({ $0.remove(parent.path) }) != nil {
-                // The folder was removed since it was checked (the issue was removed and added
-                // again): create and check it again, once.
-                return try moveIntoIssue(file, issueName: issueName, path: path, again: true)
-            }
-            if code == EISDIR || POSIX.isDirectory(destination) {
-                throw LibraryError(.invalidPath, "destination '\(path)' of issue '\(issueName)' is a folder")
-            }
-            throw LibraryError(.storage, "cannot move \(file.path) to \(destination.path): \(POSIX.errorMessage(code))", isRetryable: false)
-        }
+    /// leave it (a symbolic link planted in the folder included): see ``IssueFolder``.
+    func moveIntoIssue(_ file: URL, issueName: String, path: String) throws(LibraryError) {
+        try IssueFolder.move(file, to: path, in: layout.contentURL(issue: issueName), issueName: issueName)
     }
 
     private func broadcastState(_ id: String, delivered: Bool = false) {
