@@ -48,6 +48,9 @@ struct ConfigDecoder {
         settings.retryAttempts = try table.positiveInt("retry_attempts") ?? settings.retryAttempts
         settings.retryBaseDelay = try table.duration("retry_base_delay") ?? settings.retryBaseDelay
         settings.retryMaxDelay = try table.duration("retry_max_delay") ?? settings.retryMaxDelay
+        if try table.string("no_progress_timeout") != "off" {
+            settings.noProgressTimeout = try positiveDuration("no_progress_timeout", in: table) ?? settings.noProgressTimeout
+        }
         settings.connectTimeout = try timeout("connect_timeout", in: table) ?? settings.connectTimeout
         settings.idleTimeout = try timeout("idle_timeout", in: table) ?? settings.idleTimeout
         if settings.retryBaseDelay > settings.retryMaxDelay {
@@ -59,6 +62,15 @@ struct ConfigDecoder {
             )
         }
         return settings
+    }
+
+    /// A duration longer than zero.
+    private func positiveDuration(_ key: String, in table: TableReader) throws(ConfigError) -> Duration? {
+        guard let duration = try table.duration(key) else { return nil }
+        guard duration > .zero else {
+            throw table.error(.invalidValue, key, "\(key) must be longer than 0s, got \(DurationParser.string(for: duration))")
+        }
+        return duration
     }
 
     /// A duration of at least one second: transports check for stalls a few times a second, so a

@@ -4,12 +4,16 @@ public struct SchedulerSettings: Sendable, Equatable {
     public var maxConcurrent: Int
     /// Transfers running at once against one host (`max_per_host`), default 4.
     public var maxPerHost: Int
-    /// Attempts per transfer, the first one included (`retry_attempts`), default 5.
+    /// Consecutive attempts without progress before an asset fails (`retry_attempts`), default 5;
+    /// an attempt that advanced the durable offset restarts the count.
     public var retryAttempts: Int
     /// The delay before the first retry, doubled each time (`retry_base_delay`), default 1 s.
     public var retryBaseDelay: Duration
     /// The longest delay between retries (`retry_max_delay`), default 5 min.
     public var retryMaxDelay: Duration
+    /// How long an asset may go without progress before it fails even with attempts left
+    /// (`no_progress_timeout`); `nil` (the default, `"off"`) sets no limit.
+    public var noProgressTimeout: Duration?
     /// How long connecting to a source may take (`connect_timeout`), default 30 s.
     public var connectTimeout: Duration
     /// How long a transfer may receive nothing before it fails as stalled (`idle_timeout`),
@@ -23,6 +27,7 @@ public struct SchedulerSettings: Sendable, Equatable {
         retryAttempts: Int = 5,
         retryBaseDelay: Duration = .seconds(1),
         retryMaxDelay: Duration = .seconds(300),
+        noProgressTimeout: Duration? = nil,
         connectTimeout: Duration = .seconds(30),
         idleTimeout: Duration = .seconds(60)
     ) {
@@ -31,6 +36,7 @@ public struct SchedulerSettings: Sendable, Equatable {
         self.retryAttempts = retryAttempts
         self.retryBaseDelay = retryBaseDelay
         self.retryMaxDelay = retryMaxDelay
+        self.noProgressTimeout = noProgressTimeout
         self.connectTimeout = connectTimeout
         self.idleTimeout = idleTimeout
     }

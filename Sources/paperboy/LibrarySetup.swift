@@ -11,7 +11,8 @@ extension PaperboyConfiguration {
         configuration.maxConcurrentTransfers = scheduler.maxConcurrent
         configuration.maxTransfersPerHost = scheduler.maxPerHost
         configuration.retry = RetryPolicy(
-            maxAttempts: scheduler.retryAttempts, baseDelay: scheduler.retryBaseDelay, maxDelay: scheduler.retryMaxDelay)
+            maxAttempts: scheduler.retryAttempts, baseDelay: scheduler.retryBaseDelay, maxDelay: scheduler.retryMaxDelay,
+            noProgressTimeout: scheduler.noProgressTimeout)
         configuration.connectTimeout = scheduler.connectTimeout
         configuration.idleTimeout = scheduler.idleTimeout
         var rules: [OriginCredentials.Rule] = []

@@ -40,7 +40,8 @@ struct ResumeTests {
 
     func makeTransport() -> InMemoryTransport {
         let transport = InMemoryTransport()
-        transport.serve(data, at: "file.bin", script: [.failAfter(cut, TransportError(.connectionLost, "reset by peer"))])
+        // Not retryable: an attempt that made progress is retried whatever `attempts` says.
+        transport.serve(data, at: "file.bin", script: [.failAfter(cut, TransportError(.connectionLost, "reset by peer", isRetryable: false))])
         return transport
     }
 
@@ -107,7 +108,7 @@ struct ResumeTests {
 
     @Test func aSourceIgnoringTheRangeIsTakenFromZero() async throws {
         let transport = InMemoryTransport()
-        transport.serve(data, at: "file.bin", script: [.failAfter(cut, TransportError(.connectionLost, "reset")), .ignoreRange])
+        transport.serve(data, at: "file.bin", script: [.failAfter(cut, TransportError(.connectionLost, "reset", isRetryable: false)), .ignoreRange])
         let (id, _) = try await interrupted(transport)
         let (delegate, library) = try await resume(transport, id)
         #expect(delegate.keptFiles == [data])

@@ -68,7 +68,7 @@ final class SegmentingTransport: Transport, @unchecked Sendable {
         case .headFailsAfter(let count):
             try await write(data[middle...], into: segment.write)
             try await write(data[offset..<(offset + count)], into: sink.write)
-            throw TransportError(.connectionLost, "first connection dropped")
+            throw TransportError(.connectionLost, "first connection dropped", isRetryable: false)
         case .complete, .probeBadInput:
             try await write(data[middle...], into: segment.write)
             try await write(data[head..<middle], into: sink.write)

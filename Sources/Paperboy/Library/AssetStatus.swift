@@ -17,7 +17,7 @@ public struct AssetStatus: Sendable, Hashable {
     public var totalBytesWritten: Int64
     /// The total size, once known.
     public var expectedTotalBytes: Int64?
-    /// Failed attempts in the current round.
+    /// Failed attempts since the asset last made progress (or was asked for again).
     public var attempts: Int
 }
 

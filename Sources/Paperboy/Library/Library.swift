@@ -30,7 +30,9 @@ public final class Library: Sendable {
         public var maxConcurrentTransfers: Int = 4
         /// Transfers running at once against one host.
         public var maxTransfersPerHost: Int = 4
-        /// How retryable failures are tried again.
+        /// How retryable failures are tried again: `retry.maxAttempts` counts consecutive attempts
+        /// without progress (an attempt that advanced the durable offset restarts the count), and
+        /// `retry.noProgressTimeout`, off by default, bounds the time without progress.
         public var retry = RetryPolicy()
         /// The shortest time between two progress events of one download.
         public var progressInterval: Duration = .milliseconds(100)

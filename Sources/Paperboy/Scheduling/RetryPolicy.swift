@@ -1,19 +1,36 @@
 import Foundation
 
 /// How many times a retryable failure is tried again, and how long to wait in between.
+///
+/// Only attempts without progress count: an attempt that advanced the durable offset (the bytes
+/// recorded on disk, from which the next attempt resumes) starts the count, and the backoff,
+/// afresh. So a link that drops every few megabytes never exhausts the retries while each
+/// attempt gets further, and a source that gets nowhere fails after ``maxAttempts``.
 public struct RetryPolicy: Sendable, Hashable {
-    /// Total attempts, the first one included (at least 1).
+    /// Consecutive attempts without progress before an asset fails (at least 1): 1 means
+    /// "never retry an attempt that got nowhere".
     public var maxAttempts: Int
-    /// Delay before the second attempt; doubles for each later one.
+    /// Delay before the second attempt; doubles for each later one without progress.
     public var baseDelay: Duration
     /// The longest delay between two attempts (a server's Retry-After may ask for more, up to an hour).
     public var maxDelay: Duration
+    /// How long an asset may go without progress before it fails even with attempts left;
+    /// `nil` (the default) sets no limit.
+    ///
+    /// The clock starts with the first attempt and restarts at each attempt that made progress,
+    /// and when the asset is paused, waits for an allowed network or is taken up again after
+    /// the library is reopened. It is checked when an attempt fails: an asset whose next retry
+    /// would start past the limit fails then.
+    public var noProgressTimeout: Duration?
 
-    /// Creates a policy. The defaults: 5 attempts, 1 s doubling up to 5 minutes.
-    public init(maxAttempts: Int = 5, baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(300)) {
+    /// Creates a policy. The defaults: 5 attempts without progress, 1 s doubling up to 5 minutes,
+    /// no overall limit.
+    public init(maxAttempts: Int = 5, baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(300),
+                noProgressTimeout: Duration? = nil) {
         self.maxAttempts = max(1, maxAttempts)
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
+        self.noProgressTimeout = noProgressTimeout
     }
 
     /// The delay before attempt `attempt + 1` after `attempt` failed ones, with "equal jitter":

@@ -50,7 +50,11 @@ final class Scheduler: Sendable {
         let seq: Int64
         var request: AssetRequest
         var state: PersistedState
+        /// Failed attempts since the last one that made progress.
         var attempts: Int
+        /// When the asset last made progress, or started its first attempt since it was asked
+        /// for, resumed or reopened (`nil` until then): the ``RetryPolicy/noProgressTimeout`` clock.
+        var progressClock: ContinuousClock.Instant?
         var retryAt: Date?
         var detail: String?
         var bytesOnDisk: Int64
@@ -369,6 +373,7 @@ final class Scheduler: Sendable {
                 switch entry.state {
                 case .idle, .failed, .cancelled, .paused:
                     if entry.state != .paused { entry.attempts = 0 }
+                    entry.progressClock = nil
                     entry.state = .queued
                     entry.detail = nil
                     entry.stop = nil
@@ -600,6 +605,7 @@ final class Scheduler: Sendable {
         state.update(id) { entry in
             entry.state = .downloading
             entry.stop = nil
+            if entry.progressClock == nil { entry.progressClock = .now }
             let slot = TransferSlot(host: host)
             let run = Run(
                 id: id, issueName: entry.issueName, request: entry.request, bytesOnDisk: entry.bytesOnDisk,
@@ -728,6 +734,8 @@ final class Scheduler: Sendable {
                         deliverNow = (entry.request, entry.issueName)
                     }
                 case .stopped(let written, let validator):
+                    // A pause, a network wait or closing is no failure to make progress.
+                    entry.progressClock = nil
                     entry.bytesOnDisk = written
                     entry.validator = validator
                     if entry.stop == .cancel {
@@ -770,25 +778,40 @@ final class Scheduler: Sendable {
                     entry.stop = nil
                     entry.restartAfterStop = false
                 case .failed(let error, let retryAfter, let written, let validator):
+                    let now = ContinuousClock.now
+                    // Progress is what the next attempt will not fetch again: the durable offset.
+                    let progressed = written > entry.bytesOnDisk
+                    if progressed {
+                        entry.attempts = 0
+                        entry.progressClock = now
+                    } else {
+                        entry.attempts += 1
+                    }
                     entry.bytesOnDisk = written
                     entry.validator = validator
-                    entry.attempts += 1
                     patch.attempts = entry.attempts
                     entry.detail = error.message
                     patch.detail = .some(error.message)
-                    if error.isRetryable && entry.attempts < settings.retry.maxAttempts {
-                        let delay = settings.retry.delay(afterFailedAttempts: entry.attempts, retryAfter: retryAfter)
+                    let retry = settings.retry
+                    let delay = retry.delay(afterFailedAttempts: entry.attempts, retryAfter: retryAfter)
+                    let stalled = entry.progressClock.map { now - $0 } ?? .zero
+                    let outOfTime = retry.noProgressTimeout.map { stalled + delay > $0 } ?? false
+                    if error.isRetryable && entry.attempts < retry.maxAttempts && !outOfTime {
                         let date = Date().addingTimeInterval(delay.seconds)
                         entry.state = .retry
                         entry.retryAt = date
                         patch.state = .retry
                         patch.retryAt = .some(date)
-                        logger.info("asset \(id): \(error.message); retry \(entry.attempts + 1) of \(settings.retry.maxAttempts) in \(String(format: "%.1f", delay.seconds)) s")
+                        let kept = progressed ? " after progress to \(written) bytes" : ""
+                        logger.info("asset \(id): \(error.message)\(kept); retry \(entry.attempts + 1) of \(retry.maxAttempts) without progress in \(String(format: "%.1f", delay.seconds)) s")
                     } else {
                         entry.state = .failed
                         patch.state = .failed
                         if error.isRetryable {
-                            entry.detail = "\(error.message) (gave up after \(entry.attempts) attempts)"
+                            let reason = outOfTime
+                                ? "gave up: no progress within the \(String(format: "%g", retry.noProgressTimeout?.seconds ?? 0)) s no-progress timeout"
+                                : "gave up after \(entry.attempts) attempts without progress"
+                            entry.detail = "\(error.message) (\(reason))"
                             patch.detail = .some(entry.detail)
                         }
                         if let hub = entry.hub {
