@@ -165,6 +165,7 @@ struct ConfigDecoder {
         guard let table else { return settings }
         try table.checkKnownKeys(ConfigSchema.hooks)
         settings.onIssueAvailable = try table.strings("on_issue_available", nonEmpty: true)
+        settings.timeout = try positiveDuration("timeout", in: table) ?? settings.timeout
         return settings
     }
 }

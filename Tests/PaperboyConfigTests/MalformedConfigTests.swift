@@ -344,6 +344,18 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             message: "expected a non-empty array of strings"
         ),
         MalformedCase(
+            name: "zero no-progress timeout",
+            text: "[scheduler]\nno_progress_timeout = \"0s\"\n",
+            line: 2, key: "scheduler.no_progress_timeout", code: .invalidValue,
+            message: "no_progress_timeout must be longer than 0s, got 0s"
+        ),
+        MalformedCase(
+            name: "zero hook timeout",
+            text: "[hooks]\ntimeout = \"0ms\"\n",
+            line: 2, key: "hooks.timeout", code: .invalidValue,
+            message: "timeout must be longer than 0s, got 0s"
+        ),
+        MalformedCase(
             name: "retry delays out of order",
             text: "[scheduler]\nretry_base_delay = \"10m\"\nretry_max_delay = \"1m\"\n",
             line: 3, key: "scheduler.retry_max_delay", code: .invalidValue,

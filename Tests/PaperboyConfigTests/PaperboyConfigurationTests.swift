@@ -220,7 +220,19 @@ import Testing
         ))
         #expect(config.notifications == NotificationSettings(throttle: .seconds(86_400), dontThrottle: false))
         #expect(config.hooks.onIssueAvailable == nil)
+        #expect(config.hooks.timeout == .seconds(600))
+        #expect(config.scheduler.noProgressTimeout == nil)
         #expect(config.credentials.isEmpty && config.feeds.isEmpty && config.transports.isEmpty && config.issues.isEmpty)
+    }
+
+    @Test func noProgressAndHookTimeoutsAreRead() throws {
+        let text = "[scheduler]\nno_progress_timeout = \"20m\"\n[hooks]\ntimeout = \"90s\"\n"
+        let config = try PaperboyConfiguration.parse(text, fileURL: fixtureFile, environment: fixtureEnvironment)
+        #expect(config.scheduler.noProgressTimeout == .seconds(1_200))
+        #expect(config.hooks.timeout == .seconds(90))
+        let off = try PaperboyConfiguration.parse(
+            "[scheduler]\nno_progress_timeout = \"off\"\n", fileURL: fixtureFile, environment: fixtureEnvironment)
+        #expect(off.scheduler.noProgressTimeout == nil)
     }
 
     @Test func defaultsFollowTheEnvironmentAndMode() throws {

@@ -10,6 +10,12 @@ import PaperboyConfig
 /// folder), `PAPERBOY_COVER` (the cover file, empty when there is none), `PAPERBOY_ISSUE_DATE`
 /// and `PAPERBOY_BADGE` (new issues) in its environment; the variables named by `*_env` keys
 /// (secrets) are removed from it.
+///
+/// A run is bounded by `[hooks] timeout` (10 minutes by default: ample for a hook that copies an
+/// issue to a reader over USB or renders a cover, short enough that a hook waiting on something
+/// that never comes cannot hold a timer-started `sync` for hours). Past it, the hook's process
+/// group (Foundation starts each child in a group of its own) gets SIGTERM, then SIGKILL after a
+/// grace of a tenth of the timeout, between 0.1 and 5 s.
 struct IssueHook {
     /// What the hook is told about one issue (read while the library is open).
     struct Job: Sendable {
@@ -30,6 +36,7 @@ struct IssueHook {
 
     let command: [String]
     let folder: URL
+    let timeout: Duration
     /// This process's environment without the variables that hold secrets.
     let environment: [String: String]
 
@@ -38,6 +45,7 @@ struct IssueHook {
         guard let command = config.hooks.onIssueAvailable, !command.isEmpty else { return nil }
         self.command = command
         folder = config.fileURL.deletingLastPathComponent()
+        timeout = config.hooks.timeout
         environment = config.childEnvironment()
     }
 
@@ -49,16 +57,18 @@ struct IssueHook {
         let command = self.command
         let folder = self.folder
         let environment = self.environment
+        let timeout = self.timeout
         return await withCheckedContinuation { continuation in
             Thread {
                 continuation.resume(returning: jobs.compactMap {
-                    Self.runBlocking(command, folder: folder, environment: environment, job: $0)
+                    Self.runBlocking(command, folder: folder, environment: environment, timeout: timeout, job: $0)
                 })
             }.start()
         }
     }
 
-    private static func runBlocking(_ command: [String], folder: URL, environment: [String: String], job: Job) -> String? {
+    private static func runBlocking(_ command: [String], folder: URL, environment: [String: String], timeout: Duration,
+                                    job: Job) -> String? {
         let process = Process()
         var arguments = command
         let executable = arguments.removeFirst()
@@ -80,7 +90,29 @@ struct IssueHook {
         }
         // Polled: Process.waitUntilExit spins a run loop and was seen busy-looping forever on a
         // thread without one.
-        while process.isRunning { usleep(5_000) }
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        let grace = min(max(timeout / 10, .milliseconds(100)), .seconds(5))
+        let group = -process.processIdentifier
+        var terminated = false
+        var killed = false
+        while process.isRunning {
+            let now = clock.now
+            if !terminated, now >= deadline {
+                kill(group, SIGTERM)
+                terminated = true
+            } else if terminated, !killed, now >= deadline + grace {
+                kill(group, SIGKILL)
+                killed = true
+            }
+            usleep(5_000)
+        }
+        if terminated {
+            // The group outlives its leader while a child is left in it: that child goes too.
+            kill(group, SIGKILL)
+            return "hook '\(shown)' for issue '\(job.issue)' did not finish within \(DurationParser.string(for: timeout)) "
+                + "([hooks] timeout) and was stopped; the issue stays available"
+        }
         if process.terminationReason == .uncaughtSignal {
             return "hook '\(shown)' for issue '\(job.issue)' was killed by signal \(process.terminationStatus); the issue stays available"
         }
