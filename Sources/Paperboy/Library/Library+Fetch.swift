@@ -22,9 +22,11 @@ extension Library {
         var lastError: (any Error)?
         for attempt in 1...max(1, scheduler.settings.retry.maxAttempts) {
             do {
-                sink.reset()
-                try await transport.transfer(TransferJob(url: url, connectTimeout: scheduler.settings.connectTimeout,
-                                                         idleTimeout: scheduler.settings.idleTimeout, options: options), into: sink)
+                let challenges = ChallengeBudget(url: url)
+                sink.reset(challenges: challenges)
+                let job = TransferJob(url: url, connectTimeout: scheduler.settings.connectTimeout,
+                                      idleTimeout: scheduler.settings.idleTimeout, options: options)
+                try await challenges.run { try await transport.transfer(job, into: sink) }
                 return sink.data
             } catch let error as TransportError where error.isRetryable && attempt < scheduler.settings.retry.maxAttempts {
                 lastError = error
@@ -44,6 +46,7 @@ final class MemorySink: TransferSink {
     private let url: URL
     private let maxBytes: Int
     private let credentials: (any CredentialProvider)?
+    private let budget = Mutex<ChallengeBudget?>(nil)
 
     init(url: URL, maxBytes: Int, credentials: (any CredentialProvider)?) {
         self.url = url
@@ -53,7 +56,11 @@ final class MemorySink: TransferSink {
 
     var data: Data { state.withLock { $0 } }
 
-    func reset() { state.withLock { $0 = Data() } }
+    /// Starts an attempt: no bytes, and `challenges` counting its challenges.
+    func reset(challenges: ChallengeBudget) {
+        state.withLock { $0 = Data() }
+        budget.withLock { $0 = challenges }
+    }
 
     func begin(_ response: TransferResponse) throws {
         if let length = response.expectedLength, length > Int64(maxBytes) {
@@ -79,6 +86,7 @@ final class MemorySink: TransferSink {
     func whenWritable(_ callback: @escaping @Sendable () -> Void) { callback() }
 
     func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition {
+        guard budget.withLock({ $0 })?.admit() ?? true else { return .cancelAuthenticationChallenge }
         if challenge.previousFailureCount == 0, let credential = credentials?.credential(for: challenge) {
             return .useCredential(credential)
         }

@@ -89,14 +89,16 @@ extension Scheduler {
 
         var restarts = 0
         while true {
-            let sink = makeSink(fd: fd, partial: partial, run: run, request: request, offset: offset, validator: validator)
+            let challenges = ChallengeBudget(url: request.url)
+            let sink = makeSink(fd: fd, partial: partial, run: run, request: request, offset: offset, validator: validator,
+                                challenges: challenges)
             defer { sink.endFlows() }
             let job = TransferJob(
                 url: request.url, headers: request.headers, offset: offset, validator: validator,
                 connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout,
                 options: request.options, assetIdentifier: run.id)
             do {
-                try await transport.transfer(job, into: sink)
+                try await challenges.run { try await transport.transfer(job, into: sink) }
                 // The source has sent everything: the next transfer may start while these bytes
                 // are written, checked, made durable and moved (a failure below retries later).
                 releaseSlot(run.slot)
@@ -161,7 +163,8 @@ extension Scheduler {
         }
     }
 
-    private func makeSink(fd: Int32, partial: URL, run: Run, request: AssetRequest, offset: Int64, validator: ResourceValidator?) -> PartialFileSink {
+    private func makeSink(fd: Int32, partial: URL, run: Run, request: AssetRequest, offset: Int64, validator: ResourceValidator?,
+                          challenges: ChallengeBudget) -> PartialFileSink {
         let id = run.id
         // Looked up on each use, so that a delegate attached mid-transfer gets the events.
         let hub: @Sendable () -> AssetEventHub? = { [weak self] in self?.currentHub(id) }
@@ -172,6 +175,7 @@ extension Scheduler {
             checkpointInterval: settings.checkpointInterval, store: store, durability: durability,
             live: run.live, hub: hub, limiters: run.limiters,
             answerChallenge: { challenge in
+                guard challenges.admit() else { return .cancelAuthenticationChallenge }
                 if challenge.previousFailureCount == 0, let credential = credentials?.credential(for: challenge) {
                     return .useCredential(credential)
                 }

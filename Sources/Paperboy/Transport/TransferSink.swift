@@ -34,6 +34,10 @@ public protocol TransferSink: AnyObject, Sendable {
     func whenWritable(_ callback: @escaping @Sendable () -> Void)
 
     /// Asks for credentials or a trust decision, answered from configuration or the app's delegate.
+    ///
+    /// The core's sinks answer at most 16 challenges per attempt; later ones are answered
+    /// `.cancelAuthenticationChallenge`, the attempt is cancelled, and it fails with a
+    /// non-retryable `.authenticationFailed` error.
     func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition
 
     /// A writer for the bytes `range` of the resource, for transports that fetch ranges of one
