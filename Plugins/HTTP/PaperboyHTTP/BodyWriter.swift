@@ -216,6 +216,9 @@ final class BodyWriter: @unchecked Sendable {
                         if state.withLock({ $0.stopping }) { break loop }
                         sink.whenWritable { [writable] in writable.signal() }
                         writable.wait()
+                        // Woken by a stop while the sink still pushes back: calling it again
+                        // before its `whenWritable` callback would break the contract.
+                        if state.withLock({ $0.stopping }) { break loop }
                         continue
                     }
                 } catch {
