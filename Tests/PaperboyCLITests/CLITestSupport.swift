@@ -65,6 +65,26 @@ enum CLI {
     /// python3, for pseudo-terminals and zip archives made to measure.
     static let python3 = URL(fileURLWithPath: "/usr/bin/python3")
 
+    /// Runs `paperboy` and sends it SIGKILL after `delay` microseconds (from a thread of its
+    /// own: punctual even when the test pool is busy); returns the process once it has exited.
+    static func runKilled(_ arguments: [String], after delay: useconds_t, environment: [String: String] = [:],
+                          standardError: FileHandle = .nullDevice) async throws -> Process {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = standardError
+        try process.run()
+        let pid = process.processIdentifier
+        Thread {
+            usleep(delay)
+            kill(pid, SIGKILL)
+        }.start()
+        await waitForExit(process)
+        return process
+    }
+
     /// Waits for a process on a thread of its own.
     static func waitForExit(_ process: Process) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

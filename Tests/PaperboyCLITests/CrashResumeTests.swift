@@ -58,22 +58,11 @@ struct CrashResumeTests {
         var transferred = 0       // bytes written by all runs, by the partial file's length at each kill
         var kills = 0
         for _ in 0..<5 {
-            let process = Process()
-            process.executableURL = CLI.executable
-            process.arguments = ["sync", "-q", "--config", config.path]
             let log = workspace.path("run.log")
             _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = try FileHandle(forWritingTo: log)
-            try process.run()
-            // Killed from a thread of its own: punctual even when the test pool is busy.
-            let delay = useconds_t.random(in: 300_000...1_300_000)
-            let pid = process.processIdentifier
-            Thread {
-                usleep(delay)
-                kill(pid, SIGKILL)
-            }.start()
-            await CLI.waitForExit(process)
+            let process = try await CLI.runKilled(
+                ["sync", "-q", "--config", config.path], after: useconds_t.random(in: 300_000...1_300_000),
+                standardError: try FileHandle(forWritingTo: log))
             guard process.terminationReason == .uncaughtSignal else {
                 let output = (try? String(contentsOf: log, encoding: .utf8)) ?? ""
                 #expect(process.terminationStatus == 0, "a run ended by itself: \(output)")

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Paperboy
 import PaperboyHTTP
 import PaperboyTestServers
@@ -137,6 +138,23 @@ struct RequestIsolationAndWriteBehindTests {
         #expect(ContinuousClock.now - start < .seconds(4))
     }
 
+    @Test func aCancelledTransferStillWritesTheBytesItsRingHolds() async throws {
+        let data = self.data
+        // 128 KiB, then silence: all of it fits the 128 KiB ring, and the sink takes 100 ms a piece.
+        let received = 128 * 1024
+        let server = try FaultServer { .serving(data, for: $0, fault: .stallAfter(received)) }
+        let sink = SlowSink(delay: 100_000)
+        let task = Task { try await writingBehind().transfer(job(server.url("/f")), into: sink) }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while sink.calls == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(50))
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        // Stopped (as Ctrl-C stops a sync): what was received reached the sink, so the next
+        // attempt does not fetch it again.
+        #expect(sink.data == data.prefix(received))
+    }
+
     /// Through the real sink: durable checkpoints, and the bandwidth limiter pushing back on the
     /// writer thread (3 MiB at 6 MB/s cannot take much less than half a second).
     @Test(arguments: [nil, 6_000_000] as [Int64?])
@@ -153,4 +171,27 @@ struct RequestIsolationAndWriteBehindTests {
         #expect(delegate.deliveredSHA256 == sha256Hex(data))
         if bandwidthLimit != nil { #expect(ContinuousClock.now - start > .milliseconds(350)) }
     }
+}
+
+/// Takes every write, each after `delay` microseconds (a slow disk).
+final class SlowSink: TransferSink, Sendable {
+    let delay: useconds_t
+    private let state = Mutex<(data: Data, calls: Int)>((Data(), 0))
+
+    init(delay: useconds_t) { self.delay = delay }
+
+    var data: Data { state.withLock { $0.data } }
+    /// Writes started so far.
+    var calls: Int { state.withLock { $0.calls } }
+
+    func begin(_ response: TransferResponse) throws {}
+    func write(_ bytes: UnsafeRawBufferPointer) async throws { _ = tryWrite(bytes) }
+    func tryWrite(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        state.withLock { $0.calls += 1 }
+        usleep(delay)
+        state.withLock { $0.data.append(contentsOf: bytes) }
+        return true
+    }
+    func whenWritable(_ callback: @escaping @Sendable () -> Void) { callback() }
+    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { .performDefaultHandling }
 }

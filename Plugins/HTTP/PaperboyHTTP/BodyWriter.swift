@@ -35,7 +35,8 @@ final class BodyWriter: @unchecked Sendable {
         var written: Int64
         /// The error the sink threw, if any.
         var failure: (any Error)?
-        /// The rest of the ring was dropped (``abandon()`` or `end(abandon: true)`).
+        /// The transfer was cancelled (``abandon()`` or `end(stopping: true)`); bytes the sink
+        /// did not take at once were dropped.
         var abandoned: Bool
     }
 
@@ -45,7 +46,9 @@ final class BodyWriter: @unchecked Sendable {
         /// Bytes received so far.
         var tail = 0
         var ended = false
-        var abandoned = false
+        /// Cancelled: bytes still go to the sink while it takes them at once; at its first push
+        /// back the rest is dropped (see ``end(stopping:then:)``).
+        var stopping = false
         var exited = false
         var failure: (any Error)?
         var writerSleeping = false
@@ -53,7 +56,7 @@ final class BodyWriter: @unchecked Sendable {
         var producerWaiting: Int?
         var completion: (@Sendable (Ending) -> Void)?
 
-        var ending: Ending { Ending(written: Int64(head), failure: failure, abandoned: abandoned) }
+        var ending: Ending { Ending(written: Int64(head), failure: failure, abandoned: stopping) }
     }
 
     /// Write-behinds running now, across all transfers: more threads than cores gain nothing.
@@ -140,13 +143,18 @@ final class BodyWriter: @unchecked Sendable {
         return .taken
     }
 
-    /// Ends the body: the writer hands every byte still in the ring to the sink (or, when
-    /// `abandon` is set, drops them), stops, and then calls `completion`. The sink is not called
-    /// after `completion` starts.
-    func end(abandon: Bool, then completion: @escaping @Sendable (Ending) -> Void) {
+    /// Ends the body: the writer hands every byte still in the ring to the sink, stops, and then
+    /// calls `completion`; the sink is not called after `completion` starts.
+    ///
+    /// With `stopping` (a cancelled transfer), the bytes received still reach the file only as
+    /// far as the sink takes them without waiting (all of them without a bandwidth limit): a stop
+    /// (Ctrl-C, SIGTERM, a pause) then records them and the next attempt does not fetch them
+    /// again, while a slow limit cannot hold the stop. At the sink's first push back the rest is
+    /// dropped, and the ending says `abandoned`.
+    func end(stopping: Bool = false, then completion: @escaping @Sendable (Ending) -> Void) {
         let finished = state.withLock { state -> Ending? in
             state.ended = true
-            if abandon { state.abandoned = true }
+            if stopping { state.stopping = true }
             if state.exited { return state.ending }
             state.completion = completion
             state.writerSleeping = false
@@ -157,16 +165,15 @@ final class BodyWriter: @unchecked Sendable {
             return
         }
         wake.signal()
-        if abandon { writable.signal() }
+        if stopping { writable.signal() }
     }
 
-    /// Drops what is left in the ring: a transfer cancelled after libcurl finished, while the
-    /// writer still hands bytes to a sink that pushes back (a slow bandwidth limit could
-    /// otherwise hold a pause for the ring's worth of bytes). The completion given to ``end``
-    /// runs as the writer stops.
+    /// Stops a writer still draining after libcurl finished (a transfer cancelled then), as
+    /// `end(stopping: true)` does: only the bytes the sink takes at once still reach it. The completion given to
+    /// ``end`` runs as the writer stops.
     func abandon() {
         state.withLock { state in
-            state.abandoned = true
+            state.stopping = true
             state.writerSleeping = false
         }
         wake.signal()
@@ -186,7 +193,6 @@ final class BodyWriter: @unchecked Sendable {
         var flushSmall = false
         loop: while true {
             let step = state.withLock { state -> Step in
-                if state.abandoned { return .stop }
                 let waiting = state.tail - state.head
                 if waiting == 0, state.ended { return .stop }
                 guard waiting >= batch || state.ended || (flushSmall && waiting > 0) else {
@@ -207,8 +213,12 @@ final class BodyWriter: @unchecked Sendable {
                 flushSmall = false
                 do {
                     guard try sink.tryWrite(UnsafeRawBufferPointer(rebasing: ring[start..<start + count])) else {
+                        if state.withLock({ $0.stopping }) { break loop }
                         sink.whenWritable { [writable] in writable.signal() }
                         writable.wait()
+                        // Woken by a stop while the sink still pushes back: calling it again
+                        // before its `whenWritable` callback would break the contract.
+                        if state.withLock({ $0.stopping }) { break loop }
                         continue
                     }
                 } catch {

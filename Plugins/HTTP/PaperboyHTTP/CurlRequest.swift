@@ -383,7 +383,7 @@ final class CurlRequest: @unchecked Sendable {
         self.writer = nil
         draining = writer
         // Bytes received before a failure are good: they reach the file either way.
-        writer.end(abandon: false) { [self] ending in
+        writer.end { [self] ending in
             guard !ending.abandoned else {
                 resume(with: .failure(CancellationError()))
                 return
@@ -402,7 +402,7 @@ final class CurlRequest: @unchecked Sendable {
             return
         }
         self.writer = nil
-        writer.end(abandon: true) { [self] _ in resume(with: .failure(CancellationError())) }
+        writer.end(stopping: true) { [self] _ in resume(with: .failure(CancellationError())) }
     }
 
     /// Cancels a request libcurl has finished but whose write-behind is still draining.

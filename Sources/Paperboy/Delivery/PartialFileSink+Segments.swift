@@ -100,6 +100,7 @@ extension PartialFileSink {
         }
         // Segments land with pwrite: the sequential bytes go to the file first.
         try writeGathered()
+        withdrawLengthTrust()
         segments.add(range)
         if hasher != nil {
             // Bytes no longer arrive in order: hash the file at the end.
@@ -107,6 +108,21 @@ extension PartialFileSink {
             hashFromFile = true
         }
         return PartialFileSegment(sink: self, range: range)
+    }
+
+    /// Before the first byte lands out of order: records, and writes at once, that the file's
+    /// length no longer proves anything (a kill now leaves bytes past a gap). A reopen then
+    /// trusts only the contiguous bytes the last checkpoint recorded, in any boot.
+    func withdrawLengthTrust() {
+        let first = writtenInOrder.withLock { inOrder -> Bool in
+            guard inOrder else { return false }
+            inOrder = false
+            var patch = AssetPatch(id: context.assetID)
+            patch.checkpointBoot = .some(nil)
+            context.store.submit(patch)
+            return true
+        }
+        if first { context.store.flush() }
     }
 
     /// Writes the next bytes of the segment `range` at their place in the file.

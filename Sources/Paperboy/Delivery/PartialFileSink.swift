@@ -79,6 +79,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         var expectedSHA256: String?
         var progressInterval: Duration
         var checkpointInterval: Duration
+        /// The current boot, recorded with each checkpoint while the file is written in order.
+        var bootID: String?
         var store: LibraryStore
         var durability: Durability
         var live: LiveProgress
@@ -92,6 +94,11 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     let context: Context
     private let checkpoints = DispatchGroup()
     private let checkpointInFlight = Atomic<Bool>(false)
+    /// Whether every byte of the file was written in order (no segment yet): only then is the
+    /// boot recorded with progress, so that a reopen in this boot trusts the file's length.
+    /// Progress is submitted under this lock, so that none recorded with the boot can follow
+    /// the record that withdraws it (see ``withdrawLengthTrust()``).
+    let writtenInOrder = Mutex<Bool>(true)
     /// For `tryWrite`: bytes each limiter already granted and not yet used, and the request
     /// that could not be granted (limiter index, bytes).
     private let credits: Mutex<(granted: [Int], pending: (index: Int, bytes: Int)?)>
@@ -210,7 +217,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
                 patch.expectedBytes = .some(response.expectedLength)
                 // Not flushed here: begin may run on a transport's shared thread. If the process
                 // dies before this is written, the next resume compares validators again.
-                context.store.submit(patch)
+                submitProgress(patch)
             }
         } else {
             written = response.offset
@@ -220,6 +227,9 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
                 hasher = nil
             }
             context.hub()?.resumed(total: written, expected: expected)
+            // The file holds the recorded bytes and grows in order from here: in this boot its
+            // length is trusted even before the first checkpoint (after a reboot, see Reconciler).
+            submitProgress(AssetPatch(id: context.assetID))
         }
         reported = written
         context.live.written.store(written, ordering: .relaxed)
@@ -230,7 +240,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             var patch = AssetPatch(id: context.assetID)
             patch.validator = .some(response.validator)
             patch.expectedBytes = .some(response.expectedLength)
-            context.store.submit(patch)
+            submitProgress(patch)
         }
     }
 
@@ -367,13 +377,12 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         guard checkpointInFlight.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged else { return }
         let patch = progressPatch()
         let fd = self.fd
-        let store = context.store
         let recorded = patch
         let sync = context.durability.enabled
         checkpoints.enter()
         DispatchQueue.global(qos: .utility).async { [self] in
             if sync { POSIX.dataSync(fd) }
-            store.submit(recorded)
+            submitProgress(recorded)
             checkpointInFlight.store(false, ordering: .releasing)
             checkpoints.leave()
         }
@@ -470,6 +479,15 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         let patch = progressPatch()
         let fd = self.fd
         if context.durability.enabled { await context.durability.offload { POSIX.dataSync(fd) } }
-        context.store.submit(patch)
+        submitProgress(patch)
+    }
+
+    /// Submits a progress record, with the current boot while the file is written in order.
+    private func submitProgress(_ patch: AssetPatch) {
+        writtenInOrder.withLock { inOrder in
+            var patch = patch
+            patch.checkpointBoot = .some(inOrder ? context.bootID : nil)
+            context.store.submit(patch)
+        }
     }
 }

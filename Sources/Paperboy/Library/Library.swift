@@ -63,6 +63,8 @@ public final class Library: Sendable {
         /// power loss loses nothing recorded. With `false`, a process crash (kill -9) still loses
         /// nothing; a power loss may lose or corrupt recent bytes (a SHA-256 check catches it).
         public var syncsToDisk: Bool = true
+        /// Tests only: the current boot's identifier (see ``BootIdentity``).
+        var bootIdentity: @Sendable () -> String? = { BootIdentity.current() }
         /// Credentials tried before the app's delegate is asked.
         public var credentials: (any CredentialProvider)?
         /// Where the library logs.
@@ -177,12 +179,15 @@ public final class Library: Sendable {
             perTransferLimit: configuration.perTransferBandwidthLimit,
             schedule: configuration.bandwidthSchedule,
             networkMonitor: monitor,
-            networkPolicy: configuration.networkPolicy ?? (configuration.mode == .background ? .unmeteredOnly : .any))
+            networkPolicy: configuration.networkPolicy ?? (configuration.mode == .background ? .unmeteredOnly : .any),
+            bootID: configuration.bootIdentity())
         let scheduler = Scheduler(
             store: store, layout: layout, transports: transports, settings: settings,
             durability: Durability(root: layout.root, enabled: configuration.syncsToDisk),
             logger: configuration.logger)
-        let records = Reconciler(store: store, layout: layout, logger: configuration.logger).reconcile()
+        let records = Reconciler(
+            store: store, layout: layout, logger: configuration.logger, bootID: settings.bootID, syncsToDisk: configuration.syncsToDisk
+        ).reconcile()
         scheduler.startBackgroundWork()
         scheduler.load(records, resume: configuration.resumesOnOpen)
         return Library(root: layout.root, scheduler: scheduler, lockDescriptor: lock)

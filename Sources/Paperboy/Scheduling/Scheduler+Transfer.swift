@@ -172,7 +172,7 @@ extension Scheduler {
         let context = PartialFileSink.Context(
             assetID: run.id, partialFile: partial, url: request.url, requestedOffset: offset, recordedValidator: validator,
             expectedSHA256: request.sha256, progressInterval: settings.progressInterval,
-            checkpointInterval: settings.checkpointInterval, store: store, durability: durability,
+            checkpointInterval: settings.checkpointInterval, bootID: settings.bootID, store: store, durability: durability,
             live: run.live, hub: hub, limiters: run.limiters,
             answerChallenge: { challenge in
                 guard challenges.admit() else { return .cancelAuthenticationChallenge }

@@ -25,6 +25,8 @@ final class Scheduler: Sendable {
         var schedule: BandwidthSchedule? = nil
         var networkMonitor: any NetworkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .other))
         var networkPolicy: NetworkPolicy = .any
+        /// The current boot (``BootIdentity``), recorded with checkpoints; `nil` if unknown.
+        var bootID: String? = nil
     }
 
     /// The global bandwidth limit, shared by every transfer.

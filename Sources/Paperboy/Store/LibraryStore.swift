@@ -281,6 +281,7 @@ final class LibraryStore: Sendable {
             assignments.append("validator = ?"); arguments.append(validator?.value)
             assignments.append("validatorStrength = ?"); arguments.append(validator?.strength.rawValue)
         }
+        if let boot = patch.checkpointBoot { assignments.append("checkpointBoot = ?"); arguments.append(boot) }
         guard !assignments.isEmpty else { return }
         arguments.append(patch.id)
         let statement = try db.cachedStatement(sql: "UPDATE asset SET \(assignments.joined(separator: ", ")) WHERE id = ?")

@@ -33,6 +33,13 @@ enum Migrations {
                 t.column("value", .text).notNull()
             }
         }
+        migrator.registerMigration("v2-checkpoint-boot") { db in
+            // The boot in which the last checkpoint was recorded, while the partial file was
+            // written strictly in order (NULL otherwise): see ``BootIdentity``.
+            try db.alter(table: "asset") { t in
+                t.add(column: "checkpointBoot", .text)
+            }
+        }
         return migrator
     }
 }

@@ -3,8 +3,10 @@ import Logging
 
 /// Brings the database in line with the files really on disk when a library opens.
 ///
-/// The rules: a count of bytes is trusted only up to the length of the partial file (a longer
-/// file is cut back to the durable count by the next attempt); a file in the inbox means the
+/// The rules: a count of bytes is trusted only up to the length of the partial file; a longer
+/// file is trusted to its length when it was written in order in this boot (see
+/// ``BootIdentity``; it is then made durable and recorded), and otherwise cut back to the durable
+/// count by the next attempt; a file in the inbox means the
 /// transfer completed and was verified, whatever the database says; files nobody owns are removed.
 /// A file moved straight to its destination (no delegate, see `Scheduler.transfer`) has no inbox
 /// commit point: if the crash came before `finished` was recorded, the asset is downloaded again
@@ -13,6 +15,10 @@ struct Reconciler {
     let store: LibraryStore
     let layout: LibraryLayout
     let logger: Logger
+    /// The current boot (``BootIdentity``), `nil` if unknown.
+    var bootID: String?
+    /// Whether a partial file trusted past its checkpoint is synced before it is recorded.
+    var syncsToDisk = true
 
     func reconcile() -> [AssetRecord] {
         var records = store.undeliveredAssets()
@@ -58,6 +64,10 @@ struct Reconciler {
                         logger.info("asset \(record.id): \(record.bytesOnDisk) bytes recorded, \(onDisk) on disk; continuing from \(onDisk)")
                         record.bytesOnDisk = onDisk
                         patch.bytesOnDisk = onDisk
+                    } else if onDisk > record.bytesOnDisk, trustsLength(of: partial, onDisk, for: record) {
+                        logger.info("asset \(record.id): \(record.bytesOnDisk) bytes recorded, \(onDisk) written in order in this boot; continuing from \(onDisk)")
+                        record.bytesOnDisk = onDisk
+                        patch.bytesOnDisk = onDisk
                     }
                 }
             case .delivered:
@@ -70,6 +80,19 @@ struct Reconciler {
         removeOrphans(in: layout.partialFolder, keeping: owned)
         removeOrphans(in: layout.inboxFolder, keeping: owned)
         return records.filter { $0.state != PersistedState.delivered.rawValue }
+    }
+
+    /// Whether the `length` bytes of `partial`, more than `record` counts, are all good: written
+    /// in order by a process of this boot (the kernel holds every byte `write(2)` accepted), and
+    /// no more than the source announced. They are then made durable, so that the count
+    /// recorded for them survives a later power loss.
+    private func trustsLength(of partial: URL, _ length: Int64, for record: AssetRecord) -> Bool {
+        guard let bootID, record.checkpointBoot == bootID, length <= record.expectedBytes ?? .max else { return false }
+        guard syncsToDisk else { return true }
+        guard let fd = try? POSIX.openReadWrite(partial) else { return false }
+        POSIX.dataSync(fd)
+        POSIX.closeFile(fd)
+        return true
     }
 
     private func fileSize(_ url: URL) -> Int64 {

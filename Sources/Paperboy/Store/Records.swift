@@ -137,11 +137,15 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     var expectedBytes: Int64?
     var validator: String?
     var validatorStrength: String?
+    /// The boot (``BootIdentity``) in which the last checkpoint was recorded, when the partial
+    /// file has been written in order since: in that boot, its bytes past ``bytesOnDisk`` are
+    /// trusted too. `nil` when it was written out of order (segments) or never checkpointed.
+    var checkpointBoot: String?
 
     init(
         id: String, issueName: String, seq: Int64, request: AssetRequest, userInfo: Data?, state: String,
         detail: String?, retryAt: Date?, attempts: Int, bytesOnDisk: Int64, expectedBytes: Int64?,
-        validator: String?, validatorStrength: String?
+        validator: String?, validatorStrength: String?, checkpointBoot: String? = nil
     ) {
         self.id = id
         self.issueName = issueName
@@ -156,6 +160,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         self.expectedBytes = expectedBytes
         self.validator = validator
         self.validatorStrength = validatorStrength
+        self.checkpointBoot = checkpointBoot
     }
 
     /// Reads the columns by position: rows come from the query interface, which selects
@@ -183,6 +188,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         expectedBytes = row.storedInteger(atIndex: 10).flatMap { $0 >= 0 ? $0 : nil }
         validator = try? row.decode(String?.self, atIndex: 11)
         validatorStrength = try? row.decode(String?.self, atIndex: 12)
+        checkpointBoot = try? row.decode(String?.self, atIndex: 13)
     }
 
     static var databaseSelection: [any SQLSelectable] { columnNames.map { Column($0) } }
@@ -194,13 +200,13 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     /// The table's columns, in the order of ``columnValues()``.
     static let columnNames = [
         "id", "issueName", "seq", "request", "userInfo", "state", "detail", "retryAt", "attempts",
-        "bytesOnDisk", "expectedBytes", "validator", "validatorStrength",
+        "bytesOnDisk", "expectedBytes", "validator", "validatorStrength", "checkpointBoot",
     ]
 
     /// The row's values, in the order of ``columnNames``.
     func columnValues() throws -> [(any DatabaseValueConvertible)?] {
         [id, issueName, seq, try storedRequest.json(), userInfo, state, detail, retryAt.map(StoredDate.init), attempts,
-         bytesOnDisk, expectedBytes, validator, validatorStrength]
+         bytesOnDisk, expectedBytes, validator, validatorStrength, checkpointBoot]
     }
 
     func encode(to container: inout PersistenceContainer) throws {
@@ -228,6 +234,7 @@ struct AssetPatch: Sendable {
     var bytesOnDisk: Int64?
     var expectedBytes: Int64??
     var validator: ResourceValidator??
+    var checkpointBoot: String??
 
     init(id: String) { self.id = id }
 
@@ -243,6 +250,7 @@ struct AssetPatch: Sendable {
             record.validator = validator?.value
             record.validatorStrength = validator?.strength.rawValue
         }
+        if let checkpointBoot { record.checkpointBoot = checkpointBoot }
     }
 
     /// Folds a later patch into this one (later values win).
@@ -254,6 +262,7 @@ struct AssetPatch: Sendable {
         if let value = later.bytesOnDisk { bytesOnDisk = value }
         if let value = later.expectedBytes { expectedBytes = value }
         if let value = later.validator { validator = value }
+        if let value = later.checkpointBoot { checkpointBoot = value }
     }
 }
 
