@@ -37,11 +37,18 @@ final class LibraryStore: Sendable {
             if !readOnly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         }
         do {
+            if !readOnly, FileManager.default.fileExists(atPath: fileURL.path) {
+                // Checked through a read-only connection first: closing a writer's connection may
+                // checkpoint the WAL into a database this build must leave untouched.
+                var reading = Configuration()
+                reading.readonly = true
+                let connection = try DatabaseQueue(path: fileURL.path, configuration: reading)
+                defer { try? connection.close() }
+                try connection.read { db in try Migrations.check(db, file: fileURL, readOnly: false) }
+            }
             let pool = try DatabasePool(path: fileURL.path, configuration: configuration)
             if readOnly {
-                if try pool.read({ db in try Migrations.migrator.hasCompletedMigrations(db) }) == false {
-                    throw LibraryError(.storage, "the library database \(fileURL.path) was written by a newer or older Paperboy")
-                }
+                try pool.read { db in try Migrations.check(db, file: fileURL, readOnly: true) }
             } else {
                 try Migrations.migrator.migrate(pool)
             }
@@ -151,11 +158,17 @@ final class LibraryStore: Sendable {
         }) ?? []
     }
 
-    func undeliveredAssets() -> [AssetRecord] {
+    /// The assets not yet delivered. A read that fails is an error, never "no assets": the
+    /// reconciler removes every file no asset owns.
+    func undeliveredAssets() throws(LibraryError) -> [AssetRecord] {
         flush()
-        return (try? pool.read { db in
-            try AssetRecord.filter(Column("state") != PersistedState.delivered.rawValue).order(Column("seq")).fetchAll(db)
-        }) ?? []
+        do {
+            return try pool.read { db in
+                try AssetRecord.filter(Column("state") != PersistedState.delivered.rawValue).order(Column("seq")).fetchAll(db)
+            }
+        } catch {
+            throw LibraryError.storage("cannot read the assets of library database \(fileURL.path)", error)
+        }
     }
 
     /// Reads, then applies the updates not yet written, so reads see the latest state.
