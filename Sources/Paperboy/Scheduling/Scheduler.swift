@@ -44,7 +44,8 @@ final class Scheduler: Sendable {
     let broadcaster = EventBroadcaster()
     let state = Mutex<State>(State())
 
-    enum StopKind: Sendable { case pause, cancel, remove, network, close }
+    /// Why a running transfer is being stopped; `.storage`: its progress cannot be recorded.
+    enum StopKind: Sendable { case pause, cancel, remove, network, close, storage }
 
     struct Entry {
         let id: String
@@ -156,6 +157,49 @@ final class Scheduler: Sendable {
             state.network = settings.networkMonitor.current
             state.perTransferLimit = settings.perTransferLimit
         }
+        store.onCommitFailure.withLock { handler in
+            handler = { [weak self] error, ids in self?.recordingFailed(error, ids: ids) }
+        }
+    }
+
+    /// The store gave up recording updates of `ids`: nothing of them may go on as if recorded.
+    /// A running transfer stops (its bytes stay on disk for the next open) and fails with
+    /// `error`, as does a waiting one; a delivery reports its own failure to record.
+    func recordingFailed(_ error: LibraryError, ids: [String]) {
+        var failed: [(AssetEventHub, LibraryError)] = []
+        state.withLock { state in
+            for id in ids {
+                guard let entry = state.entries[id], !entry.delivering else { continue }
+                let failure = LibraryError(.storage, "asset \(id): \(error.message)", underlying: error.underlying)
+                switch entry.state {
+                case .downloading:
+                    state.update(id) { entry in
+                        entry.stop = .storage
+                        entry.restartAfterStop = false
+                        entry.detail = failure.message
+                        entry.task?.cancel()
+                    }
+                case .queued, .retry, .network:
+                    state.update(id) { entry in
+                        entry.retryTask?.cancel()
+                        entry.retryTask = nil
+                        entry.state = .failed
+                        entry.detail = failure.message
+                        if let hub = entry.hub { failed.append((hub, failure)) }
+                        entry.hub = nil
+                    }
+                    var patch = AssetPatch(id: id)
+                    patch.state = .failed
+                    patch.detail = .some(failure.message)
+                    store.submit(patch)
+                default:
+                    break
+                }
+            }
+            wakeIdleWaiters(&state)
+        }
+        for (hub, error) in failed { hub.failed(error) }
+        for id in ids { broadcastState(id) }
     }
 
     /// Starts the background work of an open library: following the network, the bandwidth
@@ -701,7 +745,7 @@ final class Scheduler: Sendable {
             state.update(id) { entry in
                 entry.task = nil
                 var outcome = outcome
-                if case .failed(_, _, let written, let validator) = outcome, entry.stop == .pause || entry.stop == .cancel {
+                if case .failed(_, _, let written, let validator) = outcome, [.pause, .cancel, .storage].contains(entry.stop) {
                     // Asked to pause or cancel while it failed: that is what the app wants now.
                     outcome = .stopped(written: written, validator: validator)
                 }
@@ -762,6 +806,16 @@ final class Scheduler: Sendable {
                             entry.hub = nil
                         }
                         entry.cancelledHub = nil
+                    } else if entry.stop == .storage {
+                        // Its progress cannot be recorded: failed, with what the store said.
+                        let message = entry.detail ?? "asset \(id): its progress cannot be recorded"
+                        entry.state = .failed
+                        patch.state = .failed
+                        patch.detail = .some(message)
+                        if let hub = entry.hub {
+                            failure = (hub, LibraryError(.storage, message))
+                            entry.hub = nil
+                        }
                     } else if entry.stop == .network {
                         entry.state = .network
                         patch.state = .network
@@ -936,6 +990,7 @@ final class Scheduler: Sendable {
                                   unlessDelegated: Bool = false) -> Bool {
         var completedIssue: String?
         var coverPath: String?
+        var delivered: AssetPatch?
         let recorded = state.withLock { state -> Bool in
             guard state.entries[id] != nil else { return true }
             if unlessDelegated, state.entries[id]?.hub?.hasDelegates == true { return false }
@@ -948,15 +1003,42 @@ final class Scheduler: Sendable {
                 }
                 patch.state = .failed
                 patch.detail = .some(failure.message)
+                store.submit(patch)
             } else {
+                patch.state = .delivered
+                patch.detail = .some(nil)
+                patch.retryAt = .some(nil)
+                delivered = patch
+            }
+            return true
+        }
+        guard recorded else { return false }
+        if let delivered {
+            // Reported delivered only once recorded (still `delivering`, so busy, until then):
+            // the file is in place, and the next open records it (see Reconciler) if this
+            // process cannot.
+            var recordingFailure: LibraryError?
+            do {
+                try store.record(delivered)
+            } catch {
+                recordingFailure = LibraryError(.storage, "asset \(id) is in its issue folder but cannot be recorded as delivered: \(error.message)", underlying: error.underlying)
+            }
+            state.withLock { state in
+                guard state.entries[id] != nil else { return }
+                if let recordingFailure {
+                    state.update(id) { entry in
+                        entry.delivering = false
+                        entry.state = .failed
+                        entry.detail = recordingFailure.message
+                    }
+                    wakeIdleWaiters(&state)
+                    return
+                }
                 // Still `delivering` (busy) until the issue's cover and new mark are recorded.
                 state.update(id) { entry in
                     entry.state = .delivered
                     entry.hub = nil
                 }
-                patch.state = .delivered
-                patch.detail = .some(nil)
-                patch.retryAt = .some(nil)
                 if request.role == .cover, let path = request.destinationPath, request.unpack == nil {
                     coverPath = path
                 }
@@ -964,11 +1046,12 @@ final class Scheduler: Sendable {
                 state.remainingByIssue[issueName] = remaining > 0 ? remaining : nil
                 if remaining <= 0 { completedIssue = issueName }
             }
-            store.submit(patch)
-            // Waiters are woken below, once the issue's cover and new mark are recorded.
-            return true
+            if let recordingFailure {
+                logger.error("\(recordingFailure.message)")
+                broadcastState(id)
+                return true
+            }
         }
-        guard recorded else { return false }
         if let failure {
             logger.error("asset \(id): \(failure.message)")
         }

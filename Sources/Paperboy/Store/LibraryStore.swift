@@ -20,6 +20,15 @@ final class LibraryStore: Sendable {
         var flushScheduled = false
     }
 
+    /// Consecutive failed commits of queued updates before the failure is reported; the delay
+    /// between two doubles from the batch delay (25, 50, 100, 200, 400 ms by default).
+    static let commitAttempts = 6
+    private let commitFailures = Mutex<Int>(0)
+    /// Told (on a queue of its own) when queued updates could not be committed after
+    /// ``commitAttempts`` tries: the error and the assets whose updates are not recorded. The
+    /// updates stay queued and are written with the next batch that succeeds.
+    let onCommitFailure = Mutex<(@Sendable (LibraryError, [String]) -> Void)?>(nil)
+
     /// Held while a batch is taken and committed, and while a read takes its overlay and reads:
     /// a read sees each update either in the database or in the overlay, never in neither.
     private let commitLock = Mutex<Void>(())
@@ -37,11 +46,18 @@ final class LibraryStore: Sendable {
             if !readOnly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         }
         do {
+            if !readOnly, FileManager.default.fileExists(atPath: fileURL.path) {
+                // Checked through a read-only connection first: closing a writer's connection may
+                // checkpoint the WAL into a database this build must leave untouched.
+                var reading = Configuration()
+                reading.readonly = true
+                let connection = try DatabaseQueue(path: fileURL.path, configuration: reading)
+                defer { try? connection.close() }
+                try connection.read { db in try Migrations.check(db, file: fileURL, readOnly: false) }
+            }
             let pool = try DatabasePool(path: fileURL.path, configuration: configuration)
             if readOnly {
-                if try pool.read({ db in try Migrations.migrator.hasCompletedMigrations(db) }) == false {
-                    throw LibraryError(.storage, "the library database \(fileURL.path) was written by a newer or older Paperboy")
-                }
+                try pool.read { db in try Migrations.check(db, file: fileURL, readOnly: true) }
             } else {
                 try Migrations.migrator.migrate(pool)
             }
@@ -151,11 +167,17 @@ final class LibraryStore: Sendable {
         }) ?? []
     }
 
-    func undeliveredAssets() -> [AssetRecord] {
+    /// The assets not yet delivered. A read that fails is an error, never "no assets": the
+    /// reconciler removes every file no asset owns.
+    func undeliveredAssets() throws(LibraryError) -> [AssetRecord] {
         flush()
-        return (try? pool.read { db in
-            try AssetRecord.filter(Column("state") != PersistedState.delivered.rawValue).order(Column("seq")).fetchAll(db)
-        }) ?? []
+        do {
+            return try pool.read { db in
+                try AssetRecord.filter(Column("state") != PersistedState.delivered.rawValue).order(Column("seq")).fetchAll(db)
+            }
+        } catch {
+            throw LibraryError.storage("cannot read the assets of library database \(fileURL.path)", error)
+        }
     }
 
     /// Reads, then applies the updates not yet written, so reads see the latest state.
@@ -226,30 +248,53 @@ final class LibraryStore: Sendable {
             return true
         }
         if schedule {
-            queue.asyncAfter(deadline: .now() + batchDelay) { [self] in writeBatch() }
+            queue.asyncAfter(deadline: .now() + batchDelay) { [self] in _ = writeBatch() }
         }
     }
 
     /// Writes every queued update now.
     func flush() {
-        queue.sync { writeBatch() }
+        queue.sync { _ = writeBatch() }
+    }
+
+    /// Writes `patch` now with every queued update, retrying a failed commit as batches are.
+    ///
+    /// - Throws: ``LibraryError`` `.storage` when it could not be recorded; it stays queued.
+    func record(_ patch: AssetPatch) throws(LibraryError) {
+        submit(patch)
+        for attempt in 1...Self.commitAttempts {
+            guard let error = queue.sync(execute: { writeBatch() }) else { return }
+            if attempt == Self.commitAttempts { throw error }
+            usleep(useconds_t(retryDelay(afterFailures: attempt) * 1000))
+        }
     }
 
     /// Writes every queued update, without blocking a thread of the cooperative pool.
     func flushAsync() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             queue.async { [self] in
-                writeBatch()
+                _ = writeBatch()
                 continuation.resume()
             }
         }
     }
 
-    private func writeBatch() {
+    /// Commits the queued updates; the error if they could not be (they stay queued).
+    private func writeBatch() -> LibraryError? {
         commitLock.withLock { _ in writeBatchLocked() }
     }
 
-    private func writeBatchLocked() {
+    private func retryDelay(afterFailures failures: Int) -> Int {
+        let base: Int
+        switch batchDelay {
+        case .milliseconds(let value): base = value
+        case .seconds(let value): base = value * 1000
+        default: base = 25
+        }
+        return max(base, 1) << min(failures - 1, 10)
+    }
+
+    private func writeBatchLocked() -> LibraryError? {
         let batch = pending.withLock { pending -> [AssetPatch] in
             let batch = pending.order.compactMap { pending.patches[$0] }
             pending.patches = [:]
@@ -257,14 +302,49 @@ final class LibraryStore: Sendable {
             pending.flushScheduled = false
             return batch
         }
-        guard !batch.isEmpty else { return }
+        guard !batch.isEmpty else { return nil }
         do {
             try pool.write { db in
                 for patch in batch { try Self.apply(patch, in: db) }
             }
+            commitFailures.withLock { $0 = 0 }
+            return nil
         } catch {
-            // The next checkpoint or state change writes again; reopening reconciles with disk.
-            FileHandle.standardError.write(Data("paperboy: cannot record progress: \(error)\n".utf8))
+            let failures = commitFailures.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            let givingUp = failures >= Self.commitAttempts
+            // Never dropped: the updates go back under any queued since, and are tried again
+            // (after a failure is reported, with the next batch or flush).
+            let retry = pending.withLock { pending -> Bool in
+                for patch in batch {
+                    var merged = patch
+                    if let later = pending.patches[patch.id] { merged.merge(later) }
+                    pending.patches[patch.id] = merged
+                }
+                let ids = Set(batch.map(\.id))
+                pending.order = batch.map(\.id) + pending.order.filter { !ids.contains($0) }
+                if pending.flushScheduled || givingUp { return false }
+                pending.flushScheduled = true
+                return true
+            }
+            let ids = batch.map(\.id)
+            let failure = LibraryError.storage("cannot record the progress of \(ids.count == 1 ? "asset \(ids[0])" : "\(ids.count) assets") in library database \(fileURL.path)", error)
+            if failures == 1 {
+                FileHandle.standardError.write(Data("paperboy: \(failure.message); trying again\n".utf8))
+            }
+            if givingUp {
+                commitFailures.withLock { $0 = 0 }
+                FileHandle.standardError.write(Data("paperboy: gave up recording after \(Self.commitAttempts) attempts: \(failure.message)\n".utf8))
+                if let handler = onCommitFailure.withLock({ $0 }) {
+                    DispatchQueue.global().async { handler(failure, ids) }
+                }
+            }
+            if retry {
+                queue.asyncAfter(deadline: .now() + .milliseconds(retryDelay(afterFailures: failures))) { [self] in _ = writeBatch() }
+            }
+            return failure
         }
     }
 

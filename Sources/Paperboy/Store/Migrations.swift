@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 /// The schema, one migration per version. Never edit a shipped migration: add one.
@@ -41,5 +42,26 @@ enum Migrations {
             }
         }
         return migrator
+    }
+
+    /// Refuses a database this build must not use, before anything is written to it.
+    ///
+    /// A migration this build does not know means a newer Paperboy wrote the library: its rows
+    /// may mean things this build would misread or overwrite, so readers and writers alike
+    /// refuse it. Only a reader refuses a database missing some of this build's migrations
+    /// (a writer applies them). Whatever migrations a build registers, the rule is the same.
+    ///
+    /// - Throws: ``LibraryError`` `.storage` naming the file and the unknown migrations.
+    static func check(_ db: Database, file: URL, readOnly: Bool) throws {
+        let migrator = migrator
+        let known = Set(migrator.migrations)
+        let unknown = try migrator.appliedIdentifiers(db).subtracting(known).sorted()
+        if !unknown.isEmpty {
+            let list = unknown.map { "'\($0)'" }.joined(separator: ", ")
+            throw LibraryError(.storage, "the library database \(file.path) was written by a newer Paperboy (unknown migration\(unknown.count == 1 ? "" : "s") \(list)); it was left untouched: use that version or a newer one")
+        }
+        if readOnly, try !migrator.hasCompletedMigrations(db) {
+            throw LibraryError(.storage, "the library database \(file.path) was written by an older Paperboy; run 'paperboy sync' once to update it")
+        }
     }
 }

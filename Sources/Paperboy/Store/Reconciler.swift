@@ -11,6 +11,9 @@ import Logging
 /// A file moved straight to its destination (no delegate, see `Scheduler.transfer`) has no inbox
 /// commit point: if the crash came before `finished` was recorded, the asset is downloaded again
 /// (a file already at the destination may be an older version, so it is not trusted).
+/// An unpack's staging folder (`.unpack-ID` in an issue folder) is never a commit point: an
+/// unpack killed before its last move is done again from the archive, still in the inbox.
+/// If the database cannot be read, nothing is removed: the open fails.
 struct Reconciler {
     let store: LibraryStore
     let layout: LibraryLayout
@@ -20,8 +23,10 @@ struct Reconciler {
     /// Whether a partial file trusted past its checkpoint is synced before it is recorded.
     var syncsToDisk = true
 
-    func reconcile() -> [AssetRecord] {
-        var records = store.undeliveredAssets()
+    /// - Throws: ``LibraryError`` `.storage` when the database cannot be read; nothing is
+    ///   removed then.
+    func reconcile() throws(LibraryError) -> [AssetRecord] {
+        var records = try store.undeliveredAssets()
         var owned = Set<String>()
         for index in records.indices {
             var record = records[index]
@@ -79,6 +84,7 @@ struct Reconciler {
         store.flush()
         removeOrphans(in: layout.partialFolder, keeping: owned)
         removeOrphans(in: layout.inboxFolder, keeping: owned)
+        removeStagingFolders()
         return records.filter { $0.state != PersistedState.delivered.rawValue }
     }
 
@@ -97,6 +103,23 @@ struct Reconciler {
 
     private func fileSize(_ url: URL) -> Int64 {
         ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+
+    /// Removes the staging folders of unpacks a crash interrupted, in every issue folder. Only
+    /// real folders named `.unpack-*` directly in an issue folder are removed, and removal never
+    /// follows a link (a link with that name is removed itself, not what it leads to).
+    private func removeStagingFolders() {
+        guard let issues = try? FileManager.default.contentsOfDirectory(atPath: layout.issuesFolder.path) else { return }
+        for issue in issues {
+            let folder = layout.issuesFolder.appendingPathComponent(issue)
+            guard POSIX.isRealDirectory(folder),
+                  let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { continue }
+            for name in names where name.hasPrefix(".unpack-") {
+                let staging = folder.appendingPathComponent(name)
+                logger.info("removing the staging folder of an interrupted unpack \(staging.path)")
+                try? FileManager.default.removeItem(at: staging)
+            }
+        }
     }
 
     private func removeOrphans(in folder: URL, keeping owned: Set<String>) {

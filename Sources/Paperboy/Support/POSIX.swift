@@ -99,6 +99,12 @@ enum POSIX {
         return stat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
+    /// Whether `url` names a folder itself, not a symbolic link to one.
+    static func isRealDirectory(_ url: URL) -> Bool {
+        var info = stat()
+        return lstat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
+    }
+
     static func remove(_ url: URL) {
         unlink(url.path)
     }

@@ -1,0 +1,105 @@
+import Foundation
+import Testing
+@testable import Paperboy
+import PaperboyTesting
+
+/// Updates the database refuses are retried, never dropped, and never reported as recorded.
+/// The failures are real SQLite errors, raised by a trigger the test installs.
+@Suite("Library store")
+struct LibraryStoreTests {
+    let folder = TempFolder()
+    var root: URL { folder.file("library") }
+    let data = randomData(3 << 20)
+
+    func open(_ transport: InMemoryTransport = InMemoryTransport()) throws -> Library {
+        try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration(attempts: 1))
+    }
+
+    /// Makes every update of an asset row fail while `meta.fail` is set (and `condition` holds).
+    func failUpdates(_ library: Library, when condition: String = "1") async throws {
+        try await library.scheduler.store.pool.write { db in
+            try db.execute(sql: "INSERT INTO meta (key, value) VALUES ('fail', '1')")
+            try db.execute(sql: """
+                CREATE TRIGGER injected_failure BEFORE UPDATE ON asset
+                WHEN EXISTS (SELECT 1 FROM meta WHERE key = 'fail') AND (\(condition))
+                BEGIN SELECT RAISE(ABORT, 'injected: disk I/O error'); END
+                """)
+        }
+    }
+
+    func stored(_ library: Library, _ id: String) async throws -> AssetRecord? {
+        try await library.scheduler.store.pool.read { db in try AssetRecord.fetchOne(db, key: id) }
+    }
+
+    @Test func aFailedBatchIsTriedAgainWithItsUpdates() async throws {
+        let library = try open()
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/a")!))
+        try await failUpdates(library)
+        var patch = AssetPatch(id: asset.identifier)
+        patch.bytesOnDisk = 1234
+        patch.state = .paused
+        library.scheduler.store.submit(patch)
+        try await Task.sleep(for: .milliseconds(60))     // the first commit has failed
+        var later = AssetPatch(id: asset.identifier)
+        later.bytesOnDisk = 5678
+        library.scheduler.store.submit(later)
+        try await library.scheduler.store.pool.write { db in try db.execute(sql: "DELETE FROM meta WHERE key = 'fail'") }
+        // Written by a retry, the first update merged under the later one.
+        var record: AssetRecord?
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            record = try await stored(library, asset.identifier)
+            if record?.bytesOnDisk == 5678 { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(record?.bytesOnDisk == 5678)
+        #expect(record?.state == PersistedState.paused.rawValue)
+        await library.close()
+    }
+
+    @Test func aTransferWhoseProgressCannotBeRecordedStopsAndFails() async throws {
+        let transport = InMemoryTransport(chunkSize: 64 * 1024)
+        let url = transport.serve(data, at: "stalls.bin", script: [.stallAfter(1 << 20)])
+        let library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        try await failUpdates(library)
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        let failure = delegate.events.compactMap { event -> String? in
+            if case .failed(let code, let message) = event, code == "storage" { return message } else { return nil }
+        }.first
+        #expect(failure?.contains("cannot record the progress of asset \(asset.identifier) in library database \(root.path)/library.sqlite") == true, "\(delegate.events)")
+        #expect(failure?.contains("injected: disk I/O error") == true)
+        guard case .failed(let message) = asset.state else {
+            Issue.record("expected a failed asset, got \(asset.state)")
+            return
+        }
+        #expect(message.contains("cannot record the progress"))
+        await library.close()
+    }
+
+    @Test func aDeliveryThatCannotBeRecordedIsNotReportedDelivered() async throws {
+        let transport = InMemoryTransport()
+        let url = transport.serve(data, at: "a.bin")
+        var library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url, destinationPath: "a.bin"))
+        try await failUpdates(library, when: "NEW.state = 'delivered'")
+        asset.download()
+        await library.waitUntilIdle()
+        guard case .failed(let message) = asset.state else {
+            Issue.record("reported \(asset.state) although 'delivered' could not be recorded")
+            await library.close()
+            return
+        }
+        #expect(message.contains("asset \(asset.identifier) is in its issue folder but cannot be recorded as delivered"), "\(message)")
+        #expect(try await stored(library, asset.identifier)?.state != PersistedState.delivered.rawValue)
+        #expect(try Data(contentsOf: root.appendingPathComponent("Issues/i/a.bin")) == data)
+        try await library.scheduler.store.pool.write { db in try db.execute(sql: "DELETE FROM meta WHERE key = 'fail'") }
+        await library.close()
+        // The next open finds the file in place and records it.
+        library = try open(transport)
+        #expect(library.asset(identifier: asset.identifier)?.state == .delivered)
+        await library.close()
+    }
+}
