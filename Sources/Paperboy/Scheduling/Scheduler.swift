@@ -983,13 +983,15 @@ final class Scheduler: Sendable {
     /// Records the end of a delivery (`failure` when it failed): state, issue cover and new
     /// mark, events, waiters.
     ///
+    /// A success is reported (state, events, waiters) only once the database has recorded it:
+    /// the `delivered` update joins the next batch, so deliveries share commits, and the asset
+    /// stays `delivering` (busy) until that batch is written.
+    ///
     /// - Parameter unlessDelegated: record nothing (and return `false`) if a delegate is attached
     ///   to the asset now: it is owed the `finished` call that ``deliver(_:)`` makes.
     @discardableResult
     private func completeDelivery(_ id: String, request: AssetRequest, issueName: String, failure: LibraryError?,
                                   unlessDelegated: Bool = false) -> Bool {
-        var completedIssue: String?
-        var coverPath: String?
         var delivered: AssetPatch?
         let recorded = state.withLock { state -> Bool in
             guard state.entries[id] != nil else { return true }
@@ -1014,48 +1016,58 @@ final class Scheduler: Sendable {
         }
         guard recorded else { return false }
         if let delivered {
-            // Reported delivered only once recorded (still `delivering`, so busy, until then):
-            // the file is in place, and the next open records it (see Reconciler) if this
-            // process cannot.
-            var recordingFailure: LibraryError?
-            do {
-                try store.record(delivered)
-            } catch {
-                recordingFailure = LibraryError(.storage, "asset \(id) is in its issue folder but cannot be recorded as delivered: \(error.message)", underlying: error.underlying)
+            // The file is in place; should the database refuse, the next open records it (see
+            // Reconciler).
+            store.submit(delivered) { [self] error in
+                deliveryRecorded(id, request: request, issueName: issueName, error: error)
             }
-            state.withLock { state in
-                guard state.entries[id] != nil else { return }
-                if let recordingFailure {
-                    state.update(id) { entry in
-                        entry.delivering = false
-                        entry.state = .failed
-                        entry.detail = recordingFailure.message
-                    }
-                    wakeIdleWaiters(&state)
-                    return
-                }
-                // Still `delivering` (busy) until the issue's cover and new mark are recorded.
-                state.update(id) { entry in
-                    entry.state = .delivered
-                    entry.hub = nil
-                }
-                if request.role == .cover, let path = request.destinationPath, request.unpack == nil {
-                    coverPath = path
-                }
-                let remaining = (state.remainingByIssue[issueName] ?? 1) - 1
-                state.remainingByIssue[issueName] = remaining > 0 ? remaining : nil
-                if remaining <= 0 { completedIssue = issueName }
-            }
-            if let recordingFailure {
-                logger.error("\(recordingFailure.message)")
-                broadcastState(id)
-                return true
-            }
+            return true
         }
         if let failure {
             logger.error("asset \(id): \(failure.message)")
         }
-        broadcastState(id, delivered: failure == nil)
+        broadcastState(id)
+        state.withLock { wakeIdleWaiters(&$0) }
+        return true
+    }
+
+    /// The second half of a successful delivery, once the store wrote (or gave up writing) its
+    /// `delivered` update.
+    private func deliveryRecorded(_ id: String, request: AssetRequest, issueName: String, error: LibraryError?) {
+        var completedIssue: String?
+        var coverPath: String?
+        let failure = error.map {
+            LibraryError(.storage, "asset \(id) is in its issue folder but cannot be recorded as delivered: \($0.message)", underlying: $0.underlying)
+        }
+        state.withLock { state in
+            guard state.entries[id] != nil else { return }
+            if let failure {
+                state.update(id) { entry in
+                    entry.delivering = false
+                    entry.state = .failed
+                    entry.detail = failure.message
+                }
+                return
+            }
+            // Still `delivering` (busy) until the issue's cover and new mark are recorded.
+            state.update(id) { entry in
+                entry.state = .delivered
+                entry.hub = nil
+            }
+            if request.role == .cover, let path = request.destinationPath, request.unpack == nil {
+                coverPath = path
+            }
+            let remaining = (state.remainingByIssue[issueName] ?? 1) - 1
+            state.remainingByIssue[issueName] = remaining > 0 ? remaining : nil
+            if remaining <= 0 { completedIssue = issueName }
+        }
+        if let failure {
+            logger.error("\(failure.message)")
+            broadcastState(id)
+            state.withLock { wakeIdleWaiters(&$0) }
+            return
+        }
+        broadcastState(id, delivered: true)
         if let coverPath {
             store.updateIssue(named: issueName) { $0.coverPath = coverPath }
         }
@@ -1067,13 +1079,12 @@ final class Scheduler: Sendable {
             }
         }
         state.withLock { state in
-            if failure == nil, state.entries[id]?.state == .delivered {
+            if state.entries[id]?.state == .delivered {
                 state.update(id) { $0.delivering = false }
                 state.entries[id] = nil
             }
             wakeIdleWaiters(&state)
         }
-        return true
     }
 
     /// Moves a finished file to `path` inside the issue folder, refusing anything that would

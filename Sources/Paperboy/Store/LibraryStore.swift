@@ -18,7 +18,12 @@ final class LibraryStore: Sendable {
         var patches: [String: AssetPatch] = [:]
         var order: [String] = []
         var flushScheduled = false
+        /// Told when the batch holding their update is written, or given up.
+        var waiters: [@Sendable (LibraryError?) -> Void] = []
     }
+    /// Where ``submit(_:whenRecorded:)``'s callbacks run: not the writer's queue, so that they
+    /// may read, flush and write.
+    private let notifications = DispatchQueue(label: "paperboy.store.recorded")
 
     /// Consecutive failed commits of queued updates before the failure is reported; the delay
     /// between two doubles from the batch delay (25, 50, 100, 200, 400 ms by default).
@@ -235,8 +240,13 @@ final class LibraryStore: Sendable {
     // MARK: Batched updates
 
     /// Queues a partial update; written with others in one transaction shortly after.
-    func submit(_ patch: AssetPatch) {
+    ///
+    /// - Parameter whenRecorded: called (on a queue of the store's) once the batch holding the
+    ///   update is committed (`nil`), or with the error when the store gave up after
+    ///   ``commitAttempts`` tries (the update then stays queued).
+    func submit(_ patch: AssetPatch, whenRecorded: (@Sendable (LibraryError?) -> Void)? = nil) {
         let schedule = pending.withLock { pending -> Bool in
+            if let whenRecorded { pending.waiters.append(whenRecorded) }
             if pending.patches[patch.id] != nil {
                 pending.patches[patch.id]!.merge(patch)
             } else {
@@ -257,18 +267,6 @@ final class LibraryStore: Sendable {
         queue.sync { _ = writeBatch() }
     }
 
-    /// Writes `patch` now with every queued update, retrying a failed commit as batches are.
-    ///
-    /// - Throws: ``LibraryError`` `.storage` when it could not be recorded; it stays queued.
-    func record(_ patch: AssetPatch) throws(LibraryError) {
-        submit(patch)
-        for attempt in 1...Self.commitAttempts {
-            guard let error = queue.sync(execute: { writeBatch() }) else { return }
-            if attempt == Self.commitAttempts { throw error }
-            usleep(useconds_t(retryDelay(afterFailures: attempt) * 1000))
-        }
-    }
-
     /// Writes every queued update, without blocking a thread of the cooperative pool.
     func flushAsync() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -281,7 +279,11 @@ final class LibraryStore: Sendable {
 
     /// Commits the queued updates; the error if they could not be (they stay queued).
     private func writeBatch() -> LibraryError? {
-        commitLock.withLock { _ in writeBatchLocked() }
+        let (error, told) = commitLock.withLock { _ in writeBatchLocked() }
+        if !told.isEmpty {
+            notifications.async { for waiter in told { waiter(error) } }
+        }
+        return error
     }
 
     private func retryDelay(afterFailures failures: Int) -> Int {
@@ -294,21 +296,25 @@ final class LibraryStore: Sendable {
         return max(base, 1) << min(failures - 1, 10)
     }
 
-    private func writeBatchLocked() -> LibraryError? {
-        let batch = pending.withLock { pending -> [AssetPatch] in
+    /// Commits the queued updates: the error if they could not be, and the waiters to tell
+    /// (those of the batch when it was written or given up; the others stay queued).
+    private func writeBatchLocked() -> (LibraryError?, [@Sendable (LibraryError?) -> Void]) {
+        let (batch, waiters) = pending.withLock { pending -> ([AssetPatch], [@Sendable (LibraryError?) -> Void]) in
             let batch = pending.order.compactMap { pending.patches[$0] }
+            let waiters = pending.waiters
             pending.patches = [:]
             pending.order = []
+            pending.waiters = []
             pending.flushScheduled = false
-            return batch
+            return (batch, waiters)
         }
-        guard !batch.isEmpty else { return nil }
+        guard !batch.isEmpty else { return (nil, waiters) }
         do {
             try pool.write { db in
                 for patch in batch { try Self.apply(patch, in: db) }
             }
             commitFailures.withLock { $0 = 0 }
-            return nil
+            return (nil, waiters)
         } catch {
             let failures = commitFailures.withLock { count -> Int in
                 count += 1
@@ -318,6 +324,7 @@ final class LibraryStore: Sendable {
             // Never dropped: the updates go back under any queued since, and are tried again
             // (after a failure is reported, with the next batch or flush).
             let retry = pending.withLock { pending -> Bool in
+                if !givingUp { pending.waiters = waiters + pending.waiters }
                 for patch in batch {
                     var merged = patch
                     if let later = pending.patches[patch.id] { merged.merge(later) }
@@ -344,7 +351,7 @@ final class LibraryStore: Sendable {
             if retry {
                 queue.asyncAfter(deadline: .now() + .milliseconds(retryDelay(afterFailures: failures))) { [self] in _ = writeBatch() }
             }
-            return failure
+            return (failure, givingUp ? waiters : [])
         }
     }
 
