@@ -109,6 +109,60 @@ struct BootTrustTests {
     }
 }
 
+extension BootTrustTests {
+    @Test func aSegmentIsDeclinedWhenTheDatabaseCannotWithdrawTheBoot() async throws {
+        let data = randomData(200_000)
+        let transport = SegmentAskingTransport(data)
+        var configuration = configuration(boot: "boot-a")
+        configuration.checkpointInterval = .zero
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
+        // The database refuses exactly the update that withdraws the boot.
+        try await library.scheduler.store.pool.write { db in
+            try db.execute(sql: """
+                CREATE TRIGGER refuse_withdrawal BEFORE UPDATE OF checkpointBoot ON asset
+                WHEN NEW.checkpointBoot IS NULL AND OLD.checkpointBoot IS NOT NULL
+                BEGIN SELECT RAISE(ABORT, 'injected: disk I/O error'); END
+                """)
+        }
+        let issue = try library.addIssue(name: "seg", date: Date())
+        let delegate = RecordingDelegate()
+        try issue.addAsset(AssetRequest(url: URL(string: "probe://host/file")!)).download(delegate: delegate)
+        await delegate.waitForEnd()
+        // No byte landed out of order while the database still trusted the file's length.
+        #expect(transport.segmentGranted.withLock { $0 } == false)
+        #expect(delegate.keptFiles == [data])
+        await library.close()
+    }
+}
+
+/// Writes half a resource in order, asks for a segment for the rest, and writes the rest in
+/// order when the sink declines it.
+final class SegmentAskingTransport: Transport, @unchecked Sendable {
+    let data: Data
+    let segmentGranted = Mutex<Bool?>(nil)
+
+    init(_ data: Data) { self.data = data }
+
+    var schemes: Set<String> { ["probe"] }
+    var capabilities: TransportCapabilities { [.resume, .validators] }
+
+    func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
+        try sink.begin(TransferResponse(offset: 0, expectedLength: Int64(data.count), validator: ResourceValidator("v1", strength: .strong)))
+        let middle = data.count / 2
+        for start in stride(from: 0, to: middle, by: 10_000) {
+            #expect(try data[start..<min(start + 10_000, middle)].withUnsafeBytes { try sink.tryWrite($0) })
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        let segment = try sink.segment(Int64(middle)..<Int64(data.count))
+        segmentGranted.withLock { $0 = segment != nil }
+        if let segment {
+            #expect(try data[middle...].withUnsafeBytes { try segment.tryWrite($0) })
+        } else {
+            #expect(try data[middle...].withUnsafeBytes { try sink.tryWrite($0) })
+        }
+    }
+}
+
 /// Writes half a resource in order, waits for a checkpoint to carry the boot, then writes the
 /// other half through a segment, noting what the database said at each step.
 final class BootProbingTransport: Transport, @unchecked Sendable {

@@ -100,7 +100,9 @@ extension PartialFileSink {
         }
         // Segments land with pwrite: the sequential bytes go to the file first.
         try writeGathered()
-        withdrawLengthTrust()
+        // Unless the database says the file's length proves nothing, no byte lands out of order:
+        // declined, the transport goes on in order.
+        guard withdrawLengthTrust() else { return nil }
         segments.add(range)
         if hasher != nil {
             // Bytes no longer arrive in order: hash the file at the end.
@@ -113,7 +115,9 @@ extension PartialFileSink {
     /// Before the first byte lands out of order: records, and writes at once, that the file's
     /// length no longer proves anything (a kill now leaves bytes past a gap). A reopen then
     /// trusts only the contiguous bytes the last checkpoint recorded, in any boot.
-    func withdrawLengthTrust() {
+    ///
+    /// - Returns: `false` when the database could not write it: the file must stay in order.
+    func withdrawLengthTrust() -> Bool {
         let first = writtenInOrder.withLock { inOrder -> Bool in
             guard inOrder else { return false }
             inOrder = false
@@ -122,7 +126,11 @@ extension PartialFileSink {
             context.store.submit(patch)
             return true
         }
-        if first { context.store.flush() }
+        guard first, context.store.flush() != nil else { return true }
+        // Still queued, it can only withdraw the trust later; progress records until then say
+        // the file is in order, as it is.
+        writtenInOrder.withLock { $0 = true }
+        return false
     }
 
     /// Writes the next bytes of the segment `range` at their place in the file.

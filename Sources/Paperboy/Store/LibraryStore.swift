@@ -262,9 +262,10 @@ final class LibraryStore: Sendable {
         }
     }
 
-    /// Writes every queued update now.
-    func flush() {
-        queue.sync { _ = writeBatch() }
+    /// Writes every queued update now; the error if they could not be (they stay queued).
+    @discardableResult
+    func flush() -> LibraryError? {
+        queue.sync { writeBatch() }
     }
 
     /// Writes every queued update, without blocking a thread of the cooperative pool.
