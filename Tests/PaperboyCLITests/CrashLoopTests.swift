@@ -130,7 +130,7 @@ struct CrashLoopTests {
 
     /// Rounds of syncs of an issue (plain files with checksums, one straight to its path, and a
     /// zip to unpack), each run killed after a random delay until one completes; every round
-    /// then checks the files byte for byte, leftovers and states. 50 runs at least.
+    /// then checks the files byte for byte, leftovers and states. 50 runs at least, 25 killed.
     @Test func syncsKilledAtRandomPointsAlwaysRecover() async throws {
         let seed = ProcessInfo.processInfo.environment["PAPERBOY_CRASH_SEED"].flatMap(UInt64.init) ?? UInt64.random(in: 1...UInt64.max)
         print("crash loop: seed \(seed) (set PAPERBOY_CRASH_SEED to replay)")
@@ -148,7 +148,8 @@ struct CrashLoopTests {
         // (round 0, timed), so that each phase is hit and some runs complete their round.
         var span: useconds_t = 0
         let started = ContinuousClock.now
-        while runs < 50 {
+        // 50 runs at least, 25 of them killed (how many are depends on this machine's pace).
+        while (runs < 50 || kills < 25) && runs < 200 {
             round += 1
             let config = workspace.write("""
                 [library]
@@ -204,6 +205,6 @@ struct CrashLoopTests {
             #expect(try await assetStates(config) == ["delivered", "delivered", "delivered"], "round \(round) (seed \(seed))")
         }
         print("crash loop: \(runs) runs, \(kills) killed, \(round) rounds, kills within \(span / 1000) ms, in \(ContinuousClock.now - started) (seed \(seed))")
-        #expect(kills >= runs / 3, "too few runs were killed (\(kills) of \(runs)) to exercise recovery")
+        #expect(kills >= 25, "too few runs were killed (\(kills) of \(runs)) to exercise recovery")
     }
 }

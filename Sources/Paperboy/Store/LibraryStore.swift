@@ -20,7 +20,13 @@ final class LibraryStore: Sendable {
         var flushScheduled = false
         /// Told when the batch holding their update is written, or given up.
         var waiters: [@Sendable (LibraryError?) -> Void] = []
+        /// A write is due within ``waiterDelay`` for the waiters.
+        var waiterFlushScheduled = false
     }
+    /// How long an update someone waits for may wait for others to share its commit: a
+    /// delivery is reported this much later at most, and deliveries finishing together share
+    /// one transaction.
+    private static let waiterDelay = DispatchTimeInterval.milliseconds(2)
     /// Where ``submit(_:whenRecorded:)``'s callbacks run: not the writer's queue, so that they
     /// may read, flush and write.
     private let notifications = DispatchQueue(label: "paperboy.store.recorded")
@@ -245,8 +251,13 @@ final class LibraryStore: Sendable {
     ///   update is committed (`nil`), or with the error when the store gave up after
     ///   ``commitAttempts`` tries (the update then stays queued).
     func submit(_ patch: AssetPatch, whenRecorded: (@Sendable (LibraryError?) -> Void)? = nil) {
+        var soon = false
         let schedule = pending.withLock { pending -> Bool in
-            if let whenRecorded { pending.waiters.append(whenRecorded) }
+            if let whenRecorded {
+                pending.waiters.append(whenRecorded)
+                soon = !pending.waiterFlushScheduled
+                pending.waiterFlushScheduled = true
+            }
             if pending.patches[patch.id] != nil {
                 pending.patches[patch.id]!.merge(patch)
             } else {
@@ -256,6 +267,9 @@ final class LibraryStore: Sendable {
             if pending.flushScheduled { return false }
             pending.flushScheduled = true
             return true
+        }
+        if soon {
+            queue.asyncAfter(deadline: .now() + Self.waiterDelay) { [self] in _ = writeBatch() }
         }
         if schedule {
             queue.asyncAfter(deadline: .now() + batchDelay) { [self] in _ = writeBatch() }
@@ -306,6 +320,7 @@ final class LibraryStore: Sendable {
             pending.patches = [:]
             pending.order = []
             pending.waiters = []
+            pending.waiterFlushScheduled = false
             pending.flushScheduled = false
             return (batch, waiters)
         }
