@@ -38,9 +38,9 @@ struct TokenBucket {
     /// ``largestRequest``: a transfer has one request at a time and asks again only once the last
     /// was granted, so when a late wake-up grants several requests at once, the virtual time
     /// jumps past a transfer that is about to ask again. Plain start-time fair queuing would
-    /// start it at the new virtual time and a transfer of 16 KiB requests lost a slice at each
-    /// such jump (a fourth of the others' bytes with the driver 8 ms late); the credit a transfer
-    /// can keep this way is bounded by one request of the others.
+    /// start it at the new virtual time, and a transfer of 16 KiB requests lost a slice at each
+    /// such jump (Jain's index 0.86 against three of 64 KiB, the driver 8 ms late); the credit a
+    /// transfer can keep this way is bounded by the largest request.
     mutating func tag<Token>(_ waiter: inout Waiter<Token>, flow: UInt64) {
         let start = flowFinish[flow].map { max(virtualTime - Double(largestRequest), $0) } ?? virtualTime
         flowFinish[flow] = start + Double(waiter.bytes)
