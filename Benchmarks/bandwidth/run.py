@@ -10,9 +10,10 @@ nginx on loopback serves generated files.
     --max-overall-download-limit, all given the limit in bytes (to these tools "20M" means
     20 MiB/s). Each output file's size is sampled every 20 ms. Printed: the rate from the first
     to the last byte (process start-up and paperboy's final fsync and delivery are not the
-    limiter's doing) as a ratio to RATE and as an error; and the worst 1-second window: every
-    window of one second between samples, from the first byte to the last, its rate against
-    RATE.
+    limiter's doing; the slope of a least-squares line through the samples, so that the size of
+    a tool's writes does not bias it) as a ratio to RATE and as an error; and the worst 1-second
+    window: every window of one second between samples, from the first byte to the last, its
+    rate against RATE.
 (b) Four concurrent downloads of MB/4 megabytes each under one global limit: paperboy and
     aria2c (-j4). Printed: the total rate's error, and Jain's fairness index of the four rates
     while all four run ((sum x)^2 / (n * sum x^2): 1 is perfectly fair, 0.25 one takes all).
@@ -91,11 +92,17 @@ def span(samples, total):
 
 
 def transfer_rate(samples, total):
-    """Bytes per second from the first sample with data to the first with everything."""
+    """Bytes per second from the first sample with data to the first with everything: the
+    least-squares slope of bytes over time. (The difference between the two ends is biased by
+    a tool's write size: at 1 MB/s one 512 KiB write is half a second.)"""
     points = [p for p in span(samples, total) if p[1] > 0]
     if len(points) < 2 or points[-1][0] <= points[0][0]:
         return float("nan")
-    return (points[-1][1] - points[0][1]) / (points[-1][0] - points[0][0])
+    n = len(points)
+    mean_t = sum(t for t, _ in points) / n
+    mean_b = sum(b for _, b in points) / n
+    return (sum((t - mean_t) * (b - mean_b) for t, b in points)
+            / sum((t - mean_t) ** 2 for t, _ in points))
 
 
 def worst_window(samples, total):
