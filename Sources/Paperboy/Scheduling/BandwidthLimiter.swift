@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
 
-/// A bandwidth limit shared by transfers of every transport: a token bucket with a small burst,
-/// served round-robin so that concurrent transfers share it fairly.
+/// A bandwidth limit shared by transfers of every transport: a token bucket that starts empty
+/// and grants each request against a debt repaid at the rate (so no byte is free and a late
+/// wake-up loses no time), served in fair order so that concurrent transfers share it in bytes.
 ///
 /// Transfers wait by suspending (async transports) or by being paused and called back
 /// (transports driven by C callbacks); no thread sleeps. The limit can change at any time and
