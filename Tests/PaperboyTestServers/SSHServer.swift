@@ -13,7 +13,7 @@ import Foundation
 /// checks `/etc/shadow`: see ``ensurePasswordUser(name:password:)``).
 public final class SSHServer: @unchecked Sendable {
     /// The port sshd listens on.
-    public let port: Int
+    public private(set) var port = 0
     /// The folder holding the configuration, keys, log and PID file.
     public let folder: URL
     /// Files placed here can be fetched by absolute path.
@@ -56,61 +56,69 @@ public final class SSHServer: @unchecked Sendable {
         try Self.keygen(["-q", "-t", hostKeyType, "-N", "", "-f", hostKey.path])
         hostPublicKey = try String(contentsOf: hostKey.appendingPathExtension("pub"), encoding: .utf8)
             .split(separator: " ").prefix(2).joined(separator: " ")
-        self.port = try port ?? NginxServer.freePort()
         // sshd needs its privilege-separation folder.
         try? FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true)
+        // A free port can be taken by another test between the check and sshd's bind: then
+        // sshd exits, and another server may answer on that port. Started means sshd itself said
+        // it listens; a lost race is tried again on another port.
+        for attempt in 1...3 {
+            self.port = try port ?? NginxServer.freePort()
 
-        let configuration = """
-            \(extraConfiguration)
-            ListenAddress 127.0.0.1
-            Port \(self.port)
-            HostKey \(hostKey.path)
-            PidFile \(folder.appendingPathComponent("sshd.pid").path)
-            AuthorizedKeysFile \(authorizedKeys.path)
-            UsePAM no
-            StrictModes no
-            PermitRootLogin yes
-            PubkeyAuthentication yes
-            PasswordAuthentication yes
-            KbdInteractiveAuthentication no
-            MaxAuthTries 10
-            MaxSessions 20
-            Subsystem sftp internal-sftp
-            LogLevel VERBOSE
+            let configuration = """
+                \(extraConfiguration)
+                ListenAddress 127.0.0.1
+                Port \(self.port)
+                HostKey \(hostKey.path)
+                PidFile \(folder.appendingPathComponent("sshd.pid").path)
+                AuthorizedKeysFile \(authorizedKeys.path)
+                UsePAM no
+                StrictModes no
+                PermitRootLogin yes
+                PubkeyAuthentication yes
+                PasswordAuthentication yes
+                KbdInteractiveAuthentication no
+                MaxAuthTries 10
+                MaxSessions 20
+                Subsystem sftp internal-sftp
+                LogLevel VERBOSE
 
-            """
-        let configURL = folder.appendingPathComponent("sshd_config")
-        try configuration.write(to: configURL, atomically: true, encoding: .utf8)
+                """
+            let configURL = folder.appendingPathComponent("sshd_config")
+            try configuration.write(to: configURL, atomically: true, encoding: .utf8)
 
-        let log = folder.appendingPathComponent("sshd.log").path
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let arguments = [binary, "-D", "-e", "-f", configURL.path]
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var child: pid_t = 0
-        let status = posix_spawn(&child, binary, &actions, nil, &argv, environ)
-        guard status == 0 else { throw ServerError("cannot start \(binary): \(String(cString: strerror(status)))") }
-        pid = child
-        ServerReaper.track(child)
+            let log = folder.appendingPathComponent("sshd.log").path
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+            let arguments = [binary, "-D", "-e", "-f", configURL.path]
+            var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+            defer { for pointer in argv { free(pointer) } }
+            var child: pid_t = 0
+            let status = posix_spawn(&child, binary, &actions, nil, &argv, environ)
+            guard status == 0 else { throw ServerError("cannot start \(binary): \(String(cString: strerror(status)))") }
+            pid = child
+            ServerReaper.track(child)
 
-        let deadline = Date().addingTimeInterval(10)
-        while !NginxServer.accepts(port: self.port) {
-            let exited = waitpid(pid, nil, WNOHANG) == pid
-            if exited {
-                ServerReaper.untrack(pid)
-                pid = 0
+            let deadline = Date().addingTimeInterval(10)
+            while !self.log.contains("Server listening on 127.0.0.1 port \(self.port).") {
+                let exited = waitpid(pid, nil, WNOHANG) == pid
+                if exited {
+                    ServerReaper.untrack(pid)
+                    pid = 0
+                }
+                if exited || Date() > deadline {
+                    stop()
+                    if port == nil, attempt < 3, self.log.contains("Bind to port \(self.port)") { break }
+                    throw ServerError("sshd did not start on port \(self.port): \(self.log)")
+                }
+                usleep(20_000)
             }
-            if exited || Date() > deadline {
-                stop()
-                throw ServerError("sshd did not start on port \(self.port): \(self.log)")
-            }
-            usleep(20_000)
+            if pid != 0 { return }
         }
+        throw ServerError("sshd did not start: \(self.log)")
     }
 
     deinit {

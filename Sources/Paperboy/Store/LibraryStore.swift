@@ -62,6 +62,8 @@ final class LibraryStore: Sendable {
                 // checkpoint the WAL into a database this build must leave untouched.
                 var reading = Configuration()
                 reading.readonly = true
+                // Another connection may hold a lock for a moment (a closing one checkpoints).
+                reading.busyMode = .timeout(10)
                 let connection = try DatabaseQueue(path: fileURL.path, configuration: reading)
                 defer { try? connection.close() }
                 try connection.read { db in try Migrations.check(db, file: fileURL, readOnly: false) }

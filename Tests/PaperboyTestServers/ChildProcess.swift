@@ -1,0 +1,115 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// A child process started with `posix_spawn`, for tests that start hundreds of them.
+///
+/// Foundation's `Process.run()` on Linux (Swift 6.3) now and then crashes the calling process
+/// while it lists `/proc/self/fd` (a read past glibc's dirent buffer, fixed upstream in
+/// swift-corelibs-foundation#5472): once in a few runs of this suite, the whole test process
+/// died. This starts the child without that code, and without Foundation's closing of every
+/// other descriptor: the child inherits those of the test process that are not close-on-exec
+/// (another test's pipe, say), so use it for children that do not outlive a test.
+public final class ChildProcess: @unchecked Sendable {
+    /// How the child ended.
+    public enum TerminationReason: Sendable { case exit, uncaughtSignal }
+
+    /// The child's PID.
+    public let processIdentifier: pid_t
+    private let ended = NSCondition()
+    private var result: (reason: TerminationReason, status: Int32)?
+
+    /// Starts `executable` with `arguments`.
+    ///
+    /// - Parameters:
+    ///   - environment: the child's environment (default: this process's).
+    ///   - folder: the working folder (default: this process's).
+    ///   - standardOutput, standardError: descriptors the child writes to (default `/dev/null`);
+    ///     the caller keeps and closes its own.
+    public init(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, in folder: String? = nil,
+        standardOutput: Int32? = nil, standardError: Int32? = nil
+    ) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        for (target, source) in [(Int32(1), standardOutput), (Int32(2), standardError)] {
+            if let source {
+                posix_spawn_file_actions_adddup2(&actions, source, target)
+            } else {
+                posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
+            }
+        }
+        // posix_spawn_file_actions_addchdir_np is not visible from Swift: `env -C` changes folder.
+        let command = folder.map { ["/usr/bin/env", "-C", $0, executable] } ?? [executable]
+        let environment = environment ?? ProcessInfo.processInfo.environment
+        var argv: [UnsafeMutablePointer<CChar>?] = (command + arguments).map { strdup($0) } + [nil]
+        var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, command[0], &actions, nil, &argv, &envp)
+        guard status == 0 else { throw ServerError("cannot start \(executable): \(String(cString: strerror(status)))") }
+        processIdentifier = pid
+        let child = pid
+        // Reaped on a thread of its own, so that waiting never blocks the cooperative pool.
+        Thread { [self] in
+            var raw: Int32 = 0
+            while waitpid(child, &raw, 0) < 0 && errno == EINTR {}
+            let signalled = (raw & 0x7F) != 0 && (raw & 0x7F) != 0x7F
+            ended.lock()
+            result = signalled ? (.uncaughtSignal, raw & 0x7F) : (.exit, (raw >> 8) & 0xFF)
+            ended.broadcast()
+            ended.unlock()
+        }.start()
+    }
+
+    /// Whether the child is still running.
+    public var isRunning: Bool {
+        ended.lock()
+        defer { ended.unlock() }
+        return result == nil
+    }
+
+    /// Blocks until the child has ended.
+    public func waitUntilExit() {
+        ended.lock()
+        while result == nil { ended.wait() }
+        ended.unlock()
+    }
+
+    /// Waits for the child's end without blocking a thread of the cooperative pool.
+    public func exited() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread { [self] in
+                waitUntilExit()
+                continuation.resume()
+            }.start()
+        }
+    }
+
+    /// `.exit` or `.uncaughtSignal`, once ended.
+    public var terminationReason: TerminationReason {
+        waitUntilExit()
+        return result!.reason
+    }
+
+    /// The exit status, or the signal that ended the child.
+    public var terminationStatus: Int32 {
+        waitUntilExit()
+        return result!.status
+    }
+
+    /// Sends `signal` to the child unless it has ended (and been reaped) already.
+    public func signal(_ signal: Int32) {
+        ended.lock()
+        defer { ended.unlock() }
+        if result == nil { kill(processIdentifier, signal) }
+    }
+}
