@@ -14,7 +14,7 @@ struct HostileHelperTests {
     /// request with an `ERROR` whose message holds terminal escapes and a bidi override.
     static let hostileHelper = #"""
         #!/usr/bin/env python3
-        import json, os, sys
+        import json, os, sys, time
         stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
 
         def read_frame():
@@ -35,6 +35,8 @@ struct HostileHelperTests {
         read_frame()
         send_json("HELLO", {"protocol": 1, "name": "hostile", "schemes": ["hostile"]})
         print("log line \x1b]0;pwned-log\x07 \u202etxt.exe", file=sys.stderr, flush=True)
+        # Time for the core's stderr reader to log the line before the sync ends.
+        time.sleep(0.3)
         while True:
             kind, payload = read_frame()
             rid = json.loads(payload)["id"]
