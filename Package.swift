@@ -152,10 +152,12 @@ let package = Package(
         // Loopback servers for tests: a scriptable fault-injecting HTTP server, an nginx launcher.
         .target(
             name: "PaperboyTestServers",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/PaperboyTestServers",
             swiftSettings: swiftSettings
         ),
+        // posix_spawn's close-from and chdir actions, which Swift cannot see, for ChildProcess.
+        .target(name: "CPaperboyTestSpawn", path: "Tests/CPaperboyTestSpawn"),
         .testTarget(
             name: "PaperboyHTTPTests",
             dependencies: ["Paperboy", "PaperboyHTTP", "PaperboyTesting", "PaperboyTestServers"],

@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyTestServers
 import Testing
 
 /// Runs the built `paperboy` tool and captures what it printed.
@@ -68,64 +69,75 @@ enum CLI {
     /// Runs `paperboy` and sends it SIGKILL after `delay` microseconds (from a thread of its
     /// own: punctual even when the test pool is busy); returns the process once it has exited.
     static func runKilled(_ arguments: [String], after delay: useconds_t, environment: [String: String] = [:],
-                          standardError: FileHandle = .nullDevice) async throws -> Process {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = standardError
-        try process.run()
-        let pid = process.processIdentifier
+                          standardError: FileHandle = .nullDevice) async throws -> ChildProcess {
+        let process = try ChildProcess(
+            executable.path, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            standardError: standardError.fileDescriptor)
         Thread {
             usleep(delay)
-            kill(pid, SIGKILL)
+            process.signal(SIGKILL)
         }.start()
-        await waitForExit(process)
+        await process.exited()
         return process
     }
 
     /// Waits for a process on a thread of its own.
-    static func waitForExit(_ process: Process) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread {
-                waitPolling(process)
-                continuation.resume()
-            }.start()
-        }
+    static func waitForExit(_ process: ChildProcess) async {
+        await process.exited()
     }
 
-    /// `Process.waitUntilExit` spins a run loop, and on a thread without one it was seen
-    /// busy-looping forever after the child had exited: poll `isRunning` instead.
-    static func waitPolling(_ process: Process) {
-        while process.isRunning { usleep(5_000) }
-    }
-
+    /// Started with `posix_spawn` (``ChildProcess``), not Foundation's `Process`, whose `run()`
+    /// now and then crashes the test process on Linux (swift-corelibs-foundation#5472).
     private static func runBlocking(_ executable: URL, _ arguments: [String], in folder: URL?,
                                     environment: [String: String]) throws -> CLIResult {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let folder { process.currentDirectoryURL = folder }
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
+        var out: [Int32] = [0, 0]
+        var err: [Int32] = [0, 0]
+        guard pipe(&out) == 0 else { throw CLIError("pipe: \(String(cString: strerror(errno)))") }
+        guard pipe(&err) == 0 else {
+            close(out[0]); close(out[1])
+            throw CLIError("pipe: \(String(cString: strerror(errno)))")
+        }
+        // Close-on-exec: a child another test starts meanwhile must not hold them open.
+        for fd in out + err { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        let process: ChildProcess
+        do {
+            defer { close(out[1]); close(err[1]) }
+            process = try ChildProcess(executable.path, arguments, environment: env, in: folder?.path,
+                                       standardOutput: out[1], standardError: err[1])
+        } catch {
+            close(out[0]); close(err[0])
+            throw error
+        }
         // Read both pipes concurrently with the process, so a full pipe never blocks it.
         nonisolated(unsafe) var errData = Data()
-        let reader = Thread { errData = err.fileHandleForReading.readDataToEndOfFile() }
+        let errFD = err[0]
+        let reader = Thread { errData = readToEnd(errFD) }
         reader.start()
-        let outData = out.fileHandleForReading.readDataToEndOfFile()
-        waitPolling(process)
+        let outData = readToEnd(out[0])
+        process.waitUntilExit()
         while !reader.isFinished { usleep(1000) }
+        close(out[0]); close(err[0])
         return CLIResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
                          stderr: String(decoding: errData, as: UTF8.self))
     }
+
+    private static func readToEnd(_ fd: Int32) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count > 0 { data.append(buffer, count: count); continue }
+            if count < 0, errno == EINTR { continue }
+            return data
+        }
+    }
+}
+
+struct CLIError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// A temporary folder removed when the test ends.

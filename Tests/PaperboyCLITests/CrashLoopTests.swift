@@ -50,9 +50,7 @@ struct CrashLoopTests {
     }
 
     /// Starts `paperboy sync -q`; the process and the file its standard error goes to.
-    ///
-    /// Started with `posix_spawn` (``ChildProcess``), not Foundation's `Process`, whose `run()`
-    /// now and then crashes the test process on Linux: this test starts more processes than any.
+    /// (Started with `posix_spawn`, as every CLI test's: see ``ChildProcess``.)
     func startSync(_ config: URL) throws -> (ChildProcess, URL) {
         let log = workspace.path("run-\(UUID().uuidString).log")
         let fd = open(log.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)

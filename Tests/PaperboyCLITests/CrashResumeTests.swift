@@ -1,4 +1,5 @@
 import Foundation
+import PaperboyTestServers
 import PaperboyTesting
 import Testing
 
@@ -91,16 +92,10 @@ struct CrashResumeTests {
 
     @Test func interruptStopsCleanlyAndTheNextSyncResumes() async throws {
         let (data, config) = rateLimitedSource(issue: "int") { _ in "" }
-        let process = Process()
-        process.executableURL = CLI.executable
-        process.arguments = ["sync", "-q", "--config", config.path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let pid = process.processIdentifier
+        let process = try ChildProcess(CLI.executable.path, ["sync", "-q", "--config", config.path])
         Thread {
             usleep(800_000)
-            kill(pid, SIGINT)
+            process.signal(SIGINT)
         }.start()
         await CLI.waitForExit(process)
         #expect(process.terminationStatus == 130)

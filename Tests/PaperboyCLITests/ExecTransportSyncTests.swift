@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import PaperboyTestServers
 import PaperboyTesting
 import Testing
 
@@ -88,13 +89,7 @@ struct ExecTransportSyncTests {
             scheme = "tree"
             command = ["\(helper.path)"]
             """, sha: String(repeating: "0", count: 64))
-        let process = Process()
-        process.executableURL = CLI.executable
-        process.arguments = ["sync", "-q", "--config", file.path]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(CLI.executable.path, ["sync", "-q", "--config", file.path])
         var helperPID: Int32?
         let deadline = ContinuousClock.now + .seconds(30)
         while helperPID == nil, ContinuousClock.now < deadline {
@@ -103,7 +98,7 @@ struct ExecTransportSyncTests {
         }
         let pid = try #require(helperPID, "the helper never started")
         #expect(kill(pid, 0) == 0)
-        kill(process.processIdentifier, SIGKILL)
+        process.signal(SIGKILL)
         await CLI.waitForExit(process)
         let gone = ContinuousClock.now + .seconds(3)
         while !Self.isDeadOrZombie(pid), ContinuousClock.now < gone {

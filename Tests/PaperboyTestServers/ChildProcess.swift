@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CPaperboyTestSpawn
 import Foundation
 
 /// A child process started with `posix_spawn`, for tests that start hundreds of them.
@@ -10,9 +11,8 @@ import Foundation
 /// Foundation's `Process.run()` on Linux (Swift 6.3) now and then crashes the calling process
 /// while it lists `/proc/self/fd` (a read past glibc's dirent buffer, fixed upstream in
 /// swift-corelibs-foundation#5472): once in a few runs of this suite, the whole test process
-/// died. This starts the child without that code, and without Foundation's closing of every
-/// other descriptor: the child inherits those of the test process that are not close-on-exec
-/// (another test's pipe, say), so use it for children that do not outlive a test.
+/// died. This starts the child without that code; like Foundation, it closes every other
+/// descriptor in the child.
 public final class ChildProcess: @unchecked Sendable {
     /// How the child ended.
     public enum TerminationReason: Sendable { case exit, uncaughtSignal }
@@ -44,8 +44,10 @@ public final class ChildProcess: @unchecked Sendable {
                 posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
             }
         }
-        // posix_spawn_file_actions_addchdir_np is not visible from Swift: `env -C` changes folder.
-        let command = folder.map { ["/usr/bin/env", "-C", $0, executable] } ?? [executable]
+        // Nothing else is inherited (another test's pipe would not see its end of file).
+        paperboy_test_spawn_closefrom(&actions, 3)
+        if let folder { paperboy_test_spawn_chdir(&actions, folder) }
+        let command = [executable]
         let environment = environment ?? ProcessInfo.processInfo.environment
         var argv: [UnsafeMutablePointer<CChar>?] = (command + arguments).map { strdup($0) } + [nil]
         var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
