@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Paperboy
+import PaperboyTestServers
 import PaperboyTesting
 
 /// Archives that would expand beyond the limits or the disk: refused before writing (declared
@@ -71,5 +72,25 @@ extension ShelfTests {
         #expect(message.contains("not enough space to unpack "), "\(message)")
         #expect(message.contains("it declares \(Int64(count) * Int64(UInt32.max)) bytes"), "\(message)")
         #expect(message.contains("MB free for \(root.path)"), "\(message)")
+    }
+}
+
+extension ShelfTests {
+    @Test func anArchiveOfMoreThanTheEntryLimitIsRefused() async throws {
+        // 100,001 empty entries (ZIP64, written by python3's zipfile: ZIPFoundation rewrites its
+        // central directory for every entry added).
+        let file = folder.file("many.zip")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", """
+            import sys, zipfile
+            with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_STORED) as z:
+                for i in range(100001): z.writestr('e%d' % i, b'')
+            """, file.path]
+        try process.run()
+        process.waitForExitPolling()
+        #expect(process.terminationStatus == 0)
+        let message = try #require(try await refusal(of: Data(contentsOf: file)))
+        #expect(message.contains("has more than 100000 entries, the limit"), "\(message)")
     }
 }

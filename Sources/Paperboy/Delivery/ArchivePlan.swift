@@ -34,9 +34,14 @@ struct ArchivePlan {
     private(set) var declaredBytes: Int64 = 0
 
     init(_ archive: Archive, name: String) throws(LibraryError) {
-        let all = Array(archive)
-        guard all.count <= Self.maxEntries else {
-            throw LibraryError(.invalidRequest, "archive \(name) has \(all.count) entries; the limit is \(Self.maxEntries)")
+        // Counted while the central directory is read: an archive of millions of tiny entries is
+        // refused without holding them all.
+        var all: [Entry] = []
+        for entry in archive {
+            guard all.count < Self.maxEntries else {
+                throw LibraryError(.invalidRequest, "archive \(name) has more than \(Self.maxEntries) entries, the limit")
+            }
+            all.append(entry)
         }
         var files = Set<String>(), folders = Set<String>(), linkPaths = Set<String>()
         for entry in all {
