@@ -172,26 +172,3 @@ struct RequestIsolationAndWriteBehindTests {
         if bandwidthLimit != nil { #expect(ContinuousClock.now - start > .milliseconds(350)) }
     }
 }
-
-/// Takes every write, each after `delay` microseconds (a slow disk).
-final class SlowSink: TransferSink, Sendable {
-    let delay: useconds_t
-    private let state = Mutex<(data: Data, calls: Int)>((Data(), 0))
-
-    init(delay: useconds_t) { self.delay = delay }
-
-    var data: Data { state.withLock { $0.data } }
-    /// Writes started so far.
-    var calls: Int { state.withLock { $0.calls } }
-
-    func begin(_ response: TransferResponse) throws {}
-    func write(_ bytes: UnsafeRawBufferPointer) async throws { _ = tryWrite(bytes) }
-    func tryWrite(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        state.withLock { $0.calls += 1 }
-        usleep(delay)
-        state.withLock { $0.data.append(contentsOf: bytes) }
-        return true
-    }
-    func whenWritable(_ callback: @escaping @Sendable () -> Void) { callback() }
-    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { .performDefaultHandling }
-}

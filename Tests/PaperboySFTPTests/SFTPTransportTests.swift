@@ -217,6 +217,31 @@ struct SFTPTransportTests {
         #expect(setup.acceptedLogins == 1)
     }
 
+    /// Stopped (as Ctrl-C stops a sync) while chunks wait in the write-behind queue: they still
+    /// reach the sink, so the next attempt does not fetch them again.
+    @Test func aCancelledTransferStillWritesTheChunksItsQueueHolds() async throws {
+        guard let setup = try await SFTPServerSetup.start() else { return }
+        let chunk = 64 << 10
+        let published = randomData(32 * chunk, seed: 5)
+        let url = try setup.publish(published, as: "queued.bin")
+        // Each write takes 0.4 s: while the first is written, the reader fills the other two
+        // buffers of the pool and waits.
+        let sink = SlowSink(delay: 400_000, answer: setup.keyAnswer)
+        let task = Task { try await setup.transport(readSize: chunk).transfer(job(url), into: sink) }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while sink.calls == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(150))
+        let cancelled = ContinuousClock.now
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        // The write in progress, then the two queued chunks (dropped before: one write).
+        #expect(sink.calls >= 2, "\(sink.calls) writes, \(sink.data.count) bytes reached the sink")
+        // Stopping waits for the write in progress, not for the rest of the file.
+        #expect(ContinuousClock.now - cancelled < .seconds(8))
+        let kept = sink.data
+        #expect(sha256Hex(kept) == sha256Hex(published.prefix(kept.count)), "the bytes kept are not the file's first \(kept.count)")
+    }
+
     @Test func aFileChangedBetweenAttemptsRestartsFromZero() async throws {
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")

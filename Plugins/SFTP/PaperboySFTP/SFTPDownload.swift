@@ -176,7 +176,9 @@ struct SFTPDownload: Sendable {
             }
             await writer.close()
         } catch {
-            await writer.close()
+            // Stopped (Ctrl-C, SIGTERM, a pause, a lost connection): what was read still reaches
+            // the file when the sink takes it at once, so the next attempt does not fetch it again.
+            await writer.close(flushing: true)
             throw error
         }
         let after = try await attributes(of: file)

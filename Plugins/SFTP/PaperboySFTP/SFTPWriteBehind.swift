@@ -40,6 +40,9 @@ final class SFTPWriteBehind: @unchecked Sendable {
         var running = false
         var failure: (any Error)?
         var closed = false
+        /// The sink pushed back and its `whenWritable` callback has not run yet: calling it
+        /// again before then would break its contract.
+        var awaitingWritable = false
         var bufferWaiters: [@Sendable () -> Void] = []
         var drainWaiters: [@Sendable () -> Void] = []
         var closeWaiter: CheckedContinuation<Void, Never>?
@@ -153,12 +156,23 @@ final class SFTPWriteBehind: @unchecked Sendable {
         try Task.checkCancellation()
     }
 
-    /// Stops writing: drops queued chunks and returns once no sink call is in progress. After
-    /// it returns the sink is never called again (its file may be closed).
-    func close() async {
+    /// Stops writing and returns once no sink call is in progress. After it returns the sink is
+    /// never called again (its file may be closed).
+    ///
+    /// With `flushing` (a cancelled transfer: Ctrl-C, SIGTERM, a pause), the queued chunks still
+    /// reach their targets, in order, as far as the sink takes them without waiting (all of them
+    /// without a bandwidth limit), so the stop records those bytes and the next attempt does not
+    /// fetch them again; at the sink's first push back or failure the rest is dropped, so a slow
+    /// limit cannot hold the stop. Without it, queued chunks are dropped.
+    func close(flushing: Bool = false) async {
+        var leftover: [(Chunk, Target)] = []
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let (resumeNow, waiters) = state.withLock { state -> (Bool, [@Sendable () -> Void]) in
                 state.closed = true
+                if flushing, state.failure == nil {
+                    // While a drain runs, the first queued chunk is the one it is writing.
+                    leftover = state.queued.dropFirst(state.running ? 1 : 0).map { ($0, state.targets[$0.target]) }
+                }
                 for chunk in state.queued { state.free.append(chunk.buffer) }
                 state.queued.removeAll()
                 let waiters = state.bufferWaiters + state.drainWaiters
@@ -172,6 +186,14 @@ final class SFTPWriteBehind: @unchecked Sendable {
             }
             for waiter in waiters { waiter() }
             if resumeNow { continuation.resume() }
+        }
+        // No drain runs now, and none will call the sink again (closed): the leftover chunks are
+        // written here, in the order they were queued. Their buffers are back in the free list,
+        // but nothing takes them once closed. A sink still owing its `whenWritable` callback is
+        // not called.
+        guard !leftover.isEmpty, state.withLock({ !$0.awaitingWritable && $0.failure == nil }) else { return }
+        for (chunk, target) in leftover {
+            guard (try? target.tryWrite(UnsafeRawBufferPointer(start: chunk.buffer.pointer, count: chunk.count))) == true else { return }
         }
     }
 
@@ -201,7 +223,10 @@ final class SFTPWriteBehind: @unchecked Sendable {
             if !written {
                 // Still draining: the sink pushes back; go on when it says so.
                 if !stopped(failure: nil, keepsDraining: true) {
-                    target.whenWritable { [self] in queue.async { [self] in drain() } }
+                    target.whenWritable { [self] in
+                        state.withLock { $0.awaitingWritable = false }
+                        queue.async { [self] in drain() }
+                    }
                 }
                 return
             }
@@ -230,6 +255,8 @@ final class SFTPWriteBehind: @unchecked Sendable {
             state.running = false
             if let failure, state.failure == nil { state.failure = failure }
             if !keepsDraining { state.draining = false }
+            // Kept draining after a push back: the sink owes its `whenWritable` callback.
+            if keepsDraining { state.awaitingWritable = true }
             let closeWaiter = state.closeWaiter
             state.closeWaiter = nil
             var waiters: [@Sendable () -> Void] = []
