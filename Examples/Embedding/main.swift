@@ -28,7 +28,13 @@ final class ShelfDelegate: AssetDownloadDelegate {
     }
 
     func download(_ asset: AssetDownload, didFailWithError error: LibraryError) {
-        print("  \(asset.identifier.prefix(8)): failed: \(error)")
+        // `reason` is what an app branches on (no digging into `transportError`).
+        switch error.reason {
+        case .notFound: print("  \(asset.identifier.prefix(8)): no longer at the publisher: \(error)")
+        case .noSpace: print("  \(asset.identifier.prefix(8)): the disk is full: \(error)")
+        case .cancelled: print("  \(asset.identifier.prefix(8)): cancelled")
+        default: print("  \(asset.identifier.prefix(8)): failed: \(error)")
+        }
     }
 }
 

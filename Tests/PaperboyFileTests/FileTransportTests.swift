@@ -117,4 +117,22 @@ struct FileTransportTests {
         #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("sub/out.bin")) == data)
         await library.close()
     }
+
+    @Test func throughTheLibraryAMissingFileIsNotFoundAndLeavesNothing() async throws {
+        let root = folder.appendingPathComponent("lib")
+        let library = try Library.open(at: root, transports: TransportRegistry([FileTransport()]))
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: folder.appendingPathComponent("gone.pdf")))
+        var last: DownloadEvent?
+        for await event in asset.events() { last = event }
+        guard case .failed(let error) = last else {
+            Testing.Issue.record("expected a failure, got \(String(describing: last))")
+            return
+        }
+        #expect(error.reason == .notFound)
+        #expect(error.message.contains("gone.pdf"))
+        await library.waitUntilIdle()
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent(".partial/\(asset.identifier)").path))
+        #expect(asset.bytesOnDisk == 0)
+        await library.close()
+    }
 }

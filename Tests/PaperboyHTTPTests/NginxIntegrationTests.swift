@@ -12,17 +12,7 @@ struct NginxIntegrationTests {
 
     /// Starts nginx serving `data` as `/file.bin`, or returns nil (skipping) when it is not installed.
     func startNginx(tls: (certificate: URL, key: URL)? = nil) async throws -> NginxServer? {
-        guard let binary = NginxServer.binary else {
-            if ProcessInfo.processInfo.environment["CI"] == "true" {
-                Testing.Issue.record("nginx is not installed: CI must install it (apt-get install nginx)")
-            } else {
-                print("skipping nginx integration test: nginx is not installed")
-            }
-            return nil
-        }
-        let nginx = try await offThePool { try NginxServer(binary: binary, slowRate: "4m", tls: tls) }
-        try data.write(to: nginx.documentRoot.appendingPathComponent("file.bin"))
-        return nginx
+        try await PaperboyHTTPTests.startNginx(files: ["file.bin": data], slowRate: "4m", tls: tls)
     }
 
     @Test func downloadsAFileWithTheLibrary() async throws {

@@ -18,6 +18,22 @@ func testConfiguration(attempts: Int = 1, idleTimeout: Duration = .seconds(10)) 
     return configuration
 }
 
+/// nginx started for a test with `files` in its document root, or nil (the test skips) when it is
+/// not installed; under `CI=true` a missing nginx is a failure.
+func startNginx(files: [String: Data], slowRate: String = "2m", tls: (certificate: URL, key: URL)? = nil) async throws -> NginxServer? {
+    guard let binary = NginxServer.binary else {
+        if ProcessInfo.processInfo.environment["CI"] == "true" {
+            Testing.Issue.record("nginx is not installed: CI must install it (apt-get install nginx)")
+        } else {
+            print("skipping nginx integration test: nginx is not installed")
+        }
+        return nil
+    }
+    let nginx = try await offThePool { try NginxServer(binary: binary, slowRate: slowRate, tls: tls) }
+    for (name, data) in files { try data.write(to: nginx.documentRoot.appendingPathComponent(name)) }
+    return nginx
+}
+
 /// A job with short timeouts, as tests want them.
 func job(_ url: URL, offset: Int64 = 0, validator: ResourceValidator? = nil, idleTimeout: Duration = .seconds(10)) -> TransferJob {
     TransferJob(url: url, offset: offset, validator: validator, connectTimeout: .seconds(5), idleTimeout: idleTimeout)

@@ -89,7 +89,7 @@ struct DeliveryTests {
             (AssetRequest(url: pdfURL, sha256: sha256Hex(pdf), destinationPath: "magazine.pdf"), nil),
             (AssetRequest(url: coverURL, destinationPath: "art/cover.png"), nil),
         ])
-        #expect(issue.status == .none)
+        #expect(issue.status == .notDownloaded)
         for asset in assets { asset.download() }
         #expect(issue.status == .downloading)
         await library.waitUntilIdle()

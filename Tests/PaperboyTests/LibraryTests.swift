@@ -25,7 +25,7 @@ struct LibraryTests {
         #expect(reopened.issue(named: "2026-11-20")?.date == Date(timeIntervalSince1970: 1_000))
         #expect(reopened.issue(named: "missing") == nil)
         #expect(reopened.currentlyReadingIssue?.name == "2026-11-20")
-        #expect(reopened.issue(named: "2026-11-21")?.status == Issue.Status.none)
+        #expect(reopened.issue(named: "2026-11-21")?.status == .notDownloaded)
         await reopened.close()
     }
 

@@ -57,8 +57,9 @@ extension AssetDownloadDelegate {
     public func download(_ asset: AssetDownload, willResumeWith request: AssetRequest) async -> AssetRequest { request }
 }
 
-/// One event of an asset download, as delivered by ``AssetDownload/events()``.
-public enum DownloadEvent: Sendable {
+/// One event of an asset download, as delivered by ``AssetDownload/events()``; events compare
+/// with `==` (errors as ``LibraryError`` compares them).
+public enum DownloadEvent: Sendable, Equatable {
     /// Bytes arrived (coalesced): bytes since the previous event, total on disk, expected total.
     case progress(bytesWritten: Int64, totalBytesWritten: Int64, expectedTotalBytes: Int64?)
     /// A transfer continues from bytes already on disk.
@@ -69,8 +70,9 @@ public enum DownloadEvent: Sendable {
     case failed(LibraryError)
 }
 
-/// Library-wide events, from ``Library/events()``.
-public enum LibraryEvent: Sendable {
+/// Library-wide events, from ``Library/events()``; equal when they name the same issue or asset
+/// (of the same library) and state.
+public enum LibraryEvent: Sendable, Hashable {
     /// Every asset of the issue has been delivered (the analog of NKIssueDownloadCompletedNotification).
     case issueDownloadCompleted(Issue)
     /// An asset changed state.

@@ -106,7 +106,8 @@ enum Unpacker {
         guard fd >= 0 else { return }
         defer { POSIX.closeFile(fd) }
         if let free = POSIX.availableSpace(fd), declared > free {
-            throw LibraryError(.storage, "not enough space to unpack \(name): it declares \(size), \(PartialFileSink.megabytes(free)) free for \(folder.path)")
+            throw LibraryError(.storage, "not enough space to unpack \(name): it declares \(size), \(PartialFileSink.megabytes(free)) free for \(folder.path)",
+                               underlying: POSIXError(.ENOSPC))
         }
     }
 
@@ -134,7 +135,8 @@ enum Unpacker {
                 }
                 if let code = chunk.withUnsafeBytes({ POSIX.writeAll(fd, $0) }) {
                     let space = code == ENOSPC || code == EDQUOT ? "not enough space to unpack \(archiveName): " : ""
-                    throw LibraryError(.storage, "\(space)cannot write \(url.path) (archive entry '\(entry.path)'): \(POSIX.errorMessage(code))")
+                    throw LibraryError(.storage, "\(space)cannot write \(url.path) (archive entry '\(entry.path)'): \(POSIX.errorMessage(code))",
+                                       underlying: POSIXErrorCode(rawValue: code).map { POSIXError($0) })
                 }
             }
         } catch let error as LibraryError {

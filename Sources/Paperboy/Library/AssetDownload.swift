@@ -40,10 +40,31 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
                                      attempts: record.attempts, detail: record.detail)
     }
 
-    /// Bytes on disk so far (the whole size once finished).
+    /// The progress count: bytes of the file fetched and kept so far, from which a transfer
+    /// continues.
+    ///
+    /// The whole size once finished, and still after delivery; `0` after a cancel, before the
+    /// first byte, and after a failure that kept nothing (a 404, a refused credential, a checksum
+    /// mismatch discards the bytes); for another failure, the bytes kept to resume from. While a
+    /// transfer runs it can be ahead of what is durable on disk. To know what the asset occupies
+    /// in the library's own folders now, read ``bytesOnDisk``.
     public var totalBytesWritten: Int64 {
         if let live = scheduler.snapshot(identifier) { return live.written }
         return scheduler.store.asset(id: identifier)?.bytesOnDisk ?? 0
+    }
+
+    /// Bytes this asset occupies in the library's own folders now, read from the disk: its
+    /// partial file (the bytes a transfer resumes from) while it is not finished, or its finished
+    /// file while that waits in the inbox.
+    ///
+    /// `0` when the asset holds nothing there: never started, cancelled, delivered (the file then
+    /// belongs to the issue folder or to the app), or failed without keeping a byte (a 404, a
+    /// refused credential, a checksum mismatch: no empty partial file is left behind).
+    public var bytesOnDisk: Int64 {
+        let layout = scheduler.layout
+        let partial = POSIX.regularFileSize(layout.partialURL(asset: identifier)) ?? 0
+        guard let request else { return partial }
+        return partial + (POSIX.regularFileSize(layout.inboxURL(asset: identifier, request: request)) ?? 0)
     }
 
     /// The total size, once the source has told it.

@@ -13,7 +13,8 @@ public struct AssetStatus: Sendable, Hashable {
     private var storedRequest: StoredRequest
     /// Where the asset is, and why it waits when it waits.
     public var state: AssetState
-    /// Bytes on disk (the whole size once finished).
+    /// The progress count, as ``AssetDownload/totalBytesWritten`` (the whole size once finished;
+    /// `0` after a cancel or a failure that kept nothing).
     public var totalBytesWritten: Int64
     /// The total size, once known.
     public var expectedTotalBytes: Int64?
@@ -37,7 +38,7 @@ public struct LibraryActivity: Sendable, Hashable {
     public var inInbox = 0
     /// Assets that gave up.
     public var failed = 0
-    /// Bytes on disk of assets not yet delivered.
+    /// The progress count (``AssetDownload/totalBytesWritten``) of assets not yet delivered.
     public var bytesWritten: Int64 = 0
     /// Known total size of assets not yet delivered (assets of unknown size count what they have).
     public var expectedBytes: Int64 = 0

@@ -5,13 +5,20 @@ import Foundation
 /// An `Issue` is a handle: its properties read the library's current state.
 public struct Issue: Sendable, Hashable, CustomStringConvertible {
     /// The issue's status as a shelf shows it.
-    public enum Status: String, Sendable, Hashable {
-        /// No asset is on its way and the issue is not complete (no assets, or some failed).
-        case none
+    ///
+    /// The raw values are what `paperboy issues` and `paperboy status` print (and their JSON),
+    /// and what `description` returns.
+    public enum Status: String, Sendable, Hashable, CustomStringConvertible {
+        /// No asset is on its way and the issue is not complete (no assets, or some failed,
+        /// paused or never asked for). Its raw value is `none`, as printed since the first release;
+        /// the case was called `none` before, which read as `Optional.none` in `issue?.status == .none`.
+        case notDownloaded = "none"
         /// At least one asset is waiting, downloading, or waiting to be delivered.
         case downloading
         /// Every asset has been delivered.
         case available
+
+        public var description: String { rawValue }
     }
 
     /// The unique name; also the name of the content folder.
@@ -41,7 +48,7 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
         let states = assetStatuses.map(\.state)
         if states.contains(where: \.isActive) { return .downloading }
         if !states.isEmpty, states.allSatisfy({ $0 == .delivered }) { return .available }
-        return .none
+        return .notDownloaded
     }
 
     /// The delivered cover image (an asset with the ``AssetRole/cover`` role), if any.

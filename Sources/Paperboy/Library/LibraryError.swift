@@ -1,7 +1,11 @@
 import Foundation
 
 /// Why a library operation or a download failed.
-public struct LibraryError: Error, Sendable, CustomStringConvertible {
+///
+/// Two errors are equal (`==`) when their ``code``, ``message`` and ``isRetryable`` are, and their
+/// underlying errors too: a ``TransportError`` compares with its own `==`, any other underlying
+/// error by its description.
+public struct LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stable error code. New codes may be added: compare, don't switch exhaustively.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
@@ -58,6 +62,22 @@ public struct LibraryError: Error, Sendable, CustomStringConvertible {
     public var transportError: TransportError? { underlying as? TransportError }
 
     public var description: String { message }
+
+    public static func == (lhs: LibraryError, rhs: LibraryError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.isRetryable == rhs.isRetryable
+            && sameUnderlying(lhs.underlying, rhs.underlying)
+    }
+
+    /// Underlying errors compared: transport errors with `==`, others by their description.
+    static func sameUnderlying(_ lhs: (any Error & Sendable)?, _ rhs: (any Error & Sendable)?) -> Bool {
+        switch (lhs, rhs) {
+        case (nil, nil): true
+        case let (left as TransportError, right as TransportError): left == right
+        case let (left?, right?): !(left is TransportError) && !(right is TransportError)
+            && String(describing: left) == String(describing: right)
+        default: false
+        }
+    }
 
     static func storage(_ message: String, _ error: any Error) -> LibraryError {
         LibraryError(.storage, "\(message): \(error)", underlying: SendableError(error))

@@ -42,7 +42,17 @@ extension Scheduler {
 
     /// Runs one attempt: opens the partial file, lets the transport fill it, verifies it, and
     /// moves it into the inbox (or, with a destination and no delegate, straight there).
+    ///
+    /// An attempt that did not finish and leaves an empty partial file (a 404, a refused
+    /// credential, a checksum mismatch, a stop before the first byte) removes it: only bytes to
+    /// resume from are kept, and the next attempt creates the file again.
     func transfer(_ run: Run) async -> Outcome {
+        let outcome = await attempt(run)
+        if case .finished = outcome {} else { POSIX.removeIfEmpty(layout.partialURL(asset: run.id)) }
+        return outcome
+    }
+
+    private func attempt(_ run: Run) async -> Outcome {
         if run.request.url == StoredRequest.unreadableURL {
             let error = LibraryError(.storage, "the stored request of asset \(run.id) is unreadable; remove and add the asset again", isRetryable: false)
             return .failed(error, retryAfter: nil, written: 0, validator: nil)

@@ -249,8 +249,10 @@ final class Scheduler: Sendable {
 
     private let scheduleTask = Mutex<Task<Void, Never>?>(nil)
 
-    /// Whether an asset may transfer on `status` (always, for local transports).
+    /// Whether an asset may transfer on `status` (always, for local transports and for sources
+    /// that need no network, see ``NetworkPolicy/isLocalSource(_:)``).
     private func allowsNetwork(_ entry: Entry, _ status: NetworkStatus) -> Bool {
+        if NetworkPolicy.isLocalSource(entry.request.url) { return true }
         if let transport = try? transports.transport(for: entry.request.url), transport.capabilities.contains(.local) {
             return true
         }
@@ -844,6 +846,7 @@ final class Scheduler: Sendable {
                         entry.attempts += 1
                     }
                     entry.bytesOnDisk = written
+                    entry.live.written.store(written, ordering: .relaxed)
                     entry.validator = validator
                     patch.attempts = entry.attempts
                     entry.detail = error.message

@@ -109,6 +109,18 @@ enum POSIX {
         unlink(url.path)
     }
 
+    /// Removes `url` if it is a regular file of zero bytes.
+    static func removeIfEmpty(_ url: URL) {
+        if regularFileSize(url) == 0 { unlink(url.path) }
+    }
+
+    /// The size of the regular file at `url` (not following a link), or `nil` if there is none.
+    static func regularFileSize(_ url: URL) -> Int64? {
+        var info = stat()
+        guard lstat(url.path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        return Int64(info.st_size)
+    }
+
     /// Creates a folder and its missing parents, each new one private to the user (mode 0700);
     /// a folder already there is fine.
     ///

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A request for credentials or a trust decision, raised by a transport.
-public struct AuthChallenge: Sendable, CustomStringConvertible {
+public struct AuthChallenge: Sendable, Hashable, CustomStringConvertible {
     /// What kind of answer the transport needs. New kinds may be added: switch with a default.
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
@@ -100,7 +100,7 @@ public struct ServerTrust: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The answer to an ``AuthChallenge``.
-public enum AuthChallengeDisposition: Sendable {
+public enum AuthChallengeDisposition: Sendable, Equatable {
     /// Use this credential.
     case useCredential(Credential)
     /// Let the transport do its default (usually: fail, and refuse untrusted servers).
@@ -111,8 +111,9 @@ public enum AuthChallengeDisposition: Sendable {
     case rejectProtectionSpace
 }
 
-/// Credentials given in answer to a challenge. Its descriptions never reveal a secret.
-public struct Credential: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+/// Credentials given in answer to a challenge. Its descriptions never reveal a secret; `==`
+/// compares every field.
+public struct Credential: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     /// A user name, if the method has one.
     public var user: String?
     /// A password, key passphrase or keyboard-interactive answer.

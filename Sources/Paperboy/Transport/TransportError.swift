@@ -1,7 +1,10 @@
 import Foundation
 
 /// Why a transfer failed, and whether another attempt can help.
-public struct TransportError: Error, Sendable, CustomStringConvertible {
+///
+/// Two errors are equal (`==`) when their code, message, URL, ``isRetryable`` and
+/// ``retryAfter`` are, and their underlying errors have the same description.
+public struct TransportError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stable error code. New codes may be added: compare, don't switch exhaustively.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
@@ -79,6 +82,11 @@ public struct TransportError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         if let url, case let shown = url.redactedString, !message.contains(shown) { return "\(message) (\(shown), \(code))" }
         return "\(message) (\(code))"
+    }
+
+    public static func == (lhs: TransportError, rhs: TransportError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.url == rhs.url && lhs.isRetryable == rhs.isRetryable
+            && lhs.retryAfter == rhs.retryAfter && LibraryError.sameUnderlying(lhs.underlying, rhs.underlying)
     }
 }
 
