@@ -134,10 +134,17 @@ let package = Package(
             path: "Examples/TarTransport",
             swiftSettings: swiftSettings
         ),
+        // An app killed inside its delegate's didFinish, for the at-least-once test.
+        .executableTarget(
+            name: "CallbackKillApp",
+            dependencies: ["Paperboy", "PaperboyFile"],
+            path: "Tests/CallbackKillApp",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PaperboyTests",
             dependencies: [
-                "Paperboy", "PaperboyTesting", "PaperboyTestServers",
+                "Paperboy", "PaperboyTesting", "PaperboyTestServers", "CallbackKillApp",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"), .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Tests/PaperboyTests",

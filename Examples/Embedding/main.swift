@@ -69,11 +69,20 @@ let issue = try library.issue(named: name) ?? library.addIssue(name: name, date:
 if issue.assets.isEmpty {
     let asset = try issue.addAsset(AssetRequest(url: source), userInfo: ["file": "magazine.pdf"])
     asset.download(delegate: delegate)
+    switch try await asset.waitUntilFinished() {
+    case .delivered: print("  \(asset.identifier.prefix(8)): delivered")
+    case .failed(let error): print("  \(asset.identifier.prefix(8)): gave up: \(error)")
+    case .cancelled, .closed: print("  \(asset.identifier.prefix(8)): stopped")
+    }
 }
 
 // Wait for the issue to complete, then update the shelf.
-await library.waitUntilIdle()
-print("\(issue.name): \(issue.status), new: \(issue.isNew), badge: \(library.badgeCount)")
+switch try await issue.waitUntilAvailable() {
+case .available:
+    print("\(issue.name): \(issue.status), new: \(issue.isNew), badge: \(library.badgeCount)")
+case .incomplete(let missing):
+    print("\(issue.name): \(missing.count) asset(s) missing: \(missing.values.map { "\($0)" })")
+}
 try library.setCurrentlyReadingIssue(issue)
 issue.markRead()
 print("reading \(library.currentlyReadingIssue?.name ?? "nothing"), badge: \(library.badgeCount)")

@@ -15,14 +15,7 @@ enum CLI {
         if let override = ProcessInfo.processInfo.environment["PAPERBOY_BIN"] {
             return URL(fileURLWithPath: override)
         }
-        var folder = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for _ in 0..<3 {
-            let candidate = folder.appendingPathComponent("paperboy")
-            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-            folder.deleteLastPathComponent()
-        }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        return root.appendingPathComponent(".build/debug/paperboy")
+        return BuiltExecutable.url(named: "paperboy")
     }
 
     /// Runs the tool on a thread of its own, so that waiting never blocks the cooperative pool

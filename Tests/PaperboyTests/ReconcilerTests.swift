@@ -13,14 +13,16 @@ struct ReconcilerTests {
         try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
     }
 
-    /// A library with one idle asset whose partial and inbox files are on disk.
+    /// A library with two idle assets, one with a partial file on disk, one with an inbox file
+    /// (which a successful open takes as finished).
     func libraryWithFiles() async throws -> (partial: URL, inbox: URL) {
         let library = try open()
-        let asset = try library.addIssue(name: "i", date: Date())
-            .addAsset(AssetRequest(url: URL(string: "mem://example/a.pdf")!, destinationPath: "a.pdf"))
+        let issue = try library.addIssue(name: "i", date: Date())
+        let asset = try issue.addAsset(AssetRequest(url: URL(string: "mem://example/a.pdf")!, destinationPath: "a.pdf"))
+        let finished = try issue.addAsset(AssetRequest(url: URL(string: "mem://example/b.pdf")!))
         let layout = library.scheduler.layout
         let partial = layout.partialURL(asset: asset.identifier)
-        let inbox = layout.inboxURL(asset: asset.identifier, request: try #require(asset.request))
+        let inbox = layout.inboxURL(asset: finished.identifier, request: try #require(finished.request))
         try Data(repeating: 1, count: 1000).write(to: partial)
         try Data(repeating: 2, count: 1000).write(to: inbox)
         await library.close()

@@ -160,6 +160,78 @@ struct ResumeTests {
         await library.close()
     }
 
+    /// A delegate is an object: `download(delegate:)` with the one already attached (a pause keeps
+    /// it) is one attachment, so every call comes once. An `events()` stream attached meanwhile
+    /// gets the same transfer.
+    @Test func resumingWithTheSameDelegateDoesNotDoubleItsCalls() async throws {
+        let transport = InMemoryTransport()
+        let url = transport.serve(data, at: "same.bin", script: [.stallAfter(cut)])
+        let library = try open(transport)
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        asset.download(delegate: delegate)
+        await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
+        asset.pause()
+        await eventually("paused") { asset.state == .waiting(.pausedByApp) }
+        let stream = asset.events()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        var streamed: [DownloadEvent] = []
+        for await event in stream { streamed.append(event) }
+
+        let events = delegate.events
+        let resumes = events.filter { if case .resumed = $0 { true } else { false } }
+        #expect(resumes == [.resumed(total: Int64(cut), expected: Int64(data.count))])
+        #expect(events.filter { if case .finished = $0 { true } else { false } }.count == 1)
+        #expect(delegate.keptFiles == [data])
+        let totals = events.compactMap { if case .progress(_, let total, _) = $0 { total } else { nil } }
+        #expect(zip(totals, totals.dropFirst()).allSatisfy { $0 < $1 }, "\(totals)")
+        // After the resume, the byte counts add up to the rest of the file, once.
+        let afterResume = events.drop { if case .resumed = $0 { false } else { true } }
+        let resumedBytes = afterResume.compactMap { if case .progress(let bytes, _, _) = $0 { bytes } else { nil } }
+        #expect(resumedBytes.reduce(0, +) == Int64(data.count - cut))
+        // The stream, a delegate of its own, saw the same resumed transfer to its end.
+        #expect(streamed.first.map { if case .resumed(Int64(cut), _) = $0 { true } else { false } } == true, "\(streamed)")
+        #expect(streamed.last.map { if case .finished = $0 { true } else { false } } == true, "\(streamed)")
+        #expect(transport.jobs.map(\.offset) == [0, Int64(cut)])
+        await library.close()
+    }
+
+    /// README's relaunch: the library resumes an interrupted transfer when it opens, and the
+    /// app's loop over `downloadingAssets` attaches its delegate a moment later. The delegate
+    /// still gets `didResumeAt` first, then the rest of the bytes. The loop runs at once, or after
+    /// 1 or 2 ms of other launch work (the transfer has begun by then).
+    @Test func theRelaunchLoopNeverMissesDidResumeAt() async throws {
+        let size = 1 << 20, cut = 256 << 10
+        let body = randomData(size, seed: 3)
+        for round in 0..<30 {
+            let transport = InMemoryTransport(chunkSize: 64 << 10, chunkDelay: .milliseconds(1))
+            let url = transport.serve(body, at: "r\(round).bin", script: [.stallAfter(cut)])
+            let root = folder.file("relaunch-\(round)")
+            var configuration = testConfiguration()
+            configuration.bootIdentity = { "boot-1" }
+            let first = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
+            let asset = try first.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+            asset.download()
+            await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
+            await first.close()
+
+            let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
+            if round % 3 > 0 { try await Task.sleep(for: .milliseconds(round % 3)) }
+            let delegate = RecordingDelegate()
+            for asset in library.downloadingAssets { asset.download(delegate: delegate) }
+            await delegate.waitForEnd()
+            let events = delegate.events
+            #expect(events.first == .resumed(total: Int64(cut), expected: Int64(size)), "round \(round): \(events.prefix(3))")
+            #expect(events.filter { if case .resumed = $0 { true } else { false } }.count == 1, "round \(round)")
+            let bytes = events.compactMap { if case .progress(let bytes, _, _) = $0 { bytes } else { nil } }
+            #expect(bytes.isEmpty || bytes.reduce(0, +) == Int64(size - cut), "round \(round): \(bytes)")
+            #expect(delegate.keptFiles == [body], "round \(round)")
+            await library.close()
+        }
+    }
+
     /// A 3 MiB transfer under way (some bytes written), slow enough to be interrupted.
     func transferUnderWay(_ name: String) async throws -> (InMemoryTransport, Library, AssetDownload, RecordingDelegate) {
         let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(2))

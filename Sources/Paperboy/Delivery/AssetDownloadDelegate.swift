@@ -7,7 +7,8 @@ import Foundation
 /// ## Ordering
 /// Calls for one asset never overlap and arrive in this order:
 /// ``download(_:didResumeAt:expectedTotalBytes:)`` at most once per transfer that continues
-/// from a non-zero offset; ``download(_:didWriteData:totalBytesWritten:expectedTotalBytes:)``
+/// from a non-zero offset (a delegate attached after the transfer resumed gets it on attaching,
+/// if it is the first one); ``download(_:didWriteData:totalBytesWritten:expectedTotalBytes:)``
 /// coalesced to a bounded rate (see ``Library/Configuration/progressInterval``), always with a
 /// final one when the last byte arrives; then exactly one of
 /// ``download(_:didFinishDownloadingTo:)`` or ``download(_:didFailWithError:)``.
@@ -26,7 +27,8 @@ public protocol AssetDownloadDelegate: Sendable {
     /// `destinationURL` is a temporary file valid only during this call: move it to keep it.
     /// If the request has a destination path and the file is still there when this returns,
     /// the library moves it there; otherwise it is deleted. Until this returns, the file waits in
-    /// the library's inbox and is delivered again after a crash or relaunch (at least once).
+    /// the library's inbox and is delivered again after a crash or relaunch (at least once), a
+    /// kill inside this call included.
     ///
     /// - Throws: to keep the file in the inbox for a later delivery.
     func download(_ asset: AssetDownload, didFinishDownloadingTo destinationURL: URL) async throws

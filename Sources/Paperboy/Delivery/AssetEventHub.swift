@@ -57,14 +57,29 @@ final class AssetEventHub: Sendable {
 
     var hasDelegates: Bool { delegates.list.withLock { !$0.isEmpty } }
 
-    func attach(_ delegate: any AssetDownloadDelegate) {
-        delegates.list.withLock { $0.append(delegate) }
+    /// Adds `delegate`, unless that very object is attached already.
+    ///
+    /// - Parameter resumedAt: a resume nobody was told of (the transfer continued before any
+    ///   delegate attached): queued for the delegates, under the lock that makes them visible to
+    ///   the transfer, so that it comes before any progress.
+    func attach(_ delegate: any AssetDownloadDelegate, resumedAt: (total: Int64, expected: Int64?)? = nil) {
+        delegates.list.withLock { list in
+            guard !list.contains(where: { Self.isSame($0, delegate) }) else { return }
+            list.append(delegate)
+            if let resumedAt { continuation.yield(.resumed(resumedAt.total, resumedAt.expected)) }
+        }
     }
 
     /// Takes over the delegates of `other` (whose download turned out not to end).
     func adopt(_ other: AssetEventHub) {
-        let adopted = other.delegates.list.withLock { $0 }
-        delegates.list.withLock { $0.append(contentsOf: adopted) }
+        for delegate in other.delegates.list.withLock({ $0 }) { attach(delegate) }
+    }
+
+    /// Whether two delegates are one object: attaching an object twice is one attachment. Values
+    /// (structs) have no identity, so each attachment of one counts.
+    private static func isSame(_ lhs: any AssetDownloadDelegate, _ rhs: any AssetDownloadDelegate) -> Bool {
+        guard type(of: lhs) is AnyClass, type(of: rhs) is AnyClass else { return false }
+        return (lhs as AnyObject) === (rhs as AnyObject)
     }
 
     func progress(bytesWritten: Int64, total: Int64, expected: Int64?) {

@@ -85,6 +85,9 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         var durability: Durability
         var live: LiveProgress
         var hub: @Sendable () -> AssetEventHub?
+        /// The transfer continues from this many bytes of the expected total: tells the delegates,
+        /// or keeps it for the first one to attach.
+        var resumed: @Sendable (Int64, Int64?) -> Void = { _, _ in }
         /// Limits applied to every byte, the per-transfer one first, then the global one.
         var limiters: [BandwidthLimiter]
         var answerChallenge: @Sendable (AuthChallenge) async -> AuthChallengeDisposition
@@ -226,7 +229,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
                 hashFromFile = true
                 hasher = nil
             }
-            context.hub()?.resumed(total: written, expected: expected)
+            context.resumed(written, expected)
             // The file holds the recorded bytes and grows in order from here: in this boot its
             // length is trusted even before the first checkpoint (after a reboot, see Reconciler).
             submitProgress(AssetPatch(id: context.assetID))
@@ -365,7 +368,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
 
     private func reportProgress(now: ContinuousClock.Instant) {
         lastReport = now
-        guard let hub = context.hub() else { return }
+        // Nobody to tell: the bytes count in the first report a delegate gets.
+        guard let hub = context.hub(), hub.hasDelegates else { return }
         let total = progressTotal
         hub.progress(bytesWritten: total - reported, total: total, expected: expected)
         reported = total
@@ -461,11 +465,11 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             }
         }
         if !reportedOnce || reported != written {
-            if let hub = context.hub() {
+            if let hub = context.hub(), hub.hasDelegates {
                 hub.progress(bytesWritten: written - reported, total: written, expected: expected ?? written)
+                reported = written
+                reportedOnce = true
             }
-            reported = written
-            reportedOnce = true
         }
     }
 

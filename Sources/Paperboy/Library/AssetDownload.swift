@@ -78,8 +78,30 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
     /// Safe to call in any state: a running transfer keeps running and `delegate` is added to
     /// it; a finished file waiting in the inbox is delivered to `delegate`; a failed, paused or
     /// cancelled asset starts again (from the bytes on disk when it can).
+    ///
+    /// Delegates already attached stay attached (a ``pause()`` keeps them), whether or not
+    /// `delegate` is given: `download()` alone resumes a paused asset for them. Attaching an
+    /// object that is attached already changes nothing, so every call still comes once; a
+    /// value type has no identity, and each attachment of one gets its own calls.
+    ///
+    /// If the transfer continued from bytes on disk before any delegate was attached (an
+    /// interrupted download resuming when the library opens), the first delegate attached gets
+    /// ``AssetDownloadDelegate/download(_:didResumeAt:expectedTotalBytes:)`` with that offset,
+    /// before any progress.
     public func download(delegate: (any AssetDownloadDelegate)? = nil) {
         scheduler.download(self, delegate: delegate)
+    }
+
+    /// Waits until the asset is delivered, fails, or is cancelled, and says which.
+    ///
+    /// Returns at once for an asset that already ended; an idle or paused asset is waited for
+    /// until it is started and ends. Cancelling the waiting task ends the wait only: the
+    /// download goes on. To wait with a deadline, race this against `Task.sleep` in a task group.
+    ///
+    /// - Returns: `.closed` if the library closes first.
+    /// - Throws: `CancellationError` when the waiting task is cancelled.
+    public func waitUntilFinished() async throws(CancellationError) -> AssetOutcome {
+        try await scheduler.waitUntilFinished(identifier)
     }
 
     /// Starts or reconnects, delivering the events as an asynchronous sequence.

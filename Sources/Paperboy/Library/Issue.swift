@@ -56,6 +56,25 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
         scheduler.store.issue(named: name)?.coverPath.map { contentURL.appendingPathComponent($0) }
     }
 
+    /// Waits until each of the issue's assets (as of this call) is delivered, failed, or
+    /// cancelled, and says whether the issue is complete.
+    ///
+    /// `.available` comes once the issue is recorded as new (and its cover, if any), after
+    /// ``LibraryEvent/issueDownloadCompleted(_:)``. Like ``AssetDownload/waitUntilFinished()``, an
+    /// idle or paused asset is waited for, and cancelling the waiting task ends the wait only.
+    ///
+    /// - Throws: `CancellationError` when the waiting task is cancelled.
+    public func waitUntilAvailable() async throws(CancellationError) -> IssueOutcome {
+        let assets = self.assets
+        var missing: [AssetDownload: AssetOutcome] = [:]
+        for asset in assets {
+            let outcome = try await asset.waitUntilFinished()
+            if case .delivered = outcome { continue }
+            missing[asset] = outcome
+        }
+        return assets.isEmpty || !missing.isEmpty ? .incomplete(missing) : .available
+    }
+
     /// Whether the issue became available and has not been marked read (counts in the badge).
     public var isNew: Bool { scheduler.store.issue(named: name)?.isNew ?? false }
 

@@ -183,7 +183,9 @@ extension Scheduler {
             assetID: run.id, partialFile: partial, url: request.url, requestedOffset: offset, recordedValidator: validator,
             expectedSHA256: request.sha256, progressInterval: settings.progressInterval,
             checkpointInterval: settings.checkpointInterval, bootID: settings.bootID, store: store, durability: durability,
-            live: run.live, hub: hub, limiters: run.limiters,
+            live: run.live, hub: hub,
+            resumed: { [weak self] total, expected in self?.transferResumed(id, total: total, expected: expected) },
+            limiters: run.limiters,
             answerChallenge: { challenge in
                 guard challenges.admit() else { return .cancelAuthenticationChallenge }
                 if challenge.previousFailureCount == 0, let credential = credentials?.credential(for: challenge) {

@@ -75,6 +75,11 @@ final class Scheduler: Sendable {
         /// asked for meanwhile: they get the cancellation, the new ones do not.
         var cancelledHub: AssetEventHub?
         var delivering = false
+        /// Why the asset failed, while it is `failed`: what ``AssetDownload/waitUntilFinished()`` returns.
+        var failure: LibraryError?
+        /// This transfer continued from bytes on disk while no delegate was attached: the first
+        /// delegate to attach before it is delivered gets `didResumeAt` with these figures.
+        var unannouncedResume: (total: Int64, expected: Int64?)?
         /// The finished file went straight to its destination: delivery only records it.
         var inIssue = false
         var host: String { request.url.host?.lowercased() ?? "" }
@@ -97,6 +102,7 @@ final class Scheduler: Sendable {
                 // A damaged row: this asset cannot run, the others can.
                 state = .failed
                 detail = "the stored request of asset \(record.id) is unreadable (\(failure)); remove and add the asset again"
+                self.failure = LibraryError(.storage, detail!)
             }
         }
 
@@ -120,8 +126,13 @@ final class Scheduler: Sendable {
         var network = NetworkStatus(kind: .other)
         var perTransferLimit: Int64?
         var perTransferLimiters: [String: BandwidthLimiter] = [:]
+        /// Tasks in ``AssetDownload/waitUntilFinished()``, by asset and key; resumed with `nil`
+        /// when the waiting task is cancelled.
+        var assetWaiters: [String: [Int: CheckedContinuation<AssetOutcome?, Never>]] = [:]
+        var nextWaiterKey = 0
 
-        /// Applies a change to an entry, keeping the counts right.
+        /// Applies a change to an entry, keeping the counts right, and settles the waits on it
+        /// when it failed or was cancelled (a delivery settles them once fully recorded).
         mutating func update(_ id: String, _ change: (inout Entry) -> Void) {
             guard var entry = entries[id] else { return }
             let wasBusy = entry.isBusy
@@ -129,7 +140,15 @@ final class Scheduler: Sendable {
             change(&entry)
             busy += (entry.isBusy ? 1 : 0) - (wasBusy ? 1 : 0)
             waitingForNetwork += (entry.state == .network ? 1 : 0) - (wasWaiting ? 1 : 0)
+            if entry.state != .failed { entry.failure = nil }
             entries[id] = entry
+            if !assetWaiters.isEmpty, let outcome = Scheduler.settledOutcome(entry) { settle(id, outcome) }
+        }
+
+        /// Resumes every task waiting for asset `id` with `outcome`.
+        mutating func settle(_ id: String, _ outcome: AssetOutcome) {
+            guard let waiters = assetWaiters.removeValue(forKey: id) else { return }
+            for continuation in waiters.values { continuation.resume(returning: outcome) }
         }
 
         mutating func takeIdleWaiters() -> [CheckedContinuation<Void, Never>] {
@@ -184,6 +203,7 @@ final class Scheduler: Sendable {
                         entry.retryTask?.cancel()
                         entry.retryTask = nil
                         entry.state = .failed
+                        entry.failure = failure
                         entry.detail = failure.message
                         if let hub = entry.hub { failed.append((hub, failure)) }
                         entry.hub = nil
@@ -416,7 +436,13 @@ final class Scheduler: Sendable {
                 }
                 if let delegate {
                     if entry.hub == nil { entry.hub = AssetEventHub(asset: asset) }
-                    entry.hub!.attach(delegate)
+                    // The transfer resumed before anybody listened: the first delegate hears of it.
+                    var resumedAt: (total: Int64, expected: Int64?)?
+                    if entry.state == .downloading || entry.state == .finished, entry.hub?.hasDelegates == false {
+                        resumedAt = entry.unannouncedResume
+                        entry.unannouncedResume = nil
+                    }
+                    entry.hub!.attach(delegate, resumedAt: resumedAt)
                 }
                 switch entry.state {
                 case .idle, .failed, .cancelled, .paused:
@@ -608,6 +634,7 @@ final class Scheduler: Sendable {
         state.withLock { state in
             for waiter in state.idleWaiters { waiter.continuation.resume() }
             state.idleWaiters = []
+            for id in Array(state.assetWaiters.keys) { state.settle(id, .closed) }
             state.entries = [:]
         }
         await store.flushAsync()
@@ -653,6 +680,7 @@ final class Scheduler: Sendable {
         state.update(id) { entry in
             entry.state = .downloading
             entry.stop = nil
+            entry.unannouncedResume = nil
             if entry.progressClock == nil { entry.progressClock = .now }
             let slot = TransferSlot(host: host)
             let run = Run(
@@ -812,6 +840,7 @@ final class Scheduler: Sendable {
                         // Its progress cannot be recorded: failed, with what the store said.
                         let message = entry.detail ?? "asset \(id): its progress cannot be recorded"
                         entry.state = .failed
+                        entry.failure = LibraryError(.storage, message)
                         patch.state = .failed
                         patch.detail = .some(message)
                         if let hub = entry.hub {
@@ -873,8 +902,10 @@ final class Scheduler: Sendable {
                             entry.detail = "\(error.message) (\(reason))"
                             patch.detail = .some(entry.detail)
                         }
+                        let final = LibraryError(error.code, entry.detail ?? error.message, isRetryable: error.isRetryable, underlying: error.underlying)
+                        entry.failure = final
                         if let hub = entry.hub {
-                            failure = (hub, LibraryError(error.code, entry.detail ?? error.message, isRetryable: error.isRetryable, underlying: error.underlying))
+                            failure = (hub, final)
                             entry.hub = nil
                         }
                     }
@@ -1004,6 +1035,7 @@ final class Scheduler: Sendable {
                 state.update(id) { entry in
                     entry.delivering = false
                     entry.state = .failed
+                    entry.failure = failure
                     entry.detail = failure.message
                 }
                 patch.state = .failed
@@ -1048,6 +1080,7 @@ final class Scheduler: Sendable {
                 state.update(id) { entry in
                     entry.delivering = false
                     entry.state = .failed
+                    entry.failure = failure
                     entry.detail = failure.message
                 }
                 return
@@ -1085,6 +1118,8 @@ final class Scheduler: Sendable {
             if state.entries[id]?.state == .delivered {
                 state.update(id) { $0.delivering = false }
                 state.entries[id] = nil
+                // Settled last, so that a wait on the issue's last asset sees the issue complete.
+                state.settle(id, .delivered)
             }
             wakeIdleWaiters(&state)
         }

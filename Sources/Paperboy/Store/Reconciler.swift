@@ -6,8 +6,9 @@ import Logging
 /// The rules: a count of bytes is trusted only up to the length of the partial file; a longer
 /// file is trusted to its length when it was written in order in this boot (see
 /// ``BootIdentity``; it is then made durable and recorded), and otherwise cut back to the durable
-/// count by the next attempt; a file in the inbox means the
-/// transfer completed and was verified, whatever the database says; files nobody owns are removed.
+/// count by the next attempt; a file in the inbox means the transfer completed and was verified,
+/// whatever state the database recorded (idle, paused, failed and cancelled included: the
+/// batched updates that followed may be lost with the process); files nobody owns are removed.
 /// A file moved straight to its destination (no delegate, see `Scheduler.transfer`) has no inbox
 /// commit point: if the crash came before `finished` was recorded, the asset is downloaded again
 /// (a file already at the destination may be an older version, so it is not trusted).
@@ -58,10 +59,18 @@ struct Reconciler {
                     patch.bytesOnDisk = record.bytesOnDisk
                 }
             case .downloading, .queued, .retry, .network, .paused, .idle, .failed, .cancelled:
-                if POSIX.exists(inbox), [.downloading, .queued, .retry, .network].contains(state) {
-                    // The rename into the inbox is the commit point of a transfer that has one.
+                if POSIX.exists(inbox) {
+                    // The rename into the inbox is the commit point of a transfer that has one,
+                    // whatever state the database last recorded: its batched updates (queued,
+                    // downloading, finished) may not have been written when the app died, even
+                    // inside `didFinishDownloadingTo`. Nothing else leaves a file in the inbox.
+                    let size = fileSize(inbox)
                     record.state = PersistedState.finished.rawValue
+                    record.bytesOnDisk = size
+                    record.expectedBytes = size
                     patch.state = .finished
+                    patch.bytesOnDisk = size
+                    patch.expectedBytes = .some(size)
                     POSIX.remove(partial)
                 } else {
                     let onDisk = fileSize(partial)

@@ -1,0 +1,85 @@
+import Foundation
+
+extension Scheduler {
+    /// Waits until asset `id` is delivered, fails, is cancelled, or the library closes.
+    ///
+    /// - Throws: `CancellationError` as soon as the waiting task is cancelled (the download
+    ///   goes on).
+    func waitUntilFinished(_ id: String) async throws(CancellationError) -> AssetOutcome {
+        enum Now { case settled(AssetOutcome), notInMemory, waiting, cancelled }
+        let key = state.withLock { state in
+            state.nextWaiterKey += 1
+            return state.nextWaiterKey
+        }
+        let outcome: AssetOutcome? = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<AssetOutcome?, Never>) in
+                let now = state.withLock { state -> Now in
+                    if state.closed { return .settled(.closed) }
+                    guard let entry = state.entries[id] else { return .notInMemory }
+                    if let outcome = Self.settledOutcome(entry) { return .settled(outcome) }
+                    // Registered under the lock the cancellation handler takes: a cancel either
+                    // came before (seen here) or finds the waiter.
+                    if Task.isCancelled { return .cancelled }
+                    state.assetWaiters[id, default: [:]][key] = continuation
+                    return .waiting
+                }
+                switch now {
+                case .settled(let outcome):
+                    continuation.resume(returning: outcome)
+                case .cancelled:
+                    continuation.resume(returning: nil)
+                case .notInMemory:
+                    // Delivered, or removed with its issue: an asset leaves memory for good.
+                    continuation.resume(returning: storedOutcome(id))
+                case .waiting:
+                    break
+                }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                defer { if state.assetWaiters[id]?.isEmpty == true { state.assetWaiters[id] = nil } }
+                return state.assetWaiters[id]?.removeValue(forKey: key)
+            }
+            waiter?.resume(returning: nil)
+        }
+        guard let outcome else { throw CancellationError() }
+        return outcome
+    }
+
+    /// What a wait returns for an asset the scheduler no longer holds.
+    private func storedOutcome(_ id: String) -> AssetOutcome {
+        guard let record = store.asset(id: id) else { return .cancelled }
+        switch PersistedState(rawValue: record.state) {
+        case .delivered: return .delivered
+        case .failed: return .failed(LibraryError(.transport, record.detail ?? "asset \(id) failed"))
+        case .cancelled: return .cancelled
+        default: return .closed
+        }
+    }
+
+    /// The outcome of an asset that ended (failed or cancelled), `nil` while it is on its way,
+    /// idle or paused. A delivered entry settles its waits itself, once fully recorded.
+    static func settledOutcome(_ entry: Entry) -> AssetOutcome? {
+        switch entry.state {
+        case .failed:
+            .failed(entry.failure ?? LibraryError(.transport, entry.detail ?? "asset \(entry.id) failed"))
+        case .cancelled:
+            .cancelled
+        default:
+            nil
+        }
+    }
+
+    /// A transfer continues from `total` bytes: its delegates are told now, or, if none is
+    /// attached, the first one to attach before the file is delivered (see `download`).
+    func transferResumed(_ id: String, total: Int64, expected: Int64?) {
+        state.withLock { state in
+            guard let entry = state.entries[id] else { return }
+            if let hub = entry.hub, hub.hasDelegates {
+                hub.resumed(total: total, expected: expected)
+            } else {
+                state.update(id) { $0.unannouncedResume = (total, expected) }
+            }
+        }
+    }
+}
