@@ -1,5 +1,5 @@
 /// How a download ended, as ``AssetDownload/waitUntilFinished()`` reports it.
-public enum AssetOutcome: Sendable {
+public enum AssetOutcome: Sendable, Equatable {
     /// Handed over: moved to its destination path, unpacked, or taken by the app's delegate.
     case delivered
     /// Gave up (after its retries); ``AssetDownload/download(delegate:)`` tries again.
