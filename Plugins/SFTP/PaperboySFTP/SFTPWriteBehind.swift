@@ -188,12 +188,19 @@ final class SFTPWriteBehind: @unchecked Sendable {
             if resumeNow { continuation.resume() }
         }
         // No drain runs now, and none will call the sink again (closed): the leftover chunks are
-        // written here, in the order they were queued. Their buffers are back in the free list,
-        // but nothing takes them once closed. A sink still owing its `whenWritable` callback is
-        // not called.
+        // written on the queue (not on the caller's thread, which may be the cooperative pool),
+        // in the order they were queued. Their buffers are back in the free list, but nothing
+        // takes them once closed. A sink still owing its `whenWritable` callback is not called.
         guard !leftover.isEmpty, state.withLock({ !$0.awaitingWritable && $0.failure == nil }) else { return }
-        for (chunk, target) in leftover {
-            guard (try? target.tryWrite(UnsafeRawBufferPointer(start: chunk.buffer.pointer, count: chunk.count))) == true else { return }
+        let chunks = leftover
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                for (chunk, target) in chunks {
+                    let pointer = UnsafeRawBufferPointer(start: chunk.buffer.pointer, count: chunk.count)
+                    guard (try? target.tryWrite(pointer)) == true else { break }
+                }
+                continuation.resume()
+            }
         }
     }
 
