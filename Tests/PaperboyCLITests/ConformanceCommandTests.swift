@@ -77,17 +77,7 @@ struct ConformanceCommandTests {
         import json, os, sys
         inp, out = sys.stdin.buffer, sys.stdout.buffer
         root = sys.argv[1]
-        def read_frame():
-            header = inp.readline()
-            if not header:
-                sys.exit(0)
-            kind, length = header.split()
-            return kind.decode(), json.loads(inp.read(int(length)))
-        def send(kind, payload):
-            out.write(b"%s %d\n" % (kind.encode(), len(payload)) + payload)
-            out.flush()
-        def send_json(kind, message):
-            send(kind, json.dumps(message).encode())
+        \#(pythonFraming)
         read_frame()
         send_json("HELLO", {"protocol": 1, "name": "broken", "schemes": ["broken"]})
         while True:
