@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "PaperboyHTTP", targets: ["PaperboyHTTP"]),
         .library(name: "PaperboyConfig", targets: ["PaperboyConfig"]),
         .library(name: "PaperboyTesting", targets: ["PaperboyTesting"]),
+        .library(name: "PaperboyConformance", targets: ["PaperboyConformance"]),
         .library(name: "PaperboyTransportTesting", targets: ["PaperboyTransportTesting"]),
         .library(name: "PaperboyExec", targets: ["PaperboyExec"]),
         .library(name: "PaperboySFTP", targets: ["PaperboySFTP"]),
@@ -60,10 +61,17 @@ let package = Package(
             path: "Sources/PaperboyTesting",
             swiftSettings: swiftSettings
         ),
-        // The conformance suite every transport runs from its own tests.
+        // The conformance suite's checks, without Swift Testing: `paperboy conformance` runs them.
+        .target(
+            name: "PaperboyConformance",
+            dependencies: ["Paperboy", "PaperboyTesting", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/PaperboyConformance",
+            swiftSettings: swiftSettings
+        ),
+        // The conformance suite every transport runs from its own tests (Swift Testing issues).
         .target(
             name: "PaperboyTransportTesting",
-            dependencies: ["Paperboy", "PaperboyTesting", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["PaperboyConformance"],
             path: "Sources/PaperboyTransportTesting",
             swiftSettings: swiftSettings
         ),
@@ -114,6 +122,7 @@ let package = Package(
             name: "paperboy",
             dependencies: [
                 "Paperboy", "PaperboyConfig", "PaperboyFile", "PaperboyHTTP", "PaperboyExec", "PaperboySFTP",
+                "PaperboyConformance",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -159,7 +168,7 @@ let package = Package(
         // Loopback servers for tests: a scriptable fault-injecting HTTP server, an nginx launcher.
         .target(
             name: "PaperboyTestServers",
-            dependencies: ["CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Paperboy", "CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/PaperboyTestServers",
             swiftSettings: swiftSettings
         ),

@@ -36,6 +36,8 @@ public struct AssetEntry: Sendable, Equatable {
     public var allowExpensive: Bool?
     /// Whether constrained networks may be used (`allow_constrained`); `nil` follows `[network]`.
     public var allowConstrained: Bool?
+    /// Transport options (`options`), passed to the transport unchanged (``TransportOptions``).
+    public var options: [String: String]
     /// The line of the `[[issues.assets]]` header, if known.
     public var line: Int?
 
@@ -50,6 +52,7 @@ public struct AssetEntry: Sendable, Equatable {
         allowedNetworks: Set<NetworkSettings.InterfaceClass>? = nil,
         allowExpensive: Bool? = nil,
         allowConstrained: Bool? = nil,
+        options: [String: String] = [:],
         line: Int? = nil
     ) {
         self.url = url
@@ -61,6 +64,7 @@ public struct AssetEntry: Sendable, Equatable {
         self.allowedNetworks = allowedNetworks
         self.allowExpensive = allowExpensive
         self.allowConstrained = allowConstrained
+        self.options = options
         self.line = line
     }
 }

@@ -45,10 +45,12 @@ public struct Catalog: Sendable, Equatable {
         public var role: AssetEntry.Role
         /// Higher first.
         public var priority: Int
+        /// Transport options (`options`, an object of strings), checked like the configuration's.
+        public var options: [String: String] = [:]
 
         /// The asset as a configuration entry.
         public var entry: AssetEntry {
-            AssetEntry(url: url, sha256: sha256, path: path, unpack: unpack, role: role, priority: priority)
+            AssetEntry(url: url, sha256: sha256, path: path, unpack: unpack, role: role, priority: priority, options: options)
         }
     }
 
@@ -309,7 +311,26 @@ private struct CatalogReader {
         let destination = try optionalString(object, "path", path) ?? resolved.lastPathComponent
         try validateRelativePath(destination, path: "\(path).path")
         return Catalog.Asset(url: resolved, sha256: sha256, size: size, path: destination, unpack: unpack, role: role,
-                             priority: priority)
+                             priority: priority, options: try options(object["options"], path: "\(path).options"))
+    }
+
+    /// An asset's transport options: an object of strings, within ``TransportOptions``' rules.
+    func options(_ value: JSON?, path: String) throws(CatalogError) -> [String: String] {
+        switch value {
+        case nil, .null?:
+            return [:]
+        case .object(let object)?:
+            if let problem = TransportOptions.countProblem(object.count) { throw fail(path, problem) }
+            var options: [String: String] = [:]
+            for (key, element) in object {
+                guard case .string(let text) = element else { throw fail("\(path).\(key)", "expected a string, got \(element.kind)") }
+                if let problem = TransportOptions.problem(key: key, value: text) { throw fail("\(path).\(key)", problem) }
+                options[key] = text
+            }
+            return options
+        case let other?:
+            throw fail(path, "expected an object of strings, got \(other.kind)")
+        }
     }
 
     func describe(_ value: JSON) -> String {

@@ -154,7 +154,9 @@ extension ConfigDecoder {
             if command[0].contains("/") || command[0].hasPrefix("~") {
                 command[0] = context.paths.fileURL(forPath: command[0]).path
             }
-            entries.append(TransportEntry(scheme: scheme, command: command, line: context.line(for: table.path)))
+            entries.append(TransportEntry(
+                scheme: scheme, command: command, options: try table.options("options"),
+                keepAlive: try table.duration("keep_alive") ?? .seconds(30), line: context.line(for: table.path)))
         }
         return entries
     }

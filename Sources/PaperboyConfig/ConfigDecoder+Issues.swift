@@ -122,6 +122,7 @@ extension ConfigDecoder {
         asset.allowedNetworks = try interfaceClasses(table, "allowed_networks")
         asset.allowExpensive = try table.bool("allow_expensive")
         asset.allowConstrained = try table.bool("allow_constrained")
+        asset.options = try table.options("options")
         return asset
     }
 

@@ -16,11 +16,11 @@ enum ConfigSchema {
         "private_key", "passphrase_env", "passphrase_file", "known_hosts", "ca_file",
     ]
     static let feeds = ["name", "url", "max_assets", "allowed_schemes"]
-    static let transports = ["scheme", "command"]
+    static let transports = ["scheme", "command", "options", "keep_alive"]
     static let issues = ["name", "date", "assets"]
     static let assets = [
         "url", "sha256", "path", "unpack", "role", "priority",
-        "allowed_networks", "allow_expensive", "allow_constrained",
+        "allowed_networks", "allow_expensive", "allow_constrained", "options",
     ]
 
     /// Every table with its keys, as written in the file.

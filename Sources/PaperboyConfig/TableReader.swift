@@ -121,6 +121,25 @@ struct TableReader {
         return strings
     }
 
+    /// Transport options: a table of strings (`options = { mode = "passive" }`), checked
+    /// against ``TransportOptions``; errors name the option's own key.
+    func options(_ key: String) throws(ConfigError) -> [String: String] {
+        guard let value = value(key) else { return [:] }
+        guard let table = value.table else { throw typeMismatch(key, expected: "a table of strings ({ name = \"value\" })", got: value) }
+        if let problem = TransportOptions.countProblem(table.count) { throw error(.invalidValue, key, problem) }
+        var options: [String: String] = [:]
+        for (name, element) in table {
+            guard let string = element.string else {
+                throw context.error(.typeMismatch, at: keyPath(key) + "." + name, "expected a string, got \(Self.describe(element))")
+            }
+            if let problem = TransportOptions.problem(key: name, value: string) {
+                throw context.error(.invalidValue, at: keyPath(key) + "." + name, problem)
+            }
+            options[name] = string
+        }
+        return options
+    }
+
     func duration(_ key: String) throws(ConfigError) -> Duration? {
         guard let text = try string(key) else { return nil }
         do {

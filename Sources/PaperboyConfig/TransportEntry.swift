@@ -7,13 +7,21 @@ public struct TransportEntry: Sendable, Equatable {
     /// An executable written with a `/` but not absolute is resolved against the
     /// configuration's folder; a bare name is looked up in `PATH` when run.
     public var command: [String]
+    /// Default transport options for assets of this scheme (`options`); an asset's own win.
+    public var options: [String: String]
+    /// How long a helper that finished a transfer is kept for the next one to the same origin
+    /// (`keep_alive`), default 30 s.
+    public var keepAlive: Duration
     /// The line of the `[[transports]]` header, if known.
     public var line: Int?
 
     /// Creates a transport entry.
-    public init(scheme: String, command: [String], line: Int? = nil) {
+    public init(scheme: String, command: [String], options: [String: String] = [:], keepAlive: Duration = .seconds(30),
+                line: Int? = nil) {
         self.scheme = scheme
         self.command = command
+        self.options = options
+        self.keepAlive = keepAlive
         self.line = line
     }
 }

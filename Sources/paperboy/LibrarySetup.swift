@@ -59,16 +59,20 @@ extension PaperboyConfiguration {
 }
 
 extension PaperboyConfiguration {
-    /// Transport options for `url` from the most specific `[[credentials]]` entry covering it:
-    /// files, not secrets (secrets reach transports only through challenges).
-    func transportOptions(for url: URL) -> [String: String] {
+    /// Transport options for `url`: the `options` of the `[[transports]]` entry for its scheme,
+    /// then the asset's own (`options`, which win), then the files named by the most specific
+    /// `[[credentials]]` entry covering it (`ca_file`, `known_hosts`, `private_key`: paths, not
+    /// secrets; the other options may not use those keys). A credential's user name and secrets
+    /// reach transports only through challenges.
+    func transportOptions(for url: URL, asset: [String: String] = [:]) -> [String: String] {
+        let scheme = url.scheme?.lowercased()
+        var options = transports.first { $0.scheme == scheme }?.options ?? [:]
+        options.merge(asset) { $1 }
         let scoped = credentials.compactMap { entry in entry.scope.map { (entry, $0) } }
-        guard let (entry, _) = URLScope.mostSpecific(scoped, for: url, scope: \.1) else { return [:] }
-        var options: [String: String] = [:]
+        guard let (entry, _) = URLScope.mostSpecific(scoped, for: url, scope: \.1) else { return options }
         if let caFile = entry.caFile { options["ca_file"] = caFile.path }
         if let knownHosts = entry.knownHosts { options["known_hosts"] = knownHosts.path }
         if let privateKey = entry.privateKey { options["private_key"] = privateKey.path }
-        if let username = entry.username { options["username"] = username }
         return options
     }
 }

@@ -97,7 +97,7 @@ struct SyncPlan {
         }
         return AssetRequest(
             url: asset.url, sha256: asset.sha256, priority: asset.priority, destinationPath: asset.path,
-            options: config.transportOptions(for: asset.url), network: network,
+            options: config.transportOptions(for: asset.url, asset: asset.options), network: network,
             unpack: asset.unpack.map { _ in UnpackFormat.zip }, role: asset.role == .cover ? .cover : .content)
     }
 

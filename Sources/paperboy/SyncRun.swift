@@ -126,7 +126,10 @@ struct SyncRun {
                 bytes += status?.totalBytesWritten ?? 0
             case .failed(let message)?:
                 failures += 1
-                Console.error("failed: \(entry.issue)/\(entry.path) (\(entry.url.redactedString)): \(message)")
+                // The line names the URL first: the error's own "(URL, code)" suffix would repeat it.
+                let shown = entry.url.redactedString
+                let detail = message.replacingOccurrences(of: " (\(shown), ", with: " (")
+                Console.error("failed: \(entry.issue)/\(entry.path) (\(shown)): \(detail)")
             case .waiting(.network)?:
                 waitingForNetwork += 1
                 if options.verbose { Console.error("waiting: \(entry.issue)/\(entry.path): waiting for an allowed network") }

@@ -24,11 +24,17 @@ enum Transports {
         let configured = Set(config.transports.map(\.scheme))
         let urls = config.issues.flatMap { $0.assets.map(\.url) } + config.feeds.map(\.url) + extraURLs
         let used = Set(urls.compactMap { $0.scheme?.lowercased() })
+        // Idle helpers are kept per origin up to the per-host limit: a host's transfers never
+        // start more helpers (logins) than run at once.
+        let perHost = config.scheduler.maxPerHost
         for scheme in used.subtracting(registry.schemes).subtracting(configured).sorted() {
-            if let helper = ExecTransport.discover(scheme: scheme, environment: environment) { registry.register(helper) }
+            if let helper = ExecTransport.discover(scheme: scheme, environment: environment, maxIdleHelpers: perHost) {
+                registry.register(helper)
+            }
         }
         for entry in config.transports {
-            registry.register(ExecTransport(scheme: entry.scheme, command: entry.command, environment: environment))
+            registry.register(ExecTransport(scheme: entry.scheme, command: entry.command, environment: environment,
+                                            maxIdleHelpers: perHost, keepAlive: entry.keepAlive))
         }
         return registry
     }

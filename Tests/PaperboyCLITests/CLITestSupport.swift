@@ -183,3 +183,19 @@ final class Workspace: @unchecked Sendable {
         return file
     }
 }
+
+/// The framing of the transport protocol in Python (`read_frame`, `send`, `send_json` over
+/// `inp` and `out`), for the helpers tests write; ends of input exit the helper.
+let pythonFraming = #"""
+    def read_frame():
+        header = inp.readline()
+        if not header:
+            sys.exit(0)
+        kind, length = header.split()
+        return kind.decode(), json.loads(inp.read(int(length)))
+    def send(kind, payload):
+        out.write(b"%s %d\n" % (kind.encode(), len(payload)) + payload)
+        out.flush()
+    def send_json(kind, message):
+        send(kind, json.dumps(message).encode())
+    """#

@@ -7,7 +7,8 @@ import Paperboy
 ///
 /// Bytes flow through the core's sink, so the bandwidth limiter, progress, resume and checksums
 /// apply unchanged; the next frame is read only after `write` returns, so back-pressure reaches
-/// the helper through the pipe. Helpers that ended a transfer cleanly serve the next one;
+/// the helper through the pipe. Helpers that ended a transfer cleanly serve the next one to the
+/// same origin (scheme, host, port), so a helper's login session is reused;
 /// helpers that crash, hang, print garbage, send more than they announced or speak another
 /// version fail the transfer with a ``TransportError`` naming the helper and quoting the end of
 /// its stderr. Cancellation stops the helper (SIGTERM, then SIGKILL). On Linux a helper dies
@@ -36,14 +37,16 @@ public struct ExecTransport: Transport {
     ///   - environment: the helper's environment (default: this process's). Pass one without the
     ///     variables that hold secrets (`PaperboyConfiguration.childEnvironment(from:)`): a helper
     ///     gets credentials only by answering challenges.
-    ///   - maxIdleHelpers: helpers kept running between transfers.
+    ///   - maxIdleHelpers: helpers kept running between transfers, per origin (scheme, host,
+    ///     port); pass the scheduler's per-host limit (`Library.Configuration.maxTransfersPerHost`)
+    ///     so that a host's transfers never start more helpers than run at once.
     ///   - keepAlive: how long an idle helper is kept.
     ///   - terminationGrace: time between SIGTERM and SIGKILL when stopping a helper.
     ///   - logger: where the helper's stderr lines go (level info).
     public init(
         scheme: String, command: [String], schemes: Set<String> = [],
         capabilities: TransportCapabilities = [.resume, .validators, .challenges],
-        environment: [String: String]? = nil, maxIdleHelpers: Int = 2, keepAlive: Duration = .seconds(30),
+        environment: [String: String]? = nil, maxIdleHelpers: Int = 4, keepAlive: Duration = .seconds(30),
         terminationGrace: Duration = .seconds(1), logger: Logger = Logger(label: "paperboy.exec")
     ) {
         self.command = command
@@ -63,13 +66,15 @@ public struct ExecTransport: Transport {
     ///   - searchPath: folders separated by `:` (default: this process's `PATH`).
     ///   - environment: the helper's environment (default: this process's); leave out variables
     ///     holding secrets (`PaperboyConfiguration.childEnvironment(from:)` does).
+    ///   - maxIdleHelpers, keepAlive: as in ``init(scheme:command:schemes:capabilities:environment:maxIdleHelpers:keepAlive:terminationGrace:logger:)``.
     public static func discover(
         scheme: String, searchPath: String? = nil, environment: [String: String]? = nil,
-        logger: Logger = Logger(label: "paperboy.exec")
+        maxIdleHelpers: Int = 4, keepAlive: Duration = .seconds(30), logger: Logger = Logger(label: "paperboy.exec")
     ) -> ExecTransport? {
         let path = searchPath ?? ProcessInfo.processInfo.environment["PATH"]
         guard let executable = HelperProcess.resolve(executableName(for: scheme), searchPath: path) else { return nil }
-        return ExecTransport(scheme: scheme, command: [executable], environment: environment, logger: logger)
+        return ExecTransport(scheme: scheme, command: [executable], environment: environment, maxIdleHelpers: maxIdleHelpers,
+                             keepAlive: keepAlive, logger: logger)
     }
 
     /// The pids of this transport's helpers that are running (busy or idle), for tests and diagnostics.
@@ -80,10 +85,11 @@ public struct ExecTransport: Transport {
 
     public func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
         try Task.checkCancellation()
+        let origin = HelperPool.origin(of: job.url)
         var attempt = 0
         while true {
             attempt += 1
-            let reused = pool.takeIdle()
+            let reused = pool.takeIdle(for: origin)
             let helper: HelperProcess
             if let reused { helper = reused } else { helper = try await started(job) }
             let conversation = Conversation(job: job, helper: helper, sink: sink, grace: pool.grace)
@@ -93,15 +99,15 @@ public struct ExecTransport: Transport {
                 } onCancel: {
                     helper.abandon()
                 }
-                pool.release(helper, reusable: reusable)
+                pool.release(helper, origin: origin, reusable: reusable)
                 return
             } catch let failure as Conversation.Failure {
-                pool.release(helper, reusable: failure.reusable)
+                pool.release(helper, origin: origin, reusable: failure.reusable)
                 // A kept helper may have exited while idle: one fresh helper gets a second chance.
                 if failure.staleHelper, reused != nil, attempt == 1 { continue }
                 throw await failure.error(describing: helper, grace: pool.grace)
             } catch {
-                pool.release(helper, reusable: false)
+                pool.stop(helper)
                 throw error
             }
         }
@@ -124,10 +130,10 @@ public struct ExecTransport: Transport {
             }
             return helper
         } catch let failure as Conversation.Failure {
-            pool.release(helper, reusable: false)
+            pool.stop(helper)
             throw await failure.error(describing: helper, grace: pool.grace)
         } catch {
-            pool.release(helper, reusable: false)
+            pool.stop(helper)
             throw error
         }
     }

@@ -2,11 +2,17 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Helper processes of one command: started on demand, kept for the next transfer when they
-/// ended one cleanly, retired after a while without work.
+/// Helper processes of one command: started on demand, kept for the next transfer to the same
+/// origin when they ended one cleanly, retired after a while without work.
+///
+/// Idle helpers are kept per origin (scheme, host, port): a helper that logged in to a server
+/// keeps its session for that server's next transfer, and is never handed another host's. Up
+/// to `maxIdle` are kept per origin; with the scheduler's per-host limit as `maxIdle`, every
+/// helper a burst of transfers started is kept, so N files from one host cost at most that many
+/// helper starts (and logins) while they keep coming within `keepAlive` of each other.
 final class HelperPool: Sendable {
     private struct State {
-        var idle: [(helper: HelperProcess, since: ContinuousClock.Instant)] = []
+        var idle: [(origin: String, helper: HelperProcess, since: ContinuousClock.Instant)] = []
         var live: [pid_t: HelperProcess] = [:]
     }
 
@@ -35,9 +41,17 @@ final class HelperPool: Sendable {
         }
     }
 
-    /// An idle helper that is still running, if any.
-    func takeIdle() -> HelperProcess? {
-        while let helper = state.withLock({ $0.idle.popLast()?.helper }) {
+    /// The key helpers are kept under: `scheme://host:port`, lowercased.
+    static func origin(of url: URL) -> String {
+        "\(url.scheme?.lowercased() ?? "")://\(url.host?.lowercased() ?? ""):\(url.port.map(String.init) ?? "")"
+    }
+
+    /// An idle helper kept for `origin` that is still running, if any (the most recently used).
+    func takeIdle(for origin: String) -> HelperProcess? {
+        while let helper = state.withLock({ state -> HelperProcess? in
+            guard let index = state.idle.lastIndex(where: { $0.origin == origin }) else { return nil }
+            return state.idle.remove(at: index).helper
+        }) {
             if helper.exit == nil { return helper }
             helper.shutdown(graceful: false, grace: grace)
         }
@@ -51,16 +65,16 @@ final class HelperPool: Sendable {
         return helper
     }
 
-    /// Gives a helper back after a transfer: kept for the next one when `reusable`, else stopped.
-    func release(_ helper: HelperProcess, reusable: Bool) {
+    /// Gives a helper back after a transfer to `origin`: kept for the next one when `reusable`, else stopped.
+    func release(_ helper: HelperProcess, origin: String, reusable: Bool) {
         guard reusable, helper.exit == nil else {
             helper.shutdown(graceful: false, grace: grace)
             return
         }
         let since = ContinuousClock.now
         let kept = state.withLock { state -> Bool in
-            guard state.idle.count < maxIdle else { return false }
-            state.idle.append((helper, since))
+            guard state.idle.count(where: { $0.origin == origin }) < maxIdle else { return false }
+            state.idle.append((origin, helper, since))
             return true
         }
         guard kept else {
@@ -77,12 +91,17 @@ final class HelperPool: Sendable {
         }
     }
 
+    /// Stops a helper that will not serve another transfer.
+    func stop(_ helper: HelperProcess) {
+        helper.shutdown(graceful: false, grace: grace)
+    }
+
     /// Stops every idle helper (they exit on end of input).
     func retireIdle() {
         let idle = state.withLock { state in
             defer { state.idle = [] }
             return state.idle
         }
-        for (helper, _) in idle { helper.shutdown(graceful: true, grace: grace) }
+        for (_, helper, _) in idle { helper.shutdown(graceful: true, grace: grace) }
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
 import Paperboy
 import Synchronization
-import Testing
 
-/// The checks every transport must pass, run from the transport author's own test target.
+/// The checks every transport must pass: from the transport author's own test target
+/// (`PaperboyTransportTesting`, Swift Testing) or from the command line (`paperboy conformance`).
 ///
 /// ```swift
 /// import PaperboyTransportTesting
@@ -15,11 +15,10 @@ import Testing
 /// }
 /// ```
 ///
-/// Each check reports through Swift Testing: a breach of the contract is an issue whose message
-/// starts with the check's name (`[resume] …`) and points at the caller's line; a check the
-/// fixture cannot support (no URL that drops, no authentication) is skipped with a warning that
-/// says why. ``run(_:sourceLocation:)`` also returns the outcome, for tests that want to assert
-/// on it.
+/// ``evaluate(_:)`` runs one check and returns its ``Outcome``: the breaches of the contract it
+/// found, or why the fixture could not support it (no URL that drops, no authentication) — a
+/// skipped check is never reported as passed. `PaperboyTransportTesting` adds `run(_:)`, which
+/// records the same messages as Swift Testing issues starting with the check's name (`[resume] …`).
 public struct TransportConformance: Sendable {
     /// One promise of the ``Transport`` contract.
     public enum Check: String, CaseIterable, Sendable, CustomStringConvertible {
@@ -96,10 +95,9 @@ public struct TransportConformance: Sendable {
         self.options = options
     }
 
-    /// Runs one check, recording its failures (or why it was skipped) as Swift Testing issues.
-    @discardableResult
-    public func run(_ check: Check, sourceLocation: SourceLocation = #_sourceLocation) async -> Outcome {
-        let recorder = CheckRecorder(check: check, sourceLocation: sourceLocation)
+    /// Runs one check and returns how it ended, without reporting anything itself.
+    public func evaluate(_ check: Check) async -> Outcome {
+        let recorder = CheckRecorder(check: check)
         do {
             switch check {
             case .fullDownload: try await checkFullDownload(recorder)
@@ -120,16 +118,6 @@ public struct TransportConformance: Sendable {
         }
         return recorder.outcome
     }
-
-    /// Runs every check in turn and returns their outcomes.
-    @discardableResult
-    public func runAll(sourceLocation: SourceLocation = #_sourceLocation) async -> [Check: Outcome] {
-        var outcomes: [Check: Outcome] = [:]
-        for check in Check.allCases {
-            outcomes[check] = await run(check, sourceLocation: sourceLocation)
-        }
-        return outcomes
-    }
 }
 
 /// Thrown inside a check to skip it.
@@ -137,21 +125,18 @@ struct Skip: Error {
     var reason: String
 }
 
-/// Collects one check's failures and reports them as issues naming the check.
+/// Collects one check's failures, or why it was skipped.
 final class CheckRecorder: Sendable {
     let check: TransportConformance.Check
-    let sourceLocation: SourceLocation
     private let failures = Mutex<[String]>([])
     private let skipped = Mutex<String?>(nil)
 
-    init(check: TransportConformance.Check, sourceLocation: SourceLocation) {
+    init(check: TransportConformance.Check) {
         self.check = check
-        self.sourceLocation = sourceLocation
     }
 
     func fail(_ message: String) {
         failures.withLock { $0.append(message) }
-        Issue.record("[\(check)] \(message)", sourceLocation: sourceLocation)
     }
 
     /// Records `message` as a failure unless `condition` holds; returns `condition`.
@@ -163,7 +148,6 @@ final class CheckRecorder: Sendable {
 
     func skip(_ reason: String) {
         skipped.withLock { $0 = reason }
-        Issue.record("[\(check)] skipped: \(reason)", severity: .warning, sourceLocation: sourceLocation)
     }
 
     var outcome: TransportConformance.Outcome {
