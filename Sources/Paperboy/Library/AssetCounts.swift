@@ -4,8 +4,8 @@ import Foundation
 /// badge or a "why is nothing happening" line needs, counted by the library's database without
 /// reading each asset (see ``Issue/assetCounts`` and ``Library/assetCountsByIssue()``).
 ///
-/// Counts are of the recorded states, as ``Issue/assetStatuses`` reports assets that are not
-/// running in this process; a queued asset behind the per-host limit counts as ``queued``.
+/// Counts are of the states the library recorded, updates still queued for writing included;
+/// a queued asset behind the per-host limit counts as ``queued``.
 public struct AssetCounts: Sendable, Hashable {
     /// Added and never asked for.
     public var idle = 0
