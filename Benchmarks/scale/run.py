@@ -23,7 +23,9 @@ smaller. Memory flat in the asset count means "+0 MiB" there.
 
 Run by hand, on a quiet machine:  Benchmarks/scale/run.py
 Knobs (environment):
-  SIZES="1000 10000 100000"  (asset counts; add 1000000 for the long run: about 2 GiB of tmpfs)
+  SIZES="1000 10000 100000"  (asset counts; 1000000 is the long run: 15 minutes, 3 GiB of memory
+                             for the first sync, and over 12 GiB of tmpfs, a 4 KiB page per tiny
+                             file in the sources and in two libraries: TMPFS=0 if short of it)
   PER_ISSUE=1000            (assets per issue)
   READ_RUNS=3               (runs of the cheap rows: no-op sync, status, issues, add; medians)
   KILL_AT=0.5               (fraction of the first sync's time after which it is killed; 0: skip)
