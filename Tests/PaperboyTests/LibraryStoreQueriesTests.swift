@@ -123,6 +123,12 @@ struct LibraryStoreQueriesTests {
         #expect(seen == ids)
         #expect(pausedSeen == [ids[1_700]])
 
+        // Rows whose insertion order is not their seq order (a rebuilt table): still by seq.
+        try store.pool.write { db in try db.execute(sql: "UPDATE asset SET seq = 100000 - seq WHERE issueName = 'big'") }
+        var reversed: [String] = []
+        store.forEachAsset(issueName: "big", pageSize: 700) { reversed.append($0.id) }
+        #expect(reversed == ids.reversed())
+
         // A damaged library with equal seqs: each row once, none skipped at a page's edge.
         try store.pool.write { db in try db.execute(sql: "UPDATE asset SET seq = 7 WHERE issueName = 'big' AND seq % 5 = 0") }
         var again: [String] = []
