@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the release `paperboy` the benchmarks run and prints its path: scripts/build-release
-# (static Swift runtime, code laid out by scripts/paperboy.order, lld, packed relocations), in
+# (a release build with the Swift runtime linked statically), in
 # SCRATCH (default /var/tmp/paperboy-bench-static), apart from .build so a benchmark never
 # holds the debug build's lock. PAPERBOY=path skips the build.
 set -euo pipefail

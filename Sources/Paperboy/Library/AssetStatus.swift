@@ -59,15 +59,26 @@ extension AssetStatus {
 extension Issue {
     /// Snapshots of the issue's assets, in the order they were added.
     public var assetStatuses: [AssetStatus] {
-        scheduler.store.assets(issueName: name).map { record in
+        var statuses: [AssetStatus] = []
+        forEachAssetStatus { statuses.append($0) }
+        return statuses
+    }
+
+    /// Calls `body` with a snapshot of each of the issue's assets, in the order they were added,
+    /// read from the library a page at a time: memory holds one page (1,000 assets) however big
+    /// the issue is, and `body` may use the library. Assets added or removed meanwhile may or
+    /// may not be seen.
+    public func forEachAssetStatus(_ body: (AssetStatus) throws -> Void) rethrows {
+        try scheduler.store.forEachAsset(issueName: name) { record in
             if let live = scheduler.snapshot(record.id) {
-                return AssetStatus(identifier: record.id, request: StoredRequest(live.request), state: live.state, totalBytesWritten: live.written,
-                                   expectedTotalBytes: live.expected, attempts: record.attempts)
+                try body(AssetStatus(identifier: record.id, request: StoredRequest(live.request), state: live.state,
+                                     totalBytesWritten: live.written, expectedTotalBytes: live.expected, attempts: record.attempts))
+                return
             }
             let state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
                                               attempts: record.attempts, detail: record.detail)
-            return AssetStatus(identifier: record.id, request: record.storedRequest, state: state, totalBytesWritten: record.bytesOnDisk,
-                               expectedTotalBytes: record.expectedBytes, attempts: record.attempts)
+            try body(AssetStatus(identifier: record.id, request: record.storedRequest, state: state, totalBytesWritten: record.bytesOnDisk,
+                                 expectedTotalBytes: record.expectedBytes, attempts: record.attempts))
         }
     }
 }

@@ -44,12 +44,7 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether the issue is complete, on its way, or neither.
-    public var status: Status {
-        let states = assetStatuses.map(\.state)
-        if states.contains(where: \.isActive) { return .downloading }
-        if !states.isEmpty, states.allSatisfy({ $0 == .delivered }) { return .available }
-        return .notDownloaded
-    }
+    public var status: Status { assetCounts.issueStatus }
 
     /// The delivered cover image (an asset with the ``AssetRole/cover`` role), if any.
     public var coverURL: URL? {

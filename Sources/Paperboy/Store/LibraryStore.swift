@@ -194,7 +194,7 @@ final class LibraryStore: Sendable {
     }
 
     /// Reads, then applies the updates not yet written, so reads see the latest state.
-    private func overlaid(_ read: () -> [AssetRecord]) -> [AssetRecord] {
+    func overlaid(_ read: () -> [AssetRecord]) -> [AssetRecord] {
         commitLock.withLock { _ in
             let records = read()
             return pending.withLock { pending in
@@ -205,6 +205,14 @@ final class LibraryStore: Sendable {
                     return record
                 }
             }
+        }
+    }
+
+    /// Runs `read` under the commit lock with the state changes queued and not yet written: a
+    /// read inside sees each update either in the database or among those changes.
+    func withQueuedStates<T>(_ read: ([String: PersistedState]) -> T) -> T {
+        commitLock.withLock { _ in
+            read(pending.withLock { pending in pending.patches.compactMapValues(\.state) })
         }
     }
 

@@ -42,10 +42,13 @@ struct IssuesCommand: AsyncParsableCommand {
             do {
                 let library = try Library.openForReading(at: config.library.path)
                 let reading = library.currentlyReadingIssue?.name
+                // Every issue's status from one aggregate query, not from reading its assets.
+                let counts = library.assetCountsByIssue()
                 shelf = Shelf(
                     libraryPath: library.root.path, badgeCount: library.badgeCount, currentlyReading: reading,
                     issues: library.issues.map { issue in
-                        Shelf.Entry(name: issue.name, date: issue.date.utcDayText, status: issue.status.rawValue,
+                        Shelf.Entry(name: issue.name, date: issue.date.utcDayText,
+                                    status: (counts[issue.name] ?? AssetCounts()).issueStatus.rawValue,
                                     isNew: issue.isNew, isReading: issue.name == reading, contentPath: issue.contentURL.path,
                                     coverPath: issue.coverURL?.path)
                     })

@@ -1,0 +1,66 @@
+import Foundation
+import PaperboyTestServers
+import PaperboyTesting
+import Testing
+
+/// `paperboy status` reads assets a page (1,000) at a time and writes as it reads: an issue
+/// longer than a page is listed whole, in the order its assets were added, in text and JSON.
+@Suite("paperboy status, page by page")
+struct StatusListingTests {
+    let workspace = Workspace()
+
+    @Test func anIssueLongerThanAPageIsListedWholeAndInOrder() async throws {
+        let count = 1_003
+        var assets = ""
+        for index in 0..<count {
+            let name = String(format: "a%04d.txt", index)
+            // The one past the first page fails: its state and error come from the second page.
+            if index != 1_001 { _ = workspace.write(Data("asset \(index)\n".utf8), to: "content/\(name)") }
+            assets += "  [[issues.assets]]\n  url = \"content/\(name)\"\n"
+        }
+        let file = workspace.write("""
+            [library]
+            path = "lib"
+            sync_to_disk = false
+            [scheduler]
+            retry_attempts = 1
+            [[issues]]
+            name = "big"
+            date = 2026-11-21
+            \(assets)
+            [[issues]]
+            name = "empty"
+            date = 2026-11-20
+            """, to: "paperboy.toml")
+        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 1)
+
+        let result = try await CLI.run(["status", "--json", "--config", file.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let issues = try #require(json["issues"] as? [[String: Any]])
+        #expect(issues.map { $0["name"] as? String } == ["big", "empty"])
+        #expect(issues.map { $0["status"] as? String } == ["none", "none"])
+        let listed = try #require(issues[0]["assets"] as? [[String: Any]])
+        #expect(listed.map { $0["path"] as? String } == (0..<count).map { String(format: "a%04d.txt", $0) })
+        #expect(Set(listed.map { $0["id"] as? String }).count == count)
+        #expect(listed[1_001]["state"] as? String == "failed")
+        #expect((listed[1_001]["error"] as? String)?.contains("a1001.txt") == true)
+        #expect(listed.enumerated().allSatisfy { $0.offset == 1_001 || $0.element["state"] as? String == "delivered" })
+        #expect((issues[1]["assets"] as? [Any])?.isEmpty == true)
+        #expect(json["libraryPath"] as? String == workspace.path("lib").path)
+
+        let text = try await CLI.run(["status", "--config", file.path])
+        #expect(text.status == 0, "\(text.stderr)")
+        let lines = text.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.first == "library \(workspace.path("lib").path)")
+        #expect(lines[1].hasPrefix("bandwidth: limit unlimited"))
+        #expect(lines[2] == "big  2026-11-21  none")
+        #expect(lines[3] == "  a0000.txt  delivered  8 B")
+        #expect(lines[3 + 1_001].hasPrefix("  a1001.txt  failed  0 B  "))
+        #expect(lines[3 + count] == "empty  2026-11-20  none")
+        #expect(lines.count == 3 + count + 2)   // and the final newline
+
+        let shelf = try await CLI.run(["issues", "--config", file.path])
+        #expect(shelf.stdout.contains("big") && shelf.stdout.contains("2 issue(s), 0 new"), "\(shelf.stdout)")
+    }
+}
