@@ -24,8 +24,10 @@ struct CrashResumeTests {
 
     func status(_ config: URL) async throws -> AssetView {
         let result = try await CLI.run(["status", "--json", "--config", config.path])
-        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
-        let issues = json?["issues"] as? [[String: Any]] ?? []
+        guard let json = try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] else {
+            throw CLIError("status --json exited \(result.status) without JSON: \(result.stderr)")
+        }
+        let issues = json["issues"] as? [[String: Any]] ?? []
         let asset = (issues.first?["assets"] as? [[String: Any]])?.first ?? [:]
         return AssetView(id: asset["id"] as? String ?? "", bytesWritten: asset["bytesWritten"] as? Int ?? 0,
                          state: asset["state"] as? String ?? "")
@@ -108,6 +110,6 @@ struct CrashResumeTests {
         #expect(view.bytesWritten == onDisk)
         let last = try await CLI.run(["sync", "--config", config.path])
         #expect(last.status == 0, "\(last.stderr)")
-        #expect(try Data(contentsOf: workspace.path("lib/Issues/int/big.bin")) == data)
+        #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/int/big.bin"))) == Bytes(data))
     }
 }

@@ -45,7 +45,7 @@ struct ExecTransportSyncTests {
         let result = try await CLI.run(["sync", "--config", file.path], in: workspace.url)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("1 of 1 asset(s) delivered"))
-        #expect(try Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf")) == pdf)
+        #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf"))) == Bytes(pdf))
     }
 
     @Test func syncFindsPaperboyTransportSchemeOnThePath() async throws {
@@ -59,7 +59,7 @@ struct ExecTransportSyncTests {
         let result = try await CLI.run(["sync", "--config", file.path], in: workspace.url,
                                  environment: ["PATH": path, "PAPERBOY_TREE_ROOT": workspace.path("pub").path])
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(try Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf")) == pdf)
+        #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf"))) == Bytes(pdf))
     }
 
     @Test func aMissingResourceFailsWithTheHelpersMessage() async throws {

@@ -42,8 +42,8 @@ struct SyncCommandTests {
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("2 of 2 asset(s) delivered"))
         let delivered = workspace.path("lib/Issues/2026-11-21/magazine.pdf")
-        #expect(try Data(contentsOf: delivered) == pdf)
-        #expect(try Data(contentsOf: workspace.path("lib/Issues/2026-11-21/cover.png")) == cover)
+        #expect(try Bytes(Data(contentsOf: delivered)) == Bytes(pdf))
+        #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/cover.png"))) == Bytes(cover))
         let inode = try FileManager.default.attributesOfItem(atPath: delivered.path)[.systemFileNumber] as? Int
 
         let second = try await CLI.run(["sync"], in: workspace.url)
@@ -106,7 +106,7 @@ struct SyncCommandTests {
         // downloads again under the new one instead of failing on every sync.
         let second = try await CLI.run(["sync", "--config", config(sha: sha256Hex(pdf).uppercased()).path])
         #expect(second.status == 0, "\(second.stderr)")
-        #expect(try Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf")) == pdf)
+        #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf"))) == Bytes(pdf))
         let status = try await CLI.run(["status", "--json", "--config", config(sha: sha256Hex(pdf)).path])
         let json = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         let assets = try #require((json["issues"] as? [[String: Any]])?.first?["assets"] as? [[String: Any]])

@@ -57,10 +57,10 @@ struct TarTransportTests {
         try TarWriter.archive([("first.txt", Data("one".utf8)), (long, cover), ("last.txt", Data("three".utf8))]).write(to: archive)
         let sink = RecordingSink()
         try await TarTransport().transfer(TransferJob(url: TarTransport.url(archive: archive, entry: "./" + long)), into: sink)
-        #expect(sink.data == cover)
+        #expect(Bytes(sink.data) == Bytes(cover))
         let last = RecordingSink()
         try await TarTransport().transfer(TransferJob(url: TarTransport.url(archive: archive, entry: "last.txt")), into: last)
-        #expect(last.data == Data("three".utf8))
+        #expect(Bytes(last.data) == Bytes(Data("three".utf8)))
     }
 
     @Test func malformedURLsAndArchivesAreFatal() async throws {

@@ -175,7 +175,7 @@ struct APIEdgeTests {
         #expect(byAddress.state == .delivered)
         #expect(byName.state == .delivered)
         #expect(remote.state == .waiting(.network))
-        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("b.bin")) == data)
+        #expect(try Bytes(Data(contentsOf: issue.contentURL.appendingPathComponent("b.bin"))) == Bytes(data))
         #expect(server.requests.count == 2)
         await library.close()
     }

@@ -28,7 +28,7 @@ struct DeliveryTests {
         #expect(asset.request?.sha256 == sha256Hex(data))
         await library.waitUntilIdle()
         #expect(asset.state == .delivered, "\(asset.state)")
-        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("big.pdf")) == data)
+        #expect(try Bytes(Data(contentsOf: issue.contentURL.appendingPathComponent("big.pdf"))) == Bytes(data))
         // Delivered: a new checksum changes nothing.
         try asset.updateExpectedSHA256(nil)
         #expect(asset.state == .delivered)
@@ -94,8 +94,8 @@ struct DeliveryTests {
         #expect(issue.status == .downloading)
         await library.waitUntilIdle()
 
-        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("magazine.pdf")) == pdf)
-        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("art/cover.png")) == cover)
+        #expect(try Bytes(Data(contentsOf: issue.contentURL.appendingPathComponent("magazine.pdf"))) == Bytes(pdf))
+        #expect(try Bytes(Data(contentsOf: issue.contentURL.appendingPathComponent("art/cover.png"))) == Bytes(cover))
         #expect(issue.status == .available)
         #expect(issue.isNew)
         #expect(library.badgeCount == 1)
@@ -218,7 +218,7 @@ struct DeliveryTests {
             case .progress: sawProgress = true
             case .finished(let location):
                 finishedURL = location
-                #expect(try Data(contentsOf: location) == data)
+                #expect(try Bytes(Data(contentsOf: location)) == Bytes(data))
             case .failed(let error): Testing.Issue.record("failed: \(error)")
             case .resumed: Testing.Issue.record("unexpected resume")
             }
@@ -291,7 +291,7 @@ struct DeliveryTests {
             try FileManager.default.removeItem(at: issue.contentURL)   // by hand, or a purge racing a transfer
         }
         #expect(second.state == .delivered)
-        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("sub/b")) == Data("b".utf8))
+        #expect(try Bytes(Data(contentsOf: issue.contentURL.appendingPathComponent("sub/b"))) == Bytes(Data("b".utf8)))
         await library.close()
     }
 
@@ -313,7 +313,7 @@ struct DeliveryTests {
         #expect(finished.count == 1)
         #expect(finished.first?.contains("/.inbox/") == true)
         #expect(delegate.keptFiles == [data])
-        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("pages/page.pdf")) == data)
+        #expect(try Bytes(Data(contentsOf: issue.contentURL.appendingPathComponent("pages/page.pdf"))) == Bytes(data))
         #expect(asset.state == .delivered)
         await library.close()
     }

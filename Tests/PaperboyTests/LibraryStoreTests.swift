@@ -94,7 +94,7 @@ struct LibraryStoreTests {
         }
         #expect(message.contains("asset \(asset.identifier) is in its issue folder but cannot be recorded as delivered"), "\(message)")
         #expect(try await stored(library, asset.identifier)?.state != PersistedState.delivered.rawValue)
-        #expect(try Data(contentsOf: root.appendingPathComponent("Issues/i/a.bin")) == data)
+        #expect(try Bytes(Data(contentsOf: root.appendingPathComponent("Issues/i/a.bin"))) == Bytes(data))
         try await library.scheduler.store.pool.write { db in try db.execute(sql: "DELETE FROM meta WHERE key = 'fail'") }
         await library.close()
         // The next open finds the file in place and records it.

@@ -75,7 +75,7 @@ struct ReconcilerTests {
         await library.close()
         let names = try FileManager.default.contentsOfDirectory(atPath: issue.path)
         #expect(names == ["kept.html"])
-        #expect(try Data(contentsOf: outside.appendingPathComponent("file")) == Data("precious".utf8))
+        #expect(try Bytes(Data(contentsOf: outside.appendingPathComponent("file"))) == Bytes(Data("precious".utf8)))
         #expect(FileManager.default.fileExists(atPath: elsewhere.path))
     }
 }

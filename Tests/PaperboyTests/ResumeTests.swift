@@ -50,7 +50,7 @@ struct ResumeTests {
     @Test func resumesAfterReopenFromThePartialFile() async throws {
         let transport = makeTransport()
         let (id, partial) = try await interrupted(transport)
-        #expect(try Data(contentsOf: partial) == data.prefix(cut))
+        #expect(try Bytes(Data(contentsOf: partial)) == Bytes(data.prefix(cut)))
         let (delegate, library) = try await resume(transport, id)
         #expect(transport.jobs.last?.offset == Int64(cut))
         #expect(transport.jobs.last?.validator == ResourceValidator("v1", strength: .strong))

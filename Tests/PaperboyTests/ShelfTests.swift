@@ -36,8 +36,8 @@ struct ShelfTests {
                                .link("latest.pdf", "pages/1.pdf")])
         let (library, issue, asset) = try await deliver(archive)
         #expect(asset.state == .delivered)
-        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("pages/1.pdf")) == page)
-        #expect(try Data(contentsOf: issue.contentURL.appendingPathComponent("latest.pdf")) == page)
+        #expect(try Bytes(Data(contentsOf: issue.contentURL.appendingPathComponent("pages/1.pdf"))) == Bytes(page))
+        #expect(try Bytes(Data(contentsOf: issue.contentURL.appendingPathComponent("latest.pdf"))) == Bytes(page))
         #expect(contents(issue.contentURL) == ["index.json", "latest.pdf", "pages", "pages/1.pdf"])
         let mode = try FileManager.default.attributesOfItem(atPath: issue.contentURL.appendingPathComponent("pages/1.pdf").path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
