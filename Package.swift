@@ -44,6 +44,8 @@ let package = Package(
             path: "Sources/Paperboy",
             swiftSettings: swiftSettings
         ),
+        // The framing shared by the transport protocol (helpers) and the daemon's client protocol.
+        .target(name: "PaperboyFraming", path: "Sources/PaperboyFraming", swiftSettings: swiftSettings),
         // TOML configuration → typed values, with file:line errors.
         .target(
             name: "PaperboyConfig",
@@ -113,7 +115,7 @@ let package = Package(
         .target(name: "CPaperboyExec", path: "Plugins/Exec/CPaperboyExec"),
         .target(
             name: "PaperboyExec",
-            dependencies: ["Paperboy", "CPaperboyExec", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Paperboy", "PaperboyFraming", "CPaperboyExec", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/Exec/PaperboyExec",
             swiftSettings: swiftSettings
         ),
@@ -206,7 +208,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyExecTests",
-            dependencies: ["Paperboy", "PaperboyExec", "PaperboyTesting"],
+            dependencies: ["Paperboy", "PaperboyExec", "PaperboyFraming", "PaperboyTesting"],
             path: "Tests/PaperboyExecTests",
             swiftSettings: swiftSettings
         ),
