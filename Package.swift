@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "PaperboyTransportTesting", targets: ["PaperboyTransportTesting"]),
         .library(name: "PaperboyExec", targets: ["PaperboyExec"]),
         .library(name: "PaperboySFTP", targets: ["PaperboySFTP"]),
+        .library(name: "PaperboyDaemon", targets: ["PaperboyDaemon"]),
+        .library(name: "PaperboyClient", targets: ["PaperboyClient"]),
         .executable(name: "paperboy", targets: ["paperboy"]),
     ],
     dependencies: [
@@ -119,12 +121,26 @@ let package = Package(
             path: "Plugins/Exec/PaperboyExec",
             swiftSettings: swiftSettings
         ),
+        // `paperboy daemon`'s server: the client protocol, the socket, deliveries waiting for clients.
+        .target(
+            name: "PaperboyDaemon",
+            dependencies: ["Paperboy", "PaperboyFraming", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/PaperboyDaemon",
+            swiftSettings: swiftSettings
+        ),
+        // Apps talking to `paperboy daemon`, with the shape of the in-process Library.
+        .target(
+            name: "PaperboyClient",
+            dependencies: ["Paperboy", "PaperboyDaemon", "PaperboyFraming", "PaperboyConfig"],
+            path: "Sources/PaperboyClient",
+            swiftSettings: swiftSettings
+        ),
         // The command-line tool.
         .executableTarget(
             name: "paperboy",
             dependencies: [
                 "Paperboy", "PaperboyConfig", "PaperboyFile", "PaperboyHTTP", "PaperboyExec", "PaperboySFTP",
-                "PaperboyConformance",
+                "PaperboyConformance", "PaperboyDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -196,7 +212,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyCLITests",
-            dependencies: ["paperboy", "PaperboyTesting", "PaperboyTestServers"],
+            dependencies: ["paperboy", "PaperboyTesting", "PaperboyTestServers", "PaperboyClient", "PaperboyDaemon", "PaperboyFraming"],
             path: "Tests/PaperboyCLITests",
             swiftSettings: swiftSettings
         ),

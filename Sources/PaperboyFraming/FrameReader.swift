@@ -91,15 +91,18 @@ public enum FrameWriter {
     ///
     /// - Parameters:
     ///   - wait: called before each `write`, to wait until `fd` is writable.
+    ///   - isSocket: `fd` is a socket: write with `MSG_NOSIGNAL`, so a vanished peer is an error,
+    ///     not a SIGPIPE.
     ///   - brokenPipe: called when the peer is gone (`EPIPE`), before throwing `.closed`; for
     ///     example to consume the SIGPIPE a thread blocked.
     public static func write(
-        _ frame: Data, to fd: Int32, wait: (Int32) throws(FrameIOError) -> Void, brokenPipe: () -> Void = {}
+        _ frame: Data, to fd: Int32, isSocket: Bool = false, wait: (Int32) throws(FrameIOError) -> Void = { _ in },
+        brokenPipe: () -> Void = {}
     ) throws(FrameIOError) {
         var sent = 0
         while sent < frame.count {
             try wait(fd)
-            let wrote = frame.withUnsafeBytes { systemWrite(fd, $0.baseAddress!.advanced(by: sent), frame.count - sent) }
+            let wrote = frame.withUnsafeBytes { systemWrite(fd, $0.baseAddress!.advanced(by: sent), frame.count - sent, isSocket) }
             if wrote >= 0 {
                 sent += wrote
                 continue
@@ -113,9 +116,9 @@ public enum FrameWriter {
         }
     }
 
-    private static func systemWrite(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    private static func systemWrite(_ fd: Int32, _ bytes: UnsafeRawPointer, _ count: Int, _ isSocket: Bool) -> Int {
         #if canImport(Glibc)
-        Glibc.write(fd, bytes, count)
+        isSocket ? send(fd, bytes, count, Int32(MSG_NOSIGNAL)) : Glibc.write(fd, bytes, count)
         #else
         Darwin.write(fd, bytes, count)
         #endif
