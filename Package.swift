@@ -18,6 +18,8 @@ let package = Package(
         .library(name: "PaperboyTransportTesting", targets: ["PaperboyTransportTesting"]),
         .library(name: "PaperboyExec", targets: ["PaperboyExec"]),
         .library(name: "PaperboySFTP", targets: ["PaperboySFTP"]),
+        .library(name: "PaperboyDaemon", targets: ["PaperboyDaemon"]),
+        .library(name: "PaperboyClient", targets: ["PaperboyClient"]),
         .executable(name: "paperboy", targets: ["paperboy"]),
     ],
     dependencies: [
@@ -44,6 +46,8 @@ let package = Package(
             path: "Sources/Paperboy",
             swiftSettings: swiftSettings
         ),
+        // The framing shared by the transport protocol (helpers) and the daemon's client protocol.
+        .target(name: "PaperboyFraming", path: "Sources/PaperboyFraming", swiftSettings: swiftSettings),
         // TOML configuration → typed values, with file:line errors.
         .target(
             name: "PaperboyConfig",
@@ -113,8 +117,22 @@ let package = Package(
         .target(name: "CPaperboyExec", path: "Plugins/Exec/CPaperboyExec"),
         .target(
             name: "PaperboyExec",
-            dependencies: ["Paperboy", "CPaperboyExec", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Paperboy", "PaperboyFraming", "CPaperboyExec", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/Exec/PaperboyExec",
+            swiftSettings: swiftSettings
+        ),
+        // `paperboy daemon`'s server: the client protocol, the socket, deliveries waiting for clients.
+        .target(
+            name: "PaperboyDaemon",
+            dependencies: ["Paperboy", "PaperboyFraming", .product(name: "Logging", package: "swift-log")],
+            path: "Sources/PaperboyDaemon",
+            swiftSettings: swiftSettings
+        ),
+        // Apps talking to `paperboy daemon`, with the shape of the in-process Library.
+        .target(
+            name: "PaperboyClient",
+            dependencies: ["Paperboy", "PaperboyDaemon", "PaperboyFraming", "PaperboyConfig"],
+            path: "Sources/PaperboyClient",
             swiftSettings: swiftSettings
         ),
         // The command-line tool.
@@ -122,7 +140,7 @@ let package = Package(
             name: "paperboy",
             dependencies: [
                 "Paperboy", "PaperboyConfig", "PaperboyFile", "PaperboyHTTP", "PaperboyExec", "PaperboySFTP",
-                "PaperboyConformance",
+                "PaperboyConformance", "PaperboyDaemon",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -194,7 +212,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyCLITests",
-            dependencies: ["paperboy", "PaperboyTesting", "PaperboyTestServers"],
+            dependencies: ["paperboy", "PaperboyTesting", "PaperboyTestServers", "PaperboyClient", "PaperboyDaemon", "PaperboyFraming"],
             path: "Tests/PaperboyCLITests",
             swiftSettings: swiftSettings
         ),
@@ -206,7 +224,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyExecTests",
-            dependencies: ["Paperboy", "PaperboyExec", "PaperboyTesting"],
+            dependencies: ["Paperboy", "PaperboyExec", "PaperboyFraming", "PaperboyTesting"],
             path: "Tests/PaperboyExecTests",
             swiftSettings: swiftSettings
         ),

@@ -16,6 +16,7 @@ struct ConfigDecoder {
             network: try decodeNetwork(root.section("network"), mode: library.mode),
             notifications: try decodeNotifications(root.section("notifications")),
             hooks: try decodeHooks(root.section("hooks")),
+            daemon: try decodeDaemon(root.section("daemon"), library: library),
             credentials: try decodeCredentials(root.tableArray("credentials")),
             feeds: try decodeFeeds(root.tableArray("feeds")),
             transports: try decodeTransports(root.tableArray("transports")),
@@ -166,6 +167,21 @@ struct ConfigDecoder {
         try table.checkKnownKeys(ConfigSchema.hooks)
         settings.onIssueAvailable = try table.strings("on_issue_available", nonEmpty: true)
         settings.timeout = try positiveDuration("timeout", in: table) ?? settings.timeout
+        return settings
+    }
+
+    private func decodeDaemon(_ table: TableReader?, library: LibrarySettings) throws(ConfigError) -> DaemonSettings {
+        var settings = DaemonSettings(socket: DaemonSettings.defaultSocket(environment: context.environment, library: library.path))
+        guard let table else { return settings }
+        try table.checkKnownKeys(ConfigSchema.daemon)
+        if let path = try table.string("socket") {
+            guard !path.isEmpty else { throw table.error(.invalidValue, "socket", "expected a socket path, got \"\"") }
+            settings.socket = context.paths.fileURL(forPath: path)
+            let length = settings.socket.path.utf8.count
+            guard length <= 107 else {
+                throw table.error(.invalidValue, "socket", "the path \(settings.socket.path) is \(length) bytes long; a Unix socket path has at most 107")
+            }
+        }
         return settings
     }
 }

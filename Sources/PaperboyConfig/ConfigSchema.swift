@@ -1,7 +1,7 @@
 /// The keys each table may hold; anything else is an unknown key or table.
 enum ConfigSchema {
     static let topLevel = [
-        "library", "scheduler", "bandwidth", "network", "notifications", "hooks",
+        "library", "scheduler", "bandwidth", "network", "notifications", "hooks", "daemon",
         "credentials", "feeds", "transports", "issues",
     ]
     static let library = ["path", "mode", "sync_to_disk", "max_unpacked_size", "max_unpack_ratio"]
@@ -11,6 +11,7 @@ enum ConfigSchema {
     static let network = ["assume", "allowed", "allow_expensive", "allow_constrained"]
     static let notifications = ["throttle", "dont_throttle"]
     static let hooks = ["on_issue_available", "timeout"]
+    static let daemon = ["socket"]
     static let credentials = [
         "match", "username", "password_env", "password_file", "token_env", "token_file",
         "private_key", "passphrase_env", "passphrase_file", "known_hosts", "ca_file",
@@ -26,7 +27,7 @@ enum ConfigSchema {
     /// Every table with its keys, as written in the file.
     static let tables: [(name: String, keys: [String])] = [
         ("library", library), ("scheduler", scheduler), ("bandwidth", bandwidth), ("network", network),
-        ("notifications", notifications), ("hooks", hooks), ("credentials", credentials), ("feeds", feeds),
+        ("notifications", notifications), ("hooks", hooks), ("daemon", daemon), ("credentials", credentials), ("feeds", feeds),
         ("transports", transports), ("issues", issues), ("issues.assets", assets),
     ]
 }

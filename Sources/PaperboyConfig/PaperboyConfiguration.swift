@@ -20,6 +20,8 @@ public struct PaperboyConfiguration: Sendable {
     public var notifications: NotificationSettings
     /// The `[hooks]` section.
     public var hooks: HookSettings
+    /// The `[daemon]` section.
+    public var daemon: DaemonSettings
     /// The `[[credentials]]` entries, in file order.
     public var credentials: [CredentialEntry]
     /// The `[[feeds]]` entries, in file order.
@@ -40,6 +42,7 @@ public struct PaperboyConfiguration: Sendable {
         network: NetworkSettings = NetworkSettings(),
         notifications: NotificationSettings = NotificationSettings(),
         hooks: HookSettings = HookSettings(),
+        daemon: DaemonSettings? = nil,
         credentials: [CredentialEntry] = [],
         feeds: [FeedEntry] = [],
         transports: [TransportEntry] = [],
@@ -53,6 +56,8 @@ public struct PaperboyConfiguration: Sendable {
         self.network = network
         self.notifications = notifications
         self.hooks = hooks
+        self.daemon = daemon ?? DaemonSettings(socket: DaemonSettings.defaultSocket(
+            environment: ProcessInfo.processInfo.environment, library: library.path))
         self.credentials = credentials
         self.feeds = feeds
         self.transports = transports

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Paperboy
 @testable import PaperboyExec
+import PaperboyFraming
 import PaperboyTesting
 import Testing
 

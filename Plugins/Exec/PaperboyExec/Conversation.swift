@@ -1,5 +1,6 @@
 import Foundation
 import Paperboy
+import PaperboyFraming
 import Synchronization
 
 /// The handshake with a freshly started helper: `HELLO` both ways, version and scheme checks.

@@ -8,6 +8,7 @@ import Dispatch
 import Foundation
 import Logging
 import Paperboy
+import PaperboyFraming
 import Synchronization
 
 /// How a helper process ended.
@@ -23,22 +24,6 @@ enum HelperExit: Sendable, Equatable, CustomStringConvertible {
             return "was killed by signal \(signal) (\(name))"
         }
     }
-}
-
-/// Why reading from or writing to a helper failed.
-enum HelperIOError: Error, Sendable {
-    /// The helper closed its end (it exited, or closed stdout / stdin).
-    case closed
-    /// Nothing arrived within the allowed time.
-    case timedOut(Duration)
-    /// The transfer was cancelled or the helper is being stopped.
-    case abandoned
-    /// A header line that is not `KIND LENGTH`.
-    case garbage(String)
-    /// A frame longer than allowed for its kind.
-    case tooLarge(kind: String, length: Int)
-    /// A system call failed.
-    case system(String)
 }
 
 /// One running helper executable: its pipes, the thread doing its blocking I/O, the thread

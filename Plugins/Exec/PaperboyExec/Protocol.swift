@@ -1,5 +1,6 @@
 import Foundation
 import Paperboy
+import PaperboyFraming
 
 /// The Paperboy transport protocol spoken with helper executables (see docs/WritingTransports.md).
 ///
@@ -16,8 +17,11 @@ public enum ExecProtocol {
     /// The largest offset or length a helper may announce in `BEGIN` (2^62 bytes): far beyond
     /// any file, and small enough that adding a frame's bytes to it never overflows.
     public static let maxResourceLength: Int64 = 1 << 62
-    /// The longest header line, newline included.
-    static let maxHeaderLength = 32
+
+    /// The largest payload accepted for a frame of `kind`.
+    static func maxLength(of kind: String) -> Int {
+        kind == Kind.data ? maxDataLength : maxControlLength
+    }
 
     /// Frame kinds.
     public enum Kind {
@@ -33,25 +37,12 @@ public enum ExecProtocol {
 
     /// Encodes one frame.
     public static func frame(_ kind: String, _ payload: Data = Data()) -> Data {
-        var frame = Data("\(kind) \(payload.count)\n".utf8)
-        frame.append(payload)
-        return frame
+        Frame.encode(kind, payload)
     }
 
     /// Encodes one frame with a JSON payload.
     static func frame<Message: Encodable>(_ kind: String, json message: Message) throws -> Data {
         frame(kind, try encoder.encode(message))
-    }
-
-    /// Parses a header line (without its newline) into a kind and a length.
-    static func parseHeader(_ line: some Collection<UInt8>) -> (kind: String, length: Int)? {
-        guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { return nil }
-        let kind = line[line.startIndex..<space]
-        let digits = line[line.index(after: space)...]
-        guard (1...16).contains(kind.count), kind.allSatisfy({ (65...90).contains($0) }),
-              (1...10).contains(digits.count), digits.allSatisfy({ (48...57).contains($0) }),
-              let length = Int(String(decoding: digits, as: UTF8.self)) else { return nil }
-        return (String(decoding: kind, as: UTF8.self), length)
     }
 
     static let encoder: JSONEncoder = {
@@ -66,12 +57,6 @@ public enum ExecProtocol {
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         return decoder
     }()
-}
-
-/// One frame read from a helper.
-struct Frame: Sendable {
-    var kind: String
-    var payload: Data
 }
 
 // MARK: Messages (field names are snake_case on the wire)

@@ -1,5 +1,6 @@
 import Foundation
 import Paperboy
+import PaperboyFraming
 
 /// What a helper's frames mean during one transfer, checked one frame at a time.
 ///

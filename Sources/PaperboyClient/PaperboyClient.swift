@@ -1,0 +1,254 @@
+import Foundation
+import Paperboy
+import PaperboyConfig
+import PaperboyDaemon
+import Synchronization
+
+/// A library served by `paperboy daemon`, with the shape of ``Library``: issues, assets,
+/// `download(delegate:)` with the callback trio, events, waits.
+///
+/// ```swift
+/// let library = try await PaperboyClient.connect(socket: socketURL)
+/// let issue = try await library.addIssue(name: "2026-11-21", date: .now)
+/// let asset = try await issue.addAsset(AssetRequest(url: source, destinationPath: "magazine.pdf"))
+/// try await asset.download(delegate: myDelegate)
+/// ```
+///
+/// Downloads run in the daemon and go on when the app exits. A finished file of an asset
+/// downloaded with a delegate waits in the daemon's inbox until a client's delegate returns from
+/// ``RemoteDownloadDelegate/download(_:didFinishDownloadingTo:)``; a client that was not
+/// connected gets it when it attaches a delegate again (at launch, as with ``Library``:
+/// `for asset in try await library.downloadingAssets() { try await asset.download(delegate: d) }`).
+public final class PaperboyClient: Sendable {
+    let connection: ClientConnection
+    private let state = Mutex(State())
+    private let wideEvents = Mutex<[UUID: AsyncStream<RemoteEvent>.Continuation]>([:])
+
+    private struct State {
+        var delegates: [String: [any RemoteDownloadDelegate]] = [:]
+        /// Finished files announced while no delegate of this client was attached to the asset.
+        var parked: [String: String] = [:]
+        /// Assets whose `finished` is being handed to delegates (a replay is ignored meanwhile).
+        var delivering: Set<String> = []
+        var subscribed = false
+        var waiters: [String: [CheckedContinuation<AssetOutcome, Never>]] = [:]
+    }
+
+    private init(connection: ClientConnection) {
+        self.connection = connection
+        let events = connection.events
+        Task { [self] in
+            for await event in events { await dispatch(event) }
+            finishAll()
+        }
+    }
+
+    /// Connects to the daemon listening on `socket`.
+    ///
+    /// - Throws: ``LibraryError`` `.transport` when no daemon listens there or it refuses.
+    public static func connect(socket: URL, name: String = "PaperboyClient") async throws(LibraryError) -> PaperboyClient {
+        PaperboyClient(connection: try await ClientConnection.connect(socket: socket, name: name))
+    }
+
+    /// Connects to the daemon serving the configuration file `config` (its `[daemon] socket`).
+    public static func open(config: URL) async throws -> PaperboyClient {
+        let configuration = try PaperboyConfiguration.load(contentsOf: config)
+        return try await connect(socket: configuration.daemon.socket)
+    }
+
+    /// Closes the connection; downloads go on in the daemon.
+    public func disconnect() {
+        connection.close()
+    }
+
+    // MARK: Issues and assets
+
+    /// Every issue.
+    public func issues() async throws(LibraryError) -> [RemoteIssue] {
+        let reply = try await connection.request(DaemonProtocol.Kind.status) { StatusRequest(id: $0, assets: false) }
+        return (reply.issues ?? []).map { RemoteIssue(client: self, $0) }
+    }
+
+    /// The issue named `name`, if there is one.
+    public func issue(named name: String) async throws(LibraryError) -> RemoteIssue? {
+        do {
+            let reply = try await connection.request(DaemonProtocol.Kind.status) { StatusRequest(id: $0, issue: name, assets: false) }
+            return reply.issue.map { RemoteIssue(client: self, $0) }
+        } catch where error.code == .issueNotFound {
+            return nil
+        }
+    }
+
+    /// Adds an issue (``LibraryError/Code/duplicateIssue`` when the name is taken).
+    public func addIssue(name: String, date: Date) async throws(LibraryError) -> RemoteIssue {
+        let reply = try await connection.request(DaemonProtocol.Kind.addIssue) { AddIssueRequest(id: $0, name: name, date: date) }
+        guard let issue = reply.issue else { throw LibraryError(.transport, "the daemon's reply to ADDISSUE has no issue") }
+        return RemoteIssue(client: self, issue)
+    }
+
+    /// The asset with this identifier, if it exists.
+    public func asset(identifier: String) async throws(LibraryError) -> RemoteAsset? {
+        do {
+            return try await status(of: identifier)
+        } catch where error.code == .assetNotFound {
+            return nil
+        }
+    }
+
+    /// Assets asked for and not yet delivered (waiting, downloading, or finished in the inbox).
+    public func downloadingAssets() async throws(LibraryError) -> [RemoteAsset] {
+        let reply = try await connection.request(DaemonProtocol.Kind.status) { StatusRequest(id: $0, assets: true) }
+        return (reply.issues ?? []).flatMap { $0.assets ?? [] }.map { RemoteAsset(client: self, $0) }.filter { $0.state.isActive }
+    }
+
+    /// How many issues are new (available and not marked read).
+    public func badgeCount() async throws(LibraryError) -> Int {
+        try await connection.request(DaemonProtocol.Kind.status) { StatusRequest(id: $0, issue: nil, assets: false) }.badge ?? 0
+    }
+
+    /// Asks the daemon to read its configuration again; returns how many issues it added.
+    public func reload() async throws(LibraryError) -> Int {
+        try await connection.request(DaemonProtocol.Kind.reload) { PlainRequest(id: $0) }.addedIssues ?? 0
+    }
+
+    /// Library-wide events (asset states, issues available, badge); subscribes on first use.
+    public func events() async throws(LibraryError) -> AsyncStream<RemoteEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: RemoteEvent.self)
+        let key = UUID()
+        wideEvents.withLock { $0[key] = continuation }
+        continuation.onTermination = { [weak self] _ in _ = self?.wideEvents.withLock { $0.removeValue(forKey: key) } }
+        try await subscribe()
+        return stream
+    }
+
+    // MARK: Internals used by RemoteIssue and RemoteAsset
+
+    func status(of asset: String) async throws(LibraryError) -> RemoteAsset {
+        let reply = try await connection.request(DaemonProtocol.Kind.status) { StatusRequest(id: $0, asset: asset) }
+        guard let wire = reply.asset else { throw LibraryError(.assetNotFound, "no asset with identifier '\(asset)'") }
+        return RemoteAsset(client: self, wire)
+    }
+
+    func command(_ kind: String, asset: String, deliver: Bool? = nil) async throws(LibraryError) {
+        _ = try await connection.request(kind) { AssetCommand(id: $0, asset: asset, deliver: deliver) }
+    }
+
+    func attach(_ delegate: (any RemoteDownloadDelegate)?, to asset: String) async throws(LibraryError) {
+        if let delegate { state.withLock { $0.delegates[asset, default: []].append(delegate) } }
+        try await subscribe()
+        try await command(DaemonProtocol.Kind.download, asset: asset, deliver: delegate != nil ? true : nil)
+        if delegate != nil, let path = state.withLock({ $0.parked.removeValue(forKey: asset) }) {
+            await deliver(asset: asset, path: path)
+        }
+    }
+
+    func waitUntilFinished(_ asset: String) async throws(LibraryError) -> AssetOutcome {
+        try await subscribe()
+        let current = try await status(of: asset)
+        if let outcome = Self.outcome(current.state) { return outcome }
+        return await withCheckedContinuation { continuation in
+            state.withLock { $0.waiters[asset, default: []].append(continuation) }
+            // A state change between the status and this registration is caught by asking again.
+            Task { [self] in
+                if let state = try? await status(of: asset).state, let outcome = Self.outcome(state) { settle(asset, outcome) }
+            }
+        }
+    }
+
+    private func subscribe() async throws(LibraryError) {
+        let first = state.withLock { state -> Bool in
+            defer { state.subscribed = true }
+            return !state.subscribed
+        }
+        if first { _ = try await connection.request(DaemonProtocol.Kind.subscribe) { PlainRequest(id: $0) } }
+    }
+
+    private static func outcome(_ state: AssetState) -> AssetOutcome? {
+        switch state {
+        case .delivered: .delivered
+        case .cancelled: .cancelled
+        case .failed(let message): .failed(LibraryError(.transport, message))
+        default: nil
+        }
+    }
+
+    private func settle(_ asset: String, _ outcome: AssetOutcome) {
+        let waiters = state.withLock { $0.waiters.removeValue(forKey: asset) ?? [] }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+
+    private func finishAll() {
+        let waiters = state.withLock { state in
+            defer { state.waiters = [:] }
+            return state.waiters.values.flatMap { $0 }
+        }
+        for waiter in waiters { waiter.resume(returning: .closed) }
+        for continuation in wideEvents.withLock({ Array($0.values) }) { continuation.finish() }
+    }
+
+    /// Hands one event to the delegates of its asset and to the library-wide streams, in order.
+    private func dispatch(_ event: EventMessage) async {
+        let asset = event.asset ?? ""
+        let delegates = state.withLock { $0.delegates[asset] ?? [] }
+        let handle = RemoteAsset(client: self, identifier: asset, issueName: event.issue ?? "")
+        switch event.event {
+        case "progress":
+            let total = max(0, event.totalBytesWritten ?? 0)
+            for delegate in delegates {
+                delegate.download(handle, didWriteData: max(0, event.bytesWritten ?? 0), totalBytesWritten: total,
+                                  expectedTotalBytes: event.expectedTotalBytes.map { max(0, $0) })
+            }
+        case "resumed":
+            for delegate in delegates {
+                delegate.download(handle, didResumeAt: max(0, event.totalBytesWritten ?? 0),
+                                  expectedTotalBytes: event.expectedTotalBytes.map { max(0, $0) })
+            }
+        case "finished":
+            guard let path = event.path else { break }
+            if delegates.isEmpty {
+                state.withLock { $0.parked[asset] = path }
+            } else {
+                await deliver(asset: asset, path: path)
+            }
+        case "failed":
+            let wire = event.error
+            let error = LibraryError(wire.map { LibraryError.Code($0.code) } ?? .transport, wire?.message ?? "failed",
+                                     isRetryable: wire?.retryable ?? false)
+            let detached = state.withLock { $0.delegates.removeValue(forKey: asset) ?? [] }
+            for delegate in detached { delegate.download(handle, didFailWithError: error) }
+        case "state":
+            if let wire = event.state, let outcome = Self.outcome(wire.state) {
+                if case .cancelled = outcome {
+                    let detached = state.withLock { $0.delegates.removeValue(forKey: asset) ?? [] }
+                    for delegate in detached { delegate.download(handle, didFailWithError: LibraryError(.cancelled, "cancelled")) }
+                }
+                settle(asset, outcome)
+            }
+        default:
+            break
+        }
+        if let remote = RemoteEvent(event, client: self) {
+            for continuation in wideEvents.withLock({ Array($0.values) }) { continuation.yield(remote) }
+        }
+    }
+
+    /// Calls each delegate's `didFinishDownloadingTo` in turn; acknowledges when none threw.
+    private func deliver(asset: String, path: String) async {
+        let (delegates, fresh) = state.withLock { state in
+            (state.delegates[asset] ?? [], state.delivering.insert(asset).inserted)
+        }
+        guard fresh else { return }
+        defer { _ = state.withLock { $0.delivering.remove(asset) } }
+        let handle = RemoteAsset(client: self, identifier: asset, issueName: "")
+        do {
+            for delegate in delegates {
+                try await delegate.download(handle, didFinishDownloadingTo: URL(fileURLWithPath: path))
+            }
+        } catch {
+            // Kept in the daemon's inbox: delivered again at the next connection.
+            return
+        }
+        _ = state.withLock { $0.delegates.removeValue(forKey: asset) }
+        try? await command(DaemonProtocol.Kind.ack, asset: asset)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Paperboy
+import PaperboyDaemon
+
+/// An asset of a daemon's library: its identifier, and a snapshot of its state and bytes when
+/// it was read; methods ask the daemon.
+public struct RemoteAsset: Sendable, Hashable, CustomStringConvertible {
+    /// The stable identifier.
+    public let identifier: String
+    /// The issue's name.
+    public let issueName: String
+    /// The state when this value was read.
+    public let state: AssetState
+    /// Bytes on disk when this value was read.
+    public let totalBytesWritten: Int64
+    /// The expected size, when known.
+    public let expectedTotalBytes: Int64?
+    /// The request (its headers left out: they may hold secrets).
+    public let request: AssetRequest?
+    let client: PaperboyClient
+
+    init(client: PaperboyClient, _ wire: WireAsset) {
+        self.client = client
+        identifier = wire.id
+        issueName = wire.issue
+        state = wire.state.state
+        totalBytesWritten = max(0, wire.totalBytesWritten)
+        expectedTotalBytes = wire.expectedTotalBytes.map { max(0, $0) }
+        request = wire.request
+    }
+
+    init(client: PaperboyClient, identifier: String, issueName: String) {
+        self.client = client
+        self.identifier = identifier
+        self.issueName = issueName
+        state = .idle
+        totalBytesWritten = 0
+        expectedTotalBytes = nil
+        request = nil
+    }
+
+    /// Starts, resumes or reconnects; with a delegate, the finished file waits in the daemon's
+    /// inbox until the delegate's `didFinishDownloadingTo` returns (then it is acknowledged).
+    public func download(delegate: (any RemoteDownloadDelegate)? = nil) async throws(LibraryError) {
+        try await client.attach(delegate, to: identifier)
+    }
+
+    /// Stops the transfer, keeping the bytes.
+    public func pause() async throws(LibraryError) { try await client.command(DaemonProtocol.Kind.pause, asset: identifier) }
+
+    /// Continues a paused transfer.
+    public func resume() async throws(LibraryError) { try await client.command(DaemonProtocol.Kind.resume, asset: identifier) }
+
+    /// Stops the transfer and removes its partial bytes.
+    public func cancel() async throws(LibraryError) { try await client.command(DaemonProtocol.Kind.cancel, asset: identifier) }
+
+    /// The current state, asked of the daemon.
+    public func refreshed() async throws(LibraryError) -> RemoteAsset { try await client.status(of: identifier) }
+
+    /// Waits until the asset is delivered, fails or is cancelled (`.closed` if the connection ends).
+    public func waitUntilFinished() async throws(LibraryError) -> AssetOutcome {
+        try await client.waitUntilFinished(identifier)
+    }
+
+    public var description: String { "RemoteAsset(\(identifier))" }
+    public static func == (lhs: RemoteAsset, rhs: RemoteAsset) -> Bool { lhs.identifier == rhs.identifier && lhs.client === rhs.client }
+    public func hash(into hasher: inout Hasher) { hasher.combine(identifier) }
+}
+
+/// Receives the events of one download served by a daemon: ``AssetDownloadDelegate``'s trio and
+/// failure, for a ``RemoteAsset``. Every method has a default.
+///
+/// Calls for one client arrive in order and never overlap. `didFinishDownloadingTo` gets a file
+/// in the daemon's inbox: move it to keep it; when the call returns, the client acknowledges it
+/// and the daemon moves what is left to its destination path (or deletes it). Throwing keeps it
+/// in the inbox; it is handed over again at the next connection.
+public protocol RemoteDownloadDelegate: Sendable {
+    /// Bytes arrived (coalesced); `bytesWritten` counts those since the previous call.
+    func download(_ asset: RemoteAsset, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, expectedTotalBytes: Int64?)
+    /// A transfer continues from bytes already on disk.
+    func download(_ asset: RemoteAsset, didResumeAt totalBytesWritten: Int64, expectedTotalBytes: Int64?)
+    /// The file is complete; it waits in the daemon's inbox until this returns.
+    func download(_ asset: RemoteAsset, didFinishDownloadingTo destinationURL: URL) async throws
+    /// The download gave up (or was cancelled).
+    func download(_ asset: RemoteAsset, didFailWithError error: LibraryError)
+}
+
+extension RemoteDownloadDelegate {
+    public func download(_ asset: RemoteAsset, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, expectedTotalBytes: Int64?) {}
+    public func download(_ asset: RemoteAsset, didResumeAt totalBytesWritten: Int64, expectedTotalBytes: Int64?) {}
+    public func download(_ asset: RemoteAsset, didFinishDownloadingTo destinationURL: URL) async throws {}
+    public func download(_ asset: RemoteAsset, didFailWithError error: LibraryError) {}
+}
+
+/// A library-wide event from the daemon.
+public enum RemoteEvent: Sendable, Equatable {
+    /// An asset changed state.
+    case assetStateChanged(asset: String, AssetState)
+    /// Every asset of the issue has been delivered.
+    case issueAvailable(String)
+    /// The badge (new issues) changed.
+    case badge(Int)
+    /// An asset's file is complete and waits for a client (its path in the daemon's inbox).
+    case finished(asset: String, path: String)
+
+    init?(_ event: EventMessage, client: PaperboyClient) {
+        switch event.event {
+        case "state": guard let asset = event.asset, let state = event.state else { return nil }
+            self = .assetStateChanged(asset: asset, state.state)
+        case "issue-available": guard let issue = event.issue else { return nil }
+            self = .issueAvailable(issue)
+        case "badge": self = .badge(max(0, event.badge ?? 0))
+        case "finished": guard let asset = event.asset, let path = event.path else { return nil }
+            self = .finished(asset: asset, path: path)
+        default: return nil
+        }
+    }
+}

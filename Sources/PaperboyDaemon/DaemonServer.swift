@@ -1,0 +1,340 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Logging
+import Paperboy
+import PaperboyFraming
+import Synchronization
+
+/// Serves a library to clients on a Unix socket (the protocol of docs/Daemon.md).
+///
+/// One thread accepts connections; each connection has a reader and a writer thread (see
+/// ``DaemonConnection``); nothing runs while nothing happens. Requests are answered in the
+/// order they arrive on a connection, except `RELOAD`, answered when the reload is done.
+public final class DaemonServer: Sendable {
+    /// The version reported in `HELLO`.
+    public static let version = "0.1.0"
+    /// Connections served at once; more are refused.
+    public static let maxConnections = 64
+
+    private let library: Library
+    private let socket: URL
+    private let logger: Logger
+    private let reload: @Sendable () async throws -> Int
+    private let daemonUID: uid_t
+    private let desk: DeliveryDesk
+    private let registry = Registry()
+    private let listener = Mutex<Int32>(-1)
+
+    /// The connections, shared with the delivery desk's broadcasts.
+    private final class Registry: Sendable {
+        struct State {
+            var connections: [Int: DaemonConnection] = [:]
+            var counter = 0
+            var stopped = false
+            var events: Task<Void, Never>?
+        }
+
+        let state = Mutex(State())
+    }
+
+    /// Creates a server for `library` (which it does not close).
+    ///
+    /// - Parameters:
+    ///   - socket: where to listen (see ``DaemonSocket``).
+    ///   - reload: reads the configuration again and applies it (`RELOAD`, SIGHUP); returns how
+    ///     many issues it added.
+    ///   - daemonUID: the only user admitted (the process's own by default).
+    public init(library: Library, socket: URL, logger: Logger, daemonUID: uid_t = getuid(),
+                reload: @escaping @Sendable () async throws -> Int) {
+        self.library = library
+        self.socket = socket
+        self.logger = logger
+        self.reload = reload
+        self.daemonUID = daemonUID
+        let registry = registry
+        desk = DeliveryDesk(libraryRoot: library.root, logger: logger) { event in
+            let subscribed = registry.state.withLock { Array($0.connections.values) }
+            for connection in subscribed { connection.send(event: event) }
+        }
+    }
+
+    /// Listens on the socket and re-attaches the claimed assets of an earlier run.
+    ///
+    /// - Throws: ``LibraryError`` `.storage` when the socket cannot be created.
+    public func start() throws(LibraryError) {
+        let fd = try DaemonSocket.listen(at: socket)
+        listener.withLock { $0 = fd }
+        for id in desk.claims {
+            if let asset = library.asset(identifier: id), asset.state.isActive {
+                asset.download(delegate: desk)
+            } else {
+                desk.release(id)
+            }
+        }
+        let events = library.events()
+        let task = Task { [self] in
+            for await event in events { forward(event) }
+        }
+        registry.state.withLock { $0.events = task }
+        let thread = Thread { [self] in acceptLoop(fd) }
+        thread.name = "paperboy-daemon-accept"
+        thread.start()
+        logger.notice("serving \(library.root.path) on \(socket.path)")
+    }
+
+    /// Starts (or continues) `asset` for the daemon; with `deliver`, its finished file waits in
+    /// the inbox until a client acknowledges it.
+    public func download(_ asset: AssetDownload, deliver: Bool) {
+        if deliver {
+            desk.claim(asset.identifier)
+            asset.download(delegate: desk)
+        } else {
+            asset.download()
+        }
+    }
+
+    /// Stops accepting, disconnects every client, and releases files waiting for an
+    /// acknowledgement (they stay in the inbox for the next run). Does not close the library.
+    public func stop() {
+        let (connections, events) = registry.state.withLock { state in
+            state.stopped = true
+            defer { state.connections = [:] }
+            return (Array(state.connections.values), state.events)
+        }
+        events?.cancel()
+        let fd = listener.withLock { fd -> Int32 in
+            defer { fd = -1 }
+            return fd
+        }
+        if fd >= 0 {
+            shutdown(fd, Int32(SHUT_RDWR))
+            unlink(socket.path)
+        }
+        for connection in connections { connection.close() }
+        desk.stop()
+    }
+
+    /// Applies the configuration again, as `RELOAD` does.
+    public func reloadConfiguration() async throws -> Int {
+        try await reload()
+    }
+
+    // MARK: Connections
+
+    private func acceptLoop(_ fd: Int32) {
+        while true {
+            let client = accept(fd, nil, nil)
+            if client < 0 {
+                if errno == EINTR || errno == ECONNABORTED { continue }
+                if errno == EMFILE || errno == ENFILE {
+                    logger.error("cannot accept a connection: \(systemError())")
+                    usleep(100_000)
+                    continue
+                }
+                break
+            }
+            _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+            admit(client)
+        }
+        close(fd)
+    }
+
+    /// Checks the peer and starts the connection's threads (or refuses it with an `ERROR`).
+    func admit(_ client: Int32) {
+        let peer = DaemonSocket.peerUID(client)
+        let refusal: String? = if !DaemonSocket.admits(peer: peer, daemon: daemonUID) {
+            "connection from uid \(peer.map(String.init) ?? "unknown") refused: this daemon serves uid \(daemonUID) only"
+        } else {
+            nil
+        }
+        let connection: DaemonConnection? = registry.state.withLock { state in
+            guard !state.stopped, refusal == nil, state.connections.count < Self.maxConnections else { return nil }
+            state.counter += 1
+            let connection = DaemonConnection(fd: client, number: state.counter)
+            state.connections[state.counter] = connection
+            return connection
+        }
+        guard let connection else {
+            let reason = refusal ?? "too many connections (at most \(Self.maxConnections))"
+            logger.warning("\(reason)")
+            let frame = DaemonProtocol.frame(DaemonProtocol.Kind.error, WireError("permission-denied", reason))
+            try? FrameWriter.write(frame, to: client, isSocket: true)
+            close(client)
+            return
+        }
+        let writer = Thread { connection.runWriter() }
+        writer.name = "paperboy-daemon-write-\(connection.number)"
+        writer.stackSize = 256 * 1024
+        writer.start()
+        let reader = Thread { [self] in
+            connection.runReader { frame in handle(frame, on: connection) }
+            _ = registry.state.withLock { $0.connections.removeValue(forKey: connection.number) }
+        }
+        reader.name = "paperboy-daemon-read-\(connection.number)"
+        reader.stackSize = 512 * 1024
+        reader.start()
+    }
+
+    // MARK: Library events
+
+    private func forward(_ event: LibraryEvent) {
+        switch event {
+        case .assetStateChanged(let asset, let assetState):
+            var message = EventMessage(event: "state", asset: asset.identifier)
+            message.state = WireState(assetState)
+            broadcast(message)
+            if case .cancelled = assetState { desk.release(asset.identifier) }
+        case .issueDownloadCompleted(let issue):
+            broadcast(EventMessage(event: "issue-available", issue: issue.name))
+            var badge = EventMessage(event: "badge")
+            badge.badge = library.badgeCount
+            broadcast(badge)
+        }
+    }
+
+    private func broadcast(_ event: EventMessage) {
+        desk.broadcast(event)
+    }
+
+    // MARK: Requests
+
+    /// Answers one frame; nothing a client sends can trap here.
+    func handle(_ frame: Frame, on connection: DaemonConnection) {
+        let id = (try? DaemonProtocol.decoder.decode(RequestID.self, from: frame.payload))?.id
+        do {
+            if frame.kind == DaemonProtocol.Kind.hello {
+                try hello(frame, on: connection)
+                return
+            }
+            guard connection.isNegotiated else {
+                throw WireError(DaemonProtocol.ErrorCode.notNegotiated, "\(frame.kind) before HELLO")
+            }
+            if let id, !(0...DaemonProtocol.maxIdentifier).contains(id) {
+                throw WireError(DaemonProtocol.ErrorCode.badRequest, "\(frame.kind): id \(id) is out of range (0 to 2^53)")
+            }
+            if let reply = try answer(frame, on: connection) {
+                connection.send(DaemonProtocol.frame(DaemonProtocol.Kind.ok, reply))
+            }
+        } catch var error as WireError {
+            error.id = error.id ?? id
+            connection.sendError(error)
+        } catch let error as LibraryError {
+            connection.sendError(WireError(error, id: id))
+        } catch {
+            connection.sendError(WireError(DaemonProtocol.ErrorCode.badRequest, "\(frame.kind): \(error)", id: id))
+        }
+    }
+
+    private func hello(_ frame: Frame, on connection: DaemonConnection) throws {
+        let hello = try DaemonProtocol.decode(ClientHello.self, frame)
+        guard let chosen = hello.protocols.filter(DaemonProtocol.versions.contains).max() else {
+            connection.sendError(WireError(
+                DaemonProtocol.ErrorCode.unsupportedVersion,
+                "none of the versions \(hello.protocols.prefix(16)) is spoken; this daemon speaks \(DaemonProtocol.versions)"))
+            connection.drainThenClose()
+            return
+        }
+        connection.isNegotiated = true
+        let reply = DaemonHello(protocol: chosen, paperboy: Self.version, library: library.root.path)
+        connection.send(DaemonProtocol.frame(DaemonProtocol.Kind.hello, reply))
+    }
+
+    private func answer(_ frame: Frame, on connection: DaemonConnection) throws -> OKReply? {
+        typealias Kind = DaemonProtocol.Kind
+        switch frame.kind {
+        case Kind.addIssue:
+            let request = try DaemonProtocol.decode(AddIssueRequest.self, frame)
+            let issue = try library.addIssue(name: request.name, date: request.date)
+            var reply = OKReply(id: request.id)
+            reply.issue = Self.wire(issue, assets: false)
+            return reply
+        case Kind.addAsset:
+            let request = try DaemonProtocol.decode(AddAssetRequest.self, frame)
+            guard let issue = library.issue(named: request.issue) else {
+                throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'")
+            }
+            let asset = try issue.addAsset(request.request, userInfo: request.userInfo)
+            if request.download ?? false { download(asset, deliver: request.deliver ?? false) }
+            var reply = OKReply(id: request.id)
+            reply.asset = Self.wire(asset)
+            return reply
+        case Kind.download, Kind.resume, Kind.pause, Kind.cancel:
+            let request = try DaemonProtocol.decode(AssetCommand.self, frame)
+            let asset = try existingAsset(request.asset)
+            switch frame.kind {
+            case Kind.pause: asset.pause()
+            case Kind.cancel:
+                desk.release(asset.identifier)
+                asset.cancel()
+            default: download(asset, deliver: request.deliver ?? false)
+            }
+            var reply = OKReply(id: request.id)
+            reply.asset = Self.wire(asset)
+            return reply
+        case Kind.ack:
+            let request = try DaemonProtocol.decode(AssetCommand.self, frame)
+            guard desk.acknowledge(request.asset) else {
+                throw WireError(DaemonProtocol.ErrorCode.notPending, "asset \(request.asset) has no file waiting for an acknowledgement")
+            }
+            return OKReply(id: request.id)
+        case Kind.status:
+            let request = try DaemonProtocol.decode(StatusRequest.self, frame)
+            var reply = OKReply(id: request.id)
+            if let id = request.asset {
+                reply.asset = Self.wire(try existingAsset(id))
+            } else if let name = request.issue {
+                guard let issue = library.issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
+                reply.issue = Self.wire(issue, assets: request.assets ?? true)
+            } else {
+                reply.issues = library.issues.map { Self.wire($0, assets: request.assets ?? true) }
+            }
+            reply.badge = library.badgeCount
+            return reply
+        case Kind.subscribe:
+            let request = try DaemonProtocol.decode(PlainRequest.self, frame)
+            connection.send(DaemonProtocol.frame(Kind.ok, OKReply(id: request.id)))
+            connection.subscribe(replaying: desk.pendingEvents())
+            return nil
+        case Kind.reload:
+            let request = try DaemonProtocol.decode(PlainRequest.self, frame)
+            Task { [self] in
+                do {
+                    var reply = OKReply(id: request.id)
+                    reply.addedIssues = try await reload()
+                    connection.send(DaemonProtocol.frame(Kind.ok, reply))
+                } catch {
+                    connection.sendError(WireError(DaemonProtocol.ErrorCode.reloadFailed, "\(error)", id: request.id))
+                }
+            }
+            return nil
+        default:
+            throw WireError(DaemonProtocol.ErrorCode.unknownKind, "unknown message kind \(frame.kind)")
+        }
+    }
+
+    private func existingAsset(_ id: String) throws(LibraryError) -> AssetDownload {
+        guard let asset = library.asset(identifier: id) else { throw LibraryError(.assetNotFound, "no asset with identifier '\(id)'") }
+        return asset
+    }
+
+    static func wire(_ asset: AssetDownload) -> WireAsset {
+        WireAsset(
+            id: asset.identifier, issue: asset.issue?.name ?? "", request: asset.request, userInfo: asset.userInfo,
+            state: WireState(asset.state), totalBytesWritten: asset.totalBytesWritten, expectedTotalBytes: asset.expectedTotalBytes)
+    }
+
+    static func wire(_ issue: Issue, assets: Bool) -> WireIssue {
+        var wire = WireIssue(name: issue.name, date: issue.date, status: issue.status.rawValue, isNew: issue.isNew,
+                             contentPath: issue.contentURL.path)
+        if assets {
+            wire.assets = issue.assetStatuses.map { status in
+                WireAsset(id: status.identifier, issue: issue.name, request: status.request, state: WireState(status.state),
+                          totalBytesWritten: status.totalBytesWritten, expectedTotalBytes: status.expectedTotalBytes,
+                          attempts: status.attempts)
+            }
+        }
+        return wire
+    }
+}

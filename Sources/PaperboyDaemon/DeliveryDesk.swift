@@ -1,0 +1,155 @@
+import Foundation
+import Logging
+import Paperboy
+import Synchronization
+
+/// The daemon's delegate for the assets whose finished files clients take (claimed assets).
+///
+/// Its `didFinishDownloadingTo` does not return until a client acknowledges the file: until
+/// then the file stays in the library's inbox, and the library moves it to its destination (or
+/// deletes it) only after. Claims are written to `daemon-claims.json` in the library folder, so
+/// after a crash or restart the daemon attaches the desk again and the library delivers the
+/// file again (at least once). Progress, resumption and failure go to subscribed clients.
+final class DeliveryDesk: AssetDownloadDelegate {
+    struct Pending {
+        var path: String
+        var issue: String
+        var continuation: CheckedContinuation<Void, any Error>
+    }
+
+    struct Stopping: Error {}
+
+    private struct State {
+        var claims: Set<String>
+        var pending: [String: Pending] = [:]
+        /// The last `resumed` of each claimed asset still transferring, replayed to subscribers:
+        /// after a restart the library resumes before any client is connected.
+        var resumed: [String: EventMessage] = [:]
+        var stopping = false
+    }
+
+    private let state: Mutex<State>
+    private let claimsFile: URL
+    private let logger: Logger
+    /// Sends an event to every subscribed connection.
+    let broadcast: @Sendable (EventMessage) -> Void
+
+    init(libraryRoot: URL, logger: Logger, broadcast: @escaping @Sendable (EventMessage) -> Void) {
+        claimsFile = libraryRoot.appendingPathComponent("daemon-claims.json")
+        let saved = (try? Data(contentsOf: claimsFile)).flatMap { try? JSONDecoder().decode([String].self, from: $0) } ?? []
+        state = Mutex(State(claims: Set(saved)))
+        self.logger = logger
+        self.broadcast = broadcast
+    }
+
+    /// The claimed assets recorded by an earlier run.
+    var claims: Set<String> { state.withLock { $0.claims } }
+
+    /// Marks `asset` as claimed: its file waits for a client's `ACK`.
+    func claim(_ asset: String) {
+        let changed = state.withLock { $0.claims.insert(asset).inserted }
+        if changed { saveClaims() }
+    }
+
+    /// Forgets a claim (the asset failed, was cancelled, or is gone).
+    func release(_ asset: String) {
+        let changed = state.withLock { $0.claims.remove(asset) != nil }
+        if changed { saveClaims() }
+    }
+
+    /// The `finished` events of every file waiting for an acknowledgement, for a new subscriber.
+    func pendingEvents() -> [EventMessage] {
+        state.withLock { state in
+            state.resumed.sorted { $0.key < $1.key }.map(\.value)
+                + state.pending.sorted { $0.key < $1.key }.map { Self.finishedEvent(asset: $0.key, $0.value) }
+        }
+    }
+
+    /// A client acknowledged `asset`'s file: the library may move or delete it now.
+    ///
+    /// - Returns: `false` when no file of that asset waits for an acknowledgement.
+    func acknowledge(_ asset: String) -> Bool {
+        let pending = state.withLock { state -> Pending? in
+            guard let pending = state.pending.removeValue(forKey: asset) else { return nil }
+            state.claims.remove(asset)
+            return pending
+        }
+        guard let pending else { return false }
+        saveClaims()
+        pending.continuation.resume()
+        return true
+    }
+
+    /// Releases every waiting delivery without acknowledgement (the files stay in the inbox for
+    /// the next run) and refuses new ones.
+    func stop() {
+        let waiting = state.withLock { state -> [Pending] in
+            state.stopping = true
+            defer { state.pending = [:] }
+            return Array(state.pending.values)
+        }
+        for pending in waiting { pending.continuation.resume(throwing: Stopping()) }
+    }
+
+    // MARK: AssetDownloadDelegate
+
+    func download(_ asset: AssetDownload, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
+        var event = EventMessage(event: "progress", asset: asset.identifier)
+        event.bytesWritten = bytesWritten
+        event.totalBytesWritten = totalBytesWritten
+        event.expectedTotalBytes = expectedTotalBytes
+        broadcast(event)
+    }
+
+    func download(_ asset: AssetDownload, didResumeAt totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
+        var event = EventMessage(event: "resumed", asset: asset.identifier, issue: asset.issue?.name)
+        event.totalBytesWritten = totalBytesWritten
+        event.expectedTotalBytes = expectedTotalBytes
+        state.withLock { $0.resumed[asset.identifier] = event }
+        broadcast(event)
+    }
+
+    func download(_ asset: AssetDownload, didFinishDownloadingTo destinationURL: URL) async throws {
+        let id = asset.identifier
+        let issue = asset.issue?.name ?? ""
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let pending = Pending(path: destinationURL.path, issue: issue, continuation: continuation)
+            let accepted = state.withLock { state -> Bool in
+                guard !state.stopping else { return false }
+                state.resumed[id] = nil
+                state.pending[id] = pending
+                return true
+            }
+            guard accepted else {
+                continuation.resume(throwing: Stopping())
+                return
+            }
+            logger.info("asset \(id): finished; waiting in the inbox for a client to acknowledge it")
+            broadcast(Self.finishedEvent(asset: id, pending))
+        }
+    }
+
+    func download(_ asset: AssetDownload, didFailWithError error: LibraryError) {
+        state.withLock { $0.resumed[asset.identifier] = nil }
+        release(asset.identifier)
+        var event = EventMessage(event: "failed", asset: asset.identifier, issue: asset.issue?.name)
+        event.error = WireError(error)
+        broadcast(event)
+    }
+
+    private static func finishedEvent(asset: String, _ pending: Pending) -> EventMessage {
+        var event = EventMessage(event: "finished", asset: asset, issue: pending.issue)
+        event.path = pending.path
+        return event
+    }
+
+    /// Writes the claims (a JSON array of asset identifiers) atomically.
+    private func saveClaims() {
+        let claims = state.withLock { $0.claims.sorted() }
+        do {
+            try JSONEncoder().encode(claims).write(to: claimsFile, options: .atomic)
+        } catch {
+            logger.error("cannot record the claimed assets in \(claimsFile.path): \(error)")
+        }
+    }
+}

@@ -1,0 +1,140 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import Paperboy
+import PaperboyConfig
+import PaperboyDaemon
+import Synchronization
+
+/// `paperboy daemon`: owns the library, downloads the configured issues, and serves clients on
+/// the `[daemon] socket` until SIGTERM or SIGINT; SIGHUP reloads the configuration.
+struct DaemonCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "daemon",
+        abstract: "Run in the foreground, download the configured issues, and serve clients on a Unix socket.",
+        discussion: """
+            Logs go to standard error. SIGTERM or SIGINT stop it (transfers keep their bytes; exit 0); \
+            SIGHUP reads the configuration again (bandwidth limits, new issues). See docs/Daemon.md.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    func run() async throws {
+        options.bootstrapLogging()
+        let logger = Logger(label: "paperboy.daemon")
+        let config = try options.loadConfiguration()
+        // Signals are taken before anything can be interrupted half-way.
+        let signals = SignalStream([SIGTERM, SIGINT, SIGHUP])
+        let library = try SyncRun.openLibrary(config)
+        let daemon = Daemon(library: library, config: config, options: options, logger: logger)
+        let server = DaemonServer(library: library, socket: config.daemon.socket, logger: logger) {
+            try await daemon.reload()
+        }
+        daemon.server = server
+        do {
+            try server.start()
+        } catch {
+            Console.error("paperboy: \(error.message)")
+            await library.close()
+            throw ExitCode(1)
+        }
+        do {
+            _ = try daemon.addConfiguredIssues(config)
+        } catch {
+            logger.error("\(config.fileURL.lastPathComponent): \(error.message)")
+        }
+        SystemdNotifier.notify("READY=1")
+        for await signal in signals.stream {
+            if signal == SIGHUP {
+                logger.notice("SIGHUP: reloading \(config.fileURL.path)")
+                do {
+                    let added = try await daemon.reload()
+                    logger.notice("reloaded; \(added) new issue(s)")
+                } catch {
+                    logger.error("reload failed, the previous configuration stays: \(error)")
+                }
+                continue
+            }
+            logger.notice("stopping (transfers keep their bytes)")
+            SystemdNotifier.notify("STOPPING=1")
+            break
+        }
+        server.stop()
+        await library.close()
+    }
+}
+
+/// The daemon's own state between signals and requests: the configuration in force.
+final class Daemon: @unchecked Sendable {
+    let library: Library
+    let options: GlobalOptions
+    let logger: Logger
+    /// Set once before the server starts.
+    var server: DaemonServer?
+    private let config: Mutex<PaperboyConfiguration>
+
+    init(library: Library, config: PaperboyConfiguration, options: GlobalOptions, logger: Logger) {
+        self.library = library
+        self.options = options
+        self.logger = logger
+        self.config = Mutex(config)
+    }
+
+    /// Adds the configuration's issues and assets that are not in the library, and starts every
+    /// configured asset not delivered yet; returns how many issues were added.
+    func addConfiguredIssues(_ config: PaperboyConfiguration) throws(LibraryError) -> Int {
+        let before = Set(library.issues.map(\.name))
+        let plan = try SyncPlan.make(issues: config.issues, config: config, library: library)
+        for asset in plan.toDownload where !asset.state.isActive {
+            if let server { server.download(asset, deliver: false) } else { asset.download() }
+        }
+        return Set(library.issues.map(\.name)).subtracting(before).count
+    }
+
+    /// Reads the configuration file again: new bandwidth limits apply to running transfers,
+    /// new issues and assets are added and started. A file with errors changes nothing.
+    func reload() async throws -> Int {
+        let url = config.withLock { $0.fileURL }
+        let fresh: PaperboyConfiguration
+        do {
+            fresh = try PaperboyConfiguration.load(contentsOf: url)
+        } catch {
+            throw ReloadError(description: error.description)
+        }
+        library.bandwidthLimiter.setBytesPerSecond(fresh.bandwidth.limit?.bytesPerSecond)
+        library.setPerTransferBandwidthLimit(fresh.bandwidth.perTransfer?.bytesPerSecond)
+        library.setBandwidthSchedule(fresh.bandwidth.schedule.isEmpty ? nil : BandwidthSchedule(fresh.bandwidth.schedule.map {
+            BandwidthSchedule.Entry(minuteOfDay: $0.minuteOfDay, bytesPerSecond: $0.rate?.bytesPerSecond)
+        }))
+        config.withLock { $0 = fresh }
+        do {
+            return try addConfiguredIssues(fresh)
+        } catch {
+            throw ReloadError(description: "\(url.lastPathComponent): \(error.message)")
+        }
+    }
+
+    struct ReloadError: Error, CustomStringConvertible {
+        var description: String
+    }
+}
+
+/// Signals as an asynchronous sequence (dispatch sources: no thread polls for them).
+final class SignalStream {
+    let stream: AsyncStream<Int32>
+    private let sources: [any DispatchSourceSignal]
+
+    init(_ numbers: [Int32]) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        self.stream = stream
+        sources = numbers.map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { continuation.yield(number) }
+            source.resume()
+            return source
+        }
+    }
+}

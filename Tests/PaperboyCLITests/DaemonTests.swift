@@ -1,0 +1,315 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Paperboy
+import PaperboyClient
+import PaperboyDaemon
+import PaperboyFraming
+import PaperboyTestServers
+import PaperboyTesting
+import Synchronization
+import Testing
+
+/// A `paperboy daemon` process started by a test, stopped by PID.
+final class DaemonProcess {
+    let process: ChildProcess
+    let socket: URL
+    let log: URL
+
+    /// Starts the daemon on `config` with `XDG_RUNTIME_DIR` set to `runtime`, and waits until its
+    /// socket accepts connections.
+    init(config: URL, runtime: URL, log: URL) async throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_RUNTIME_DIR"] = runtime.path
+        environment["PAPERBOY_NETWORK"] = "wired"
+        let fd = open(log.path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        defer { close(fd) }
+        process = try ChildProcess(CLI.executable.path, ["daemon", "-v", "--config", config.path], environment: environment,
+                                   standardError: fd)
+        socket = runtime.appendingPathComponent("paperboy/daemon.sock")
+        self.log = log
+        for _ in 0..<500 {
+            let probe = try DaemonSocket.connect(to: socket)
+            if probe >= 0 {
+                close(probe)
+                return
+            }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw ServerError("the daemon did not listen on \(socket.path): \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+    }
+
+    /// Sends `signal` and returns how long the daemon took to exit (at most `limit` waited).
+    func stop(_ signal: Int32 = SIGTERM) async -> Duration {
+        let start = ContinuousClock.now
+        process.signal(signal)
+        await process.exited()
+        return ContinuousClock.now - start
+    }
+}
+
+/// Records the callback trio of a ``RemoteDownloadDelegate``.
+final class RemoteRecorder: RemoteDownloadDelegate {
+    struct Seen {
+        var resumedAt: Int64?
+        var finished: [(String, Data)] = []
+        var failures: [LibraryError] = []
+    }
+
+    let seen = Mutex(Seen())
+
+    func download(_ asset: RemoteAsset, didResumeAt totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
+        seen.withLock { $0.resumedAt = $0.resumedAt ?? totalBytesWritten }
+    }
+
+    func download(_ asset: RemoteAsset, didFinishDownloadingTo destinationURL: URL) async throws {
+        let data = (try? Data(contentsOf: destinationURL)) ?? Data()
+        seen.withLock { $0.finished.append((asset.identifier, data)) }
+    }
+
+    func download(_ asset: RemoteAsset, didFailWithError error: LibraryError) {
+        seen.withLock { $0.failures.append(error) }
+    }
+}
+
+@Suite("paperboy daemon, as a process", .serialized)
+struct DaemonTests {
+    let workspace = Workspace()
+
+    /// A runtime folder like systemd's (0700) and a configuration for `issues`.
+    func setUp(_ extra: String = "") -> (config: URL, runtime: URL) {
+        let runtime = workspace.path("runtime")
+        mkdir(runtime.path, 0o700)
+        let config = workspace.write("""
+            [library]
+            path = "lib"
+            \(extra)
+            """, to: "paperboy.toml")
+        return (config, runtime)
+    }
+
+    /// Waits until `body` returns true (checked every 20 ms, at most `seconds`).
+    func eventually(_ seconds: Double = 10, _ body: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while ContinuousClock.now < deadline {
+            if try await body() { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
+    @Test func threeAssetsAddedByOneClientAreDeliveredAndAnotherClientSeesThem() async throws {
+        let (config, runtime) = setUp()
+        let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        var sources: [(URL, Data)] = []
+        for index in 0..<3 {
+            let data = randomData(200_000 + index, seed: UInt64(index + 1))
+            sources.append((workspace.write(data, to: "source-\(index).bin"), data))
+        }
+        let first = try await PaperboyClient.connect(socket: daemon.socket)
+        let issue = try await first.addIssue(name: "2026-11-21", date: Date(timeIntervalSince1970: 1_790_000_000))
+        var identifiers: [String] = []
+        for (index, (url, _)) in sources.enumerated() {
+            let asset = try await issue.addAsset(AssetRequest(url: url, destinationPath: "file-\(index).bin"))
+            try await asset.download()
+            identifiers.append(asset.identifier)
+        }
+        first.disconnect()
+
+        let second = try await PaperboyClient.connect(socket: daemon.socket)
+        let delivered = try await eventually {
+            let assets = try await second.issue(named: "2026-11-21")?.assets() ?? []
+            return assets.count == 3 && assets.allSatisfy { $0.state == .delivered }
+        }
+        #expect(delivered)
+        let shown = try #require(try await second.issue(named: "2026-11-21"))
+        #expect(shown.status == .available)
+        for (index, (_, data)) in sources.enumerated() {
+            #expect(try Data(contentsOf: shown.contentURL.appendingPathComponent("file-\(index).bin")) == data)
+        }
+        #expect(Set(try await shown.assets().map(\.identifier)) == Set(identifiers))
+        second.disconnect()
+        let took = await daemon.stop(SIGTERM)
+        #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0)
+        #expect(took < .seconds(2))
+    }
+
+    @Test func sigtermDuringATransferExitsZeroWithinTwoSecondsWithBytesRecorded() async throws {
+        let (config, runtime) = setUp("[bandwidth]\nlimit = \"2MB/s\"")
+        let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        let source = workspace.write(randomData(20_000_000, seed: 7), to: "big.bin")
+        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let asset = try await client.addIssue(name: "slow", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "big.bin"))
+        try await asset.download()
+        #expect(try await eventually { try await asset.refreshed().totalBytesWritten > 1_000_000 })
+        client.disconnect()
+        let took = await daemon.stop(SIGTERM)
+        print("daemon: SIGTERM during a transfer → exit in \(took)")
+        #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0)
+        #expect(took < .seconds(2))
+        let library = try Library.openForReading(at: workspace.path("lib"))
+        #expect((library.asset(identifier: asset.identifier)?.bytesOnDisk ?? 0) > 1_000_000)
+    }
+
+    @Test func killNineMidTransferResumesFromTheBytesOnDiskAndAReconnectedClientGetsTheFile() async throws {
+        let (config, runtime) = setUp("[bandwidth]\nlimit = \"4MB/s\"")
+        let data = randomData(6_000_000, seed: 11)
+        let source = workspace.write(data, to: "big.bin")
+        var daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let asset = try await client.addIssue(name: "kill", date: Date())
+            .addAsset(AssetRequest(url: source, sha256: sha256Hex(data), destinationPath: "big.bin"))
+        try await asset.download(delegate: RemoteRecorder())
+        #expect(try await eventually { try await asset.refreshed().totalBytesWritten > 1_500_000 })
+        _ = await daemon.stop(SIGKILL)
+        client.disconnect()
+        let onDisk = try Library.openForReading(at: workspace.path("lib")).asset(identifier: asset.identifier)?.bytesOnDisk ?? 0
+        #expect(onDisk > 1_000_000)
+
+        daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        let recorder = RemoteRecorder()
+        let again = try await PaperboyClient.connect(socket: daemon.socket)
+        let found = try #require(try await again.downloadingAssets().first { $0.identifier == asset.identifier })
+        try await found.download(delegate: recorder)
+        #expect(try await found.waitUntilFinished() == .delivered)
+        let seen = recorder.seen.withLock { $0 }
+        #expect((seen.resumedAt ?? 0) >= onDisk)
+        #expect(seen.finished.count == 1 && seen.finished.first?.1 == data)
+        _ = await daemon.stop()
+    }
+
+    @Test func aClientThatWasNotConnectedGetsTheFileOnItsNextConnectionAndOnceAcknowledgedNeverAgain() async throws {
+        let (config, runtime) = setUp()
+        let data = randomData(300_000, seed: 5)
+        let source = workspace.write(data, to: "late.bin")
+        let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        let app = try await PaperboyClient.connect(socket: daemon.socket)
+        let asset = try await app.addIssue(name: "late", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "late.bin"))
+        try await asset.download(delegate: RemoteRecorder())
+        app.disconnect()
+        // Finished, and held in the daemon's inbox for a client: not delivered.
+        let observer = try await PaperboyClient.connect(socket: daemon.socket)
+        #expect(try await eventually { try await observer.asset(identifier: asset.identifier)?.state == .finished })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(try await observer.asset(identifier: asset.identifier)?.state == .finished)
+
+        let relaunched = try await PaperboyClient.connect(socket: daemon.socket)
+        let recorder = RemoteRecorder()
+        for pending in try await relaunched.downloadingAssets() { try await pending.download(delegate: recorder) }
+        #expect(try await relaunched.asset(identifier: asset.identifier)?.waitUntilFinished() == .delivered)
+        #expect(recorder.seen.withLock { $0.finished.map(\.0) } == [asset.identifier])
+        #expect(recorder.seen.withLock { $0.finished.first?.1 } == data)
+        relaunched.disconnect()
+
+        let later = try await PaperboyClient.connect(socket: daemon.socket)
+        let events = try await later.events()
+        let never = RemoteRecorder()
+        try await later.asset(identifier: asset.identifier)?.download(delegate: never)
+        let finished = Task {
+            for await event in events { if case .finished = event { return true } }
+            return false
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        later.disconnect()
+        #expect(await finished.value == false)
+        #expect(never.seen.withLock { $0.finished.isEmpty })
+        observer.disconnect()
+        _ = await daemon.stop()
+    }
+
+    @Test func theSocketIsPrivateAndOtherUsersAreRefused() async throws {
+        let (config, runtime) = setUp()
+        let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        var info = stat()
+        #expect(stat(daemon.socket.path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o600)
+        #expect(stat(daemon.socket.deletingLastPathComponent().path, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o700)
+        // The peer check, with a fake uid for the other user.
+        #expect(DaemonSocket.admits(peer: getuid(), daemon: getuid()))
+        #expect(!DaemonSocket.admits(peer: getuid() &+ 1, daemon: getuid()))
+        #expect(!DaemonSocket.admits(peer: 0, daemon: getuid() == 0 ? 1000 : getuid()))
+        #expect(!DaemonSocket.admits(peer: nil, daemon: getuid()))
+        var pair: [Int32] = [-1, -1]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        #expect(DaemonSocket.peerUID(pair[0]) == getuid())
+        close(pair[0])
+        close(pair[1])
+        _ = await daemon.stop()
+    }
+
+    /// Sends raw bytes on a fresh connection and returns the frames the daemon answered until it
+    /// closed the connection or 100 ms passed without a frame.
+    func exchange(_ socket: URL, _ bytes: Data) throws -> [Frame] {
+        let fd = try DaemonSocket.connect(to: socket)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        try? FrameWriter.write(bytes, to: fd, isSocket: true)
+        var reader = FrameReader()
+        var frames: [Frame] = []
+        let wait: (Int32) throws(FrameIOError) -> Void = { fd throws(FrameIOError) in
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&descriptor, 1, 100) <= 0 { throw .timedOut(.milliseconds(100)) }
+        }
+        while let frame = try? reader.next(from: fd, maxLength: { _ in 1 << 20 }, wait: wait) { frames.append(frame) }
+        return frames
+    }
+
+    func errorCode(_ frame: Frame?) -> String? {
+        guard let frame, frame.kind == "ERROR" else { return nil }
+        return (try? JSONSerialization.jsonObject(with: frame.payload) as? [String: Any])?["code"] as? String
+    }
+
+    @Test func malformedOversizedAndRandomFramesGetErrorsAndNeverCrashTheDaemon() async throws {
+        let (config, runtime) = setUp()
+        let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        let hello = Frame.encode("HELLO", Data(#"{"protocols":[1]}"#.utf8))
+        #expect(errorCode(try exchange(daemon.socket, Data("not a frame at all, no newline in sight....\n".utf8)).first) == "malformed-frame")
+        #expect(errorCode(try exchange(daemon.socket, Data("HELLO 9999999999\n".utf8)).first) == "frame-too-large")
+        #expect(errorCode(try exchange(daemon.socket, Frame.encode("STATUS", Data(#"{"id":1}"#.utf8))).first) == "not-negotiated")
+        #expect(errorCode(try exchange(daemon.socket, Frame.encode("HELLO", Data(#"{"protocols":[7]}"#.utf8))).first) == "unsupported-version")
+        let answers = try exchange(daemon.socket, hello + Frame.encode("STATUS", Data("{bad".utf8))
+            + Frame.encode("STATUS", Data(#"{"id":-5}"#.utf8)) + Frame.encode("ADDISSUE", Data(#"{"id":3,"name":"x","date":"nope"}"#.utf8))
+            + Frame.encode("FROBNICATE", Data(#"{"id":4}"#.utf8)) + Frame.encode("ACK", Data(#"{"id":5,"asset":"nothing"}"#.utf8))
+            + Frame.encode("STATUS", Data(#"{"id":6}"#.utf8)))
+        #expect(answers.map(\.kind) == ["HELLO", "ERROR", "ERROR", "ERROR", "ERROR", "ERROR", "OK"])
+        #expect(answers.dropFirst().prefix(5).map(errorCode) == ["bad-request", "bad-request", "bad-request", "unknown-kind", "not-pending"])
+
+        let seed = UInt64.random(in: 1...UInt64.max)
+        print("daemon frame fuzz: seed \(seed)")
+        var generator = CrashLoopTests.SplitMix(state: seed)
+        let kinds = ["HELLO", "ADDISSUE", "ADDASSET", "DOWNLOAD", "PAUSE", "RESUME", "CANCEL", "STATUS", "SUBSCRIBE", "ACK", "RELOAD", "X"]
+        for _ in 0..<60 {
+            var bytes = Data()
+            if Bool.random(using: &generator) { bytes += hello }
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                switch Int.random(in: 0..<4, using: &generator) {
+                case 0: bytes += Data((0..<Int.random(in: 1...80, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+                case 1:
+                    let fields = ["\"id\":\(Int64.random(in: Int64.min...Int64.max, using: &generator))", "\"name\":\"\u{1B}[31m\"",
+                                  "\"date\":\"2026-01-01T00:00:00Z\"", "\"asset\":\"../../etc\"", "\"issue\":\"x\"",
+                                  "\"request\":{\"url\":\"file:///etc/hostname\",\"destination_path\":\"../../escape\"}", "\"protocols\":[1e308]"]
+                    let payload = "{" + fields.shuffled(using: &generator).prefix(Int.random(in: 0...fields.count, using: &generator)).joined(separator: ",") + "}"
+                    bytes += Frame.encode(kinds.randomElement(using: &generator)!, Data(payload.utf8))
+                case 2: bytes += Data("\(kinds.randomElement(using: &generator)!) \(Int.random(in: 0...Int(Int32.max), using: &generator))\n".utf8)
+                default: bytes += Frame.encode(kinds.randomElement(using: &generator)!, Data(repeating: UInt8.random(in: 0...255, using: &generator), count: Int.random(in: 0...300, using: &generator)))
+                }
+            }
+            _ = try exchange(daemon.socket, bytes)
+            #expect(daemon.process.isRunning, "seed \(seed)")
+            if !daemon.process.isRunning { return }
+        }
+        let status = try exchange(daemon.socket, hello + Frame.encode("STATUS", Data(#"{"id":1}"#.utf8)))
+        #expect(status.map(\.kind) == ["HELLO", "OK"])
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("escape").path))
+        _ = await daemon.stop()
+    }
+}
