@@ -160,6 +160,15 @@ package struct WireAsset: Codable, Sendable {
     package var totalBytesWritten: Int64
     package var expectedTotalBytes: Int64?
     package var attempts: Int?
+
+    /// A request as clients see it: no headers (they may carry a token) and no user or password
+    /// in the URL; like `paperboy status`, a reply never carries a secret.
+    package static func shown(_ request: AssetRequest) -> AssetRequest {
+        var shown = request
+        shown.headers = [:]
+        shown.url = request.url.redacted
+        return shown
+    }
 }
 
 /// One issue in replies.

@@ -321,7 +321,7 @@ public final class DaemonServer: Sendable {
 
     static func wire(_ asset: AssetDownload) -> WireAsset {
         WireAsset(
-            id: asset.identifier, issue: asset.issue?.name ?? "", request: asset.request, userInfo: asset.userInfo,
+            id: asset.identifier, issue: asset.issue?.name ?? "", request: asset.request.map(WireAsset.shown), userInfo: asset.userInfo,
             state: WireState(asset.state), totalBytesWritten: asset.totalBytesWritten, expectedTotalBytes: asset.expectedTotalBytes)
     }
 
@@ -330,7 +330,7 @@ public final class DaemonServer: Sendable {
                              contentPath: issue.contentURL.path)
         if assets {
             wire.assets = issue.assetStatuses.map { status in
-                WireAsset(id: status.identifier, issue: issue.name, request: status.request, state: WireState(status.state),
+                WireAsset(id: status.identifier, issue: issue.name, request: WireAsset.shown(status.request), state: WireState(status.state),
                           totalBytesWritten: status.totalBytesWritten, expectedTotalBytes: status.expectedTotalBytes,
                           attempts: status.attempts)
             }
