@@ -117,12 +117,13 @@ struct HTTPTransportTests {
         let task = Task { try await transport.transfer(job(server.url("/f"), idleTimeout: .seconds(30)), into: sink) }
         let deadline = ContinuousClock.now + .seconds(10)
         while sink.data.count < 100_000, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let seen = "\(server.connectionCount) connections, \(server.requests.count) requests, \(sink.data.count) bytes, began: \(sink.beginCount)"
         let start = ContinuousClock.now
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
         // Far below the 30 s idle timeout that would end it otherwise; generous for a loaded machine.
         #expect(ContinuousClock.now - start < .seconds(10))
-        #expect(Bytes(sink.data) == Bytes(data.prefix(100_000)))
+        #expect(Bytes(sink.data) == Bytes(data.prefix(100_000)), "at the deadline: \(seen)")
     }
 
     @Test func cancellationBeforeStartThrowsCancellationError() async throws {
