@@ -129,7 +129,7 @@ extension Scheduler {
                 // rename fewer per asset); otherwise, or if that move fails, into the inbox, and
                 // the delivery step hands it over or reports why it cannot.
                 if let path = request.destinationPath, request.unpack == nil, !Task.isCancelled, !hasDelegates(run.id),
-                   (try? moveIntoIssue(partial, issueName: run.issueName, path: path)) != nil {
+                   (try? delivery.moveIntoIssue(partial, issueName: run.issueName, path: path)) != nil {
                     return .finished(size: sink.written, validator: sink.validator, inIssue: true)
                 }
                 try POSIX.rename(partial, layout.inboxURL(asset: run.id, request: request))

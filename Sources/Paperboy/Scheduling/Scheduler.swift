@@ -2,7 +2,8 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Runs transfers under the concurrency limits, retries them, and hands finished files over.
+/// Runs transfers under the concurrency limits and retries them; ``Delivery`` hands finished
+/// files over.
 ///
 /// All bookkeeping happens under one lock in memory; the database is written in batches
 /// (``LibraryStore/submit(_:)``). Transfers run as tasks; a transport never blocks a thread of
@@ -354,7 +355,7 @@ final class Scheduler: Sendable {
             }
             pump(&state)
         }
-        for id in deliveries { startDelivery(id) }
+        for id in deliveries { delivery.start(id) }
     }
 
     /// Registers newly added assets (state idle).
@@ -470,7 +471,7 @@ final class Scheduler: Sendable {
             }
             pump(&state)
         }
-        if deliver { startDelivery(id) }
+        if deliver { delivery.start(id) }
         broadcastState(id)
     }
 
@@ -729,7 +730,7 @@ final class Scheduler: Sendable {
         broadcastState(id)
     }
 
-    private func wakeIdleWaiters(_ state: inout State) {
+    func wakeIdleWaiters(_ state: inout State) {
         for continuation in state.takeIdleWaiters() { continuation.resume() }
     }
 
@@ -926,12 +927,12 @@ final class Scheduler: Sendable {
         if let deliverNow {
             // Already in place and nobody to hand it to: recorded here, without another task.
             // A delegate attached since the check above gets the full delivery instead.
-            if !completeDelivery(id, request: deliverNow.request, issueName: deliverNow.issueName, failure: nil,
+            if !delivery.complete(id, request: deliverNow.request, issueName: deliverNow.issueName, failure: nil,
                                  unlessDelegated: true) {
-                Task { [self] in await self.deliver(id) }
+                Task { [self] in await delivery.deliver(id) }
             }
         } else if deliver {
-            Task { [self] in await self.deliver(id) }
+            Task { [self] in await delivery.deliver(id) }
         }
     }
 
@@ -943,195 +944,7 @@ final class Scheduler: Sendable {
         return patch
     }
 
-    // MARK: Delivery
-
-    private func startDelivery(_ id: String) {
-        let begin = state.withLock { state -> Bool in
-            guard let entry = state.entries[id], entry.state == .finished, !entry.delivering else { return false }
-            state.update(id) { $0.delivering = true }
-            return true
-        }
-        guard begin else { return }
-        Task { [self] in await deliver(id) }
-    }
-
-    private func deliver(_ id: String) async {
-        guard let (request, issueName, hub, inIssue) = state.withLock({ state in
-            state.entries[id].map { ($0.request, $0.issueName, $0.hub, $0.inIssue) }
-        }) else { return }
-        let inbox = layout.inboxURL(asset: id, request: request)
-        var handledByDelegate = false
-        if inIssue, let hub, hub.hasDelegates, let path = request.destinationPath {
-            // A delegate attached while the file went straight to its destination: it still gets
-            // a file of its own for the call, a second link to the delivered one in the inbox.
-            let delivered = layout.contentURL(issue: issueName).appendingPathComponent(path)
-            if link(delivered.path, inbox.path) == 0 {
-                _ = await hub.finished(at: inbox)
-                POSIX.remove(inbox)
-            }
-        }
-        if !inIssue, let hub, hub.hasDelegates, POSIX.exists(inbox) {
-            if await hub.finished(at: inbox) {
-                // A delegate asked to keep the file: it stays in the inbox for the next attach.
-                state.withLock { state in
-                    state.update(id) { $0.delivering = false }
-                    wakeIdleWaiters(&state)
-                }
-                return
-            }
-            handledByDelegate = true
-        }
-        var failure: LibraryError?
-        if !inIssue, POSIX.exists(inbox) {
-            if request.unpack == .zip {
-                let folder = layout.contentURL(issue: issueName)
-                do {
-                    try POSIX.makeDirectory(folder)
-                    try Unpacker.unzip(inbox, named: request.url.redactedString, into: folder,
-                                       staging: folder.appendingPathComponent(".unpack-\(id)"), limits: settings.unpackLimits)
-                } catch {
-                    failure = error
-                }
-                POSIX.remove(inbox)
-            } else if let path = request.destinationPath {
-                do {
-                    try moveIntoIssue(inbox, issueName: issueName, path: path)
-                } catch {
-                    failure = error
-                    POSIX.remove(inbox)
-                }
-            } else if handledByDelegate {
-                POSIX.remove(inbox)
-            } else {
-                // Nobody took it and it has nowhere to go: keep it for the next delegate.
-                state.withLock { state in
-                    state.update(id) { $0.delivering = false }
-                    wakeIdleWaiters(&state)
-                }
-                return
-            }
-        }
-        completeDelivery(id, request: request, issueName: issueName, failure: failure)
-    }
-
-    /// Records the end of a delivery (`failure` when it failed): state, issue cover and new
-    /// mark, events, waiters.
-    ///
-    /// A success is reported (state, events, waiters) only once the database has recorded it:
-    /// the `delivered` update joins the next batch, so deliveries share commits, and the asset
-    /// stays `delivering` (busy) until that batch is written.
-    ///
-    /// - Parameter unlessDelegated: record nothing (and return `false`) if a delegate is attached
-    ///   to the asset now: it is owed the `finished` call that ``deliver(_:)`` makes.
-    @discardableResult
-    private func completeDelivery(_ id: String, request: AssetRequest, issueName: String, failure: LibraryError?,
-                                  unlessDelegated: Bool = false) -> Bool {
-        var delivered: AssetPatch?
-        let recorded = state.withLock { state -> Bool in
-            guard state.entries[id] != nil else { return true }
-            if unlessDelegated, state.entries[id]?.hub?.hasDelegates == true { return false }
-            var patch = AssetPatch(id: id)
-            if let failure {
-                state.update(id) { entry in
-                    entry.delivering = false
-                    entry.state = .failed
-                    entry.failure = failure
-                    entry.detail = failure.message
-                }
-                patch.state = .failed
-                patch.detail = .some(failure.message)
-                store.submit(patch)
-            } else {
-                patch.state = .delivered
-                patch.detail = .some(nil)
-                patch.retryAt = .some(nil)
-                delivered = patch
-            }
-            return true
-        }
-        guard recorded else { return false }
-        if let delivered {
-            // The file is in place; should the database refuse, the next open records it (see
-            // Reconciler).
-            store.submit(delivered) { [self] error in
-                deliveryRecorded(id, request: request, issueName: issueName, error: error)
-            }
-            return true
-        }
-        if let failure {
-            logger.error("asset \(id): \(failure.message)")
-        }
-        broadcastState(id)
-        state.withLock { wakeIdleWaiters(&$0) }
-        return true
-    }
-
-    /// The second half of a successful delivery, once the store wrote (or gave up writing) its
-    /// `delivered` update.
-    private func deliveryRecorded(_ id: String, request: AssetRequest, issueName: String, error: LibraryError?) {
-        var completedIssue: String?
-        var coverPath: String?
-        let failure = error.map {
-            LibraryError(.storage, "asset \(id) is in its issue folder but cannot be recorded as delivered: \($0.message)", underlying: $0.underlying)
-        }
-        state.withLock { state in
-            guard state.entries[id] != nil else { return }
-            if let failure {
-                state.update(id) { entry in
-                    entry.delivering = false
-                    entry.state = .failed
-                    entry.failure = failure
-                    entry.detail = failure.message
-                }
-                return
-            }
-            // Still `delivering` (busy) until the issue's cover and new mark are recorded.
-            state.update(id) { entry in
-                entry.state = .delivered
-                entry.hub = nil
-            }
-            if request.role == .cover, let path = request.destinationPath, request.unpack == nil {
-                coverPath = path
-            }
-            let remaining = (state.remainingByIssue[issueName] ?? 1) - 1
-            state.remainingByIssue[issueName] = remaining > 0 ? remaining : nil
-            if remaining <= 0 { completedIssue = issueName }
-        }
-        if let failure {
-            logger.error("\(failure.message)")
-            broadcastState(id)
-            state.withLock { wakeIdleWaiters(&$0) }
-            return
-        }
-        broadcastState(id, delivered: true)
-        if let coverPath {
-            store.updateIssue(named: issueName) { $0.coverPath = coverPath }
-        }
-        if let completedIssue {
-            store.flush()
-            store.updateIssue(named: completedIssue) { $0.isNew = true }
-            if let record = store.issue(named: completedIssue) {
-                broadcaster.send(.issueDownloadCompleted(Issue(record: record, scheduler: self)))
-            }
-        }
-        state.withLock { state in
-            if state.entries[id]?.state == .delivered {
-                state.update(id) { $0.delivering = false }
-                state.entries[id] = nil
-                // Settled last, so that a wait on the issue's last asset sees the issue complete.
-                state.settle(id, .delivered)
-            }
-            wakeIdleWaiters(&state)
-        }
-    }
-
-    /// Moves a finished file to `path` inside the issue folder, refusing anything that would
-    /// leave it (a symbolic link planted in the folder included): see ``IssueFolder``.
-    func moveIntoIssue(_ file: URL, issueName: String, path: String) throws(LibraryError) {
-        try IssueFolder.move(file, to: path, in: layout.contentURL(issue: issueName), issueName: issueName)
-    }
-
-    private func broadcastState(_ id: String, delivered: Bool = false) {
+    func broadcastState(_ id: String, delivered: Bool = false) {
         guard broadcaster.hasSubscribers else { return }
         let current: AssetState? = delivered ? .delivered : snapshot(id)?.state
         // In memory first: a database read here would wait for batched writes on every change.
