@@ -95,14 +95,8 @@ struct Delivery: Sendable {
             if unlessDelegated, state.entries[id]?.hub?.hasDelegates == true { return false }
             var patch = AssetPatch(id: id)
             if let failure {
-                state.update(id) { entry in
-                    entry.delivering = false
-                    entry.state = .failed
-                    entry.failure = failure
-                    entry.detail = failure.message
-                }
-                patch.state = .failed
-                patch.detail = .some(failure.message)
+                state.update(id) { Self.fail(&$0, failure) }
+                patch.fail(failure)
                 scheduler.store.submit(patch)
             } else {
                 patch.state = .delivered
@@ -140,12 +134,7 @@ struct Delivery: Sendable {
         scheduler.state.withLock { state in
             guard state.entries[id] != nil else { return }
             if let failure {
-                state.update(id) { entry in
-                    entry.delivering = false
-                    entry.state = .failed
-                    entry.failure = failure
-                    entry.detail = failure.message
-                }
+                state.update(id) { Self.fail(&$0, failure) }
                 return
             }
             // Still `delivering` (busy) until the issue's cover and new mark are recorded.
@@ -186,6 +175,13 @@ struct Delivery: Sendable {
             }
             scheduler.wakeIdleWaiters(&state)
         }
+    }
+
+    private static func fail(_ entry: inout Scheduler.Entry, _ failure: LibraryError) {
+        entry.delivering = false
+        entry.state = .failed
+        entry.failure = failure
+        entry.detail = failure.message
     }
 
     /// Moves a finished file to `path` inside the issue folder, refusing anything that would

@@ -5,12 +5,7 @@ public struct AssetStatus: Sendable, Hashable {
     /// The asset's stable identifier.
     public var identifier: String
     /// What is downloaded.
-    public var request: AssetRequest {
-        get { storedRequest.value }
-        set { storedRequest = StoredRequest(newValue) }
-    }
-    /// Decoded when first read: listings rarely look at every request.
-    private var storedRequest: StoredRequest
+    public var request: AssetRequest
     /// Where the asset is, and why it waits when it waits.
     public var state: AssetState
     /// The progress count, as ``AssetDownload/totalBytesWritten`` (the whole size once finished;
@@ -44,29 +39,17 @@ public struct LibraryActivity: Sendable, Hashable {
     public var expectedBytes: Int64 = 0
 }
 
-extension AssetStatus {
-    init(identifier: String, request: StoredRequest, state: AssetState, totalBytesWritten: Int64,
-         expectedTotalBytes: Int64?, attempts: Int) {
-        self.identifier = identifier
-        storedRequest = request
-        self.state = state
-        self.totalBytesWritten = totalBytesWritten
-        self.expectedTotalBytes = expectedTotalBytes
-        self.attempts = attempts
-    }
-}
-
 extension Issue {
     /// Snapshots of the issue's assets, in the order they were added.
     public var assetStatuses: [AssetStatus] {
         scheduler.store.assets(issueName: name).map { record in
             if let live = scheduler.snapshot(record.id) {
-                return AssetStatus(identifier: record.id, request: StoredRequest(live.request), state: live.state, totalBytesWritten: live.written,
+                return AssetStatus(identifier: record.id, request: live.request, state: live.state, totalBytesWritten: live.written,
                                    expectedTotalBytes: live.expected, attempts: record.attempts)
             }
             let state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
                                               attempts: record.attempts, detail: record.detail)
-            return AssetStatus(identifier: record.id, request: record.storedRequest, state: state, totalBytesWritten: record.bytesOnDisk,
+            return AssetStatus(identifier: record.id, request: record.request, state: state, totalBytesWritten: record.bytesOnDisk,
                                expectedTotalBytes: record.expectedBytes, attempts: record.attempts)
         }
     }

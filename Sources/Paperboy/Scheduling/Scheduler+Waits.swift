@@ -51,7 +51,7 @@ extension Scheduler {
         guard let record = store.asset(id: id) else { return .cancelled }
         switch PersistedState(rawValue: record.state) {
         case .delivered: return .delivered
-        case .failed: return .failed(LibraryError(.transport, record.detail ?? "asset \(id) failed"))
+        case .failed: return .failed(record.libraryError ?? LibraryError(.transport, "asset \(id) failed"))
         case .cancelled: return .cancelled
         default: return .closed
         }

@@ -99,7 +99,8 @@ final class Scheduler: Sendable {
             validator = record.resourceValidator
             live.written.store(record.bytesOnDisk, ordering: .relaxed)
             live.expected.store(record.expectedBytes ?? -1, ordering: .relaxed)
-            if let failure = record.storedRequest.failure {
+            failure = record.libraryError
+            if let failure = record.requestFailure {
                 // A damaged row: this asset cannot run, the others can.
                 state = .failed
                 detail = "the stored request of asset \(record.id) is unreadable (\(failure)); remove and add the asset again"
@@ -210,8 +211,7 @@ final class Scheduler: Sendable {
                         entry.hub = nil
                     }
                     var patch = AssetPatch(id: id)
-                    patch.state = .failed
-                    patch.detail = .some(failure.message)
+                    patch.fail(failure)
                     store.submit(patch)
                 default:
                     break
@@ -842,8 +842,7 @@ final class Scheduler: Sendable {
                         let message = entry.detail ?? "asset \(id): its progress cannot be recorded"
                         entry.state = .failed
                         entry.failure = LibraryError(.storage, message)
-                        patch.state = .failed
-                        patch.detail = .some(message)
+                        patch.fail(LibraryError(.storage, message))
                         if let hub = entry.hub {
                             failure = (hub, LibraryError(.storage, message))
                             entry.hub = nil
@@ -905,6 +904,7 @@ final class Scheduler: Sendable {
                         }
                         let final = LibraryError(error.code, entry.detail ?? error.message, isRetryable: error.isRetryable, underlying: error.underlying)
                         entry.failure = final
+                        patch.fail(final)
                         if let hub = entry.hub {
                             failure = (hub, final)
                             entry.hub = nil

@@ -211,9 +211,11 @@ final class LibraryStore: Sendable {
     /// Replaces an asset's stored request (written at once, not batched).
     func updateRequest(id: String, _ request: AssetRequest) throws(LibraryError) {
         do {
-            let json = try StoredRequest(request).json()
+            let columns = AssetRecord.columnNames[3...15]
+            let values = try AssetRecord.requestValues(request) + [id]
             try pool.write { db in
-                try db.execute(sql: "UPDATE asset SET request = ? WHERE id = ?", arguments: [json, id])
+                try db.execute(sql: "UPDATE asset SET \(columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?",
+                               arguments: StatementArguments(values))
             }
         } catch {
             throw LibraryError.storage("cannot record the new request of asset \(id)", error)
@@ -387,6 +389,10 @@ final class LibraryStore: Sendable {
             assignments.append("validatorStrength = ?"); arguments.append(validator?.strength.rawValue)
         }
         if let boot = patch.checkpointBoot { assignments.append("checkpointBoot = ?"); arguments.append(boot) }
+        if let failure = patch.failureChange {
+            assignments.append("failureCode = ?, transportCode = ?, failureErrno = ?")
+            arguments += [failure?.code, failure?.transportCode, failure?.errno]
+        }
         guard !assignments.isEmpty else { return }
         arguments.append(patch.id)
         let statement = try db.cachedStatement(sql: "UPDATE asset SET \(assignments.joined(separator: ", ")) WHERE id = ?")
