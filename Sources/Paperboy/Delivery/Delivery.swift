@@ -134,7 +134,10 @@ struct Delivery: Sendable {
         scheduler.state.withLock { state in
             guard state.entries[id] != nil else { return }
             if let failure {
-                state.update(id) { Self.fail(&$0, failure) }
+                state.update(id) { entry in
+                    Self.fail(&entry, failure)
+                    entry.pinned = true
+                }
                 return
             }
             // Still `delivering` (busy) until the issue's cover and new mark are recorded.
@@ -145,10 +148,12 @@ struct Delivery: Sendable {
             if request.role == .cover, let path = request.destinationPath, request.unpack == nil {
                 coverPath = path
             }
-            let remaining = (state.remainingByIssue[issueName] ?? 1) - 1
-            state.remainingByIssue[issueName] = remaining > 0 ? remaining : nil
-            if remaining <= 0 { completedIssue = issueName }
+            // Complete when no other asset of the issue is on its way in memory (one recorded in the
+            // same batch, its own record still to come, included) nor undelivered in the store.
+            let others = state.entries.values.contains { $0.issueName == issueName && $0.id != id && ($0.state != .delivered || $0.delivering) }
+            if !others { completedIssue = issueName }
         }
+        if completedIssue != nil, scheduler.store.hasUndeliveredAssets(issueName: issueName) { completedIssue = nil }
         if let failure {
             scheduler.logger.error("\(failure.message)")
             scheduler.broadcastState(id)

@@ -61,25 +61,29 @@ extension Library {
 }
 
 extension Scheduler {
+    /// Counts from the store (by state, on its index), with the live progress of transfers.
     func activity() -> LibraryActivity {
-        state.withLock { state in
-            var activity = LibraryActivity()
-            for entry in state.entries.values {
-                switch entry.state {
-                case .downloading: activity.downloading += 1
-                case .queued: activity.queued += 1
-                case .retry: activity.waitingForRetry += 1
-                case .paused: activity.paused += 1
-                case .network: activity.waitingForNetwork += 1
-                case .finished: activity.inInbox += 1
-                case .failed: activity.failed += 1
-                default: continue
-                }
-                let written = entry.live.written.load(ordering: .relaxed)
-                activity.bytesWritten += written
-                activity.expectedBytes += max(written, entry.live.expectedBytes ?? written)
-            }
-            return activity
+        let totals = store.stateTotals()
+        var activity = LibraryActivity()
+        activity.downloading = totals[.downloading]?.count ?? 0
+        activity.queued = totals[.queued]?.count ?? 0
+        activity.waitingForRetry = totals[.retry]?.count ?? 0
+        activity.paused = totals[.paused]?.count ?? 0
+        activity.waitingForNetwork = totals[.network]?.count ?? 0
+        activity.inInbox = totals[.finished]?.count ?? 0
+        activity.failed = totals[.failed]?.count ?? 0
+        for total in totals.values {
+            activity.bytesWritten += total.written
+            activity.expectedBytes += total.expected
         }
+        // Bytes written since the last checkpoint of each running transfer.
+        state.withLock { state in
+            for entry in state.entries.values where entry.state == .downloading {
+                let ahead = max(0, entry.live.written.load(ordering: .relaxed) - entry.bytesOnDisk)
+                activity.bytesWritten += ahead
+                activity.expectedBytes += max(0, (entry.live.expectedBytes ?? 0) - max(entry.expectedBytes ?? 0, entry.bytesOnDisk)) + ahead
+            }
+        }
+        return activity
     }
 }

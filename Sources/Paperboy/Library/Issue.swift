@@ -121,7 +121,6 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
             seq += 1
         }
         try scheduler.store.insertAssets(records)
-        scheduler.add(records)
         return records.map { AssetDownload(identifier: $0.id, issueName: name, scheduler: scheduler) }
     }
 

@@ -5,8 +5,12 @@ import Synchronization
 /// Runs transfers under the concurrency limits and retries them; ``Delivery`` hands finished
 /// files over.
 ///
-/// All bookkeeping happens under one lock in memory; the database is written in batches
-/// (``LibraryStore/submit(_:)``). Transfers run as tasks; a transport never blocks a thread of
+/// The store is the state; memory holds the working set: assets running, waiting on a timer,
+/// being delivered, with a delegate attached or waiting for a network, and a window of the next
+/// in line (at most ``windowSize`` queued assets), refilled from the store's index on (state,
+/// priority, seq). An asset at rest (idle, paused, failed, cancelled, delivered) with nothing
+/// attached leaves memory. The working set's bookkeeping happens under one lock; the database is
+/// written in batches (``LibraryStore/submit(_:)``). Transfers run as tasks; a transport never blocks a thread of
 /// the cooperative pool (the contract), and file syncs run on their own queue.
 final class Scheduler: Sendable {
     /// The scheduler's knobs; see ``Library/Configuration``.
@@ -83,6 +87,9 @@ final class Scheduler: Sendable {
         var unannouncedResume: (total: Int64, expected: Int64?)?
         /// The finished file went straight to its destination: delivery only records it.
         var inIssue = false
+        /// Its state differs from what the store has queued for it (a `delivered` update the
+        /// store could not write): it stays in memory.
+        var pinned = false
         var host: String { request.url.host?.lowercased() ?? "" }
 
         init(_ record: AssetRecord) {
@@ -100,16 +107,20 @@ final class Scheduler: Sendable {
             live.written.store(record.bytesOnDisk, ordering: .relaxed)
             live.expected.store(record.expectedBytes ?? -1, ordering: .relaxed)
             failure = record.libraryError
-            if let failure = record.requestFailure {
-                // A damaged row: this asset cannot run, the others can.
-                state = .failed
-                detail = "the stored request of asset \(record.id) is unreadable (\(failure)); remove and add the asset again"
-                self.failure = LibraryError(.storage, detail!)
-            }
         }
 
         var isBusy: Bool {
             delivering || state == .queued || state == .retry || state == .downloading
+        }
+
+        /// Nothing of it needs memory: its row says all (see ``Scheduler``).
+        var isAtRest: Bool {
+            switch state {
+            case .idle, .paused, .failed, .cancelled: break
+            default: return false
+            }
+            return !pinned && !delivering && task == nil && retryTask == nil && stop == nil && !restartAfterStop
+                && hub == nil && cancelledHub == nil
         }
 
         var policyOverride: NetworkPolicyOverride? { request.network }
@@ -120,8 +131,11 @@ final class Scheduler: Sendable {
         var ready = ReadyQueue()
         var running = 0
         var hostCounts: [String: Int] = [:]
-        var remainingByIssue: [String: Int] = [:]
         var busy = 0
+        /// Queued assets in memory (the window of the next in line).
+        var queued = 0
+        /// The store may hold queued assets that are not in memory.
+        var backlog = false
         var waitingForNetwork = 0
         var idleWaiters: [(includingNetwork: Bool, continuation: CheckedContinuation<Void, Never>)] = []
         var closed = false
@@ -137,14 +151,25 @@ final class Scheduler: Sendable {
         /// when it failed or was cancelled (a delivery settles them once fully recorded).
         mutating func update(_ id: String, _ change: (inout Entry) -> Void) {
             guard var entry = entries[id] else { return }
-            let wasBusy = entry.isBusy
-            let wasWaiting = entry.state == .network
+            count(entry, -1)
             change(&entry)
-            busy += (entry.isBusy ? 1 : 0) - (wasBusy ? 1 : 0)
-            waitingForNetwork += (entry.state == .network ? 1 : 0) - (wasWaiting ? 1 : 0)
+            count(entry, 1)
             if entry.state != .failed { entry.failure = nil }
             entries[id] = entry
             if !assetWaiters.isEmpty, let outcome = Scheduler.settledOutcome(entry) { settle(id, outcome) }
+            if entry.isAtRest { entries[id] = nil }
+        }
+
+        /// Takes an entry into memory, counted.
+        mutating func insert(_ entry: Entry) {
+            count(entry, 1)
+            entries[entry.id] = entry
+        }
+
+        private mutating func count(_ entry: Entry, _ sign: Int) {
+            if entry.isBusy { busy += sign }
+            if entry.state == .network { waitingForNetwork += sign }
+            if entry.state == .queued { queued += sign }
         }
 
         /// Resumes every task waiting for asset `id` with `outcome`.
@@ -154,7 +179,7 @@ final class Scheduler: Sendable {
         }
 
         mutating func takeIdleWaiters() -> [CheckedContinuation<Void, Never>] {
-            guard busy == 0 else { return [] }
+            guard busy == 0, !backlog else { return [] }
             var ready: [CheckedContinuation<Void, Never>] = []
             idleWaiters.removeAll { waiter in
                 guard !waiter.includingNetwork || waitingForNetwork == 0 else { return false }
@@ -328,23 +353,25 @@ final class Scheduler: Sendable {
         for id in changed { broadcastState(id) }
     }
 
-    // MARK: Loading and adding
+    // MARK: Loading
 
-    /// Takes over the undelivered assets found at open (already reconciled with the disk).
-    func load(_ records: [AssetRecord], resume: Bool) {
+    /// The most queued assets held in memory, waiting for a slot, unless more of a higher
+    /// priority than those held are asked for.
+    static let windowSize = 256
+
+    /// Takes over at open (after the reconciler): what was running continues (or is paused),
+    /// what waited for a network is tried again, retries and finished files are loaded, and the
+    /// queued assets are paged in by priority as slots free up.
+    func load(resume: Bool) throws(LibraryError) {
+        try store.changeStates(from: [.network] + (resume ? [.downloading] : []), to: .queued)
+        if !resume { try store.changeStates(from: [.downloading], to: .paused) }
+        let records = try store.assets(inStates: [.retry, .finished])
         var deliveries: [String] = []
         state.withLock { state in
             for record in records {
-                var entry = Entry(record)
-                state.remainingByIssue[entry.issueName, default: 0] += 1
-                if entry.state == .downloading { entry.state = resume ? .queued : .paused }
-                // Re-evaluated against the network as it is now when the entry is dequeued.
-                if entry.state == .network { entry.state = .queued }
-                state.entries[entry.id] = entry
-                if entry.isBusy { state.busy += 1 }
+                let entry = Entry(record)
+                state.insert(entry)
                 switch entry.state {
-                case .queued:
-                    state.ready.push(id: entry.id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
                 case .retry:
                     scheduleRetry(entry.id, at: entry.retryAt ?? Date(), in: &state)
                 case .finished where entry.request.deliversItself:
@@ -353,22 +380,23 @@ final class Scheduler: Sendable {
                     break
                 }
             }
+            state.backlog = true
             pump(&state)
         }
         for id in deliveries { delivery.start(id) }
     }
 
-    /// Registers newly added assets (state idle).
-    func add(_ records: [AssetRecord]) {
-        state.withLock { state in
-            state.entries.reserveCapacity(state.entries.count + records.count)
-            for record in records {
-                let entry = Entry(record)
-                state.entries[entry.id] = entry
-                state.remainingByIssue[entry.issueName, default: 0] += 1
-            }
-        }
+    /// Takes asset `id` into memory from the store if it is not there; `false` if it is not in
+    /// the store either, or delivered (a delivered asset never comes back to memory).
+    func loadEntry(_ id: String, in state: inout State) -> Bool {
+        if state.entries[id] != nil { return true }
+        guard let record = store.asset(id: id), record.state != PersistedState.delivered.rawValue else { return false }
+        state.insert(Entry(record))
+        return true
     }
+
+    /// The number of assets held in memory (for tests: it stays bounded).
+    var entriesInMemory: Int { state.withLock { $0.entries.count } }
 
     // MARK: Reading
 
@@ -395,9 +423,8 @@ final class Scheduler: Sendable {
 
     /// Assets asked for and not yet delivered, oldest first.
     func activeAssets() -> [AssetDownload] {
-        state.withLock { state in
-            state.entries.values.filter { Self.publicState($0).isActive }.sorted { $0.seq < $1.seq }
-                .map { AssetDownload(identifier: $0.id, issueName: $0.issueName, scheduler: self) }
+        store.assetIDs(inStates: [.queued, .paused, .retry, .network, .downloading, .finished]).map {
+            AssetDownload(identifier: $0.id, issueName: $0.issueName, scheduler: self)
         }
     }
 
@@ -427,7 +454,12 @@ final class Scheduler: Sendable {
         let id = asset.identifier
         var deliver = false
         state.withLock { state in
-            guard state.entries[id] != nil, !state.closed else { return }
+            guard !state.closed else { return }
+            if state.entries[id] == nil {
+                guard let record = store.asset(id: id), record.state != PersistedState.delivered.rawValue else { return }
+                if delegate == nil, queueInStore(record, in: &state) { return }
+                state.insert(Entry(record))
+            }
             var enqueue: (seq: Int64, priority: Int, host: String)?
             state.update(id) { entry in
                 if entry.state == .downloading, entry.stop == .cancel, !entry.restartAfterStop {
@@ -483,25 +515,28 @@ final class Scheduler: Sendable {
             throw LibraryError(.invalidRequest, "expected SHA-256 of asset \(id) must be 64 hexadecimal digits, got '\(sha256)'")
         }
         let result: Result<AssetRequest?, LibraryError> = state.withLock { state in
-            guard let entry = state.entries[id] else {
+            guard loadEntry(id, in: &state), let entry = state.entries[id] else {
                 // Not in memory: delivered (or unknown), and a delivered file is never checked again.
                 return store.asset(id: id) == nil
                     ? .failure(LibraryError(.assetNotFound, "no asset \(id) in the library"))
                     : .success(nil)
             }
-            guard entry.request.sha256 != sha256 else { return .success(nil) }
-            if entry.state == .finished || entry.delivering {
+            var changed: AssetRequest?
+            if entry.state == .finished || entry.delivering, entry.request.sha256 != sha256 {
+                state.update(id) { _ in }
                 return .failure(LibraryError(.invalidRequest, "asset \(id) is already verified and being delivered"))
             }
             state.update(id) { entry in
+                guard entry.request.sha256 != sha256 else { return }
                 entry.request.sha256 = sha256
+                changed = entry.request
                 if entry.state == .downloading, entry.stop == nil {
                     entry.stop = .pause
                     entry.restartAfterStop = true
                     entry.task?.cancel()
                 }
             }
-            return .success(state.entries[id]?.request)
+            return .success(changed)
         }
         if let request = try result.get() { try store.updateRequest(id: id, request) }
     }
@@ -509,6 +544,7 @@ final class Scheduler: Sendable {
     /// Pauses: a running transfer stops keeping its bytes; a waiting one stays put.
     func pause(_ id: String) {
         state.withLock { state in
+            guard loadEntry(id, in: &state) else { return }
             state.update(id) { entry in
                 switch entry.state {
                 case .downloading:
@@ -547,6 +583,7 @@ final class Scheduler: Sendable {
     func cancel(_ id: String) {
         let failedHub: AssetEventHub? = state.withLock { state in
             var hub: AssetEventHub?
+            guard loadEntry(id, in: &state) else { return nil }
             state.update(id) { entry in
                 switch entry.state {
                 case .downloading:
@@ -593,7 +630,6 @@ final class Scheduler: Sendable {
                     state.entries[id] = nil
                 }
             }
-            state.remainingByIssue[name] = nil
             wakeIdleWaiters(&state)
             return tasks
         }
@@ -646,10 +682,18 @@ final class Scheduler: Sendable {
     private func pump(_ state: inout State) {
         guard !state.closed else { return }
         let maxPerHost = settings.maxPerHost
+        // The window may grow past its size when every asset in it waits for a busy host.
+        var limit = Self.windowSize
         while state.running < settings.maxConcurrent {
+            if state.backlog, state.queued < Self.windowSize / 2 { refill(&state, upTo: Self.windowSize) }
             // No copies of the dictionaries outlive the pop: `start` below changes them, and a
             // copy still alive would make that change copy every entry.
-            guard let next = Self.popReady(&state, maxPerHost: maxPerHost) else { break }
+            guard let next = Self.popReady(&state, maxPerHost: maxPerHost) else {
+                guard state.backlog, limit < 4 * Self.windowSize else { break }
+                limit += Self.windowSize
+                refill(&state, upTo: limit)
+                continue
+            }
             if let entry = state.entries[next.id], !allowsNetwork(entry, state.network) {
                 state.update(next.id) { $0.state = .network }
                 var patch = AssetPatch(id: next.id)
@@ -658,6 +702,42 @@ final class Scheduler: Sendable {
                 continue
             }
             start(next.id, host: next.host, in: &state)
+        }
+    }
+
+    /// Loads the next queued assets from the store until `limit` are in memory; the backlog is
+    /// empty once the store has no more.
+    private func refill(_ state: inout State, upTo limit: Int) {
+        let wanted = limit - state.queued
+        guard wanted > 0 else { return }
+        let records = store.queuedAssets(limit: wanted, excluding: Set(state.entries.keys))
+        for record in records {
+            let entry = Entry(record)
+            state.insert(entry)
+            state.ready.push(id: entry.id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
+        }
+        if records.count < wanted { state.backlog = false }
+    }
+
+    /// Queues an asset that is not in memory in the store only, when the window is full and the
+    /// asset's priority is not above those in it (it is paged in in its turn): `false` when it
+    /// must be taken into memory instead.
+    private func queueInStore(_ record: AssetRecord, in state: inout State) -> Bool {
+        guard state.queued >= Self.windowSize, record.request.priority <= state.ready.lowestPriority ?? .max,
+              record.requestFailure == nil else { return false }
+        let stored = PersistedState(rawValue: record.state) ?? .idle
+        switch stored {
+        case .idle, .failed, .cancelled, .paused:
+            var patch = AssetPatch(id: record.id)
+            patch.state = .queued
+            patch.detail = .some(nil)
+            patch.attempts = stored == .paused ? record.attempts : 0
+            store.submit(patch)
+            state.backlog = true
+            return true
+        case .queued, .retry, .network, .downloading, .finished, .delivered:
+            // Queued already (in the store's backlog), or held in memory.
+            return stored == .queued
         }
     }
 

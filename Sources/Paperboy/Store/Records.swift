@@ -112,6 +112,12 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
             StoredFailure(code: code, transportCode: try? row.decode(String?.self, atIndex: 20),
                           errno: row.storedInteger(atIndex: 21).flatMap { Int32(exactly: $0) })
         }
+        if let requestFailure {
+            // A damaged row reads as failed: this asset cannot run, the others can.
+            state = PersistedState.failed.rawValue
+            detail = "the stored request of asset \(id) is unreadable (\(requestFailure)); remove and add the asset again"
+            failure = StoredFailure(code: LibraryError.Code.storage.rawValue, transportCode: nil, errno: nil)
+        }
         // An unreadable or absurd retry date means "retry now".
         retryAt = (try? row.decode(StoredDate?.self, atIndex: 22))??.date
         attempts = Int(min(max(0, row.storedInteger(atIndex: 23) ?? 0), Self.maxStoredAttempts))
