@@ -91,4 +91,32 @@ struct ScaleTests {
         #expect(library.activity.queued == 2_996)
         await library.close()
     }
+
+    /// Assets asked for while the window is full stay in the store, unless their priority is
+    /// above the window's lowest: then they run next, whether added downloading or asked for.
+    @Test(arguments: [true, false])
+    func aHigherPriorityAskedForWhileTheWindowIsFullRunsNext(addedDownloading: Bool) async throws {
+        let transport = InMemoryTransport()
+        let source = transport.serve(Data(count: 10), at: "stall", script: Array(repeating: .stallAfter(0), count: 10))
+        var configuration = testConfiguration()
+        configuration.maxConcurrentTransfers = 1
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let low = try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
+        await eventually("the first transfer") { transport.jobs.count == 1 }
+        #expect(library.scheduler.entriesInMemory <= Scheduler.windowSize + 1)
+        let request = AssetRequest(url: source, priority: 9, destinationPath: "high")
+        let high: AssetDownload
+        if addedDownloading {
+            high = try issue.addAssets([(request, nil)], downloading: true)[0]
+        } else {
+            high = try issue.addAsset(request)
+            high.download()
+        }
+        low[0].pause()
+        await eventually("the second transfer") { transport.jobs.count == 2 }
+        #expect(transport.jobs[1].assetIdentifier == high.identifier, "\(transport.jobs.map(\.assetIdentifier))")
+        #expect(library.activity.queued == 599)
+        await library.close()
+    }
 }

@@ -386,6 +386,25 @@ final class Scheduler: Sendable {
         for id in deliveries { delivery.start(id) }
     }
 
+    /// Takes newly added assets, written queued: into the window while it has room or when
+    /// their priority is above the lowest in it, else left in the store's backlog.
+    func enqueue(_ records: [AssetRecord]) {
+        state.withLock { state in
+            guard !state.closed else { return }
+            for record in records {
+                if state.queued >= Self.windowSize, record.request.priority <= state.ready.lowestPriority ?? .max {
+                    state.backlog = true
+                    continue
+                }
+                let entry = Entry(record)
+                state.insert(entry)
+                state.ready.push(id: entry.id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
+            }
+            pump(&state)
+        }
+        for record in records { broadcastState(record.id) }
+    }
+
     /// Takes asset `id` into memory from the store if it is not there; `false` if it is not in
     /// the store either, or delivered (a delivered asset never comes back to memory).
     func loadEntry(_ id: String, in state: inout State) -> Bool {
@@ -453,10 +472,13 @@ final class Scheduler: Sendable {
     func download(_ asset: AssetDownload, delegate: (any AssetDownloadDelegate)?) {
         let id = asset.identifier
         var deliver = false
+        // Read outside the lock (a read waits for a batch being written): taken in below unless
+        // it came into memory meanwhile.
+        let stored = state.withLock { $0.entries[id] == nil } ? store.asset(id: id) : nil
         state.withLock { state in
             guard !state.closed else { return }
             if state.entries[id] == nil {
-                guard let record = store.asset(id: id), record.state != PersistedState.delivered.rawValue else { return }
+                guard let record = stored ?? store.asset(id: id), record.state != PersistedState.delivered.rawValue else { return }
                 if delegate == nil, queueInStore(record, in: &state) { return }
                 state.insert(Entry(record))
             }
