@@ -13,9 +13,20 @@ struct ScaleTests {
     /// 100 issues × 1,000 assets written straight through the store (no download): 97,000
     /// delivered, 1,000 failed, 1,000 paused, 1,000 queued; the last 10 queued ones (the highest
     /// sequence numbers) with priority 5.
+    /// Written on a thread of its own: seconds of synchronous writes would hold one of the few
+    /// threads of the cooperative pool that other tests' timeouts need.
     func writeLibrary(source: URL) async throws -> (queuedFirst: Set<String>, delivered: String, failed: String) {
         let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
-        let store = library.scheduler.store
+        let written = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result { try Self.insertRows(library.scheduler.store, source: source) })
+            }.start()
+        }
+        await library.close()
+        return written
+    }
+
+    static func insertRows(_ store: LibraryStore, source: URL) throws -> (queuedFirst: Set<String>, delivered: String, failed: String) {
         var seq: Int64 = 0
         var first: Set<String> = []
         var delivered = "", failed = ""
@@ -48,7 +59,6 @@ struct ScaleTests {
             }
             try store.insertAssets(records)
         }
-        await library.close()
         return (first, delivered, failed)
     }
 
