@@ -150,8 +150,8 @@ struct Delivery: Sendable {
             }
             // Complete when no other asset of the issue is on its way in memory (one recorded in the
             // same batch, its own record still to come, included) nor undelivered in the store.
-            let others = state.entries.values.contains { $0.issueName == issueName && $0.id != id && ($0.state != .delivered || $0.delivering) }
-            if !others { completedIssue = issueName }
+            // (A delivered entry leaves memory once recorded: every other one is on its way.)
+            if state.inMemoryByIssue[issueName, default: 0] <= 1 { completedIssue = issueName }
         }
         if completedIssue != nil, scheduler.store.hasUndeliveredAssets(issueName: issueName) { completedIssue = nil }
         if let failure {
@@ -174,7 +174,7 @@ struct Delivery: Sendable {
         scheduler.state.withLock { state in
             if state.entries[id]?.state == .delivered {
                 state.update(id) { $0.delivering = false }
-                state.entries[id] = nil
+                state.remove(id)
                 // Settled last, so that a wait on the issue's last asset sees the issue complete.
                 state.settle(id, .delivered)
             }

@@ -136,6 +136,8 @@ final class Scheduler: Sendable {
         var queued = 0
         /// The store may hold queued assets that are not in memory.
         var backlog = false
+        /// Assets in memory, by issue: a delivery completes its issue when it is the last one.
+        var inMemoryByIssue: [String: Int] = [:]
         var waitingForNetwork = 0
         var idleWaiters: [(includingNetwork: Bool, continuation: CheckedContinuation<Void, Never>)] = []
         var closed = false
@@ -157,13 +159,22 @@ final class Scheduler: Sendable {
             if entry.state != .failed { entry.failure = nil }
             entries[id] = entry
             if !assetWaiters.isEmpty, let outcome = Scheduler.settledOutcome(entry) { settle(id, outcome) }
-            if entry.isAtRest { entries[id] = nil }
+            if entry.isAtRest { remove(id) }
+        }
+
+        /// Lets an entry go (it is in the store only, or gone).
+        mutating func remove(_ id: String) {
+            guard let entry = entries.removeValue(forKey: id) else { return }
+            count(entry, -1)
+            let left = (inMemoryByIssue[entry.issueName] ?? 1) - 1
+            inMemoryByIssue[entry.issueName] = left > 0 ? left : nil
         }
 
         /// Takes an entry into memory, counted.
         mutating func insert(_ entry: Entry) {
             count(entry, 1)
             entries[entry.id] = entry
+            inMemoryByIssue[entry.issueName, default: 0] += 1
         }
 
         private mutating func count(_ entry: Entry, _ sign: Int) {
@@ -649,7 +660,7 @@ final class Scheduler: Sendable {
                 }
                 if state.entries[id]?.task == nil {
                     state.update(id) { $0.state = .cancelled; $0.delivering = false }
-                    state.entries[id] = nil
+                    state.remove(id)
                 }
             }
             wakeIdleWaiters(&state)
@@ -695,6 +706,7 @@ final class Scheduler: Sendable {
             state.idleWaiters = []
             for id in Array(state.assetWaiters.keys) { state.settle(id, .closed) }
             state.entries = [:]
+            state.inMemoryByIssue = [:]
         }
         await store.flushAsync()
     }
@@ -870,7 +882,7 @@ final class Scheduler: Sendable {
             }
             if current.stop == .remove {
                 state.update(id) { $0.state = .cancelled; $0.task = nil }
-                state.entries[id] = nil
+                state.remove(id)
                 pump(&state)
                 wakeIdleWaiters(&state)
                 return
