@@ -20,6 +20,11 @@ struct SyncPlan {
     /// Issues with at least one asset in ``toDownload``.
     var issuesWithWork: Set<String> = []
     var alreadyDelivered = 0
+    /// Start each download as soon as it is planned (its batch written), instead of leaving it
+    /// to the caller: a sync of 100,000 assets transfers while it is still adding them.
+    var startsDownloads = false
+    /// Assets added to the library per transaction.
+    static let batchSize = 1_000
 
     /// The display name (`issue/path`) of each planned asset, by identifier.
     var names: [String: String] {
@@ -27,8 +32,10 @@ struct SyncPlan {
     }
 
     /// Plans every issue of `issues`; the first error stops it.
-    static func make(issues: [IssueEntry], config: PaperboyConfiguration, library: Library) throws(LibraryError) -> SyncPlan {
+    static func make(issues: [IssueEntry], config: PaperboyConfiguration, library: Library,
+                     startsDownloads: Bool = false) throws(LibraryError) -> SyncPlan {
         var plan = SyncPlan()
+        plan.startsDownloads = startsDownloads
         for issue in issues { try plan.add(issue, config: config, library: library) }
         return plan
     }
@@ -55,10 +62,16 @@ struct SyncPlan {
         for asset in configured.assets where byKey[Self.key(asset.url, asset.path)] == nil {
             missing.append((Self.request(for: asset, config: config), nil))
         }
-        let added = try issue.addAssets(missing)
         var addedByKey: [String: AssetDownload] = [:]
-        for (asset, (request, _)) in zip(added, missing) {
-            addedByKey[Self.key(request.url, request.destinationPath ?? "")] = asset
+        for start in stride(from: 0, to: missing.count, by: Self.batchSize) {
+            let batch = Array(missing[start..<min(start + Self.batchSize, missing.count)])
+            // Written queued when downloads start now: the scheduler takes an asset of a higher
+            // priority than those it holds at once, so one planned later never waits behind
+            // lower ones planned before it.
+            let added = try issue.addAssets(batch, downloading: startsDownloads)
+            for (asset, (request, _)) in zip(added, batch) {
+                addedByKey[Self.key(request.url, request.destinationPath ?? "")] = asset
+            }
         }
         for asset in configured.assets {
             let key = Self.key(asset.url, asset.path)
@@ -73,6 +86,7 @@ struct SyncPlan {
                 if status.state == .delivered {
                     alreadyDelivered += 1
                 } else {
+                    if startsDownloads { download.download() }
                     toDownload.append(download)
                     issuesWithWork.insert(configured.name)
                 }

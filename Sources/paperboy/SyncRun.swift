@@ -56,9 +56,12 @@ struct SyncRun {
             for failure in refresh.failures { Console.error("paperboy: \(failure)") }
         }
 
+        // Subscribed before planning: downloads start while the plan is being written.
+        let events = options.quiet ? nil : library.events()
+        let started = ContinuousClock.now
         var plan: SyncPlan
         do {
-            plan = try SyncPlan.make(issues: issues, config: config, library: library)
+            plan = try SyncPlan.make(issues: issues, config: config, library: library, startsDownloads: true)
         } catch {
             Console.error("paperboy: \(source): \(error.message)")
             await library.close()
@@ -82,16 +85,13 @@ struct SyncRun {
         let display = live ? ProgressDisplay(library: library, total: plan.toDownload.count, names: plan.names) : nil
         let narrator = options.quiet ? nil : SyncNarrator(display: display, names: plan.names, logger: logger, verbose: options.verbose)
         let narration = narrator.map { narrator in
-            let events = library.events()
-            return Task { await narrator.follow(events) }
+            Task { await narrator.follow(events ?? library.events()) }
         }
 
         if plan.toDownload.isEmpty, !options.quiet {
             Console.line("paperboy: nothing to do; \(plan.alreadyDelivered) asset(s) already delivered")
         }
-        for asset in plan.toDownload { asset.download() }
 
-        let started = ContinuousClock.now
         display?.start()
         await library.waitUntilIdle()
         if library.activity.waitingForNetwork > 0, wait {
@@ -110,12 +110,13 @@ struct SyncRun {
         var waitingForNetwork = 0
         var delivered = 0
         var bytes: Int64 = 0
-        var statuses: [String: AssetStatus] = [:]
+        // States and sizes only: a request per asset of a 100,000-asset sync is tens of MiB.
+        var statuses: [String: (state: AssetState, totalBytesWritten: Int64)] = [:]
         // Issues whose assets are all delivered (what `Issue.status` reads again, asset by asset).
         var complete: Set<String> = []
         for name in plannedIssues {
             let issueStatuses = library.issue(named: name)?.assetStatuses ?? []
-            for status in issueStatuses { statuses[status.identifier] = status }
+            for status in issueStatuses { statuses[status.identifier] = (status.state, status.totalBytesWritten) }
             if !issueStatuses.isEmpty, issueStatuses.allSatisfy({ $0.state == .delivered }) { complete.insert(name) }
         }
         for entry in plan.entries {

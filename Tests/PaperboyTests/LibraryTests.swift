@@ -73,7 +73,7 @@ struct LibraryTests {
         let kept = try issue.addAsset(AssetRequest(url: good, destinationPath: "good"))
         let damaged = try issue.addAsset(AssetRequest(url: bad, destinationPath: "bad"))
         try await library.scheduler.store.pool.write { db in
-            try db.execute(sql: "UPDATE asset SET request = '{\"url\": 42' WHERE id = ?", arguments: [damaged.identifier])
+            try db.execute(sql: "UPDATE asset SET url = 42 WHERE id = ?", arguments: [damaged.identifier])
         }
         await library.close()
 

@@ -5,12 +5,7 @@ public struct AssetStatus: Sendable, Hashable {
     /// The asset's stable identifier.
     public var identifier: String
     /// What is downloaded.
-    public var request: AssetRequest {
-        get { storedRequest.value }
-        set { storedRequest = StoredRequest(newValue) }
-    }
-    /// Decoded when first read: listings rarely look at every request.
-    private var storedRequest: StoredRequest
+    public var request: AssetRequest
     /// Where the asset is, and why it waits when it waits.
     public var state: AssetState
     /// The progress count, as ``AssetDownload/totalBytesWritten`` (the whole size once finished;
@@ -44,18 +39,6 @@ public struct LibraryActivity: Sendable, Hashable {
     public var expectedBytes: Int64 = 0
 }
 
-extension AssetStatus {
-    init(identifier: String, request: StoredRequest, state: AssetState, totalBytesWritten: Int64,
-         expectedTotalBytes: Int64?, attempts: Int) {
-        self.identifier = identifier
-        storedRequest = request
-        self.state = state
-        self.totalBytesWritten = totalBytesWritten
-        self.expectedTotalBytes = expectedTotalBytes
-        self.attempts = attempts
-    }
-}
-
 extension Issue {
     /// Snapshots of the issue's assets, in the order they were added.
     public var assetStatuses: [AssetStatus] {
@@ -71,13 +54,13 @@ extension Issue {
     public func forEachAssetStatus(_ body: (AssetStatus) throws -> Void) rethrows {
         try scheduler.store.forEachAsset(issueName: name) { record in
             if let live = scheduler.snapshot(record.id) {
-                try body(AssetStatus(identifier: record.id, request: StoredRequest(live.request), state: live.state,
+                try body(AssetStatus(identifier: record.id, request: live.request, state: live.state,
                                      totalBytesWritten: live.written, expectedTotalBytes: live.expected, attempts: record.attempts))
                 return
             }
             let state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
                                               attempts: record.attempts, detail: record.detail)
-            try body(AssetStatus(identifier: record.id, request: record.storedRequest, state: state, totalBytesWritten: record.bytesOnDisk,
+            try body(AssetStatus(identifier: record.id, request: record.request, state: state, totalBytesWritten: record.bytesOnDisk,
                                  expectedTotalBytes: record.expectedBytes, attempts: record.attempts))
         }
     }
@@ -89,25 +72,29 @@ extension Library {
 }
 
 extension Scheduler {
+    /// Counts from the store (by state, on its index), with the live progress of transfers.
     func activity() -> LibraryActivity {
-        state.withLock { state in
-            var activity = LibraryActivity()
-            for entry in state.entries.values {
-                switch entry.state {
-                case .downloading: activity.downloading += 1
-                case .queued: activity.queued += 1
-                case .retry: activity.waitingForRetry += 1
-                case .paused: activity.paused += 1
-                case .network: activity.waitingForNetwork += 1
-                case .finished: activity.inInbox += 1
-                case .failed: activity.failed += 1
-                default: continue
-                }
-                let written = entry.live.written.load(ordering: .relaxed)
-                activity.bytesWritten += written
-                activity.expectedBytes += max(written, entry.live.expectedBytes ?? written)
-            }
-            return activity
+        let totals = store.stateTotals()
+        var activity = LibraryActivity()
+        activity.downloading = totals[.downloading]?.count ?? 0
+        activity.queued = totals[.queued]?.count ?? 0
+        activity.waitingForRetry = totals[.retry]?.count ?? 0
+        activity.paused = totals[.paused]?.count ?? 0
+        activity.waitingForNetwork = totals[.network]?.count ?? 0
+        activity.inInbox = totals[.finished]?.count ?? 0
+        activity.failed = totals[.failed]?.count ?? 0
+        for total in totals.values {
+            activity.bytesWritten += total.written
+            activity.expectedBytes += total.expected
         }
+        // Bytes written since the last checkpoint of each running transfer.
+        state.withLock { state in
+            for entry in state.entries.values where entry.state == .downloading {
+                let ahead = max(0, entry.live.written.load(ordering: .relaxed) - entry.bytesOnDisk)
+                activity.bytesWritten += ahead
+                activity.expectedBytes += max(0, (entry.live.expectedBytes ?? 0) - max(entry.expectedBytes ?? 0, entry.bytesOnDisk)) + ahead
+            }
+        }
+        return activity
     }
 }

@@ -90,8 +90,12 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Adds several assets in one transaction (much faster than one by one).
+    ///
+    /// - Parameter downloading: also start them, as ``AssetDownload/download(delegate:)`` without
+    ///   a delegate does, in the same transaction (they are written queued): the way to add
+    ///   thousands of assets to download, since nothing is read back.
     @discardableResult
-    public func addAssets(_ requests: [(AssetRequest, JSONValue?)]) throws(LibraryError) -> [AssetDownload] {
+    public func addAssets(_ requests: [(AssetRequest, JSONValue?)], downloading: Bool = false) throws(LibraryError) -> [AssetDownload] {
         guard scheduler.store.issue(named: name) != nil else {
             throw LibraryError(.issueNotFound, "issue '\(name)' is not in the library")
         }
@@ -111,12 +115,12 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
             }
             records.append(AssetRecord(
                 id: Self.newAssetIdentifier(), issueName: name, seq: seq, request: request, userInfo: userInfoJSON,
-                state: PersistedState.idle.rawValue, detail: nil, retryAt: nil, attempts: 0, bytesOnDisk: 0,
+                state: (downloading ? PersistedState.queued : .idle).rawValue, detail: nil, retryAt: nil, attempts: 0, bytesOnDisk: 0,
                 expectedBytes: nil, validator: nil, validatorStrength: nil))
             seq += 1
         }
         try scheduler.store.insertAssets(records)
-        scheduler.add(records)
+        if downloading { scheduler.enqueue(records) }
         return records.map { AssetDownload(identifier: $0.id, issueName: name, scheduler: scheduler) }
     }
 

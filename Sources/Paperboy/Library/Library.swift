@@ -185,18 +185,17 @@ public final class Library: Sendable {
             store: store, layout: layout, transports: transports, settings: settings,
             durability: Durability(root: layout.root, enabled: configuration.syncsToDisk),
             logger: configuration.logger)
-        let records: [AssetRecord]
         do {
-            records = try Reconciler(
+            try Reconciler(
                 store: store, layout: layout, logger: configuration.logger, bootID: settings.bootID,
                 syncsToDisk: configuration.syncsToDisk
             ).reconcile()
+            try scheduler.load(resume: configuration.resumesOnOpen)
         } catch {
             POSIX.closeFile(lock)
             throw error
         }
         scheduler.startBackgroundWork()
-        scheduler.load(records, resume: configuration.resumesOnOpen)
         return Library(root: layout.root, scheduler: scheduler, lockDescriptor: lock)
     }
 

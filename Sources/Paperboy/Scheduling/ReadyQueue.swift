@@ -29,6 +29,9 @@ struct ReadyQueue {
     private var sortedPriorities: [Int] = []
     private(set) var count = 0
 
+    /// The lowest priority waiting, if any.
+    var lowestPriority: Int? { sortedPriorities.last }
+
     mutating func push(id: String, seq: Int64, priority: Int, host: String) {
         if levels[priority] == nil {
             levels[priority] = [:]

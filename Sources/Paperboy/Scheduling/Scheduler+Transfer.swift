@@ -53,7 +53,7 @@ extension Scheduler {
     }
 
     private func attempt(_ run: Run) async -> Outcome {
-        if run.request.url == StoredRequest.unreadableURL {
+        if run.request.url == AssetRecord.unreadableURL {
             let error = LibraryError(.storage, "the stored request of asset \(run.id) is unreadable; remove and add the asset again", isRetryable: false)
             return .failed(error, retryAfter: nil, written: 0, validator: nil)
         }
@@ -129,7 +129,7 @@ extension Scheduler {
                 // rename fewer per asset); otherwise, or if that move fails, into the inbox, and
                 // the delivery step hands it over or reports why it cannot.
                 if let path = request.destinationPath, request.unpack == nil, !Task.isCancelled, !hasDelegates(run.id),
-                   (try? moveIntoIssue(partial, issueName: run.issueName, path: path)) != nil {
+                   (try? delivery.moveIntoIssue(partial, issueName: run.issueName, path: path)) != nil {
                     return .finished(size: sink.written, validator: sink.validator, inIssue: true)
                 }
                 try POSIX.rename(partial, layout.inboxURL(asset: run.id, request: request))
@@ -211,12 +211,7 @@ extension Scheduler {
     }
 
     private func updateRequest(_ id: String, _ request: AssetRequest) {
-        store.flush()
-        _ = try? store.pool.write { db in
-            guard var record = try AssetRecord.fetchOne(db, key: id) else { return }
-            record.request = request
-            try record.update(db)
-        }
+        try? store.updateRequest(id: id, request)
     }
 
     static func libraryError(_ error: any Error) -> LibraryError {

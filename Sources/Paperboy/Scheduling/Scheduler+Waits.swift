@@ -6,7 +6,7 @@ extension Scheduler {
     /// - Throws: `CancellationError` as soon as the waiting task is cancelled (the download
     ///   goes on).
     func waitUntilFinished(_ id: String) async throws(CancellationError) -> AssetOutcome {
-        enum Now { case settled(AssetOutcome), notInMemory, waiting, cancelled }
+        enum Now { case settled(AssetOutcome), waiting, cancelled }
         let key = state.withLock { state in
             state.nextWaiterKey += 1
             return state.nextWaiterKey
@@ -15,8 +15,10 @@ extension Scheduler {
             await withCheckedContinuation { (continuation: CheckedContinuation<AssetOutcome?, Never>) in
                 let now = state.withLock { state -> Now in
                     if state.closed { return .settled(.closed) }
-                    guard let entry = state.entries[id] else { return .notInMemory }
-                    if let outcome = Self.settledOutcome(entry) { return .settled(outcome) }
+                    // An asset at rest is in the store only: ended, or waited for until it is
+                    // asked for (taken into memory) and ends.
+                    let ended = state.entries[id].map(Self.settledOutcome) ?? storedOutcome(id)
+                    if let ended { return .settled(ended) }
                     // Registered under the lock the cancellation handler takes: a cancel either
                     // came before (seen here) or finds the waiter.
                     if Task.isCancelled { return .cancelled }
@@ -28,9 +30,6 @@ extension Scheduler {
                     continuation.resume(returning: outcome)
                 case .cancelled:
                     continuation.resume(returning: nil)
-                case .notInMemory:
-                    // Delivered, or removed with its issue: an asset leaves memory for good.
-                    continuation.resume(returning: storedOutcome(id))
                 case .waiting:
                     break
                 }
@@ -46,14 +45,14 @@ extension Scheduler {
         return outcome
     }
 
-    /// What a wait returns for an asset the scheduler no longer holds.
-    private func storedOutcome(_ id: String) -> AssetOutcome {
+    /// How an asset the scheduler does not hold ended, `nil` if it did not (idle, paused).
+    private func storedOutcome(_ id: String) -> AssetOutcome? {
         guard let record = store.asset(id: id) else { return .cancelled }
         switch PersistedState(rawValue: record.state) {
         case .delivered: return .delivered
-        case .failed: return .failed(LibraryError(.transport, record.detail ?? "asset \(id) failed"))
+        case .failed: return .failed(record.libraryError ?? LibraryError(.transport, "asset \(id) failed"))
         case .cancelled: return .cancelled
-        default: return .closed
+        default: return nil
         }
     }
 

@@ -2,10 +2,15 @@ import Foundation
 import Logging
 import Synchronization
 
-/// Runs transfers under the concurrency limits, retries them, and hands finished files over.
+/// Runs transfers under the concurrency limits and retries them; ``Delivery`` hands finished
+/// files over.
 ///
-/// All bookkeeping happens under one lock in memory; the database is written in batches
-/// (``LibraryStore/submit(_:)``). Transfers run as tasks; a transport never blocks a thread of
+/// The store is the state; memory holds the working set: assets running, waiting on a timer,
+/// being delivered, with a delegate attached or waiting for a network, and a window of the next
+/// in line (at most ``windowSize`` queued assets), refilled from the store's index on (state,
+/// priority, seq). An asset at rest (idle, paused, failed, cancelled, delivered) with nothing
+/// attached leaves memory. The working set's bookkeeping happens under one lock; the database is
+/// written in batches (``LibraryStore/submit(_:)``). Transfers run as tasks; a transport never blocks a thread of
 /// the cooperative pool (the contract), and file syncs run on their own queue.
 final class Scheduler: Sendable {
     /// The scheduler's knobs; see ``Library/Configuration``.
@@ -82,6 +87,9 @@ final class Scheduler: Sendable {
         var unannouncedResume: (total: Int64, expected: Int64?)?
         /// The finished file went straight to its destination: delivery only records it.
         var inIssue = false
+        /// Its state differs from what the store has queued for it (a `delivered` update the
+        /// store could not write): it stays in memory.
+        var pinned = false
         var host: String { request.url.host?.lowercased() ?? "" }
 
         init(_ record: AssetRecord) {
@@ -98,16 +106,21 @@ final class Scheduler: Sendable {
             validator = record.resourceValidator
             live.written.store(record.bytesOnDisk, ordering: .relaxed)
             live.expected.store(record.expectedBytes ?? -1, ordering: .relaxed)
-            if let failure = record.storedRequest.failure {
-                // A damaged row: this asset cannot run, the others can.
-                state = .failed
-                detail = "the stored request of asset \(record.id) is unreadable (\(failure)); remove and add the asset again"
-                self.failure = LibraryError(.storage, detail!)
-            }
+            failure = record.libraryError
         }
 
         var isBusy: Bool {
             delivering || state == .queued || state == .retry || state == .downloading
+        }
+
+        /// Nothing of it needs memory: its row says all (see ``Scheduler``).
+        var isAtRest: Bool {
+            switch state {
+            case .idle, .paused, .failed, .cancelled: break
+            default: return false
+            }
+            return !pinned && !delivering && task == nil && retryTask == nil && stop == nil && !restartAfterStop
+                && hub == nil && cancelledHub == nil
         }
 
         var policyOverride: NetworkPolicyOverride? { request.network }
@@ -118,8 +131,13 @@ final class Scheduler: Sendable {
         var ready = ReadyQueue()
         var running = 0
         var hostCounts: [String: Int] = [:]
-        var remainingByIssue: [String: Int] = [:]
         var busy = 0
+        /// Queued assets in memory (the window of the next in line).
+        var queued = 0
+        /// The store may hold queued assets that are not in memory.
+        var backlog = false
+        /// Assets in memory, by issue: a delivery completes its issue when it is the last one.
+        var inMemoryByIssue: [String: Int] = [:]
         var waitingForNetwork = 0
         var idleWaiters: [(includingNetwork: Bool, continuation: CheckedContinuation<Void, Never>)] = []
         var closed = false
@@ -135,14 +153,34 @@ final class Scheduler: Sendable {
         /// when it failed or was cancelled (a delivery settles them once fully recorded).
         mutating func update(_ id: String, _ change: (inout Entry) -> Void) {
             guard var entry = entries[id] else { return }
-            let wasBusy = entry.isBusy
-            let wasWaiting = entry.state == .network
+            count(entry, -1)
             change(&entry)
-            busy += (entry.isBusy ? 1 : 0) - (wasBusy ? 1 : 0)
-            waitingForNetwork += (entry.state == .network ? 1 : 0) - (wasWaiting ? 1 : 0)
+            count(entry, 1)
             if entry.state != .failed { entry.failure = nil }
             entries[id] = entry
             if !assetWaiters.isEmpty, let outcome = Scheduler.settledOutcome(entry) { settle(id, outcome) }
+            if entry.isAtRest { remove(id) }
+        }
+
+        /// Lets an entry go (it is in the store only, or gone).
+        mutating func remove(_ id: String) {
+            guard let entry = entries.removeValue(forKey: id) else { return }
+            count(entry, -1)
+            let left = (inMemoryByIssue[entry.issueName] ?? 1) - 1
+            inMemoryByIssue[entry.issueName] = left > 0 ? left : nil
+        }
+
+        /// Takes an entry into memory, counted.
+        mutating func insert(_ entry: Entry) {
+            count(entry, 1)
+            entries[entry.id] = entry
+            inMemoryByIssue[entry.issueName, default: 0] += 1
+        }
+
+        private mutating func count(_ entry: Entry, _ sign: Int) {
+            if entry.isBusy { busy += sign }
+            if entry.state == .network { waitingForNetwork += sign }
+            if entry.state == .queued { queued += sign }
         }
 
         /// Resumes every task waiting for asset `id` with `outcome`.
@@ -152,7 +190,7 @@ final class Scheduler: Sendable {
         }
 
         mutating func takeIdleWaiters() -> [CheckedContinuation<Void, Never>] {
-            guard busy == 0 else { return [] }
+            guard busy == 0, !backlog else { return [] }
             var ready: [CheckedContinuation<Void, Never>] = []
             idleWaiters.removeAll { waiter in
                 guard !waiter.includingNetwork || waitingForNetwork == 0 else { return false }
@@ -209,8 +247,7 @@ final class Scheduler: Sendable {
                         entry.hub = nil
                     }
                     var patch = AssetPatch(id: id)
-                    patch.state = .failed
-                    patch.detail = .some(failure.message)
+                    patch.fail(failure)
                     store.submit(patch)
                 default:
                     break
@@ -327,23 +364,25 @@ final class Scheduler: Sendable {
         for id in changed { broadcastState(id) }
     }
 
-    // MARK: Loading and adding
+    // MARK: Loading
 
-    /// Takes over the undelivered assets found at open (already reconciled with the disk).
-    func load(_ records: [AssetRecord], resume: Bool) {
+    /// The most queued assets held in memory, waiting for a slot, unless more of a higher
+    /// priority than those held are asked for.
+    static let windowSize = 256
+
+    /// Takes over at open (after the reconciler): what was running continues (or is paused),
+    /// what waited for a network is tried again, retries and finished files are loaded, and the
+    /// queued assets are paged in by priority as slots free up.
+    func load(resume: Bool) throws(LibraryError) {
+        try store.changeStates(from: [.network] + (resume ? [.downloading] : []), to: .queued)
+        if !resume { try store.changeStates(from: [.downloading], to: .paused) }
+        let records = try store.assets(inStates: [.retry, .finished])
         var deliveries: [String] = []
         state.withLock { state in
             for record in records {
-                var entry = Entry(record)
-                state.remainingByIssue[entry.issueName, default: 0] += 1
-                if entry.state == .downloading { entry.state = resume ? .queued : .paused }
-                // Re-evaluated against the network as it is now when the entry is dequeued.
-                if entry.state == .network { entry.state = .queued }
-                state.entries[entry.id] = entry
-                if entry.isBusy { state.busy += 1 }
+                let entry = Entry(record)
+                state.insert(entry)
                 switch entry.state {
-                case .queued:
-                    state.ready.push(id: entry.id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
                 case .retry:
                     scheduleRetry(entry.id, at: entry.retryAt ?? Date(), in: &state)
                 case .finished where entry.request.deliversItself:
@@ -352,22 +391,42 @@ final class Scheduler: Sendable {
                     break
                 }
             }
+            state.backlog = true
             pump(&state)
         }
-        for id in deliveries { startDelivery(id) }
+        for id in deliveries { delivery.start(id) }
     }
 
-    /// Registers newly added assets (state idle).
-    func add(_ records: [AssetRecord]) {
+    /// Takes newly added assets, written queued: into the window while it has room or when
+    /// their priority is above the lowest in it, else left in the store's backlog.
+    func enqueue(_ records: [AssetRecord]) {
         state.withLock { state in
-            state.entries.reserveCapacity(state.entries.count + records.count)
+            guard !state.closed else { return }
             for record in records {
+                if state.queued >= Self.windowSize, record.request.priority <= state.ready.lowestPriority ?? .max {
+                    state.backlog = true
+                    continue
+                }
                 let entry = Entry(record)
-                state.entries[entry.id] = entry
-                state.remainingByIssue[entry.issueName, default: 0] += 1
+                state.insert(entry)
+                state.ready.push(id: entry.id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
             }
+            pump(&state)
         }
+        for record in records { broadcastState(record.id) }
     }
+
+    /// Takes asset `id` into memory from the store if it is not there; `false` if it is not in
+    /// the store either, or delivered (a delivered asset never comes back to memory).
+    func loadEntry(_ id: String, in state: inout State) -> Bool {
+        if state.entries[id] != nil { return true }
+        guard let record = store.asset(id: id), record.state != PersistedState.delivered.rawValue else { return false }
+        state.insert(Entry(record))
+        return true
+    }
+
+    /// The number of assets held in memory (for tests: it stays bounded).
+    var entriesInMemory: Int { state.withLock { $0.entries.count } }
 
     // MARK: Reading
 
@@ -394,9 +453,8 @@ final class Scheduler: Sendable {
 
     /// Assets asked for and not yet delivered, oldest first.
     func activeAssets() -> [AssetDownload] {
-        state.withLock { state in
-            state.entries.values.filter { Self.publicState($0).isActive }.sorted { $0.seq < $1.seq }
-                .map { AssetDownload(identifier: $0.id, issueName: $0.issueName, scheduler: self) }
+        store.assetIDs(inStates: [.queued, .paused, .retry, .network, .downloading, .finished]).map {
+            AssetDownload(identifier: $0.id, issueName: $0.issueName, scheduler: self)
         }
     }
 
@@ -425,8 +483,16 @@ final class Scheduler: Sendable {
     func download(_ asset: AssetDownload, delegate: (any AssetDownloadDelegate)?) {
         let id = asset.identifier
         var deliver = false
+        // Read outside the lock (a read waits for a batch being written): taken in below unless
+        // it came into memory meanwhile.
+        let stored = state.withLock { $0.entries[id] == nil } ? store.asset(id: id) : nil
         state.withLock { state in
-            guard state.entries[id] != nil, !state.closed else { return }
+            guard !state.closed else { return }
+            if state.entries[id] == nil {
+                guard let record = stored ?? store.asset(id: id), record.state != PersistedState.delivered.rawValue else { return }
+                if delegate == nil, queueInStore(record, in: &state) { return }
+                state.insert(Entry(record))
+            }
             var enqueue: (seq: Int64, priority: Int, host: String)?
             state.update(id) { entry in
                 if entry.state == .downloading, entry.stop == .cancel, !entry.restartAfterStop {
@@ -470,7 +536,7 @@ final class Scheduler: Sendable {
             }
             pump(&state)
         }
-        if deliver { startDelivery(id) }
+        if deliver { delivery.start(id) }
         broadcastState(id)
     }
 
@@ -482,25 +548,28 @@ final class Scheduler: Sendable {
             throw LibraryError(.invalidRequest, "expected SHA-256 of asset \(id) must be 64 hexadecimal digits, got '\(sha256)'")
         }
         let result: Result<AssetRequest?, LibraryError> = state.withLock { state in
-            guard let entry = state.entries[id] else {
+            guard loadEntry(id, in: &state), let entry = state.entries[id] else {
                 // Not in memory: delivered (or unknown), and a delivered file is never checked again.
                 return store.asset(id: id) == nil
                     ? .failure(LibraryError(.assetNotFound, "no asset \(id) in the library"))
                     : .success(nil)
             }
-            guard entry.request.sha256 != sha256 else { return .success(nil) }
-            if entry.state == .finished || entry.delivering {
+            var changed: AssetRequest?
+            if entry.state == .finished || entry.delivering, entry.request.sha256 != sha256 {
+                state.update(id) { _ in }
                 return .failure(LibraryError(.invalidRequest, "asset \(id) is already verified and being delivered"))
             }
             state.update(id) { entry in
+                guard entry.request.sha256 != sha256 else { return }
                 entry.request.sha256 = sha256
+                changed = entry.request
                 if entry.state == .downloading, entry.stop == nil {
                     entry.stop = .pause
                     entry.restartAfterStop = true
                     entry.task?.cancel()
                 }
             }
-            return .success(state.entries[id]?.request)
+            return .success(changed)
         }
         if let request = try result.get() { try store.updateRequest(id: id, request) }
     }
@@ -508,6 +577,7 @@ final class Scheduler: Sendable {
     /// Pauses: a running transfer stops keeping its bytes; a waiting one stays put.
     func pause(_ id: String) {
         state.withLock { state in
+            guard loadEntry(id, in: &state) else { return }
             state.update(id) { entry in
                 switch entry.state {
                 case .downloading:
@@ -546,6 +616,7 @@ final class Scheduler: Sendable {
     func cancel(_ id: String) {
         let failedHub: AssetEventHub? = state.withLock { state in
             var hub: AssetEventHub?
+            guard loadEntry(id, in: &state) else { return nil }
             state.update(id) { entry in
                 switch entry.state {
                 case .downloading:
@@ -589,10 +660,9 @@ final class Scheduler: Sendable {
                 }
                 if state.entries[id]?.task == nil {
                     state.update(id) { $0.state = .cancelled; $0.delivering = false }
-                    state.entries[id] = nil
+                    state.remove(id)
                 }
             }
-            state.remainingByIssue[name] = nil
             wakeIdleWaiters(&state)
             return tasks
         }
@@ -636,6 +706,7 @@ final class Scheduler: Sendable {
             state.idleWaiters = []
             for id in Array(state.assetWaiters.keys) { state.settle(id, .closed) }
             state.entries = [:]
+            state.inMemoryByIssue = [:]
         }
         await store.flushAsync()
     }
@@ -645,10 +716,18 @@ final class Scheduler: Sendable {
     private func pump(_ state: inout State) {
         guard !state.closed else { return }
         let maxPerHost = settings.maxPerHost
+        // The window may grow past its size when every asset in it waits for a busy host.
+        var limit = Self.windowSize
         while state.running < settings.maxConcurrent {
+            if state.backlog, state.queued < Self.windowSize / 2 { refill(&state, upTo: Self.windowSize) }
             // No copies of the dictionaries outlive the pop: `start` below changes them, and a
             // copy still alive would make that change copy every entry.
-            guard let next = Self.popReady(&state, maxPerHost: maxPerHost) else { break }
+            guard let next = Self.popReady(&state, maxPerHost: maxPerHost) else {
+                guard state.backlog, limit < 4 * Self.windowSize else { break }
+                limit += Self.windowSize
+                refill(&state, upTo: limit)
+                continue
+            }
             if let entry = state.entries[next.id], !allowsNetwork(entry, state.network) {
                 state.update(next.id) { $0.state = .network }
                 var patch = AssetPatch(id: next.id)
@@ -657,6 +736,42 @@ final class Scheduler: Sendable {
                 continue
             }
             start(next.id, host: next.host, in: &state)
+        }
+    }
+
+    /// Loads the next queued assets from the store until `limit` are in memory; the backlog is
+    /// empty once the store has no more.
+    private func refill(_ state: inout State, upTo limit: Int) {
+        let wanted = limit - state.queued
+        guard wanted > 0 else { return }
+        let records = store.queuedAssets(limit: wanted, excluding: Set(state.entries.keys))
+        for record in records {
+            let entry = Entry(record)
+            state.insert(entry)
+            state.ready.push(id: entry.id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
+        }
+        if records.count < wanted { state.backlog = false }
+    }
+
+    /// Queues an asset that is not in memory in the store only, when the window is full and the
+    /// asset's priority is not above those in it (it is paged in in its turn): `false` when it
+    /// must be taken into memory instead.
+    private func queueInStore(_ record: AssetRecord, in state: inout State) -> Bool {
+        guard state.queued >= Self.windowSize, record.request.priority <= state.ready.lowestPriority ?? .max,
+              record.requestFailure == nil else { return false }
+        let stored = PersistedState(rawValue: record.state) ?? .idle
+        switch stored {
+        case .idle, .failed, .cancelled, .paused:
+            var patch = AssetPatch(id: record.id)
+            patch.state = .queued
+            patch.detail = .some(nil)
+            patch.attempts = stored == .paused ? record.attempts : 0
+            store.submit(patch)
+            state.backlog = true
+            return true
+        case .queued, .retry, .network, .downloading, .finished, .delivered:
+            // Queued already (in the store's backlog), or held in memory.
+            return stored == .queued
         }
     }
 
@@ -729,7 +844,7 @@ final class Scheduler: Sendable {
         broadcastState(id)
     }
 
-    private func wakeIdleWaiters(_ state: inout State) {
+    func wakeIdleWaiters(_ state: inout State) {
         for continuation in state.takeIdleWaiters() { continuation.resume() }
     }
 
@@ -767,7 +882,7 @@ final class Scheduler: Sendable {
             }
             if current.stop == .remove {
                 state.update(id) { $0.state = .cancelled; $0.task = nil }
-                state.entries[id] = nil
+                state.remove(id)
                 pump(&state)
                 wakeIdleWaiters(&state)
                 return
@@ -841,8 +956,7 @@ final class Scheduler: Sendable {
                         let message = entry.detail ?? "asset \(id): its progress cannot be recorded"
                         entry.state = .failed
                         entry.failure = LibraryError(.storage, message)
-                        patch.state = .failed
-                        patch.detail = .some(message)
+                        patch.fail(LibraryError(.storage, message))
                         if let hub = entry.hub {
                             failure = (hub, LibraryError(.storage, message))
                             entry.hub = nil
@@ -904,6 +1018,7 @@ final class Scheduler: Sendable {
                         }
                         let final = LibraryError(error.code, entry.detail ?? error.message, isRetryable: error.isRetryable, underlying: error.underlying)
                         entry.failure = final
+                        patch.fail(final)
                         if let hub = entry.hub {
                             failure = (hub, final)
                             entry.hub = nil
@@ -926,12 +1041,12 @@ final class Scheduler: Sendable {
         if let deliverNow {
             // Already in place and nobody to hand it to: recorded here, without another task.
             // A delegate attached since the check above gets the full delivery instead.
-            if !completeDelivery(id, request: deliverNow.request, issueName: deliverNow.issueName, failure: nil,
+            if !delivery.complete(id, request: deliverNow.request, issueName: deliverNow.issueName, failure: nil,
                                  unlessDelegated: true) {
-                Task { [self] in await self.deliver(id) }
+                Task { [self] in await delivery.deliver(id) }
             }
         } else if deliver {
-            Task { [self] in await self.deliver(id) }
+            Task { [self] in await delivery.deliver(id) }
         }
     }
 
@@ -943,195 +1058,7 @@ final class Scheduler: Sendable {
         return patch
     }
 
-    // MARK: Delivery
-
-    private func startDelivery(_ id: String) {
-        let begin = state.withLock { state -> Bool in
-            guard let entry = state.entries[id], entry.state == .finished, !entry.delivering else { return false }
-            state.update(id) { $0.delivering = true }
-            return true
-        }
-        guard begin else { return }
-        Task { [self] in await deliver(id) }
-    }
-
-    private func deliver(_ id: String) async {
-        guard let (request, issueName, hub, inIssue) = state.withLock({ state in
-            state.entries[id].map { ($0.request, $0.issueName, $0.hub, $0.inIssue) }
-        }) else { return }
-        let inbox = layout.inboxURL(asset: id, request: request)
-        var handledByDelegate = false
-        if inIssue, let hub, hub.hasDelegates, let path = request.destinationPath {
-            // A delegate attached while the file went straight to its destination: it still gets
-            // a file of its own for the call, a second link to the delivered one in the inbox.
-            let delivered = layout.contentURL(issue: issueName).appendingPathComponent(path)
-            if link(delivered.path, inbox.path) == 0 {
-                _ = await hub.finished(at: inbox)
-                POSIX.remove(inbox)
-            }
-        }
-        if !inIssue, let hub, hub.hasDelegates, POSIX.exists(inbox) {
-            if await hub.finished(at: inbox) {
-                // A delegate asked to keep the file: it stays in the inbox for the next attach.
-                state.withLock { state in
-                    state.update(id) { $0.delivering = false }
-                    wakeIdleWaiters(&state)
-                }
-                return
-            }
-            handledByDelegate = true
-        }
-        var failure: LibraryError?
-        if !inIssue, POSIX.exists(inbox) {
-            if request.unpack == .zip {
-                let folder = layout.contentURL(issue: issueName)
-                do {
-                    try POSIX.makeDirectory(folder)
-                    try Unpacker.unzip(inbox, named: request.url.redactedString, into: folder,
-                                       staging: folder.appendingPathComponent(".unpack-\(id)"), limits: settings.unpackLimits)
-                } catch {
-                    failure = error
-                }
-                POSIX.remove(inbox)
-            } else if let path = request.destinationPath {
-                do {
-                    try moveIntoIssue(inbox, issueName: issueName, path: path)
-                } catch {
-                    failure = error
-                    POSIX.remove(inbox)
-                }
-            } else if handledByDelegate {
-                POSIX.remove(inbox)
-            } else {
-                // Nobody took it and it has nowhere to go: keep it for the next delegate.
-                state.withLock { state in
-                    state.update(id) { $0.delivering = false }
-                    wakeIdleWaiters(&state)
-                }
-                return
-            }
-        }
-        completeDelivery(id, request: request, issueName: issueName, failure: failure)
-    }
-
-    /// Records the end of a delivery (`failure` when it failed): state, issue cover and new
-    /// mark, events, waiters.
-    ///
-    /// A success is reported (state, events, waiters) only once the database has recorded it:
-    /// the `delivered` update joins the next batch, so deliveries share commits, and the asset
-    /// stays `delivering` (busy) until that batch is written.
-    ///
-    /// - Parameter unlessDelegated: record nothing (and return `false`) if a delegate is attached
-    ///   to the asset now: it is owed the `finished` call that ``deliver(_:)`` makes.
-    @discardableResult
-    private func completeDelivery(_ id: String, request: AssetRequest, issueName: String, failure: LibraryError?,
-                                  unlessDelegated: Bool = false) -> Bool {
-        var delivered: AssetPatch?
-        let recorded = state.withLock { state -> Bool in
-            guard state.entries[id] != nil else { return true }
-            if unlessDelegated, state.entries[id]?.hub?.hasDelegates == true { return false }
-            var patch = AssetPatch(id: id)
-            if let failure {
-                state.update(id) { entry in
-                    entry.delivering = false
-                    entry.state = .failed
-                    entry.failure = failure
-                    entry.detail = failure.message
-                }
-                patch.state = .failed
-                patch.detail = .some(failure.message)
-                store.submit(patch)
-            } else {
-                patch.state = .delivered
-                patch.detail = .some(nil)
-                patch.retryAt = .some(nil)
-                delivered = patch
-            }
-            return true
-        }
-        guard recorded else { return false }
-        if let delivered {
-            // The file is in place; should the database refuse, the next open records it (see
-            // Reconciler).
-            store.submit(delivered) { [self] error in
-                deliveryRecorded(id, request: request, issueName: issueName, error: error)
-            }
-            return true
-        }
-        if let failure {
-            logger.error("asset \(id): \(failure.message)")
-        }
-        broadcastState(id)
-        state.withLock { wakeIdleWaiters(&$0) }
-        return true
-    }
-
-    /// The second half of a successful delivery, once the store wrote (or gave up writing) its
-    /// `delivered` update.
-    private func deliveryRecorded(_ id: String, request: AssetRequest, issueName: String, error: LibraryError?) {
-        var completedIssue: String?
-        var coverPath: String?
-        let failure = error.map {
-            LibraryError(.storage, "asset \(id) is in its issue folder but cannot be recorded as delivered: \($0.message)", underlying: $0.underlying)
-        }
-        state.withLock { state in
-            guard state.entries[id] != nil else { return }
-            if let failure {
-                state.update(id) { entry in
-                    entry.delivering = false
-                    entry.state = .failed
-                    entry.failure = failure
-                    entry.detail = failure.message
-                }
-                return
-            }
-            // Still `delivering` (busy) until the issue's cover and new mark are recorded.
-            state.update(id) { entry in
-                entry.state = .delivered
-                entry.hub = nil
-            }
-            if request.role == .cover, let path = request.destinationPath, request.unpack == nil {
-                coverPath = path
-            }
-            let remaining = (state.remainingByIssue[issueName] ?? 1) - 1
-            state.remainingByIssue[issueName] = remaining > 0 ? remaining : nil
-            if remaining <= 0 { completedIssue = issueName }
-        }
-        if let failure {
-            logger.error("\(failure.message)")
-            broadcastState(id)
-            state.withLock { wakeIdleWaiters(&$0) }
-            return
-        }
-        broadcastState(id, delivered: true)
-        if let coverPath {
-            store.updateIssue(named: issueName) { $0.coverPath = coverPath }
-        }
-        if let completedIssue {
-            store.flush()
-            store.updateIssue(named: completedIssue) { $0.isNew = true }
-            if let record = store.issue(named: completedIssue) {
-                broadcaster.send(.issueDownloadCompleted(Issue(record: record, scheduler: self)))
-            }
-        }
-        state.withLock { state in
-            if state.entries[id]?.state == .delivered {
-                state.update(id) { $0.delivering = false }
-                state.entries[id] = nil
-                // Settled last, so that a wait on the issue's last asset sees the issue complete.
-                state.settle(id, .delivered)
-            }
-            wakeIdleWaiters(&state)
-        }
-    }
-
-    /// Moves a finished file to `path` inside the issue folder, refusing anything that would
-    /// leave it (a symbolic link planted in the folder included): see ``IssueFolder``.
-    func moveIntoIssue(_ file: URL, issueName: String, path: String) throws(LibraryError) {
-        try IssueFolder.move(file, to: path, in: layout.contentURL(issue: issueName), issueName: issueName)
-    }
-
-    private func broadcastState(_ id: String, delivered: Bool = false) {
+    func broadcastState(_ id: String, delivered: Bool = false) {
         guard broadcaster.hasSubscribers else { return }
         let current: AssetState? = delivered ? .delivered : snapshot(id)?.state
         // In memory first: a database read here would wait for batched writes on every change.

@@ -180,14 +180,101 @@ final class LibraryStore: Sendable {
         }) ?? []
     }
 
-    /// The assets not yet delivered. A read that fails is an error, never "no assets": the
-    /// reconciler removes every file no asset owns.
-    func undeliveredAssets() throws(LibraryError) -> [AssetRecord] {
+    /// The rows with these identifiers (in chunks: SQLite bounds a statement's arguments). A read
+    /// that fails is an error, never "no assets": the reconciler removes every file no asset owns.
+    func assets(ids: [String]) throws(LibraryError) -> [AssetRecord] {
+        try reading { db in
+            var records: [AssetRecord] = []
+            for start in stride(from: 0, to: ids.count, by: 500) {
+                let chunk = Array(ids[start..<min(start + 500, ids.count)])
+                records += try AssetRecord.filter(chunk.contains(Column("id"))).fetchAll(db)
+            }
+            return records
+        }
+    }
+
+    /// The rows in one of `states`, oldest first (after writing the updates queued).
+    func assets(inStates states: [PersistedState]) throws(LibraryError) -> [AssetRecord] {
+        flush()
+        return try reading { db in
+            try AssetRecord.filter(states.map(\.rawValue).contains(Column("state"))).order(Column("seq")).fetchAll(db)
+        }
+    }
+
+    /// The rows a reconciler checks besides those of the files it finds: finished ones (their
+    /// inbox file may be gone) and those counting bytes of a partial file.
+    func assetsHoldingFiles() throws(LibraryError) -> [AssetRecord] {
+        flush()
+        return try reading { db in
+            try AssetRecord.filter(sql: "state = 'finished' OR (bytesOnDisk > 0 AND state != 'delivered')").fetchAll(db)
+        }
+    }
+
+    /// Queued assets in the order they run (highest priority, then first in), at most `limit`
+    /// of them besides those in `excluded`: the scheduler's next in line, from the index on
+    /// (state, priority, seq). The updates queued are written first, so none is missed.
+    func queuedAssets(limit: Int, excluding excluded: Set<String>) -> [AssetRecord] {
+        flush()
+        let rows = (try? pool.read { db in
+            try AssetRecord.filter(Column("state") == PersistedState.queued.rawValue)
+                .order(Column("priority").desc, Column("seq")).limit(limit + excluded.count).fetchAll(db)
+        }) ?? []
+        return Array(rows.lazy.filter { !excluded.contains($0.id) }.prefix(limit))
+    }
+
+    /// The identifiers and issues of assets in one of `states`, oldest first.
+    func assetIDs(inStates states: [PersistedState]) -> [(id: String, issueName: String)] {
+        flush()
+        return (try? pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, issueName FROM asset WHERE state IN (\(states.map { "'\($0.rawValue)'" }.joined(separator: ", "))) ORDER BY seq")
+                .compactMap { row in
+                    guard let id = try? row.decode(String.self, atIndex: 0), let issue = try? row.decode(String.self, atIndex: 1) else { return nil }
+                    return (id, issue)
+                }
+        }) ?? []
+    }
+
+    /// Changes the state of every asset in `from` to `to` (at open: what was running).
+    func changeStates(from: [PersistedState], to: PersistedState) throws(LibraryError) {
         flush()
         do {
-            return try pool.read { db in
-                try AssetRecord.filter(Column("state") != PersistedState.delivered.rawValue).order(Column("seq")).fetchAll(db)
+            try pool.write { db in
+                try db.execute(sql: "UPDATE asset SET state = ? WHERE state IN (\(from.map { "'\($0.rawValue)'" }.joined(separator: ", ")))",
+                               arguments: [to.rawValue])
             }
+        } catch {
+            throw LibraryError.storage("cannot update the assets of library database \(fileURL.path)", error)
+        }
+    }
+
+    /// Whether an issue has an asset the database does not record as delivered.
+    func hasUndeliveredAssets(issueName: String) -> Bool {
+        (try? pool.read { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM asset WHERE issueName = ? AND state != 'delivered')",
+                              arguments: [issueName])
+        }) ?? true
+    }
+
+    /// Counts and bytes of the assets by state, after writing the updates queued.
+    func stateTotals() -> [PersistedState: (count: Int, written: Int64, expected: Int64)] {
+        flush()
+        let rows = (try? pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT state, COUNT(*), SUM(bytesOnDisk), SUM(MAX(bytesOnDisk, coalesce(expectedBytes, bytesOnDisk)))
+                FROM asset WHERE state NOT IN ('idle', 'delivered', 'cancelled') GROUP BY state
+                """)
+        }) ?? []
+        var totals: [PersistedState: (count: Int, written: Int64, expected: Int64)] = [:]
+        for row in rows {
+            guard let name = try? row.decode(String.self, atIndex: 0), let state = PersistedState(rawValue: name) else { continue }
+            totals[state] = (Int(row.storedInteger(atIndex: 1) ?? 0), row.storedInteger(atIndex: 2) ?? 0, row.storedInteger(atIndex: 3) ?? 0)
+        }
+        return totals
+    }
+
+    private func reading<T>(_ read: (Database) throws -> T) throws(LibraryError) -> T {
+        do {
+            return try pool.read(read)
         } catch {
             throw LibraryError.storage("cannot read the assets of library database \(fileURL.path)", error)
         }
@@ -219,9 +306,11 @@ final class LibraryStore: Sendable {
     /// Replaces an asset's stored request (written at once, not batched).
     func updateRequest(id: String, _ request: AssetRequest) throws(LibraryError) {
         do {
-            let json = try StoredRequest(request).json()
+            let columns = AssetRecord.columnNames[3...15]
+            let values = try AssetRecord.requestValues(request) + [id]
             try pool.write { db in
-                try db.execute(sql: "UPDATE asset SET request = ? WHERE id = ?", arguments: [json, id])
+                try db.execute(sql: "UPDATE asset SET \(columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?",
+                               arguments: StatementArguments(values))
             }
         } catch {
             throw LibraryError.storage("cannot record the new request of asset \(id)", error)
@@ -395,6 +484,10 @@ final class LibraryStore: Sendable {
             assignments.append("validatorStrength = ?"); arguments.append(validator?.strength.rawValue)
         }
         if let boot = patch.checkpointBoot { assignments.append("checkpointBoot = ?"); arguments.append(boot) }
+        if let failure = patch.failureChange {
+            assignments.append("failureCode = ?, transportCode = ?, failureErrno = ?")
+            arguments += [failure?.code, failure?.transportCode, failure?.errno]
+        }
         guard !assignments.isEmpty else { return }
         arguments.append(patch.id)
         let statement = try db.cachedStatement(sql: "UPDATE asset SET \(assignments.joined(separator: ", ")) WHERE id = ?")

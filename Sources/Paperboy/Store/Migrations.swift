@@ -41,6 +41,82 @@ enum Migrations {
                 t.add(column: "checkpointBoot", .text)
             }
         }
+        migrator.registerMigration("v3-request-columns") { db in
+            // Requests as typed columns instead of JSON text: the scheduler pages through queued
+            // assets by priority and the status questions are SQL, so nothing parses a request to
+            // answer them. A failure keeps its codes, so its error reads the same after a reopen.
+            try db.create(table: "asset_v3") { t in
+                t.primaryKey("id", .text)
+                t.column("issueName", .text).notNull().references("issue", column: "name", onDelete: .cascade)
+                t.column("seq", .integer).notNull()
+                t.column("url", .text).notNull()
+                t.column("destinationPath", .text)
+                t.column("sha256", .text)
+                t.column("unpack", .text)
+                t.column("role", .text).notNull().defaults(to: AssetRole.content.rawValue)
+                t.column("priority", .integer).notNull().defaults(to: 0)
+                t.column("maxBytesPerSecond", .integer)
+                // The network policy override: allowed kinds, comma-separated ('' for none, NULL
+                // when not overridden), and each attribute (NULL when not overridden).
+                t.column("networkKinds", .text)
+                t.column("networkExpensive", .boolean)
+                t.column("networkConstrained", .boolean)
+                t.column("networkRoaming", .boolean)
+                // JSON objects of strings, NULL when empty.
+                t.column("headers", .text)
+                t.column("options", .text)
+                t.column("userInfo", .blob)
+                t.column("state", .text).notNull()
+                t.column("detail", .text)
+                // A failed asset's LibraryError code, its transport error code and errno, if any.
+                t.column("failureCode", .text)
+                t.column("transportCode", .text)
+                t.column("failureErrno", .integer)
+                t.column("retryAt", .datetime)
+                t.column("attempts", .integer).notNull().defaults(to: 0)
+                t.column("bytesOnDisk", .integer).notNull().defaults(to: 0)
+                t.column("expectedBytes", .integer)
+                t.column("validator", .text)
+                t.column("validatorStrength", .text)
+                t.column("checkpointBoot", .text)
+            }
+            // A request that is not a JSON object (a damaged row) gets the URL `unreadable:request`:
+            // its asset fails at open with a clear message, the others run.
+            try db.execute(sql: """
+                INSERT INTO asset_v3 (id, issueName, seq, url, destinationPath, sha256, unpack, role, priority,
+                  maxBytesPerSecond, networkKinds, networkExpensive, networkConstrained, networkRoaming, headers, options,
+                  userInfo, state, detail, retryAt, attempts, bytesOnDisk, expectedBytes, validator, validatorStrength,
+                  checkpointBoot)
+                SELECT id, issueName, seq,
+                  CASE WHEN ok AND json_type(r, '$.url') = 'text' THEN json_extract(r, '$.url') ELSE 'unreadable:request' END,
+                  CASE WHEN ok THEN json_extract(r, '$.destinationPath') END,
+                  CASE WHEN ok THEN json_extract(r, '$.sha256') END,
+                  CASE WHEN ok THEN json_extract(r, '$.unpack') END,
+                  coalesce(CASE WHEN ok THEN json_extract(r, '$.role') END, 'content'),
+                  coalesce(CASE WHEN ok THEN json_extract(r, '$.priority') END, 0),
+                  CASE WHEN ok THEN json_extract(r, '$.maxBytesPerSecond') END,
+                  CASE WHEN ok AND json_type(r, '$.network.allowedKinds') = 'array' THEN
+                    coalesce((SELECT group_concat(value, ',') FROM json_each(r, '$.network.allowedKinds')), '') END,
+                  CASE WHEN ok THEN json_extract(r, '$.network.allowsExpensive') END,
+                  CASE WHEN ok THEN json_extract(r, '$.network.allowsConstrained') END,
+                  CASE WHEN ok THEN json_extract(r, '$.network.allowsRoaming') END,
+                  CASE WHEN ok AND json_type(r, '$.headers') = 'object' AND json_extract(r, '$.headers') != '{}'
+                    THEN json_extract(r, '$.headers') END,
+                  CASE WHEN ok AND json_type(r, '$.options') = 'object' AND json_extract(r, '$.options') != '{}'
+                    THEN json_extract(r, '$.options') END,
+                  userInfo, state, detail, retryAt, attempts, bytesOnDisk, expectedBytes, validator, validatorStrength,
+                  checkpointBoot
+                FROM (SELECT *, request AS r,
+                        CASE WHEN json_valid(request) THEN json_type(request) = 'object' ELSE 0 END AS ok FROM asset)
+                """)
+            try db.drop(table: "asset")
+            try db.rename(table: "asset_v3", to: "asset")
+            // Issue listings in order; the scheduler's next in line (queued, highest priority,
+            // then first in); counts of an issue's assets by state.
+            try db.create(index: "asset_issue_seq", on: "asset", columns: ["issueName", "seq"])
+            try db.execute(sql: "CREATE INDEX asset_queue ON asset(state, priority DESC, seq)")
+            try db.create(index: "asset_issue_state", on: "asset", columns: ["issueName", "state"])
+        }
         return migrator
     }
 

@@ -14,7 +14,8 @@ import Logging
 /// (a file already at the destination may be an older version, so it is not trusted).
 /// An unpack's staging folder (`.unpack-ID` in an issue folder) is never a commit point: an
 /// unpack killed before its last move is done again from the archive, still in the inbox.
-/// If the database cannot be read, nothing is removed: the open fails.
+/// If the database cannot be read, nothing is removed: the open fails. Only the rows of files in
+/// `.partial/` and `.inbox/`, of finished assets and of assets counting partial bytes are read.
 struct Reconciler {
     let store: LibraryStore
     let layout: LibraryLayout
@@ -26,11 +27,20 @@ struct Reconciler {
 
     /// - Throws: ``LibraryError`` `.storage` when the database cannot be read; nothing is
     ///   removed then.
-    func reconcile() throws(LibraryError) -> [AssetRecord] {
-        var records = try store.undeliveredAssets()
+    func reconcile() throws(LibraryError) {
+        // Only the rows of the files found, and those that count on a file: a library of many
+        // delivered assets opens in the time its few unfinished ones take.
+        store.flush()
+        let inboxNames = Self.names(in: layout.inboxFolder)
+        let partialNames = Self.names(in: layout.partialFolder)
+        let fileIDs = Set(inboxNames.map { String($0.prefix { $0 != "." }) }).union(partialNames)
+        var records = try store.assets(ids: Array(fileIDs))
+        let found = Set(records.map(\.id))
+        records += try store.assetsHoldingFiles().filter { !found.contains($0.id) }
         var owned = Set<String>()
         for index in records.indices {
             var record = records[index]
+            guard record.state != PersistedState.delivered.rawValue else { continue }
             let inbox = layout.inboxURL(asset: record.id, request: record.request)
             let partial = layout.partialURL(asset: record.id)
             owned.insert(inbox.lastPathComponent)
@@ -94,7 +104,10 @@ struct Reconciler {
         removeOrphans(in: layout.partialFolder, keeping: owned)
         removeOrphans(in: layout.inboxFolder, keeping: owned)
         removeStagingFolders()
-        return records.filter { $0.state != PersistedState.delivered.rawValue }
+    }
+
+    private static func names(in folder: URL) -> [String] {
+        (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
     }
 
     /// Whether the `length` bytes of `partial`, more than `record` counts, are all good: written
@@ -132,8 +145,7 @@ struct Reconciler {
     }
 
     private func removeOrphans(in folder: URL, keeping owned: Set<String>) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { return }
-        for name in names where !owned.contains(name) {
+        for name in Self.names(in: folder) where !owned.contains(name) {
             logger.info("removing orphaned file \(folder.appendingPathComponent(name).path)")
             try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
         }

@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import Synchronization
 
 /// One row of the `issue` table.
 struct IssueRecord: Sendable, FetchableRecord, PersistableRecord {
@@ -34,102 +33,27 @@ extension IssueRecord {
     }
 }
 
-/// An asset's request as stored (JSON text), decoded the first time it is read: listings of
-/// big issues read thousands of rows, and decoding every request cost more than the rest of
-/// the row together.
-final class StoredRequest: Sendable, Hashable {
-    private enum Form {
-        case json(Data)
-        case decoded(AssetRequest)
-        case unreadable(String)
-    }
-
-    private let form: Mutex<Form>
-
-    init(json: Data) { form = Mutex(.json(json)) }
-    init(_ request: AssetRequest) { form = Mutex(.decoded(request)) }
-
-    /// The shared coders: the request column holds JSON with sorted keys.
-    private static let decoder = JSONDecoder()
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return encoder
-    }()
-
-    /// The request; an unreadable one (a damaged database) reads as a request for
-    /// ``unreadableURL``, and ``failure`` says why.
-    var value: AssetRequest {
-        form.withLock { form in
-            switch form {
-            case .decoded(let request):
-                return request
-            case .unreadable:
-                return AssetRequest(url: Self.unreadableURL)
-            case .json(let data):
-                if let request = RequestJSON.request(from: data) {
-                    form = .decoded(request)
-                    return request
-                }
-                do {
-                    let request = try Self.decoder.decode(AssetRequest.self, from: data)
-                    form = .decoded(request)
-                    return request
-                } catch {
-                    form = .unreadable("\(error)")
-                    return AssetRequest(url: Self.unreadableURL)
-                }
-            }
-        }
-    }
-
-    /// Why the stored request cannot be read, if it cannot.
-    var failure: String? {
-        _ = value
-        return form.withLock { form in
-            if case .unreadable(let reason) = form { return reason }
-            return nil
-        }
-    }
-
-    static let unreadableURL = URL(string: "unreadable:request")!
-
-    /// The JSON text for the request column.
-    func json() throws -> String {
-        let stored: Data? = form.withLock { form in
-            if case .json(let data) = form { return data }
-            return nil
-        }
-        if let stored { return String(decoding: stored, as: UTF8.self) }
-        let request = value
-        return try RequestJSON.text(request) ?? String(decoding: Self.encoder.encode(request), as: UTF8.self)
-    }
-
-    static func == (lhs: StoredRequest, rhs: StoredRequest) -> Bool { lhs === rhs || lhs.value == rhs.value }
-    func hash(into hasher: inout Hasher) { hasher.combine(value) }
-}
-
-/// One row of the `asset` table.
+/// One row of the `asset` table: the request in typed columns, the asset's state and progress.
 ///
 /// Rows are read and written column by column rather than through `Codable`: a sync reads
-/// every asset of an issue several times, and GRDB's generic row decoder (with a new JSON
-/// decoder per row for the request) cost about 25 µs a row.
+/// every asset of an issue several times, and GRDB's generic row decoder cost about 25 µs a row.
 struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "asset"
     var id: String
     var issueName: String
     var seq: Int64
-    var storedRequest: StoredRequest
-    var request: AssetRequest {
-        get { storedRequest.value }
-        set { storedRequest = StoredRequest(newValue) }
-    }
+    var request: AssetRequest
+    /// Why the stored request cannot be read, for a damaged row (its ``request`` then asks for
+    /// ``unreadableURL``).
+    var requestFailure: String?
     /// The app's userInfo, as JSON bytes.
     var userInfo: Data?
     /// One of ``PersistedState``'s raw values.
     var state: String
     /// The failure message, when failed.
     var detail: String?
+    /// The failure's codes, when failed.
+    var failure: StoredFailure?
     var retryAt: Date?
     var attempts: Int
     /// Bytes of the partial file known to be durable (fsynced before this was recorded).
@@ -150,7 +74,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         self.id = id
         self.issueName = issueName
         self.seq = seq
-        storedRequest = StoredRequest(request)
+        self.request = request
         self.userInfo = userInfo
         self.state = state
         self.detail = detail
@@ -163,6 +87,8 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         self.checkpointBoot = checkpointBoot
     }
 
+    static let unreadableURL = URL(string: "unreadable:request")!
+
     /// Reads the columns by position: rows come from the query interface, which selects
     /// ``databaseSelection`` (every column, in the order of ``columnNames``). Looking each
     /// column up by name cost more than reading it.
@@ -172,24 +98,86 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         id = try row.decode(String.self, atIndex: 0)
         issueName = try row.decode(String.self, atIndex: 1)
         seq = row.storedInteger(atIndex: 2) ?? 0
-        let json: DatabaseValue = row[3]
-        switch json.storage {
-        case .string(let text): storedRequest = StoredRequest(json: Data(text.utf8))
-        case .blob(let data): storedRequest = StoredRequest(json: data)
-        default: storedRequest = StoredRequest(json: Data())
+        do {
+            request = try Self.request(row)
+            requestFailure = nil
+        } catch {
+            request = AssetRequest(url: Self.unreadableURL)
+            requestFailure = error.message
         }
-        userInfo = try row.decode(Data?.self, atIndex: 4)
-        state = try row.decode(String.self, atIndex: 5)
-        detail = try? row.decode(String?.self, atIndex: 6)
+        userInfo = try row.decode(Data?.self, atIndex: 16)
+        state = try row.decode(String.self, atIndex: 17)
+        detail = try? row.decode(String?.self, atIndex: 18)
+        failure = (try? row.decode(String?.self, atIndex: 19))?.map { code in
+            StoredFailure(code: code, transportCode: try? row.decode(String?.self, atIndex: 20),
+                          errno: row.storedInteger(atIndex: 21).flatMap { Int32(exactly: $0) })
+        }
+        if let requestFailure {
+            // A damaged row reads as failed: this asset cannot run, the others can.
+            state = PersistedState.failed.rawValue
+            detail = "the stored request of asset \(id) is unreadable (\(requestFailure)); remove and add the asset again"
+            failure = StoredFailure(code: LibraryError.Code.storage.rawValue, transportCode: nil, errno: nil)
+        }
         // An unreadable or absurd retry date means "retry now".
-        retryAt = (try? row.decode(StoredDate?.self, atIndex: 7))??.date
-        attempts = Int(min(max(0, row.storedInteger(atIndex: 8) ?? 0), Self.maxStoredAttempts))
-        bytesOnDisk = max(0, row.storedInteger(atIndex: 9) ?? 0)
-        expectedBytes = row.storedInteger(atIndex: 10).flatMap { $0 >= 0 ? $0 : nil }
-        validator = try? row.decode(String?.self, atIndex: 11)
-        validatorStrength = try? row.decode(String?.self, atIndex: 12)
-        checkpointBoot = try? row.decode(String?.self, atIndex: 13)
+        retryAt = (try? row.decode(StoredDate?.self, atIndex: 22))??.date
+        attempts = Int(min(max(0, row.storedInteger(atIndex: 23) ?? 0), Self.maxStoredAttempts))
+        bytesOnDisk = max(0, row.storedInteger(atIndex: 24) ?? 0)
+        expectedBytes = row.storedInteger(atIndex: 25).flatMap { $0 >= 0 ? $0 : nil }
+        validator = try? row.decode(String?.self, atIndex: 26)
+        validatorStrength = try? row.decode(String?.self, atIndex: 27)
+        checkpointBoot = try? row.decode(String?.self, atIndex: 28)
     }
+
+    /// The request in columns 3 to 15.
+    private static func request(_ row: Row) throws(LibraryError) -> AssetRequest {
+        func unreadable(_ what: String) -> LibraryError { LibraryError(.storage, "its \(what) is unreadable") }
+        // An absolute URL, as stored (a damaged row may hold a number, or the migration's marker).
+        let stored: DatabaseValue = row[3]
+        guard case .string(let text) = stored.storage, let url = URL(string: text), url.scheme != nil,
+              url != unreadableURL else { throw unreadable("URL") }
+        var request = AssetRequest(url: url)
+        request.destinationPath = try? row.decode(String?.self, atIndex: 4)
+        request.sha256 = try? row.decode(String?.self, atIndex: 5)
+        if let unpack = try? row.decode(String?.self, atIndex: 6) {
+            guard let format = UnpackFormat(rawValue: unpack) else { throw unreadable("unpack format") }
+            request.unpack = format
+        }
+        request.role = (try? row.decode(String.self, atIndex: 7)).flatMap(AssetRole.init(rawValue:)) ?? .content
+        request.priority = row.storedInteger(atIndex: 8).flatMap { Int(exactly: $0) } ?? 0
+        request.maxBytesPerSecond = row.storedInteger(atIndex: 9).flatMap { $0 > 0 ? $0 : nil }
+        let kinds = (try? row.decode(String?.self, atIndex: 10))?.map { text in
+            Set(text.split(separator: ",").compactMap { NetworkStatus.Kind(rawValue: String($0)) })
+        }
+        let flags = (11...13).map { index in row.storedInteger(atIndex: index).map { $0 != 0 } }
+        if kinds != nil || flags.contains(where: { $0 != nil }) {
+            request.network = NetworkPolicyOverride(allowedKinds: kinds, allowsExpensive: flags[0],
+                                                    allowsConstrained: flags[1], allowsRoaming: flags[2])
+        }
+        request.headers = try strings(row, 14, "headers")
+        request.options = try strings(row, 15, "options")
+        return request
+    }
+
+    /// A JSON object of strings (headers, options): NULL when empty.
+    private static func strings(_ row: Row, _ index: Int, _ what: String) throws(LibraryError) -> [String: String] {
+        guard let text = try? row.decode(String?.self, atIndex: index) else { return [:] }
+        do {
+            return try JSONDecoder().decode([String: String].self, from: Data(text.utf8))
+        } catch {
+            throw LibraryError(.storage, "its \(what) are unreadable (\(error))")
+        }
+    }
+
+    private static func json(_ strings: [String: String]) throws -> String? {
+        guard !strings.isEmpty else { return nil }
+        return String(decoding: try encoder.encode(strings), as: UTF8.self)
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }()
 
     static var databaseSelection: [any SQLSelectable] { columnNames.map { Column($0) } }
 
@@ -199,14 +187,29 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
 
     /// The table's columns, in the order of ``columnValues()``.
     static let columnNames = [
-        "id", "issueName", "seq", "request", "userInfo", "state", "detail", "retryAt", "attempts",
+        "id", "issueName", "seq", "url", "destinationPath", "sha256", "unpack", "role", "priority",
+        "maxBytesPerSecond", "networkKinds", "networkExpensive", "networkConstrained", "networkRoaming", "headers",
+        "options", "userInfo", "state", "detail", "failureCode", "transportCode", "failureErrno", "retryAt", "attempts",
         "bytesOnDisk", "expectedBytes", "validator", "validatorStrength", "checkpointBoot",
     ]
 
+    /// The request's column values, in the order of ``columnNames`` from `url` to `options`.
+    static func requestValues(_ request: AssetRequest) throws -> [(any DatabaseValueConvertible)?] {
+        let network = request.network
+        return [
+            request.url.absoluteString, request.destinationPath, request.sha256, request.unpack?.rawValue,
+            request.role.rawValue, request.priority, request.maxBytesPerSecond,
+            network?.allowedKinds.map { $0.map(\.rawValue).sorted().joined(separator: ",") },
+            network?.allowsExpensive, network?.allowsConstrained, network?.allowsRoaming,
+            try json(request.headers), try json(request.options),
+        ]
+    }
+
     /// The row's values, in the order of ``columnNames``.
     func columnValues() throws -> [(any DatabaseValueConvertible)?] {
-        [id, issueName, seq, try storedRequest.json(), userInfo, state, detail, retryAt.map(StoredDate.init), attempts,
-         bytesOnDisk, expectedBytes, validator, validatorStrength, checkpointBoot]
+        [id, issueName, seq] + (try Self.requestValues(request))
+            + [userInfo, state, detail, failure?.code, failure?.transportCode, failure?.errno, retryAt.map(StoredDate.init),
+               attempts, bytesOnDisk, expectedBytes, validator, validatorStrength, checkpointBoot]
     }
 
     func encode(to container: inout PersistenceContainer) throws {
@@ -216,6 +219,49 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     var resourceValidator: ResourceValidator? {
         guard let validator else { return nil }
         return ResourceValidator(validator, strength: ResourceValidator.Strength(rawValue: validatorStrength ?? "") ?? .weak)
+    }
+
+    /// Why the asset failed, rebuilt from its stored message and codes; `nil` unless failed.
+    var libraryError: LibraryError? {
+        guard state == PersistedState.failed.rawValue else { return nil }
+        let message = detail ?? "asset \(id) failed"
+        return failure?.error(message: message) ?? LibraryError(.transport, message)
+    }
+}
+
+/// A failure's codes as stored with it, so that the ``LibraryError`` rebuilt after a reopen has
+/// the same ``LibraryError/code`` and ``LibraryError/reason``.
+struct StoredFailure: Sendable, Hashable {
+    /// The ``LibraryError/Code`` raw value.
+    var code: String
+    /// The ``TransportError/Code`` raw value, when a transport failed.
+    var transportCode: String?
+    /// The `errno` of an underlying `POSIXError` (ENOSPC, …).
+    var errno: Int32?
+
+    init(code: String, transportCode: String?, errno: Int32?) {
+        self.code = code
+        self.transportCode = transportCode
+        self.errno = errno
+    }
+
+    init(_ error: LibraryError) {
+        code = error.code.rawValue
+        transportCode = error.transportError?.code.rawValue
+        errno = (error.underlying as? POSIXError)?.code.rawValue
+    }
+
+    func error(message: String) -> LibraryError {
+        var underlying: (any Error & Sendable)?
+        var retryable = false
+        if let transportCode {
+            let code = TransportError.Code(transportCode)
+            retryable = code.isRetryableByDefault
+            underlying = TransportError(code, message)
+        } else if let errno, let code = POSIXErrorCode(rawValue: errno) {
+            underlying = POSIXError(code)
+        }
+        return LibraryError(LibraryError.Code(code), message, isRetryable: retryable, underlying: underlying)
     }
 }
 
@@ -235,8 +281,20 @@ struct AssetPatch: Sendable {
     var expectedBytes: Int64??
     var validator: ResourceValidator??
     var checkpointBoot: String??
+    /// The failure's codes; a patch that changes the state without them clears them.
+    var failure: StoredFailure??
 
     init(id: String) { self.id = id }
+
+    /// Marks the asset failed with `error`: state, message and codes.
+    mutating func fail(_ error: LibraryError) {
+        state = .failed
+        detail = .some(error.message)
+        failure = .some(StoredFailure(error))
+    }
+
+    /// The failure to record: the patch's own, or none when it changes the state without one.
+    var failureChange: StoredFailure?? { failure ?? (state != nil ? .some(nil) : nil) }
 
     /// Applies this patch to a record read from the database.
     func apply(to record: inout AssetRecord) {
@@ -251,6 +309,7 @@ struct AssetPatch: Sendable {
             record.validatorStrength = validator?.strength.rawValue
         }
         if let checkpointBoot { record.checkpointBoot = checkpointBoot }
+        if let failure = failureChange { record.failure = failure }
     }
 
     /// Folds a later patch into this one (later values win).
@@ -263,6 +322,7 @@ struct AssetPatch: Sendable {
         if let value = later.expectedBytes { expectedBytes = value }
         if let value = later.validator { validator = value }
         if let value = later.checkpointBoot { checkpointBoot = value }
+        if let value = later.failureChange { failure = value }
     }
 }
 

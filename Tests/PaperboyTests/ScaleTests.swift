@@ -1,0 +1,132 @@
+import Foundation
+import Testing
+@testable import Paperboy
+import PaperboyTesting
+
+/// A library of 100,000 assets opens without reading them, and the scheduler holds only its
+/// working set: the store is the state (issue 17).
+@Suite("Libraries of 100,000 assets")
+struct ScaleTests {
+    let folder = TempFolder()
+    var root: URL { folder.file("library") }
+
+    /// 100 issues × 1,000 assets written straight through the store (no download): 97,000
+    /// delivered, 1,000 failed, 1,000 paused, 1,000 queued; the last 10 queued ones (the highest
+    /// sequence numbers) with priority 5.
+    /// Written on a thread of its own: seconds of synchronous writes would hold one of the few
+    /// threads of the cooperative pool that other tests' timeouts need.
+    func writeLibrary(source: URL) async throws -> (queuedFirst: Set<String>, delivered: String, failed: String) {
+        let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
+        let written = try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result { try Self.insertRows(library.scheduler.store, source: source) })
+            }.start()
+        }
+        await library.close()
+        return written
+    }
+
+    static func insertRows(_ store: LibraryStore, source: URL) throws -> (queuedFirst: Set<String>, delivered: String, failed: String) {
+        var seq: Int64 = 0
+        var first: Set<String> = []
+        var delivered = "", failed = ""
+        for issue in 0..<100 {
+            let name = String(format: "issue-%03d", issue)
+            try store.insertIssue(IssueRecord(name: name, date: Date(), addedAt: Date(), isNew: false, coverPath: nil))
+            var records: [AssetRecord] = []
+            records.reserveCapacity(1_000)
+            for index in 0..<1_000 {
+                seq += 1
+                let state: PersistedState = switch issue {
+                case 97: .failed
+                case 98: .paused
+                case 99: .queued
+                default: .delivered
+                }
+                let priority = issue == 99 && index >= 990 ? 5 : 0
+                var record = AssetRecord(
+                    id: "\(name)-\(index)", issueName: name, seq: seq,
+                    request: AssetRequest(url: source, priority: priority, destinationPath: "f\(index)"), userInfo: nil,
+                    state: state.rawValue, detail: state == .failed ? "HTTP 404" : nil, retryAt: nil, attempts: 0,
+                    bytesOnDisk: state == .delivered ? 1 : 0, expectedBytes: 1, validator: nil, validatorStrength: nil)
+                if state == .failed {
+                    record.failure = StoredFailure(code: "transport", transportCode: "not-found", errno: nil)
+                    failed = record.id
+                }
+                if state == .delivered { delivered = record.id }
+                if priority == 5 { first.insert(record.id) }
+                records.append(record)
+            }
+            try store.insertAssets(records)
+        }
+        return (first, delivered, failed)
+    }
+
+    @Test func aLibraryOf100000AssetsOpensFastAndHoldsOnlyItsWorkingSet() async throws {
+        let transport = InMemoryTransport()
+        // Every attempt stalls: the transfers started stay running, and the window stays full.
+        let source = transport.serve(Data(count: 10), at: "stall", script: Array(repeating: .stallAfter(0), count: 100))
+        let (queuedFirst, deliveredID, failedID) = try await writeLibrary(source: source)
+
+        let started = ContinuousClock.now
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration())
+        let opening = ContinuousClock.now - started
+        #expect(opening < .seconds(5), "opening took \(opening)")
+        await eventually("four transfers running") { transport.jobs.count == 4 }
+
+        let scheduler = library.scheduler
+        // Running (4) and the window of the next in line, not the 2,000 other undelivered assets.
+        #expect(scheduler.entriesInMemory <= Scheduler.windowSize + 4, "\(scheduler.entriesInMemory) assets in memory")
+        // The highest priority runs first, though added last.
+        #expect(Set(transport.jobs.compactMap(\.assetIdentifier)).isSubset(of: queuedFirst), "\(transport.jobs.map(\.assetIdentifier))")
+
+        // Public reads of assets out of memory come from the store.
+        #expect(library.asset(identifier: deliveredID)?.state == .delivered)
+        let failed = try #require(library.asset(identifier: failedID))
+        guard case .failed(let error) = try await failed.waitUntilFinished() else {
+            Issue.record("\(failedID) should be failed")
+            return
+        }
+        #expect(error.reason == .notFound)
+        #expect(library.issue(named: "issue-050")?.assets.count == 1_000)
+        #expect(library.issue(named: "issue-050")?.status == .available)
+        #expect(library.downloadingAssets.count == 2_000)
+        let activity = library.activity
+        #expect(activity.downloading == 4 && activity.queued == 996 && activity.paused == 1_000 && activity.failed == 1_000, "\(activity)")
+
+        // Asking for the paused ones and the failed ones queues them in the store, not in memory.
+        for asset in library.issue(named: "issue-098")?.assets ?? [] { asset.download() }
+        for asset in library.issue(named: "issue-097")?.assets ?? [] { asset.download() }
+        #expect(scheduler.entriesInMemory <= Scheduler.windowSize + 4 + 10, "\(scheduler.entriesInMemory) assets in memory")
+        #expect(library.activity.queued == 2_996)
+        await library.close()
+    }
+
+    /// Assets asked for while the window is full stay in the store, unless their priority is
+    /// above the window's lowest: then they run next, whether added downloading or asked for.
+    @Test(arguments: [true, false])
+    func aHigherPriorityAskedForWhileTheWindowIsFullRunsNext(addedDownloading: Bool) async throws {
+        let transport = InMemoryTransport()
+        let source = transport.serve(Data(count: 10), at: "stall", script: Array(repeating: .stallAfter(0), count: 10))
+        var configuration = testConfiguration()
+        configuration.maxConcurrentTransfers = 1
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
+        let issue = try library.addIssue(name: "i", date: Date())
+        let low = try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
+        await eventually("the first transfer") { transport.jobs.count == 1 }
+        #expect(library.scheduler.entriesInMemory <= Scheduler.windowSize + 1)
+        let request = AssetRequest(url: source, priority: 9, destinationPath: "high")
+        let high: AssetDownload
+        if addedDownloading {
+            high = try issue.addAssets([(request, nil)], downloading: true)[0]
+        } else {
+            high = try issue.addAsset(request)
+            high.download()
+        }
+        low[0].pause()
+        await eventually("the second transfer") { transport.jobs.count == 2 }
+        #expect(transport.jobs.dropFirst().first?.assetIdentifier == high.identifier, "\(transport.jobs.map(\.assetIdentifier))")
+        #expect(library.activity.queued == 599)
+        await library.close()
+    }
+}
