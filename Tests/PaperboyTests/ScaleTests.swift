@@ -129,4 +129,28 @@ struct ScaleTests {
         #expect(library.activity.queued == 599)
         await library.close()
     }
+
+    /// Asked for again (as `paperboy sync` asks for every planned asset) while the window has
+    /// room, a queued asset read from the store joins the line: it was held in memory out of
+    /// line, and out of the store's backlog too, so the sync waited forever (seen: 242 of
+    /// 10,000 assets left queued after a killed sync was run again).
+    @Test func queuedAssetsAskedForAgainFromTheStoreAllRun() async throws {
+        let transport = InMemoryTransport()
+        let stalled = transport.serve(Data(count: 10), at: "stall", script: [.stallAfter(0), .stallAfter(0)])
+        let source = transport.serve(Data(count: 10), at: "small")
+        var configuration = testConfiguration()
+        configuration.maxConcurrentTransfers = 3
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
+        let issue = try library.addIssue(name: "i", date: Date())
+        // Two transfers that never end keep the window below its size while the rest is asked for.
+        _ = try issue.addAssets([(AssetRequest(url: stalled, destinationPath: "s0"), nil), (AssetRequest(url: stalled, destinationPath: "s1"), nil)],
+                                downloading: true)
+        await eventually("the stalled transfers") { transport.jobs.count >= 2 }
+        let assets = try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
+        for asset in assets { asset.download() }
+        await eventually(timeout: .seconds(30), "600 assets delivered") { assets.allSatisfy { $0.state == .delivered } }
+        let left = assets.filter { $0.state != .delivered }.count
+        #expect(left == 0, "\(left) of 600 assets never ran")
+        await library.close()
+    }
 }

@@ -421,8 +421,17 @@ final class Scheduler: Sendable {
     func loadEntry(_ id: String, in state: inout State) -> Bool {
         if state.entries[id] != nil { return true }
         guard let record = store.asset(id: id), record.state != PersistedState.delivered.rawValue else { return false }
-        state.insert(Entry(record))
+        take(Entry(record), in: &state)
         return true
+    }
+
+    /// Holds `entry`, read from the store, in memory; a queued one joins the line (held but not
+    /// in line, it would never run: the store's backlog leaves out what memory holds).
+    private func take(_ entry: Entry, in state: inout State) {
+        state.insert(entry)
+        if entry.state == .queued {
+            state.ready.push(id: entry.id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
+        }
     }
 
     /// The number of assets held in memory (for tests: it stays bounded).
@@ -491,7 +500,7 @@ final class Scheduler: Sendable {
             if state.entries[id] == nil {
                 guard let record = stored ?? store.asset(id: id), record.state != PersistedState.delivered.rawValue else { return }
                 if delegate == nil, queueInStore(record, in: &state) { return }
-                state.insert(Entry(record))
+                take(Entry(record), in: &state)
             }
             var enqueue: (seq: Int64, priority: Int, host: String)?
             state.update(id) { entry in
