@@ -117,7 +117,8 @@ struct HTTPTransportTests {
         let task = Task { try await transport.transfer(job(server.url("/f"), idleTimeout: .seconds(30)), into: sink) }
         let deadline = ContinuousClock.now + .seconds(10)
         while sink.data.count < 100_000, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        let seen = "\(server.connectionCount) connections, \(server.requests.count) requests, \(sink.data.count) bytes, began: \(sink.beginCount)"
+        let seen = "\(server.connectionCount) connections, \(server.requests.count) requests, \(sink.data.count) bytes, began: \(sink.beginCount), "
+            + "accept failures: [\(server.acceptFailures)], port \(server.port)"
         let start = ContinuousClock.now
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }

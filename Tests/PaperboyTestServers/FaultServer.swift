@@ -23,6 +23,8 @@ public final class FaultServer: Sendable {
         var open: Set<Int32> = []
         var stopped = false
         var listenerClosed = false
+        /// accept(2)'s failures by errno (EBADF or ENOTSOCK: something else closed the listener).
+        var acceptFailures: [Int32: Int] = [:]
     }
 
     /// The port the server listens on.
@@ -59,6 +61,14 @@ public final class FaultServer: Sendable {
     /// Connections accepted so far.
     public var connectionCount: Int { state.withLock { $0.connections } }
 
+    /// What went wrong in accept(2) so far, as `strerror ×count` (empty when nothing did): for
+    /// a test that saw no connection.
+    public var acceptFailures: String {
+        state.withLock { state in
+            state.acceptFailures.map { "\(String(cString: strerror($0.key))) ×\($0.value)" }.joined(separator: ", ")
+        }
+    }
+
     /// Stops listening and drops every connection.
     ///
     /// Descriptors are shut down, and closed by their threads, under one lock: a number closed
@@ -90,7 +100,11 @@ public final class FaultServer: Sendable {
                 // Only stopping ends the loop: an aborted connection or a moment without file
                 // descriptors (a busy test process) must not leave the server deaf.
                 if isStopped { return }
-                if errno != EINTR { usleep(1_000) }
+                let failure = errno
+                if failure != EINTR {
+                    state.withLock { $0.acceptFailures[failure, default: 0] += 1 }
+                    usleep(1_000)
+                }
                 continue
             }
             let number = state.withLock { state -> Int? in
