@@ -115,8 +115,10 @@ struct HTTPTransportTests {
         let sink = RecordingSink()
         let transport = httpTransport(writingBehind: writingBehind)
         let task = Task { try await transport.transfer(job(server.url("/f"), idleTimeout: .seconds(30)), into: sink) }
-        let deadline = ContinuousClock.now + .seconds(10)
+        let started = ContinuousClock.now
+        let deadline = started + .seconds(30)
         while sink.data.count < 100_000, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        if ContinuousClock.now - started > .seconds(3) { print("stalled-transfer test: the bytes took \(ContinuousClock.now - started)") }
         let seen = "\(server.connectionCount) connections, \(server.requests.count) requests, \(sink.data.count) bytes, began: \(sink.beginCount), "
             + "accept failures: [\(server.acceptFailures)], port \(server.port)"
         let start = ContinuousClock.now
