@@ -187,7 +187,9 @@ struct DaemonTests {
     }
 
     @Test func aClientThatWasNotConnectedGetsTheFileOnItsNextConnectionAndOnceAcknowledgedNeverAgain() async throws {
-        let (config, runtime) = setUp()
+        // Slow enough (about 1.5 s) that the app is gone before the file is finished: a file
+        // finished while it is connected goes to its own delegate, which acknowledges it.
+        let (config, runtime) = setUp("[bandwidth]\nlimit = \"200KB/s\"")
         let data = randomData(300_000, seed: 5)
         let source = workspace.write(data, to: "late.bin")
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))

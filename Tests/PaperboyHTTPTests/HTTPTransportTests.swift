@@ -118,7 +118,7 @@ struct HTTPTransportTests {
         let started = ContinuousClock.now
         let deadline = started + .seconds(30)
         while sink.data.count < 100_000, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        if ContinuousClock.now - started > .seconds(3) { print("stalled-transfer test: the bytes took \(ContinuousClock.now - started)") }
+        if ContinuousClock.now - started > .seconds(3) { print("stalled-transfer test: the bytes took \(ContinuousClock.now - started), port \(server.port)") }
         let seen = "\(server.connectionCount) connections, \(server.requests.count) requests, \(sink.data.count) bytes, began: \(sink.beginCount), "
             + "accept failures: [\(server.acceptFailures)], port \(server.port)"
         let start = ContinuousClock.now
