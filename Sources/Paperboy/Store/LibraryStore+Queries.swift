@@ -67,37 +67,22 @@ extension LibraryStore {
     /// however many assets the issue has, and `body` runs outside any database access, so it
     /// may read the library.
     func forEachAsset(issueName: String, pageSize: Int = assetPageSize, _ body: (AssetRecord) throws -> Void) rethrows {
-        // Assets are inserted in seq order, and the issueName index keeps an issue's entries in
-        // rowid order: a page is then a range of the index, read without sorting. Paged by seq
-        // instead, with no index on it, each page read and sorted the issue's every row (one
-        // issue of 100,000 assets listed in 2 s instead of 0.5 s). A library whose rowids are not
-        // in seq order (damaged, or rebuilt) is paged by (seq, id): slower, in the same order.
-        let byRowid = (try? pool.read { db in
-            try Bool.fetchOne(db, sql: """
-                SELECT NOT EXISTS (SELECT 1 FROM (SELECT seq, LAG(seq) OVER (ORDER BY rowid) AS previous
-                                                  FROM asset WHERE issueName = ?) WHERE previous >= seq)
-                """, arguments: [issueName])
-        }) ?? nil ?? false
-        let selection = AssetRecord.databaseSelection + [Column.rowID]
-        var after: (rowid: Int64, seq: Int64, id: String)?
+        // A page is a range of the (issueName, seq) index, read without sorting the issue's
+        // rows; ties on seq (a damaged table) are broken by id, so the order is total.
+        var after: (seq: Int64, id: String)?
         while true {
-            var last: Int64?
             let page = overlaid {
                 (try? pool.read { db -> [AssetRecord] in
-                    var request = AssetRecord.select(selection).filter(Column("issueName") == issueName)
+                    var request = AssetRecord.filter(Column("issueName") == issueName)
                     if let after {
-                        request = request.filter(byRowid ? Column.rowID > after.rowid
-                            : Column("seq") > after.seq || (Column("seq") == after.seq && Column("id") > after.id))
+                        request = request.filter(Column("seq") > after.seq || (Column("seq") == after.seq && Column("id") > after.id))
                     }
-                    request = byRowid ? request.order(Column.rowID) : request.order(Column("seq"), Column("id"))
-                    let rows = try Row.fetchAll(db, request.limit(pageSize))
-                    last = rows.last?.storedInteger(atIndex: selection.count - 1)
-                    return try rows.map { try AssetRecord(row: $0) }
+                    return try request.order(Column("seq"), Column("id")).limit(pageSize).fetchAll(db)
                 }) ?? []
             }
             for record in page { try body(record) }
-            guard page.count == pageSize, let record = page.last, let rowid = last else { return }
-            after = (rowid, record.seq, record.id)
+            guard page.count == pageSize, let record = page.last else { return }
+            after = (record.seq, record.id)
         }
     }
 }
