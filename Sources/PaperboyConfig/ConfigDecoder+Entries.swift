@@ -109,8 +109,15 @@ extension ConfigDecoder {
                                         "a catalog names local files only when it is a local file itself")
                 }
             }
+            let refresh = try table.duration("refresh")
+            if let refresh, !(FeedEntry.minimumRefresh...FeedEntry.maximumRefresh).contains(refresh) {
+                throw table.error(
+                    .invalidValue, "refresh",
+                    "expected a duration from \(DurationParser.string(for: FeedEntry.minimumRefresh)) to "
+                        + "\(DurationParser.string(for: FeedEntry.maximumRefresh)), got \(DurationParser.string(for: refresh))")
+            }
             entries.append(FeedEntry(name: name, url: url, maxAssets: maxAssets, allowedSchemes: schemes,
-                                     line: context.line(for: table.path)))
+                                     refresh: refresh, line: context.line(for: table.path)))
         }
         return entries
     }

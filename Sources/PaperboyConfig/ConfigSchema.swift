@@ -16,7 +16,7 @@ enum ConfigSchema {
         "match", "username", "password_env", "password_file", "token_env", "token_file",
         "private_key", "passphrase_env", "passphrase_file", "known_hosts", "ca_file",
     ]
-    static let feeds = ["name", "url", "max_assets", "allowed_schemes"]
+    static let feeds = ["name", "url", "max_assets", "allowed_schemes", "refresh"]
     static let transports = ["scheme", "command", "options", "keep_alive"]
     static let issues = ["name", "date", "assets"]
     static let assets = [

@@ -26,6 +26,8 @@ public final class DaemonServer: Sendable {
     private let desk: DeliveryDesk
     private let registry = Registry()
     private let listener = Mutex<Int32>(-1)
+    /// Answers `NOTIFY` (see ``answerNotifications(with:)``).
+    let notifyHandler = Mutex<NotifyHandler?>(nil)
 
     /// The connections, shared with the delivery desk's broadcasts.
     private final class Registry: Sendable {
@@ -296,6 +298,9 @@ public final class DaemonServer: Sendable {
             let request = try DaemonProtocol.decode(PlainRequest.self, frame)
             connection.send(DaemonProtocol.frame(Kind.ok, OKReply(id: request.id)))
             connection.subscribe(replaying: desk.pendingEvents())
+            return nil
+        case Kind.notify:
+            try notify(frame, on: connection)
             return nil
         case Kind.reload:
             let request = try DaemonProtocol.decode(PlainRequest.self, frame)

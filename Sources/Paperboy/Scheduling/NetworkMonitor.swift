@@ -50,21 +50,31 @@ public final class FixedNetworkMonitor: NetworkMonitor {
 /// Reads the Linux network state: the default-route interface from `/proc/net/route`, its
 /// class from sysfs (`wireless` or `phy80211` → wifi, `DEVTYPE=wwan` → cellular, Ethernet →
 /// wired, anything else → other), and whether it is metered from NetworkManager when `nmcli`
-/// is installed (otherwise not expensive). Polls every few seconds.
+/// is installed (otherwise not expensive).
+///
+/// It reads again when the kernel announces a link, address or route change (rtnetlink, see
+/// ``NetlinkRouteWatcher``), and every ``fallbackInterval`` besides (NetworkManager's metered
+/// flag changes without one); where no netlink socket can be opened, it reads every
+/// `interval` instead.
 public final class LinuxNetworkMonitor: NetworkMonitor {
+    /// How often the state is read again when netlink announces changes.
+    public static let fallbackInterval = Duration.seconds(60)
+
     private let procRoot: URL
     private let sysRoot: URL
     private let interval: Duration
     private let meteredLookup: @Sendable (String) -> Bool
     private let fixed = FixedNetworkMonitor(NetworkStatus(kind: .none))
     private let poller = Mutex<Task<Void, Never>?>(nil)
+    private let watcher = Mutex<NetlinkRouteWatcher?>(nil)
 
     /// Creates a monitor.
     ///
     /// - Parameters:
     ///   - procRoot: where `net/route` is (tests pass a fake tree).
     ///   - sysRoot: where `class/net` is.
-    ///   - interval: how often to look again.
+    ///   - interval: how often to look again where netlink cannot tell (``fallbackInterval``
+    ///     when it can, or `interval` if longer).
     ///   - isMetered: whether an interface is metered (default: ask `nmcli` when it exists).
     public init(procRoot: URL = URL(fileURLWithPath: "/proc"), sysRoot: URL = URL(fileURLWithPath: "/sys"),
                 interval: Duration = .seconds(3), isMetered: (@Sendable (String) -> Bool)? = nil) {
@@ -75,13 +85,30 @@ public final class LinuxNetworkMonitor: NetworkMonitor {
         fixed.set(read())
     }
 
-    deinit { poller.withLock { $0?.cancel() } }
+    deinit {
+        poller.withLock { $0?.cancel() }
+        watcher.withLock { $0?.stop() }
+    }
+
+    /// Whether changes are announced by netlink (otherwise the monitor polls every `interval`).
+    public var watchesNetlink: Bool { watcher.withLock { $0 != nil } }
 
     public var current: NetworkStatus { fixed.current }
 
     public func changes() -> AsyncStream<NetworkStatus> {
+        let watching = watcher.withLock { watcher -> Bool in
+            if watcher == nil {
+                watcher = NetlinkRouteWatcher(fallback: max(interval, Self.fallbackInterval)) { [weak self] in
+                    guard let self else { return }
+                    self.fixed.set(self.read())
+                }
+            }
+            return watcher != nil
+        }
+        // A change between the first read and the watcher's start would wait for the fallback.
+        if watching { fixed.set(read()) }
         poller.withLock { poller in
-            guard poller == nil else { return }
+            guard poller == nil, !watching else { return }
             let interval = self.interval
             poller = Task { [weak self] in
                 while !Task.isCancelled {

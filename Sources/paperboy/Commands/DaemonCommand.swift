@@ -15,7 +15,8 @@ struct DaemonCommand: AsyncParsableCommand {
         abstract: "Run in the foreground, download the configured issues, and serve clients on a Unix socket.",
         discussion: """
             Logs go to standard error. SIGTERM or SIGINT stop it (transfers keep their bytes; exit 0); \
-            SIGHUP reads the configuration again (bandwidth limits, new issues). See docs/Daemon.md.
+            SIGHUP reads the configuration again (bandwidth limits, new issues and feeds). Feeds with a \
+            refresh are refreshed on their schedule, and all of them on NOTIFY ('paperboy notify'). See docs/Daemon.md.
             """
     )
 
@@ -33,6 +34,9 @@ struct DaemonCommand: AsyncParsableCommand {
             try await daemon.reload()
         }
         daemon.server = server
+        let feeds = FeedDuty(library: library, config: config, logger: logger) { asset in server.download(asset, deliver: false) }
+        daemon.feeds = feeds
+        server.answerNotifications { request in try await feeds.notify(request) }
         do {
             try server.start()
         } catch {
@@ -45,6 +49,7 @@ struct DaemonCommand: AsyncParsableCommand {
         } catch {
             logger.error("\(config.fileURL.lastPathComponent): \(error.message)")
         }
+        await feeds.begin()
         SystemdNotifier.notify("READY=1")
         for await signal in signals.stream {
             if signal == SIGHUP {
@@ -61,6 +66,7 @@ struct DaemonCommand: AsyncParsableCommand {
             SystemdNotifier.notify("STOPPING=1")
             break
         }
+        await feeds.stop()
         server.stop()
         await library.close()
     }
@@ -73,6 +79,8 @@ final class Daemon: @unchecked Sendable {
     let logger: Logger
     /// Set once before the server starts.
     var server: DaemonServer?
+    /// Set once before the server starts: the feeds' schedules.
+    var feeds: FeedDuty?
     private let config: Mutex<PaperboyConfiguration>
 
     init(library: Library, config: PaperboyConfiguration, options: GlobalOptions, logger: Logger) {
@@ -109,6 +117,7 @@ final class Daemon: @unchecked Sendable {
             BandwidthSchedule.Entry(minuteOfDay: $0.minuteOfDay, bytesPerSecond: $0.rate?.bytesPerSecond)
         }))
         config.withLock { $0 = fresh }
+        await feeds?.reconfigure(fresh)
         do {
             return try addConfiguredIssues(fresh)
         } catch {

@@ -12,7 +12,10 @@ struct NotifyCommand: AsyncParsableCommand {
         discussion: """
             The trigger is throttled to once per [notifications] throttle (24h by default; the time of \
             the last refresh is kept in the library, so it survives restarts) unless dont_throttle is \
-            set. A throttled or ignored trigger exits with 0 and says why; a refresh exits like sync.
+            set. A throttled or ignored trigger exits with 0 and says why; a refresh exits like sync. \
+            When a daemon serves the library (it answers on [daemon] socket), the daemon refreshes the \
+            feeds and downloads their new issues: the command exits once the catalogs are read (1 if a \
+            feed could not be used).
             """
     )
 
@@ -23,7 +26,7 @@ struct NotifyCommand: AsyncParsableCommand {
         valueName: "json"))
     var payload: String?
 
-    @Flag(help: "Wait for an allowed network instead of exiting with 75 when assets wait for one.")
+    @Flag(help: "Wait for an allowed network instead of exiting with 75 when assets wait for one (in-process only).")
     var wait = false
 
     func validate() throws {
@@ -49,6 +52,7 @@ struct NotifyCommand: AsyncParsableCommand {
                 throw ExitCode(2)
             }
         }
+        if try notifyThroughDaemon(config, payload: json) { return }
         let library = try SyncRun.openLibrary(config)
         let decision: ContentAvailableResult
         do {

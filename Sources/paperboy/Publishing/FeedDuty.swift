@@ -1,0 +1,162 @@
+import Foundation
+import Logging
+import Paperboy
+import PaperboyConfig
+import PaperboyDaemon
+
+/// The daemon's feeds: refreshed on their `refresh` schedule and on `NOTIFY`, one refresh at a
+/// time, through the same code as `paperboy sync` (``FeedRefresh``, then ``SyncPlan``); the new
+/// assets start in the daemon.
+///
+/// One timer waits for the earliest due feed (at most an hour at a time, so that a changed
+/// wall clock is noticed); nothing polls. The schedule is written to ``FeedSchedule/fileName``
+/// after every change.
+actor FeedDuty {
+    private let library: Library
+    private let logger: Logger
+    private let start: @Sendable (AssetDownload) -> Void
+    private let file: URL
+    private var config: PaperboyConfiguration
+    private var schedule = FeedSchedule()
+    private var timer: Task<Void, Never>?
+    private var stopped = false
+
+    /// - Parameter start: starts the download of an asset a refresh added or found undelivered.
+    init(library: Library, config: PaperboyConfiguration, logger: Logger, start: @escaping @Sendable (AssetDownload) -> Void) {
+        self.library = library
+        self.config = config
+        self.logger = logger
+        self.start = start
+        file = library.root.appendingPathComponent(FeedSchedule.fileName)
+    }
+
+    /// Reads the schedule kept by an earlier run (an unreadable one is set aside as
+    /// `feed-schedule.json.corrupt` and the schedule recomputed) and arms the timer.
+    func begin() {
+        let (loaded, problem) = FeedSchedule.load(from: file)
+        if let problem {
+            let aside = file.appendingPathExtension("corrupt")
+            unlink(aside.path)
+            rename(file.path, aside.path)
+            logger.warning("\(file.path): \(problem); set aside as \(aside.lastPathComponent), feed schedule recomputed")
+        }
+        schedule = loaded
+        reschedule(config.feeds)
+    }
+
+    /// Applies a reloaded configuration: new feeds are scheduled, removed ones forgotten.
+    func reconfigure(_ fresh: PaperboyConfiguration) {
+        config = fresh
+        reschedule(fresh.feeds)
+    }
+
+    /// Stops the timer; a refresh under way finishes.
+    func stop() {
+        stopped = true
+        timer?.cancel()
+        timer = nil
+    }
+
+    /// Answers `NOTIFY`: a content-available trigger, throttled like `paperboy notify`, that
+    /// refreshes `request.feed` (or every feed) now.
+    func notify(_ request: NotifyRequest) async throws -> NotifyReply {
+        var feeds = config.feeds
+        if let name = request.feed {
+            feeds = feeds.filter { $0.name == name }
+            guard !feeds.isEmpty else {
+                throw WireError(DaemonProtocol.ErrorCode.feedNotFound,
+                                "NOTIFY: no feed named '\(name)' (feeds: \(config.feeds.map(\.name).joined(separator: ", ")))")
+            }
+        }
+        let decision = try library.contentAvailable(
+            payload: request.payload, throttle: config.notifications.throttle, dontThrottle: config.notifications.dontThrottle)
+        switch decision {
+        case .ignored:
+            return NotifyReply(id: request.id, result: .ignored)
+        case .throttled(let next):
+            logger.notice("content-available: throttled until \(next.utcTimeText)")
+            var reply = NotifyReply(id: request.id, result: .throttled)
+            reply.nextAllowed = next
+            return reply
+        case .refresh:
+            logger.notice("content-available: refreshing \(feeds.count) feed(s)")
+            let (added, failures) = await refresh(feeds)
+            var reply = NotifyReply(id: request.id, result: .refreshed)
+            reply.feeds = feeds.map(\.name)
+            reply.newIssues = added
+            reply.failures = failures
+            return reply
+        }
+    }
+
+    // MARK: The timer
+
+    private func reschedule(_ feeds: [FeedEntry]) {
+        schedule.reconcile(with: feeds, now: Date(), random: { Double.random(in: 0...1) })
+        persist()
+        for (name, due) in schedule.next.sorted(by: { $0.value < $1.value }) {
+            logger.notice("feed '\(name)': next refresh at \(due.utcTimeText)")
+        }
+        arm()
+    }
+
+    private func arm() {
+        timer?.cancel()
+        guard !stopped, let earliest = schedule.earliest else {
+            timer = nil
+            return
+        }
+        let wait = min(max(earliest.timeIntervalSinceNow, 0), 3600)
+        timer = Task { [weak self] in
+            try? await Task.sleep(for: .milliseconds(Int64(wait * 1000)))
+            guard !Task.isCancelled else { return }
+            await self?.fire()
+        }
+    }
+
+    private func fire() async {
+        let due = Set(schedule.due(at: Date()))
+        let feeds = config.feeds.filter { due.contains($0.name) }
+        if !feeds.isEmpty {
+            logger.notice("refreshing \(feeds.count) feed(s) on schedule: \(feeds.map(\.name).joined(separator: ", "))")
+            _ = await refresh(feeds)
+        }
+        arm()
+    }
+
+    // MARK: Refreshing
+
+    /// Fetches `feeds`, adds their new issues and assets, starts what is not delivered, and
+    /// sets each feed's next refresh. Returns the new issues' names and the problems.
+    private func refresh(_ feeds: [FeedEntry]) async -> (added: [String], failures: [String]) {
+        var scoped = config
+        scoped.feeds = feeds
+        let result = await FeedRefresh.refresh(config: scoped, library: library, logger: logger)
+        var failures = result.failures
+        var added: [String] = []
+        var plan = SyncPlan()
+        for item in result.issues {
+            let isNew = library.issue(named: item.entry.name) == nil
+            do {
+                try plan.add(item.entry, config: config, library: library)
+                if isNew { added.append(item.entry.name) }
+            } catch {
+                failures.append("feed '\(item.feed)': issue '\(item.entry.name)': \(error.message)")
+            }
+        }
+        for asset in plan.toDownload where !asset.state.isActive { start(asset) }
+        for failure in failures { logger.error("\(failure)") }
+        let now = Date()
+        for feed in feeds { schedule.refreshed(feed, now: now, random: Double.random(in: 0...1)) }
+        persist()
+        return (added, failures)
+    }
+
+    private func persist() {
+        do {
+            try schedule.save(to: file)
+        } catch {
+            logger.error("cannot write \(file.path): \(error.localizedDescription); the feed schedule is kept in memory only")
+        }
+    }
+}
