@@ -62,6 +62,7 @@ struct CatalogLimitsTests {
             url = "https://news.example.com/catalog.json"
             max_assets = 50
             allowed_schemes = ["sftp", "IPFS"]
+            refresh = "6h"
 
             [[feeds]]
             name = "weekly"
@@ -69,12 +70,16 @@ struct CatalogLimitsTests {
             """, fileURL: fixtureFile, environment: fixtureEnvironment)
         #expect(config.feeds[0].limits == Catalog.Limits(maxAssets: 50, allowedSchemes: ["sftp", "ipfs"]))
         #expect(config.feeds[1].limits == Catalog.Limits())
+        #expect(config.feeds[0].refresh == .seconds(6 * 3600) && config.feeds[1].refresh == nil)
     }
 
     @Test(arguments: [
         ("max_assets = 0", 4, "feeds[0].max_assets", "expected an integer of at least 1"),
         ("allowed_schemes = [\"s ftp\"]", 4, "feeds[0].allowed_schemes[0]", "expected a URL scheme"),
         ("allowed_schemes = [\"file\"]", 4, "feeds[0].allowed_schemes[0]", "local files only when it is a local file"),
+        ("refresh = \"59s\"", 4, "feeds[0].refresh", "expected a duration from 1m to 720h, got 59s"),
+        ("refresh = \"721h\"", 4, "feeds[0].refresh", "expected a duration from 1m to 720h, got 721h"),
+        ("refresh = \"often\"", 4, "feeds[0].refresh", "expected a duration like"),
     ])
     func badFeedLimitsAreConfigurationErrors(_ line: String, _ number: Int, _ key: String, _ message: String) throws {
         let error = try #require(throws: ConfigError.self) {

@@ -147,7 +147,10 @@ actor FeedDuty {
         for asset in plan.toDownload where !asset.state.isActive { start(asset) }
         for failure in failures { logger.error("\(failure)") }
         let now = Date()
-        for feed in feeds { schedule.refreshed(feed, now: now, random: Double.random(in: 0...1)) }
+        for feed in feeds {
+            schedule.refreshed(feed, now: now, random: Double.random(in: 0...1))
+            if let next = schedule.next[feed.name] { logger.notice("feed '\(feed.name)': next refresh at \(next.utcTimeText)") }
+        }
         persist()
         return (added, failures)
     }

@@ -1,0 +1,144 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Paperboy
+import PaperboyClient
+import PaperboyFraming
+import PaperboyTesting
+import Testing
+
+/// The daemon's feeds: refreshed on their `refresh` schedule (kept in `feed-schedule.json`
+/// across restarts) and on `NOTIFY` (`paperboy notify` through the daemon).
+@Suite("paperboy daemon: feed schedules and notify", .serialized)
+struct DaemonFeedTests {
+    let workspace = Workspace()
+
+    /// A catalog listing one issue per name, each a small PDF with its checksum.
+    func publish(_ names: [String]) {
+        var list: [String] = []
+        for name in names {
+            let data = Data("issue \(name)".utf8)
+            _ = workspace.write(data, to: "publisher/content/\(name).pdf")
+            list.append("""
+                {"name": "\(name)", "date": "\(name)", "assets": [{"url": "content/\(name).pdf", "sha256": "\(sha256Hex(data))", "path": "magazine.pdf"}]}
+                """)
+        }
+        _ = workspace.write("{\"issues\": [\(list.joined(separator: ", "))]}", to: "publisher/catalog.json")
+    }
+
+    /// A configuration with the feed `gazette` refreshed every 6 h, a private library folder
+    /// and runtime folder; `schedule` is written as the library's `feed-schedule.json`.
+    func setUp(schedule: String?) -> (config: URL, runtime: URL) {
+        let runtime = workspace.path("runtime")
+        mkdir(runtime.path, 0o700)
+        mkdir(workspace.path("lib").path, 0o700)
+        if let schedule { _ = workspace.write(schedule, to: "lib/feed-schedule.json") }
+        let config = workspace.write("""
+            [library]
+            path = "lib"
+
+            [[feeds]]
+            name = "gazette"
+            url = "publisher/catalog.json"
+            refresh = "6h"
+            """, to: "paperboy.toml")
+        return (config, runtime)
+    }
+
+    /// The next refresh `feed-schedule.json` records for `gazette`.
+    func nextRefresh() throws -> Date? {
+        let data = try Data(contentsOf: workspace.path("lib/feed-schedule.json"))
+        let json = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        let text = ((json?["feeds"] as? [String: Any])?["gazette"] as? [String: Any])?["next_refresh"] as? String
+        return text.flatMap { ISO8601DateFormatter().date(from: $0) }
+    }
+
+    func log(_ daemon: DaemonProcess) -> String { (try? String(contentsOf: daemon.log, encoding: .utf8)) ?? "" }
+
+    @Test func aDueFeedIsRefreshedTheScheduleSurvivesARestartAndNotifyAddsTheNewIssue() async throws {
+        publish(["2026-11-21"])
+        let (config, runtime) = setUp(schedule: #"{"version": 1, "feeds": {"gazette": {"next_refresh": "2020-01-01T00:00:00Z"}}}"#)
+        var daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        // Due since 2020: refreshed at start, its issue added and downloaded.
+        #expect(try await DaemonTests().eventually { try await client.issue(named: "2026-11-21")?.status == .available })
+        let next = try #require(try nextRefresh())
+        let sixHours: TimeInterval = 6 * 3600
+        #expect(next > Date() + sixHours * 0.9 - 60 && next <= Date() + sixHours, "\(next)")
+        client.disconnect()
+        #expect(await daemon.stop() < .seconds(2))
+
+        // A new issue in the catalog; the restarted daemon keeps the schedule: nothing is due.
+        publish(["2026-11-21", "2026-11-28"])
+        daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        #expect(try nextRefresh() == next)
+        try await Task.sleep(for: .milliseconds(500))
+        let again = try await PaperboyClient.connect(socket: daemon.socket)
+        #expect(try await again.issue(named: "2026-11-28") == nil)
+        let shown = ISO8601DateFormatter().string(from: next)
+        #expect(log(daemon).components(separatedBy: "feed 'gazette': next refresh at \(shown)").count == 3, "\(log(daemon))")
+        #expect(log(daemon).components(separatedBy: "refreshing 1 feed(s) on schedule").count == 2, "\(log(daemon))")
+
+        // `paperboy notify` goes through the daemon, which adds and downloads the new issue.
+        let environment = ["XDG_RUNTIME_DIR": runtime.path]
+        let notify = try await CLI.run(["notify", "-v", "--config", config.path], environment: environment)
+        #expect(notify.status == 0, "\(notify.stdout) \(notify.stderr)")
+        #expect(notify.stderr.contains("using the daemon at \(daemon.socket.path)"), "\(notify.stderr)")
+        #expect(notify.stdout.contains("the daemon refreshed 1 feed(s), 1 new issue(s): 2026-11-28"), "\(notify.stdout)")
+        #expect(try await DaemonTests().eventually { try await again.issue(named: "2026-11-28")?.status == .available })
+        #expect(try Data(contentsOf: workspace.path("lib/Issues/2026-11-28/magazine.pdf")) == Data("issue 2026-11-28".utf8))
+        // The refresh moved the feed's next time; a second trigger within 24 h is throttled.
+        let moved = try #require(try nextRefresh())
+        #expect(moved != next && moved > Date() + sixHours * 0.9 - 60, "\(moved)")
+        let throttled = try await CLI.run(["notify", "--config", config.path], environment: environment)
+        #expect(throttled.status == 0 && throttled.stdout.contains("paperboy: throttled; the next refresh is allowed at"), "\(throttled.stdout)")
+        again.disconnect()
+        _ = await daemon.stop()
+    }
+
+    @Test func notifyNamingAnUnknownFeedOrWithoutContentAvailableChangesNothing() async throws {
+        publish(["2026-11-21"])
+        let (config, runtime) = setUp(schedule: #"{"version": 1, "feeds": {"gazette": {"next_refresh": "2999-01-01T00:00:00Z"}}}"#)
+        let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        #expect(try await DaemonTests().eventually { log(daemon).contains("next refresh at") })
+        let probe = DaemonTests()
+        let hello = Frame.encode("HELLO", Data(#"{"protocols":[1]}"#.utf8))
+        let unknown = try probe.exchange(daemon.socket, hello + Frame.encode("NOTIFY", Data(#"{"id":2,"feed":"\u001b[31mnope"}"#.utf8)))
+        #expect(unknown.map(\.kind) == ["HELLO", "ERROR"])
+        #expect(probe.errorCode(unknown.last) == "feed-not-found")
+        let ignored = try probe.exchange(daemon.socket, hello + Frame.encode("NOTIFY", Data(#"{"id":3,"payload":{"aps":{"alert":"hi"}}}"#.utf8)))
+        #expect(ignored.last.map { String(decoding: $0.payload, as: UTF8.self) }?.contains(#""result":"ignored""#) == true)
+        let wrong = try probe.exchange(daemon.socket, hello + Frame.encode("NOTIFY", Data(#"{"id":4,"feed":7}"#.utf8)))
+        #expect(probe.errorCode(wrong.last) == "bad-request")
+        // A schedule far in the future was kept (2999 is more than 6 h away: brought forward).
+        let next = try #require(try nextRefresh())
+        #expect(next <= Date() + 6 * 3600)
+        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        #expect(try await client.issues().isEmpty)
+        client.disconnect()
+        _ = await daemon.stop()
+    }
+
+    @Test func aCorruptScheduleIsSetAsideLoggedAndRecomputed() async throws {
+        publish(["2026-11-21"])
+        let garbage = "{\"version\": 1, \"feeds\": {\"gazette\": \u{0}\u{1}garbage"
+        let (config, runtime) = setUp(schedule: garbage)
+        let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        // The schedule is read once the socket listens, before systemd hears READY=1.
+        #expect(try await DaemonTests().eventually { log(daemon).contains("next refresh at") })
+        #expect(daemon.process.isRunning)
+        #expect(log(daemon).contains("feed-schedule.json: not a feed schedule"), "\(log(daemon))")
+        #expect(log(daemon).contains("set aside as feed-schedule.json.corrupt, feed schedule recomputed"))
+        #expect(try String(contentsOf: workspace.path("lib/feed-schedule.json.corrupt"), encoding: .utf8) == garbage)
+        // Recomputed like a new feed: due within a minute, not all at the same instant.
+        let next = try #require(try nextRefresh())
+        #expect(next >= Date() - 5 && next <= Date() + 61, "\(next)")
+        var info = stat()
+        #expect(stat(workspace.path("lib/feed-schedule.json").path, &info) == 0 && info.st_mode & 0o777 == 0o600)
+        _ = await daemon.stop()
+    }
+}
