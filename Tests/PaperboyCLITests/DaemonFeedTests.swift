@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Paperboy
 import PaperboyClient
+import PaperboyDaemon
 import PaperboyFraming
 import PaperboyTesting
 import Testing
@@ -140,5 +141,24 @@ struct DaemonFeedTests {
         var info = stat()
         #expect(stat(workspace.path("lib/feed-schedule.json").path, &info) == 0 && info.st_mode & 0o777 == 0o600)
         _ = await daemon.stop()
+    }
+
+    @Test func notifyRefusesASocketOthersCouldOpenOrThatIsNotASocket() async throws {
+        publish(["2026-11-21"])
+        let (config, runtime) = setUp(schedule: nil)
+        let socket = runtime.appendingPathComponent("paperboy/daemon.sock")
+        let fd = try DaemonSocket.listen(at: socket)
+        defer { close(fd) }
+        #expect(chmod(socket.path, 0o666) == 0)
+        let environment = ["XDG_RUNTIME_DIR": runtime.path]
+        let open = try await CLI.run(["notify", "--config", config.path], environment: environment)
+        #expect(open.status == 1, "\(open.stdout) \(open.stderr)")
+        #expect(open.stderr.contains("with mode 666; a daemon's socket is this user's"), "\(open.stderr)")
+        unlink(socket.path)
+        _ = workspace.write("not a socket", to: "runtime/paperboy/daemon.sock")
+        let file = try await CLI.run(["notify", "--config", config.path], environment: environment)
+        #expect(file.status == 1 && file.stderr.contains("is not a socket; not using it"), "\(file.stderr)")
+        // Nothing was refreshed in-process either.
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("lib/Issues/2026-11-21").path))
     }
 }
