@@ -35,7 +35,7 @@ final class CurlMulti: @unchecked Sendable {
     private var active: [EasyHandle: CurlRequest] = [:]
     /// When the curl thread next looks for stalled requests. Curl thread only.
     private var nextStallCheck = ContinuousClock.now
-    /// How often it looks (the thread wakes at least once a second, see `run`).
+    /// How often it looks (the thread wakes at least once a second while requests run, see `run`).
     private static let stallCheckInterval: Duration = .milliseconds(250)
 
     /// Whether this libcurl speaks HTTP/2.
@@ -98,7 +98,8 @@ final class CurlMulti: @unchecked Sendable {
             polling.store(true, ordering: .sequentiallyConsistent)
             if commands.withLock({ $0.isEmpty }) {
                 // Returns early on socket activity, curl's own timers, or curl_multi_wakeup.
-                curl_multi_poll(multi, nil, 0, 1000, nil)
+                // With nothing to watch for stalls, an idle process (the daemon) sleeps.
+                curl_multi_poll(multi, nil, 0, active.isEmpty ? 60_000 : 1000, nil)
             }
             polling.store(false, ordering: .sequentiallyConsistent)
         }

@@ -148,6 +148,8 @@ final class Scheduler: Sendable {
         /// when the waiting task is cancelled.
         var assetWaiters: [String: [Int: CheckedContinuation<AssetOutcome?, Never>]] = [:]
         var nextWaiterKey = 0
+        /// The statistics recorder, parked while no transfer runs (see `Scheduler+Statistics`).
+        var statisticsWaiter: CheckedContinuation<Void, Never>?
 
         /// Applies a change to an entry, keeping the counts right, and settles the waits on it
         /// when it failed or was cancelled (a delivery settles them once fully recorded).
@@ -219,6 +221,11 @@ final class Scheduler: Sendable {
         }
     }
 
+    deinit {
+        // The statistics recorder holds no reference while parked: let it see the end.
+        state.withLock { $0.statisticsWaiter.take() }?.resume()
+    }
+
     /// The store gave up recording updates of `ids`: nothing of them may go on as if recorded.
     /// A running transfer stops (its bytes stay on disk for the next open) and fails with
     /// `error`, as does a waiting one; a delivery reports its own failure to record.
@@ -273,12 +280,9 @@ final class Scheduler: Sendable {
             var last: Int64 = -1
             while !Task.isCancelled {
                 try? await Task.sleep(for: .seconds(1))
-                guard let self else { return }
-                let statistics = self.limiter.statistics
-                if statistics.bytesGranted != last {
-                    last = statistics.bytesGranted
-                    self.recordLimiterStatistics(statistics)
-                }
+                guard let granted = self?.recordLimiterStatistics(after: last) else { return }
+                if granted == last { await Scheduler.untilATransferStarts { [weak self] in self } }
+                last = granted
             }
         })
         background.withLock { $0 = tasks }
@@ -323,11 +327,6 @@ final class Scheduler: Sendable {
             return Array(state.perTransferLimiters.values)
         }
         for limiter in running { limiter.setBytesPerSecond(bytesPerSecond) }
-    }
-
-    private func recordLimiterStatistics(_ statistics: BandwidthLimiter.Statistics) {
-        guard let data = try? JSONEncoder().encode(statistics) else { return }
-        try? store.setMeta("bandwidth", String(decoding: data, as: UTF8.self))
     }
 
     func stopBackgroundWork() {
@@ -794,6 +793,7 @@ final class Scheduler: Sendable {
 
     private func start(_ id: String, host: String, in state: inout State) {
         state.running += 1
+        state.statisticsWaiter.take()?.resume()
         state.hostCounts[host, default: 0] += 1
         var limiters = [limiter]
         if let entry = state.entries[id], let rate = entry.request.maxBytesPerSecond ?? state.perTransferLimit {
