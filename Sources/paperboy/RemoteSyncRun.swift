@@ -100,7 +100,6 @@ struct RemoteSyncRun {
                 .sorted { ($0.date, $0.name) < ($1.date, $1.name) }
                 .map { IssueHook.Job(name: $0.name, contentPath: $0.contentPath, coverPath: $0.coverPath, date: $0.date, badge: shelf.badge) }
         }
-        client.disconnect()
         return await report.finish(becameAvailable: jobs, network: nil)
     }
 

@@ -255,4 +255,56 @@ struct DaemonCLITests {
         #expect(shelf["badgeCount"] as? Int == 0)
         _ = await daemon.stop()
     }
+
+    @Test func anIssueLongerThanAPageIsListedWholeThroughTheDaemonAndBadLibraryRequestsGetErrors() async throws {
+        let runtime = workspace.path("runtime")
+        mkdir(runtime.path, 0o700)
+        let config = workspace.write("[library]\npath = \"lib\"\nsync_to_disk = false\n", to: "daemon.toml")
+        let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let issue = try await client.addIssue(name: "long", date: Date(timeIntervalSince1970: 1_790_000_000))
+        let count = 1_201
+        for index in 0..<count {
+            let url = URL(fileURLWithPath: workspace.path(String(format: "never/a%04d.bin", index)).path)
+            _ = try await issue.addAsset(AssetRequest(url: url, destinationPath: String(format: "a%04d.bin", index)))
+        }
+        var sizes: [Int] = []
+        var after: String?
+        repeat {
+            let page = try await client.assetsPage(issue: "long", after: after)
+            sizes.append(page.assets.count)
+            after = page.next
+        } while after != nil
+        #expect(sizes == [500, 500, 201])
+
+        let result = try await run(["status", "--json", "--config", config.path], runtime: runtime)
+        #expect(result.status == 0, "\(result.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let assets = try #require((json["issues"] as? [[String: Any]])?.first?["assets"] as? [[String: Any]])
+        #expect(assets.compactMap { $0["path"] as? String } == (0..<count).map { String(format: "a%04d.bin", $0) })
+
+        await #expect(throws: LibraryError.self) { try await client.assetsPage(issue: "missing", after: nil) }
+        do {
+            _ = try await client.assetsPage(issue: "long", after: "not a cursor")
+            Issue.record("a cursor that is not one was accepted")
+        } catch {
+            #expect(error.code.rawValue == "bad-request" && error.message.contains("'after'"), "\(error)")
+        }
+        do {
+            try await client.purge(keep: -1)
+            Issue.record("a negative keep was accepted")
+        } catch {
+            #expect(error.code.rawValue == "bad-request", "\(error)")
+        }
+        do {
+            try await client.setCurrentlyReadingIssue(named: "missing")
+            Issue.record("an unknown issue became the one being read")
+        } catch {
+            #expect(error.code == .issueNotFound, "\(error)")
+        }
+        #expect(try await client.issues().map(\.name) == ["long"])
+        client.disconnect()
+        _ = await daemon.stop()
+    }
 }
