@@ -139,7 +139,7 @@ let package = Package(
             name: "paperboy",
             dependencies: [
                 "Paperboy", "PaperboyConfig", "PaperboyFile", "PaperboyHTTP", "PaperboyExec", "PaperboySFTP",
-                "PaperboyConformance", "PaperboyDaemon",
+                "PaperboyConformance", "PaperboyDaemon", "PaperboyClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

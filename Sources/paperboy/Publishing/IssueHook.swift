@@ -23,12 +23,16 @@ struct IssueHook {
         var environment: [String: String]
 
         init(issue: Issue, badge: Int) {
-            self.issue = issue.name
+            self.init(name: issue.name, contentPath: issue.contentURL.path, coverPath: issue.coverURL?.path, date: issue.date, badge: badge)
+        }
+
+        init(name: String, contentPath: String, coverPath: String?, date: Date, badge: Int) {
+            issue = name
             environment = [
-                "PAPERBOY_ISSUE": issue.name,
-                "PAPERBOY_ISSUE_PATH": issue.contentURL.path,
-                "PAPERBOY_COVER": issue.coverURL?.path ?? "",
-                "PAPERBOY_ISSUE_DATE": issue.date.utcDayText,
+                "PAPERBOY_ISSUE": name,
+                "PAPERBOY_ISSUE_PATH": contentPath,
+                "PAPERBOY_COVER": coverPath ?? "",
+                "PAPERBOY_ISSUE_DATE": date.utcDayText,
                 "PAPERBOY_BADGE": String(badge),
             ]
         }
