@@ -31,7 +31,8 @@ let package = Package(
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
     ],
     targets: [
-        // syncfs(2), which Glibc's Swift overlay does not show.
+        // What Glibc's Swift overlay does not show: syncfs(2), getrandom(2), and fork/exec with
+        // PR_SET_PDEATHSIG for child processes (which Foundation's Process cannot do).
         .target(name: "CPaperboySystem", path: "Sources/CPaperboySystem"),
         // The core: library, store, transport contract, scheduler, delivery.
         .target(
@@ -113,11 +114,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Out-of-process transports: helper executables speaking the transport protocol.
-        // The C shim forks with PR_SET_PDEATHSIG, which Foundation's Process cannot.
-        .target(name: "CPaperboyExec", path: "Plugins/Exec/CPaperboyExec"),
         .target(
             name: "PaperboyExec",
-            dependencies: ["Paperboy", "PaperboyFraming", "CPaperboyExec", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Paperboy", "PaperboyFraming", "CPaperboySystem", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/Exec/PaperboyExec",
             swiftSettings: swiftSettings
         ),
@@ -140,7 +139,7 @@ let package = Package(
             name: "paperboy",
             dependencies: [
                 "Paperboy", "PaperboyConfig", "PaperboyFile", "PaperboyHTTP", "PaperboyExec", "PaperboySFTP",
-                "PaperboyConformance", "PaperboyDaemon",
+                "PaperboyConformance", "PaperboyDaemon", "PaperboyClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

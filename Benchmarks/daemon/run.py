@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The daemon at rest and after many feed refreshes (run by hand, not by CI).
 
-  Benchmarks/daemon/run.py [--idle 60] [--notifies 400] [--feeds 4] [--new-every 25]
+  Benchmarks/daemon/run.py [--idle 60] [--notifies 400] [--feeds 4] [--new-every 25] [--no-feeds]
 
 (a) Idle CPU: `paperboy daemon` on a library with FEEDS feeds (`refresh = "6h"`, their next
     refresh recorded 5 h ahead in feed-schedule.json, so none is due), no client. After 3 s of
@@ -26,6 +26,7 @@ parser.add_argument("--idle", type=int, default=60)
 parser.add_argument("--notifies", type=int, default=400)
 parser.add_argument("--feeds", type=int, default=4)
 parser.add_argument("--new-every", type=int, default=25, help="notifies between new issues (0: never)")
+parser.add_argument("--no-feeds", action="store_true", help="idle only, no [[feeds]] (a build without feed schedules)")
 args = parser.parse_args()
 
 PAPERBOY = subprocess.run([os.path.join(ROOT, "Benchmarks", "build.sh")], check=True,
@@ -61,7 +62,7 @@ for feed in range(args.feeds):
 config = os.path.join(work, "paperboy.toml")
 with open(config, "w") as f:
     f.write(f'[library]\npath = "{library}"\n[notifications]\ndont_throttle = true\n')
-    for feed in range(args.feeds):
+    for feed in range(0 if args.no_feeds else args.feeds):
         f.write(f'[[feeds]]\nname = "feed{feed}"\nurl = "{work}/feed{feed}/catalog.json"\nrefresh = "6h"\n')
 ahead = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 5 * 3600))
 with open(os.path.join(library, "feed-schedule.json"), "w") as f:
@@ -117,6 +118,8 @@ try:
           f"({switches / elapsed:.2f}/s); RSS {status('VmRSS')} kB")
     print(f"    threads that woke: {', '.join(f'{name} {count}' for name, count in sorted(woke.items())) or 'none'}")
 
+    if args.no_feeds:
+        raise SystemExit(0)
     s = socket.socket(socket.AF_UNIX)
     s.connect(sock_path)
     reader = s.makefile("rb")

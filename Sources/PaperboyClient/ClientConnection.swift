@@ -12,6 +12,8 @@ import Synchronization
 final class ClientConnection: Sendable {
     let fd: Int32
     let socket: URL
+    /// The library the daemon serves, as its `HELLO` said.
+    let library: String
     private let state = Mutex(State())
     private let writeLock = Mutex(())
     let events: AsyncStream<EventMessage>
@@ -23,9 +25,10 @@ final class ClientConnection: Sendable {
         var closed = false
     }
 
-    init(fd: Int32, socket: URL) {
+    init(fd: Int32, socket: URL, library: String) {
         self.fd = fd
         self.socket = socket
+        self.library = library
         (events, eventSink) = AsyncStream.makeStream(of: EventMessage.self)
     }
 
@@ -39,6 +42,12 @@ final class ClientConnection: Sendable {
 
     /// Sends a request and waits for its `OK` (or throws its `ERROR` as a ``LibraryError``).
     func request<Message: Encodable>(_ kind: String, _ make: (Int64) -> Message) async throws(LibraryError) -> OKReply {
+        try await request(kind, as: OKReply.self, make)
+    }
+
+    /// Sends a request and decodes its `OK` as `Reply` (or throws its `ERROR` as a ``LibraryError``).
+    func request<Message: Encodable, Reply: Decodable>(_ kind: String, as reply: Reply.Type,
+                                                       _ make: (Int64) -> Message) async throws(LibraryError) -> Reply {
         let id = state.withLock { state -> Int64 in
             defer { state.nextID += 1 }
             return state.nextID
@@ -75,7 +84,7 @@ final class ClientConnection: Sendable {
                                isRetryable: wire?.retryable ?? false)
         }
         do {
-            return try DaemonProtocol.decode(OKReply.self, reply)
+            return try DaemonProtocol.decode(Reply.self, reply)
         } catch {
             throw LibraryError(.transport, "the daemon at \(socket.path) answered \(kind) with \(error.message)")
         }
@@ -117,6 +126,14 @@ final class ClientConnection: Sendable {
         guard fd >= 0 else {
             throw LibraryError(.transport, "no daemon listens on \(socket.path) (start one with 'paperboy daemon')", isRetryable: true)
         }
+        // The daemon must be this user's too: a socket file can be replaced, a peer's uid cannot.
+        let peer = DaemonSocket.peerUID(fd)
+        guard peer == getuid() else {
+            Glibc.close(fd)
+            throw LibraryError(.transport, "the daemon at \(socket.path) runs as uid \(peer.map(String.init) ?? "unknown"), "
+                                   + "not as this user (\(getuid())); not talking to it")
+        }
+        let hello: DaemonHello
         do {
             try FrameWriter.write(DaemonProtocol.frame(DaemonProtocol.Kind.hello, ClientHello(protocols: DaemonProtocol.versions, client: name)),
                                   to: fd, isSocket: true)
@@ -127,13 +144,18 @@ final class ClientConnection: Sendable {
                 Glibc.close(fd)
                 throw LibraryError(.transport, "the daemon at \(socket.path) refused the connection: \(wire?.message ?? frame.kind)")
             }
+            guard let answer = try? DaemonProtocol.decoder.decode(DaemonHello.self, from: frame.payload) else {
+                Glibc.close(fd)
+                throw LibraryError(.transport, "the daemon at \(socket.path) answered HELLO with an unreadable payload")
+            }
+            hello = answer
         } catch let error as LibraryError {
             throw error
         } catch {
             Glibc.close(fd)
             throw LibraryError(.transport, "cannot talk to the daemon at \(socket.path): \(error)", isRetryable: true)
         }
-        let connection = ClientConnection(fd: fd, socket: socket)
+        let connection = ClientConnection(fd: fd, socket: socket, library: hello.library)
         connection.start()
         return connection
     }

@@ -18,7 +18,7 @@ public final class DaemonServer: Sendable {
     /// Connections served at once; more are refused.
     public static let maxConnections = 64
 
-    private let library: Library
+    let library: Library
     private let socket: URL
     private let logger: Logger
     private let reload: @Sendable () async throws -> Int
@@ -68,6 +68,11 @@ public final class DaemonServer: Sendable {
     public func start() throws(LibraryError) {
         let fd = try DaemonSocket.listen(at: socket)
         listener.withLock { $0 = fd }
+        do {
+            try DaemonRecord(pid: getpid(), socket: socket.path).write(in: library.root)
+        } catch {
+            logger.warning("cannot record the daemon in \(library.root.path): \(error)")
+        }
         for id in desk.claims {
             if let asset = library.asset(identifier: id), asset.state.isActive {
                 asset.download(delegate: desk)
@@ -116,6 +121,7 @@ public final class DaemonServer: Sendable {
         }
         for connection in connections { connection.close() }
         desk.stop()
+        DaemonRecord.remove(from: library.root)
     }
 
     /// Applies the configuration again, as `RELOAD` does.
@@ -315,7 +321,8 @@ public final class DaemonServer: Sendable {
             }
             return nil
         default:
-            throw WireError(DaemonProtocol.ErrorCode.unknownKind, "unknown message kind \(frame.kind)")
+            connection.send(try answerLibrary(frame))
+            return nil
         }
     }
 

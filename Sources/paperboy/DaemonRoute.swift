@@ -1,101 +1,110 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ArgumentParser
 import Foundation
 import Paperboy
+import PaperboyClient
 import PaperboyConfig
 import PaperboyDaemon
-import PaperboyFraming
 
-/// A connection to the daemon serving the configured library, for commands that go through
-/// it when one answers on `[daemon] socket`; without one they work in-process.
+/// Whether a command goes through the daemon serving its library or opens the library itself.
 ///
-/// The socket must be a socket of this user that nobody else can open (mode 0600 or
-/// stricter): anything else is refused, not trusted, since the requests could go to another
-/// user's program.
-struct DaemonRoute {
-    let socket: URL
-    private let fd: Int32
-    private var reader = FrameReader()
-    private var nextID: Int64 = 1
-
-    /// Why a socket is not one to talk to.
-    struct Refusal: Error, CustomStringConvertible {
-        var description: String
+/// The configuration's `[daemon] socket` (resolved as the daemon resolves it) is used when it
+/// is this user's socket, not open to others, in a folder nobody else can write, and a daemon
+/// of this user answers `HELLO` on it for the same library. No socket, or one nobody listens on
+/// (a daemon that died): the command works in-process, as without a daemon. A socket that fails
+/// those checks is not trusted: the command says why and exits with 1.
+enum DaemonRoute {
+    /// What is at the socket's path.
+    enum Check: Equatable {
+        case absent
+        case trusted
+        case refused(String)
     }
 
-    /// Connects and exchanges `HELLO`; `nil` when no daemon listens (no socket file, or nothing
-    /// accepts on it).
+    /// The daemon serving `config`'s library, or `nil` to work in-process.
     ///
-    /// - Throws: ``Refusal`` for a socket file of another user or open to others, or a daemon
-    ///   that refuses the connection.
-    static func connect(_ config: PaperboyConfiguration, client: String) throws -> DaemonRoute? {
+    /// - Throws: `ExitCode(1)` (having said why) for a socket that is not to be trusted or a
+    ///   daemon that refuses the connection.
+    static func connect(_ config: PaperboyConfiguration, options: GlobalOptions) async throws -> PaperboyClient? {
         let socket = config.daemon.socket
-        var info = stat()
-        guard lstat(socket.path, &info) == 0 else { return nil }
-        guard info.st_mode & S_IFMT == S_IFSOCK else {
-            throw Refusal(description: "\(socket.path) is not a socket; not using it")
+        switch check(socket) {
+        case .absent:
+            if options.verbose { Console.error("paperboy: no daemon socket at \(socket.path); working in-process") }
+            return nil
+        case .refused(let reason):
+            Console.error("paperboy: not using the daemon socket \(socket.path): \(reason)")
+            throw ExitCode(1)
+        case .trusted:
+            break
         }
-        guard info.st_uid == getuid(), info.st_mode & 0o077 == 0 else {
-            throw Refusal(description: String(
-                format: "%@ belongs to uid %d with mode %o; a daemon's socket is this user's (%d) with mode 0600: not using it",
-                socket.path, Int(info.st_uid), Int(info.st_mode & 0o777), Int(getuid())))
+        let probe = (try? DaemonSocket.connect(to: socket)) ?? -1
+        guard probe >= 0 else {
+            if options.verbose { Console.error("paperboy: no daemon answers on \(socket.path) (a stale socket); working in-process") }
+            return nil
         }
-        let fd = try DaemonSocket.connect(to: socket)
-        guard fd >= 0 else { return nil }
-        var route = DaemonRoute(socket: socket, fd: fd)
-        let hello = try route.exchange(DaemonProtocol.Kind.hello, ClientHello(protocols: DaemonProtocol.versions, client: client))
-        guard hello.kind == DaemonProtocol.Kind.hello else {
-            route.close()
-            throw Refusal(description: "the daemon at \(socket.path) refused the connection: \(Self.message(hello))")
-        }
-        return route
-    }
-
-    private init(socket: URL, fd: Int32) {
-        self.socket = socket
-        self.fd = fd
-    }
-
-    /// Sends a request and waits for its `OK`, decoded as `Reply`.
-    ///
-    /// - Throws: ``LibraryError`` with the daemon's code and message for an `ERROR`, or
-    ///   `.transport` when the daemon goes away.
-    mutating func request<Message: Encodable, Reply: Decodable>(
-        _ kind: String, _ make: (Int64) -> Message, reply: Reply.Type
-    ) throws -> Reply {
-        let id = nextID
-        nextID += 1
-        let answer = try exchange(kind, make(id))
-        if answer.kind == DaemonProtocol.Kind.error {
-            let wire = try? DaemonProtocol.decoder.decode(WireError.self, from: answer.payload)
-            throw LibraryError(wire.map { LibraryError.Code($0.code) } ?? .transport, Self.message(answer))
-        }
+        close(probe)
+        let client: PaperboyClient
         do {
-            return try DaemonProtocol.decoder.decode(reply, from: answer.payload)
+            client = try await PaperboyClient.connect(socket: socket, name: "paperboy \(CommandLine.arguments.dropFirst().first ?? "")")
         } catch {
-            throw LibraryError(.transport, "the daemon at \(socket.path) answered \(kind) with an unreadable \(answer.kind)")
+            Console.error("paperboy: \(error.message)")
+            throw ExitCode(1)
         }
-    }
-
-    func close() {
-        Glibc.close(fd)
-    }
-
-    /// Writes one frame and reads until the first frame that is not an event.
-    private mutating func exchange<Message: Encodable>(_ kind: String, _ message: Message) throws -> Frame {
-        do {
-            try FrameWriter.write(DaemonProtocol.frame(kind, message), to: fd, isSocket: true)
-            while true {
-                let frame = try reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { _ in })
-                if frame.kind != DaemonProtocol.Kind.event { return frame }
+        let served = canonical(client.libraryURL)
+        let wanted = canonical(config.library.path)
+        guard served == wanted else {
+            client.disconnect()
+            if options.verbose {
+                Console.error("paperboy: the daemon on \(socket.path) serves \(served), not \(wanted); working in-process")
             }
-        } catch {
-            throw LibraryError(.transport, "the daemon at \(socket.path) stopped answering (\(kind)): \(error)")
+            return nil
         }
+        if options.verbose { Console.error("paperboy: using the daemon on \(socket.path) (library \(served))") }
+        return client
     }
 
-    private static func message(_ frame: Frame) -> String {
-        (try? DaemonProtocol.decoder.decode(WireError.self, from: frame.payload))?.message ?? frame.kind
+    /// Whether the socket at `url` and its folder may be trusted.
+    static func check(_ url: URL) -> Check {
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return .absent }
+            return .refused("cannot read it: \(String(cString: strerror(errno)))")
+        }
+        let me = getuid()
+        guard info.st_mode & S_IFMT == S_IFSOCK else { return .refused("it is not a socket") }
+        guard info.st_uid == me else { return .refused("it belongs to uid \(info.st_uid), not to this user (\(me))") }
+        guard info.st_mode & 0o077 == 0 else {
+            return .refused(String(format: "its mode is %03o; a daemon's socket is 0600 (nobody else may connect)", info.st_mode & 0o777))
+        }
+        let folder = url.deletingLastPathComponent().path
+        var parent = stat()
+        guard lstat(folder, &parent) == 0 else { return .refused("cannot read its folder \(folder): \(String(cString: strerror(errno)))") }
+        guard parent.st_mode & S_IFMT == S_IFDIR, parent.st_uid == me else {
+            return .refused("its folder \(folder) belongs to uid \(parent.st_uid), not to this user (\(me))")
+        }
+        guard parent.st_mode & 0o022 == 0 else {
+            return .refused(String(format: "its folder %@ has mode %03o: others could replace the socket (the daemon makes it 0700)",
+                                   folder, parent.st_mode & 0o777))
+        }
+        return .trusted
+    }
+
+    /// What to add to the error of a library that could not be opened when a daemon holds it:
+    /// the daemon's pid and the socket it listens on, which this configuration did not reach.
+    static func lockHint(_ config: PaperboyConfiguration) -> String {
+        guard let record = DaemonRecord.running(in: config.library.path) else { return "" }
+        var hint = "; paperboy daemon (pid \(record.pid)) has it open and listens on \(record.socket)"
+        if canonical(URL(fileURLWithPath: record.socket)) != canonical(config.daemon.socket) {
+            hint += ", but this configuration's socket is \(config.daemon.socket.path) (set [daemon] socket, or XDG_RUNTIME_DIR as the daemon has it)"
+        } else {
+            hint += ", which did not answer"
+        }
+        return hint
+    }
+
+    private static func canonical(_ url: URL) -> String {
+        url.standardizedFileURL.resolvingSymlinksInPath().path
     }
 }

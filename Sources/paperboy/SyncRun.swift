@@ -36,7 +36,7 @@ struct SyncRun {
             return try Library.open(at: config.library.path, transports: Transports.registry(for: config, extraURLs: extraURLs),
                                     configuration: configuration)
         } catch let error as LibraryError {
-            Console.error("paperboy: \(error.message)")
+            Console.error("paperboy: \(error.message)\(DaemonRoute.lockHint(config))")
             throw ExitCode(1)
         }
     }
@@ -106,12 +106,8 @@ struct SyncRun {
         }
         let elapsed = ContinuousClock.now - started
 
-        var failures = 0
-        var waitingForNetwork = 0
-        var delivered = 0
-        var bytes: Int64 = 0
         // States and sizes only: a request per asset of a 100,000-asset sync is tens of MiB.
-        var statuses: [String: (state: AssetState, totalBytesWritten: Int64)] = [:]
+        var statuses: SyncReport.Statuses = [:]
         // Issues whose assets are all delivered (what `Issue.status` reads again, asset by asset).
         var complete: Set<String> = []
         for name in plannedIssues {
@@ -119,29 +115,9 @@ struct SyncRun {
             for status in issueStatuses { statuses[status.identifier] = (status.state, status.totalBytesWritten) }
             if !issueStatuses.isEmpty, issueStatuses.allSatisfy({ $0.state == .delivered }) { complete.insert(name) }
         }
-        for entry in plan.entries {
-            let status = statuses[entry.identifier]
-            switch status?.state {
-            case .delivered?:
-                delivered += 1
-                bytes += status?.totalBytesWritten ?? 0
-            case .failed(let message)?:
-                failures += 1
-                // The line names the URL first: the error's own "(URL, code)" suffix would repeat it.
-                let shown = entry.url.redactedString
-                let detail = message.replacingOccurrences(of: " (\(shown), ", with: " (")
-                Console.error("failed: \(entry.issue)/\(entry.path) (\(shown)): \(detail)")
-            case .waiting(.network)?:
-                waitingForNetwork += 1
-                if options.verbose { Console.error("waiting: \(entry.issue)/\(entry.path): waiting for an allowed network") }
-            case let state?:
-                failures += 1
-                Console.error("not delivered: \(entry.issue)/\(entry.path): \(state)")
-            case nil:
-                failures += 1
-                Console.error("not delivered: \(entry.issue)/\(entry.path): the asset disappeared")
-            }
-        }
+        var report = SyncReport(options: options, config: config, entries: plan.entries, toDownload: plan.toDownload.count,
+                                alreadyDelivered: plan.alreadyDelivered, elapsed: elapsed, problems: problems)
+        report.tally(statuses)
 
         // Issues that became available in this run, oldest first, for the hook.
         let becameAvailable = plannedIssues.subtracting(availableBefore).intersection(complete)
@@ -152,32 +128,7 @@ struct SyncRun {
         let network = library.networkStatus
         await library.close()
         await narration?.value
-
-        if waitingForNetwork > 0 {
-            Console.error("paperboy: \(waitingForNetwork) asset(s) wait for an allowed network (now: \(network)); run again, or use --wait")
-        }
-        if !options.quiet, !plan.toDownload.isEmpty {
-            let seconds = max(elapsed.secondsValue, 0.001)
-            let fetched = delivered - plan.alreadyDelivered
-            Console.line(String(
-                format: "paperboy: %d of %d asset(s) delivered (%d now, %@ in %.2f s, %.0f assets/s)%@",
-                delivered, plan.entries.count, fetched, Console.bytes(bytes), seconds, Double(fetched) / seconds,
-                failures > 0 ? ", \(failures) failed" : ""))
-        }
-        if !options.quiet {
-            for issue in jobs.map(\.issue) { Console.line("paperboy: issue \(issue) is available") }
-        }
-        // The library is closed: a hook may run `paperboy read` or `paperboy issues`.
-        if let hook = IssueHook(config: config) {
-            for failure in await hook.run(jobs) {
-                Console.error("paperboy: \(failure)")
-                problems.append(failure)
-            }
-        }
-
-        if failures > 0 || !problems.isEmpty { return 1 }
-        if waitingForNetwork > 0 { return 75 }
-        return 0
+        return await report.finish(becameAvailable: jobs, network: "\(network)")
     }
 }
 
@@ -195,24 +146,29 @@ struct SyncNarrator: Sendable {
         var announcedNetworkWait: Set<String> = []
         for await event in events {
             guard case .assetStateChanged(let asset, let state) = event else { continue }
-            let name = names[asset.identifier] ?? asset.identifier
-            switch state {
-            case .downloading:
-                detail("downloading \(name)")
-            case .delivered:
-                detail("delivered \(name) (\(Console.bytes(asset.totalBytesWritten)))")
-            case .failed(let message):
-                detail("failed \(name): \(message)")
-            case .waiting(.retry(let until, let attempt)):
-                tell("\(name): retry \(attempt) in \(ProgressDisplay.duration(max(0, until.timeIntervalSinceNow), tenths: true))")
-            case .waiting(.network):
-                // The live block says it on a terminal.
-                if display == nil, announcedNetworkWait.insert(asset.identifier).inserted {
-                    tell("\(name): waiting for an allowed network")
-                }
-            default:
-                continue
+            narrate(asset.identifier, state, bytes: asset.totalBytesWritten, announced: &announcedNetworkWait)
+        }
+    }
+
+    /// Tells one asset's new state; `announced` holds the assets whose network wait was told.
+    func narrate(_ identifier: String, _ state: AssetState, bytes: @autoclosure () -> Int64, announced: inout Set<String>) {
+        let name = names[identifier] ?? identifier
+        switch state {
+        case .downloading:
+            detail("downloading \(name)")
+        case .delivered:
+            detail("delivered \(name) (\(Console.bytes(bytes())))")
+        case .failed(let message):
+            detail("failed \(name): \(message)")
+        case .waiting(.retry(let until, let attempt)):
+            tell("\(name): retry \(attempt) in \(ProgressDisplay.duration(max(0, until.timeIntervalSinceNow), tenths: true))")
+        case .waiting(.network):
+            // The live block says it on a terminal.
+            if display == nil, announced.insert(identifier).inserted {
+                tell("\(name): waiting for an allowed network")
             }
+        default:
+            break
         }
     }
 

@@ -291,7 +291,8 @@ struct DaemonTests {
         let seed = UInt64.random(in: 1...UInt64.max)
         print("daemon frame fuzz: seed \(seed)")
         var generator = CrashLoopTests.SplitMix(state: seed)
-        let kinds = ["HELLO", "ADDISSUE", "ADDASSET", "DOWNLOAD", "PAUSE", "RESUME", "CANCEL", "STATUS", "SUBSCRIBE", "ACK", "RELOAD", "X"]
+        let kinds = ["HELLO", "ADDISSUE", "ADDASSET", "DOWNLOAD", "PAUSE", "RESUME", "CANCEL", "STATUS", "SUBSCRIBE", "ACK", "RELOAD", "X",
+                     "SHELF", "ASSETS", "READ", "PURGE"]
         for _ in 0..<60 {
             var bytes = Data()
             if Bool.random(using: &generator) { bytes += hello }
@@ -301,7 +302,8 @@ struct DaemonTests {
                 case 1:
                     let fields = ["\"id\":\(Int64.random(in: Int64.min...Int64.max, using: &generator))", "\"name\":\"\u{1B}[31m\"",
                                   "\"date\":\"2026-01-01T00:00:00Z\"", "\"asset\":\"../../etc\"", "\"issue\":\"x\"",
-                                  "\"request\":{\"url\":\"file:///etc/hostname\",\"destination_path\":\"../../escape\"}", "\"protocols\":[1e308]"]
+                                  "\"request\":{\"url\":\"file:///etc/hostname\",\"destination_path\":\"../../escape\"}", "\"protocols\":[1e308]",
+                                  "\"after\":\"-9:\\u0000\"", "\"offset\":9223372036854775807", "\"keep\":-1", "\"budget_bytes\":-5"]
                     let payload = "{" + fields.shuffled(using: &generator).prefix(Int.random(in: 0...fields.count, using: &generator)).joined(separator: ",") + "}"
                     bytes += Frame.encode(kinds.randomElement(using: &generator)!, Data(payload.utf8))
                 case 2: bytes += Data("\(kinds.randomElement(using: &generator)!) \(Int.random(in: 0...Int(Int32.max), using: &generator))\n".utf8)

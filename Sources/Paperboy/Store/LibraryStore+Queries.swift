@@ -67,22 +67,28 @@ extension LibraryStore {
     /// however many assets the issue has, and `body` runs outside any database access, so it
     /// may read the library.
     func forEachAsset(issueName: String, pageSize: Int = assetPageSize, _ body: (AssetRecord) throws -> Void) rethrows {
-        // A page is a range of the (issueName, seq) index, read without sorting the issue's
-        // rows; ties on seq (a damaged table) are broken by id, so the order is total.
         var after: (seq: Int64, id: String)?
         while true {
-            let page = overlaid {
-                (try? pool.read { db -> [AssetRecord] in
-                    var request = AssetRecord.filter(Column("issueName") == issueName)
-                    if let after {
-                        request = request.filter(Column("seq") > after.seq || (Column("seq") == after.seq && Column("id") > after.id))
-                    }
-                    return try request.order(Column("seq"), Column("id")).limit(pageSize).fetchAll(db)
-                }) ?? []
-            }
+            let page = assetPage(issueName: issueName, after: after, limit: pageSize)
             for record in page { try body(record) }
             guard page.count == pageSize, let record = page.last else { return }
             after = (record.seq, record.id)
+        }
+    }
+
+    /// The issue's assets after `after` (a record's `seq` and `id`) in the order they were added,
+    /// at most `limit` of them, updates not yet written applied.
+    func assetPage(issueName: String, after: (seq: Int64, id: String)?, limit: Int) -> [AssetRecord] {
+        // A page is a range of the (issueName, seq) index, read without sorting the issue's
+        // rows; ties on seq (a damaged table) are broken by id, so the order is total.
+        overlaid {
+            (try? pool.read { db -> [AssetRecord] in
+                var request = AssetRecord.filter(Column("issueName") == issueName)
+                if let after {
+                    request = request.filter(Column("seq") > after.seq || (Column("seq") == after.seq && Column("id") > after.id))
+                }
+                return try request.order(Column("seq"), Column("id")).limit(limit).fetchAll(db)
+            }) ?? []
         }
     }
 }

@@ -5,27 +5,19 @@ import PaperboyConfig
 import PaperboyDaemon
 
 extension NotifyCommand {
-    /// Sends the trigger to the daemon serving the library, if one answers; returns `false`
-    /// when none does (the caller then works in-process).
+    /// Sends the trigger to the daemon serving the library, if one answers (``DaemonRoute``);
+    /// returns `false` when none does (the caller then works in-process).
     ///
-    /// The daemon applies the throttle (kept in the library, shared with in-process runs),
+    /// The daemon applies its throttle (kept in the library, shared with in-process runs),
     /// refreshes the feeds and starts the new issues' downloads; this returns once the catalogs
     /// are read.
-    func notifyThroughDaemon(_ config: PaperboyConfiguration, payload: JSONValue?) throws -> Bool {
-        let found: DaemonRoute?
-        do {
-            found = try DaemonRoute.connect(config, client: "paperboy notify")
-        } catch {
-            Console.error("paperboy: \(error)")
-            throw ExitCode(1)
-        }
-        guard var route = found else { return false }
-        defer { route.close() }
-        if options.verbose { Console.error("paperboy: using the daemon at \(route.socket.path)") }
+    func notifyThroughDaemon(_ config: PaperboyConfiguration, payload: JSONValue?) async throws -> Bool {
+        guard let client = try await DaemonRoute.connect(config, options: options) else { return false }
+        defer { client.disconnect() }
         let reply: NotifyReply
         do {
-            reply = try route.request(DaemonProtocol.Kind.notify, { NotifyRequest(id: $0, payload: payload) }, reply: NotifyReply.self)
-        } catch let error as LibraryError {
+            reply = try await client.notify(payload: payload, feed: nil)
+        } catch {
             Console.error("paperboy: \(error.message)")
             throw ExitCode(1)
         }

@@ -52,7 +52,7 @@ struct NotifyCommand: AsyncParsableCommand {
                 throw ExitCode(2)
             }
         }
-        if try notifyThroughDaemon(config, payload: json) { return }
+        if try await notifyThroughDaemon(config, payload: json) { return }
         let library = try SyncRun.openLibrary(config)
         let decision: ContentAvailableResult
         do {
