@@ -118,6 +118,10 @@ struct DaemonFeedTests {
         let next = try #require(try nextRefresh())
         #expect(next <= Date() + 6 * 3600)
         let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let alert = try JSONDecoder().decode(JSONValue.self, from: Data(#"{"aps": {"alert": "hi"}}"#.utf8))
+        #expect(try await client.contentAvailable(payload: alert) == .ignored)
+        let error = await #expect(throws: LibraryError.self) { try await client.contentAvailable(feed: "nope") }
+        #expect(error?.code.rawValue == "feed-not-found" && error?.message.contains("no feed named 'nope'") == true)
         #expect(try await client.issues().isEmpty)
         client.disconnect()
         _ = await daemon.stop()

@@ -23,13 +23,9 @@ extension NotifyCommand {
         }
         switch reply.result {
         case .ignored:
-            if !options.quiet { Console.line("paperboy: the payload does not say content-available: 1; nothing to do") }
+            tellNothingDone(.ignored)
         case .throttled:
-            if !options.quiet {
-                let next = reply.nextAllowed ?? Date()
-                let wait = ProgressDisplay.duration(max(0, next.timeIntervalSinceNow))
-                Console.line("paperboy: throttled; the next refresh is allowed at \(next.utcTimeText) (in \(wait)); set [notifications] dont_throttle to lift it")
-            }
+            tellNothingDone(.throttled(nextAllowed: reply.nextAllowed ?? Date()))
         case .refreshed:
             let failures = reply.failures ?? []
             for failure in failures { Console.error("paperboy: \(failure)") }

@@ -64,21 +64,29 @@ struct NotifyCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         switch decision {
-        case .ignored:
+        case .ignored, .throttled:
             await library.close()
-            if !options.quiet { Console.line("paperboy: the payload does not say content-available: 1; nothing to do") }
-        case .throttled(let next):
-            await library.close()
-            if !options.quiet {
-                let wait = ProgressDisplay.duration(max(0, next.timeIntervalSinceNow))
-                Console.line("paperboy: throttled; the next refresh is allowed at \(next.utcTimeText) (in \(wait)); set [notifications] dont_throttle to lift it")
-            }
+            tellNothingDone(decision)
         case .refresh:
             if !options.quiet { Console.line("paperboy: content available; refreshing \(config.feeds.count) feed(s)") }
             var run = SyncRun(options: options, config: config, library: library)
             run.wait = wait
             let code = await run.perform()
             if code != 0 { throw ExitCode(code) }
+        }
+    }
+
+    /// Says why a trigger did nothing (in-process or through the daemon).
+    func tellNothingDone(_ decision: ContentAvailableResult) {
+        guard !options.quiet else { return }
+        switch decision {
+        case .ignored:
+            Console.line("paperboy: the payload does not say content-available: 1; nothing to do")
+        case .throttled(let next):
+            let wait = ProgressDisplay.duration(max(0, next.timeIntervalSinceNow))
+            Console.line("paperboy: throttled; the next refresh is allowed at \(next.utcTimeText) (in \(wait)); set [notifications] dont_throttle to lift it")
+        case .refresh:
+            break
         }
     }
 }
