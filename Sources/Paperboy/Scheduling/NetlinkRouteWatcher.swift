@@ -42,12 +42,13 @@ final class NetlinkRouteWatcher: Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<NetlinkAddress>.size)) }
         }
+        // A socket pair rather than pipe(2): close-on-exec from the start, so a child spawned
+        // meanwhile by another thread inherits neither end.
         var pipeEnds: [Int32] = [-1, -1]
-        guard bound == 0, pipe(&pipeEnds) == 0 else {
+        guard bound == 0, socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pipeEnds) == 0 else {
             close(fd)
             return nil
         }
-        for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         socket = fd
         stopPipe = (pipeEnds[0], pipeEnds[1])
         let thread = Thread { [socket, stopPipe] in
