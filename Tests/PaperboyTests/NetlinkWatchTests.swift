@@ -55,8 +55,9 @@ struct NetlinkWatchTests {
         try await Task.sleep(for: .milliseconds(300))
         #expect(monitor.current.interface == "eth0", "read again without a netlink message")
         // A route in TEST-NET-1 (RFC 5737) on the loopback interface: harmless, removed below.
-        let started = ContinuousClock.now
         #expect(try await run(ip, ["route", "add", "192.0.2.201/32", "dev", "lo"]) == 0)
+        // From the moment `ip` has made the change (its start-up under load is not ours).
+        let started = ContinuousClock.now
         defer { _ = try? ChildProcess(ip, ["route", "del", "192.0.2.201/32", "dev", "lo"]).waitUntilExit() }
         let timeout = Task {
             try? await Task.sleep(for: .seconds(2))
