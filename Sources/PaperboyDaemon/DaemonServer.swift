@@ -24,6 +24,7 @@ public final class DaemonServer: Sendable {
     private let reload: @Sendable () async throws -> Int
     private let daemonUID: uid_t
     private let desk: DeliveryDesk
+    private let challenges: ChallengeRelay
     private let registry = Registry()
     private let listener = Mutex<Int32>(-1)
 
@@ -31,6 +32,8 @@ public final class DaemonServer: Sendable {
     private final class Registry: Sendable {
         struct State {
             var connections: [Int: DaemonConnection] = [:]
+            /// Which connection claimed each asset last: it answers the asset's challenges.
+            var claimants: [String: Int] = [:]
             var counter = 0
             var stopped = false
             var events: Task<Void, Never>?
@@ -46,18 +49,25 @@ public final class DaemonServer: Sendable {
     ///   - reload: reads the configuration again and applies it (`RELOAD`, SIGHUP); returns how
     ///     many issues it added.
     ///   - daemonUID: the only user admitted (the process's own by default).
+    ///   - challengeTimeout: how long the client that claimed an asset has to answer one of its
+    ///     authentication challenges before it gets default handling.
     public init(library: Library, socket: URL, logger: Logger, daemonUID: uid_t = getuid(),
-                reload: @escaping @Sendable () async throws -> Int) {
+                challengeTimeout: Duration = .seconds(60), reload: @escaping @Sendable () async throws -> Int) {
         self.library = library
         self.socket = socket
         self.logger = logger
         self.reload = reload
         self.daemonUID = daemonUID
         let registry = registry
-        desk = DeliveryDesk(libraryRoot: library.root, logger: logger) { event in
+        let challenges = ChallengeRelay(logger: logger, timeout: challengeTimeout)
+        self.challenges = challenges
+        desk = DeliveryDesk(libraryRoot: library.root, logger: logger, broadcast: { event in
             let subscribed = registry.state.withLock { Array($0.connections.values) }
             for connection in subscribed { connection.send(event: event) }
-        }
+        }, askClient: { asset, challenge in
+            let claimant = registry.state.withLock { state in state.claimants[asset.identifier].flatMap { state.connections[$0] } }
+            return await challenges.ask(challenge, asset: asset, on: claimant)
+        })
     }
 
     /// Listens on the socket and re-attaches the claimed assets of an earlier run.
@@ -87,6 +97,12 @@ public final class DaemonServer: Sendable {
     /// Starts (or continues) `asset` for the daemon; with `deliver`, its finished file waits in
     /// the inbox until a client acknowledges it.
     public func download(_ asset: AssetDownload, deliver: Bool) {
+        download(asset, deliver: deliver, claimant: nil)
+    }
+
+    /// Starts `asset`; with `deliver`, `claimant` (a connection) answers its challenges.
+    private func download(_ asset: AssetDownload, deliver: Bool, claimant: Int?) {
+        if deliver, let claimant { registry.state.withLock { $0.claimants[asset.identifier] = claimant } }
         if deliver {
             desk.claim(asset.identifier)
             asset.download(delegate: desk)
@@ -113,6 +129,7 @@ public final class DaemonServer: Sendable {
             unlink(socket.path)
         }
         for connection in connections { connection.close() }
+        challenges.stop()
         desk.stop()
     }
 
@@ -170,7 +187,11 @@ public final class DaemonServer: Sendable {
         writer.start()
         let reader = Thread { [self] in
             connection.runReader { frame in handle(frame, on: connection) }
-            _ = registry.state.withLock { $0.connections.removeValue(forKey: connection.number) }
+            registry.state.withLock { state in
+                state.connections[connection.number] = nil
+                state.claimants = state.claimants.filter { $0.value != connection.number }
+            }
+            challenges.connectionClosed(connection.number)
         }
         reader.name = "paperboy-daemon-read-\(connection.number)"
         reader.stackSize = 512 * 1024
@@ -256,7 +277,7 @@ public final class DaemonServer: Sendable {
                 throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'")
             }
             let asset = try issue.addAsset(request.request, userInfo: request.userInfo)
-            if request.download ?? false { download(asset, deliver: request.deliver ?? false) }
+            if request.download ?? false { download(asset, deliver: request.deliver ?? false, claimant: connection.number) }
             var reply = OKReply(id: request.id)
             reply.asset = Self.wire(asset)
             return reply
@@ -268,7 +289,7 @@ public final class DaemonServer: Sendable {
             case Kind.cancel:
                 desk.release(asset.identifier)
                 asset.cancel()
-            default: download(asset, deliver: request.deliver ?? false)
+            default: download(asset, deliver: request.deliver ?? false, claimant: connection.number)
             }
             var reply = OKReply(id: request.id)
             reply.asset = Self.wire(asset)
@@ -297,6 +318,10 @@ public final class DaemonServer: Sendable {
             connection.send(DaemonProtocol.frame(Kind.ok, OKReply(id: request.id)))
             connection.subscribe(replaying: desk.pendingEvents())
             return nil
+        case Kind.answer:
+            let request = try DaemonProtocol.decode(AnswerRequest.self, frame)
+            try challenges.answer(request, from: connection.number)
+            return OKReply(id: request.id)
         case Kind.reload:
             let request = try DaemonProtocol.decode(PlainRequest.self, frame)
             Task { [self] in

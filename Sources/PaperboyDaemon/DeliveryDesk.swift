@@ -33,13 +33,17 @@ final class DeliveryDesk: AssetDownloadDelegate {
     private let logger: Logger
     /// Sends an event to every subscribed connection.
     let broadcast: @Sendable (EventMessage) -> Void
+    /// Asks the client that claimed an asset to answer a challenge.
+    let askClient: @Sendable (AssetDownload, AuthChallenge) async -> AuthChallengeDisposition
 
-    init(libraryRoot: URL, logger: Logger, broadcast: @escaping @Sendable (EventMessage) -> Void) {
+    init(libraryRoot: URL, logger: Logger, broadcast: @escaping @Sendable (EventMessage) -> Void,
+         askClient: @escaping @Sendable (AssetDownload, AuthChallenge) async -> AuthChallengeDisposition = { _, _ in .performDefaultHandling }) {
         claimsFile = libraryRoot.appendingPathComponent("daemon-claims.json")
         let saved = (try? Data(contentsOf: claimsFile)).flatMap { try? JSONDecoder().decode([String].self, from: $0) } ?? []
         state = Mutex(State(claims: Set(saved)))
         self.logger = logger
         self.broadcast = broadcast
+        self.askClient = askClient
     }
 
     /// The claimed assets recorded by an earlier run.
@@ -135,6 +139,10 @@ final class DeliveryDesk: AssetDownloadDelegate {
         var event = EventMessage(event: "failed", asset: asset.identifier, issue: asset.issue?.name)
         event.error = WireError(error)
         broadcast(event)
+    }
+
+    func download(_ asset: AssetDownload, didReceive challenge: AuthChallenge) async -> AuthChallengeDisposition {
+        await askClient(asset, challenge)
     }
 
     private static func finishedEvent(asset: String, _ pending: Pending) -> EventMessage {
