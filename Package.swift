@@ -186,7 +186,7 @@ let package = Package(
         // Loopback servers for tests: a scriptable fault-injecting HTTP server, an nginx launcher.
         .target(
             name: "PaperboyTestServers",
-            dependencies: ["Paperboy", "CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Paperboy", "PaperboyDaemon", "CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/PaperboyTestServers",
             swiftSettings: swiftSettings
         ),

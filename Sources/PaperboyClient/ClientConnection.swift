@@ -82,9 +82,10 @@ final class ClientConnection: Sendable {
             throw disconnected()
         }
         if reply.kind == DaemonProtocol.Kind.error {
-            let wire = (try? DaemonProtocol.decoder.decode(WireError.self, from: reply.payload))
-            throw LibraryError(wire.map { LibraryError.Code($0.code) } ?? .transport, wire?.message ?? "the daemon refused \(kind)",
-                               isRetryable: wire?.retryable ?? false)
+            guard let wire = try? DaemonProtocol.decoder.decode(WireError.self, from: reply.payload) else {
+                throw LibraryError(.transport, "the daemon refused \(kind)")
+            }
+            throw LibraryError(wire: wire)
         }
         do {
             return try DaemonProtocol.decode(OKReply.self, reply)

@@ -217,11 +217,11 @@ public final class PaperboyClient: Sendable {
                 await deliver(asset: asset, path: path)
             }
         case "failed":
-            let wire = event.error
-            let error = LibraryError(wire.map { LibraryError.Code($0.code) } ?? .transport, wire?.message ?? "failed",
-                                     isRetryable: wire?.retryable ?? false)
+            let error = event.error.map { LibraryError(wire: $0) } ?? LibraryError(.transport, "asset \(asset) failed")
             let detached = state.withLock { $0.delegates.removeValue(forKey: asset) ?? [] }
             for delegate in detached { delegate.download(handle, didFailWithError: error) }
+            // The library does not always announce a failure as a state change: settle here too.
+            settle(asset, .failed(error))
         case "state":
             if let wire = event.state, let outcome = Self.outcome(wire.state) {
                 if case .cancelled = outcome {
