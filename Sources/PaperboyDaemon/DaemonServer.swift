@@ -27,6 +27,8 @@ public final class DaemonServer: Sendable {
     private let challenges: ChallengeRelay
     private let registry = Registry()
     private let listener = Mutex<Int32>(-1)
+    /// Whether the listening socket came from systemd (which owns it: never shut down or unlinked).
+    private let activated = Mutex(false)
 
     /// The connections, shared with the delivery desk's broadcasts.
     private final class Registry: Sendable {
@@ -72,10 +74,13 @@ public final class DaemonServer: Sendable {
 
     /// Listens on the socket and re-attaches the claimed assets of an earlier run.
     ///
+    /// - Parameter activatedListener: a listening socket to serve instead of creating one at the
+    ///   server's path (systemd socket activation: ``DaemonSocket/activatedListener()``).
     /// - Throws: ``LibraryError`` `.storage` when the socket cannot be created.
-    public func start() throws(LibraryError) {
-        let fd = try DaemonSocket.listen(at: socket)
+    public func start(activatedListener: Int32? = nil) throws(LibraryError) {
+        let fd = if let activatedListener { activatedListener } else { try DaemonSocket.listen(at: socket) }
         listener.withLock { $0 = fd }
+        activated.withLock { $0 = activatedListener != nil }
         for id in desk.claims {
             if let asset = library.asset(identifier: id), asset.state.isActive {
                 asset.download(delegate: desk)
@@ -91,7 +96,11 @@ public final class DaemonServer: Sendable {
         let thread = Thread { [self] in acceptLoop(fd) }
         thread.name = "paperboy-daemon-accept"
         thread.start()
-        logger.notice("serving \(library.root.path) on \(socket.path)")
+        if activatedListener != nil {
+            logger.notice("serving \(library.root.path) on \(DaemonSocket.boundPath(fd) ?? "an unnamed socket") (socket activation)")
+        } else {
+            logger.notice("serving \(library.root.path) on \(socket.path)")
+        }
     }
 
     /// Starts (or continues) `asset` for the daemon; with `deliver`, its finished file waits in
@@ -124,7 +133,9 @@ public final class DaemonServer: Sendable {
             defer { fd = -1 }
             return fd
         }
-        if fd >= 0 {
+        // systemd's socket stays as it is for the next activation (the accept thread, refusing
+        // from now on, ends with the process).
+        if fd >= 0, !activated.withLock({ $0 }) {
             shutdown(fd, Int32(SHUT_RDWR))
             unlink(socket.path)
         }

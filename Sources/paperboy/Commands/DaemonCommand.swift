@@ -34,7 +34,7 @@ struct DaemonCommand: AsyncParsableCommand {
         }
         daemon.server = server
         do {
-            try server.start()
+            try server.start(activatedListener: DaemonSocket.activatedListener())
         } catch {
             Console.error("paperboy: \(error.message)")
             await library.close()
