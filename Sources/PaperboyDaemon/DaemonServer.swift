@@ -72,7 +72,9 @@ public final class DaemonServer: Sendable {
         })
     }
 
-    /// Listens on the socket and re-attaches the claimed assets of an earlier run.
+    /// Listens on the socket and re-attaches the claimed assets of an earlier run; other finished
+    /// files are delivered (open the library with `deliversFinishedFilesOnOpen` false, so that a
+    /// claimed file waits for this).
     ///
     /// - Parameter activatedListener: a listening socket to serve instead of creating one at the
     ///   server's path (systemd socket activation: ``DaemonSocket/activatedListener()``).
@@ -81,12 +83,22 @@ public final class DaemonServer: Sendable {
         let fd = if let activatedListener { activatedListener } else { try DaemonSocket.listen(at: socket) }
         listener.withLock { $0 = fd }
         activated.withLock { $0 = activatedListener != nil }
-        for id in desk.claims {
+        if desk.claimsWereLost {
+            // The finished files waiting in the inbox are what a client may not have taken yet.
+            let waiting = library.downloadingAssets.filter { $0.state == .finished }.map(\.identifier)
+            desk.reclaim(waiting)
+            logger.notice("claims rebuilt from the inbox: \(waiting.count) finished file(s) wait for a client")
+        }
+        let claims = desk.claims
+        for id in claims {
             if let asset = library.asset(identifier: id), asset.state.isActive {
                 asset.download(delegate: desk)
             } else {
                 desk.release(id)
             }
+        }
+        for asset in library.downloadingAssets where asset.state == .finished && !claims.contains(asset.identifier) {
+            asset.download()
         }
         let events = library.events()
         let task = Task { [self] in

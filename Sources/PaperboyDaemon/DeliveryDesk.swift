@@ -29,7 +29,10 @@ final class DeliveryDesk: AssetDownloadDelegate {
     }
 
     private let state: Mutex<State>
-    private let claimsFile: URL
+    private let claimsFile: ClaimsFile
+    /// Whether the claims file of an earlier run was unreadable (set aside): the claims must be
+    /// rebuilt from the files waiting in the inbox (``reclaim(_:)``).
+    let claimsWereLost: Bool
     private let logger: Logger
     /// Sends an event to every subscribed connection.
     let broadcast: @Sendable (EventMessage) -> Void
@@ -38,9 +41,17 @@ final class DeliveryDesk: AssetDownloadDelegate {
 
     init(libraryRoot: URL, logger: Logger, broadcast: @escaping @Sendable (EventMessage) -> Void,
          askClient: @escaping @Sendable (AssetDownload, AuthChallenge) async -> AuthChallengeDisposition = { _, _ in .performDefaultHandling }) {
-        claimsFile = libraryRoot.appendingPathComponent("daemon-claims.json")
-        let saved = (try? Data(contentsOf: claimsFile)).flatMap { try? JSONDecoder().decode([String].self, from: $0) } ?? []
-        state = Mutex(State(claims: Set(saved)))
+        claimsFile = ClaimsFile(libraryRoot: libraryRoot)
+        switch claimsFile.read() {
+        case .claims(let saved):
+            state = Mutex(State(claims: saved))
+            claimsWereLost = false
+        case .corrupt(let aside, let reason):
+            let kept = aside.map { "kept as \($0.lastPathComponent)" } ?? "could not be moved aside"
+            logger.error("\(claimsFile.url.path) cannot be read (\(reason)); \(kept); the files waiting in the inbox are claimed again")
+            state = Mutex(State(claims: []))
+            claimsWereLost = true
+        }
         self.logger = logger
         self.broadcast = broadcast
         self.askClient = askClient
@@ -52,6 +63,12 @@ final class DeliveryDesk: AssetDownloadDelegate {
     /// Marks `asset` as claimed: its file waits for a client's `ACK`.
     func claim(_ asset: String) {
         let changed = state.withLock { $0.claims.insert(asset).inserted }
+        if changed { saveClaims() }
+    }
+
+    /// Claims every asset of `assets` at once (rebuilding lost claims from the inbox).
+    func reclaim(_ assets: [String]) {
+        let changed = state.withLock { state in assets.reduce(false) { state.claims.insert($1).inserted || $0 } }
         if changed { saveClaims() }
     }
 
@@ -151,13 +168,13 @@ final class DeliveryDesk: AssetDownloadDelegate {
         return event
     }
 
-    /// Writes the claims (a JSON array of asset identifiers) atomically.
+    /// Writes the claims (a JSON array of asset identifiers) durably.
     private func saveClaims() {
         let claims = state.withLock { $0.claims.sorted() }
         do {
-            try JSONEncoder().encode(claims).write(to: claimsFile, options: .atomic)
+            try claimsFile.write(claims)
         } catch {
-            logger.error("cannot record the claimed assets in \(claimsFile.path): \(error)")
+            logger.error("\(error.message)")
         }
     }
 }
