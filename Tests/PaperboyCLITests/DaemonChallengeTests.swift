@@ -70,8 +70,8 @@ struct DaemonChallengeTests {
         }
     }
 
-    func start(_ delegate: ChallengeAnswerer) async throws -> Setup {
-        let server = try FaultServer { [self] in serve($0) }
+    func start(_ delegate: ChallengeAnswerer, handler: FaultServer.Handler? = nil) async throws -> Setup {
+        let server = try FaultServer(handler: handler ?? { [self] in serve($0) })
         let runtime = workspace.path("runtime")
         mkdir(runtime.path, 0o700)
         let config = workspace.write("[library]\npath = \"lib\"\n", to: "paperboy.toml")
@@ -119,6 +119,34 @@ struct DaemonChallengeTests {
             #expect(data.range(of: Data(Self.password.utf8)) == nil, "the password is in \(place)")
         }
         #expect(try String(contentsOf: daemon.log, encoding: .utf8).contains("challenge"))
+        await setup.stop()
+    }
+
+    /// The origin asks, is answered, and redirects to another server that asks too: the client's
+    /// credential for the first is not sent to the second, which raises a challenge of its own.
+    @Test func anAnswerServesItsOwnOriginOnlyAcrossARedirect() async throws {
+        let other = try FaultServer { [self] in serve($0) }
+        defer { other.stop() }
+        let otherURL = other.url("/moved.pdf")
+        let delegate = ChallengeAnswerer { challenge in
+            challenge.url.port == otherURL.port ? .cancelAuthenticationChallenge : .useCredential(Credential(user: "alice", password: Self.password))
+        }
+        let setup = try await start(delegate) { request in
+            ServerAuth.isBasic(request, user: "alice", password: Self.password)
+                ? .redirect(to: otherURL.absoluteString)
+                : ServerResponse(status: 401, headers: [("WWW-Authenticate", ServerAuth.basicChallenge(realm: "magazine"))])
+        }
+        let outcome = try await setup.asset.waitUntilFinished()
+        guard case .failed = outcome else {
+            Issue.record("expected a failure, got \(outcome)")
+            await setup.stop()
+            return
+        }
+        let challenges = delegate.seen.withLock { $0.challenges }
+        #expect(challenges.map { $0.url.port } == [setup.server.port, other.port], "\(challenges)")
+        #expect(setup.server.requests.contains { ServerAuth.isBasic($0, user: "alice", password: Self.password) })
+        #expect(!other.requests.isEmpty)
+        #expect(other.requests.allSatisfy { $0.header("authorization") == nil }, "the origin's answer reached another server")
         await setup.stop()
     }
 
