@@ -96,7 +96,7 @@ public protocol RemoteDownloadDelegate: Sendable {
     /// give (see ``AssetDownloadDelegate/download(_:didReceive:)``).
     ///
     /// The daemon asks the client that claimed the asset (the last one to call
-    /// ``RemoteAsset/download(delegate:)`` with a delegate) and waits 60 s at most; the answer
+    /// ``RemoteAsset/download(delegate:)`` with a delegate) and waits `[daemon] challenge_timeout` (60 s); the answer
     /// serves this challenge only and is never kept, logged or shown in a status. The default
     /// performs default handling (the transfer fails with an authentication error).
     func download(_ asset: RemoteAsset, didReceive challenge: AuthChallenge) async -> AuthChallengeDisposition

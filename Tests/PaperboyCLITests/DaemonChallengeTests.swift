@@ -70,11 +70,11 @@ struct DaemonChallengeTests {
         }
     }
 
-    func start(_ delegate: ChallengeAnswerer, handler: FaultServer.Handler? = nil) async throws -> Setup {
+    func start(_ delegate: ChallengeAnswerer, handler: FaultServer.Handler? = nil, config extra: String = "") async throws -> Setup {
         let server = try FaultServer(handler: handler ?? { [self] in serve($0) })
         let runtime = workspace.path("runtime")
         mkdir(runtime.path, 0o700)
-        let config = workspace.write("[library]\npath = \"lib\"\n", to: "paperboy.toml")
+        let config = workspace.write("[library]\npath = \"lib\"\n\(extra)", to: "paperboy.toml")
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         let client = try await PaperboyClient.connect(socket: daemon.socket)
         let asset = try await client.addIssue(name: "locked", date: Date())
@@ -166,6 +166,29 @@ struct DaemonChallengeTests {
         #expect(seen.failures.first?.isAuthenticationFailure == true, "\(seen.failures)")
         #expect(seen.finished.isEmpty)
         #expect(server.requests.allSatisfy { $0.header("authorization") == nil })
+        await setup.stop()
+    }
+
+    /// A client that stays connected and never answers: default handling after
+    /// `[daemon] challenge_timeout`.
+    @Test func aChallengeNobodyAnswersGetsDefaultHandlingAfterTheTimeout() async throws {
+        let delegate = ChallengeAnswerer { _ in
+            try? await Task.sleep(for: .seconds(120))
+            return .cancelAuthenticationChallenge
+        }
+        let setup = try await start(delegate, config: "[daemon]\nchallenge_timeout = \"1s\"\n")
+        #expect(try await eventually { delegate.seen.withLock { !$0.challenges.isEmpty } })
+        let asked = ContinuousClock.now
+        let outcome = try await setup.asset.waitUntilFinished()
+        let waited = ContinuousClock.now - asked
+        guard case .failed(let error) = outcome else {
+            Issue.record("expected a failure, got \(outcome)")
+            await setup.stop()
+            return
+        }
+        #expect(error.isAuthenticationFailure, "\(error)")
+        #expect(waited > .milliseconds(500) && waited < .seconds(10), "\(waited)")
+        #expect(try String(contentsOf: setup.daemon.log, encoding: .utf8).contains("default handling (no answer within 1"))
         await setup.stop()
     }
 

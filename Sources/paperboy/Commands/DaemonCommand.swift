@@ -30,7 +30,8 @@ struct DaemonCommand: AsyncParsableCommand {
         // Claimed files must not deliver themselves before the server attaches to them.
         let library = try SyncRun.openLibrary(config, deliversFinishedFiles: false)
         let daemon = Daemon(library: library, config: config, options: options, logger: logger)
-        let server = DaemonServer(library: library, socket: config.daemon.socket, logger: logger) {
+        let server = DaemonServer(library: library, socket: config.daemon.socket, logger: logger,
+                                  challengeTimeout: config.daemon.challengeTimeout) {
             try await daemon.reload()
         }
         daemon.server = server
