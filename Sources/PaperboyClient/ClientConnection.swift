@@ -182,6 +182,9 @@ final class ClientConnection: Sendable {
         return try result.get()
     }
 
+    /// How long the daemon has to answer `HELLO`.
+    static let handshakeTimeout: Duration = .seconds(10)
+
     private static func handshake(socket: URL, name: String) throws(LibraryError) -> ClientConnection {
         let fd = try DaemonSocket.connect(to: socket)
         guard fd >= 0 else {
@@ -191,7 +194,11 @@ final class ClientConnection: Sendable {
             try FrameWriter.write(DaemonProtocol.frame(DaemonProtocol.Kind.hello, ClientHello(protocols: DaemonProtocol.versions, client: name)),
                                   to: fd, isSocket: true)
             var reader = FrameReader()
-            let frame = try reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { _ in })
+            // Something that accepts and never answers (a wedged daemon) is not waited for forever.
+            let frame = try reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { fd throws(FrameIOError) in
+                var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&descriptor, 1, Int32(handshakeTimeout.components.seconds * 1000)) == 0 { throw .timedOut(handshakeTimeout) }
+            })
             guard frame.kind == DaemonProtocol.Kind.hello else {
                 let wire = try? DaemonProtocol.decoder.decode(WireError.self, from: frame.payload)
                 Glibc.close(fd)

@@ -24,7 +24,7 @@ struct PaperboyClientWriteTests {
         private let listener: Int32
         private let connection = Mutex<Int32>(-1)
 
-        init(socket: URL) throws {
+        init(socket: URL, answersHello: Bool = true) throws {
             self.socket = socket
             listener = try DaemonSocket.listen(at: socket)
             Thread { [self] in
@@ -32,7 +32,7 @@ struct PaperboyClientWriteTests {
                 guard fd >= 0 else { return }
                 connection.withLock { $0 = fd }
                 var reader = FrameReader()
-                guard (try? reader.next(from: fd, maxLength: { _ in 1 << 20 }, wait: { _ in })) != nil else { return }
+                guard answersHello, (try? reader.next(from: fd, maxLength: { _ in 1 << 20 }, wait: { _ in })) != nil else { return }
                 let hello = Frame.encode("HELLO", Data(#"{"protocol":1,"paperboy":"0.1.0","library":"/nowhere"}"#.utf8))
                 try? FrameWriter.write(hello, to: fd, isSocket: true)
             }.start()
@@ -46,6 +46,17 @@ struct PaperboyClientWriteTests {
             if fd >= 0 { close(fd) }
             close(listener)
         }
+    }
+
+    @Test func aDaemonThatNeverAnswersHelloFailsTheConnectionAfterTenSeconds() async throws {
+        let runtime = workspace.path("runtime")
+        mkdir(runtime.path, 0o700)
+        let daemon = try DeafDaemon(socket: runtime.appendingPathComponent("mute.sock"), answersHello: false)
+        defer { daemon.release() }
+        let started = ContinuousClock.now
+        await #expect(throws: LibraryError.self) { _ = try await PaperboyClient.connect(socket: daemon.socket) }
+        let took = ContinuousClock.now - started
+        #expect(took >= .seconds(9) && took < .seconds(30), "\(took)")
     }
 
     @Test func requestsStuckInAFullSocketDoNotWedgeTheAppsOtherTasks() async throws {
