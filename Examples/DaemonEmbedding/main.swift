@@ -75,7 +75,9 @@ let name = "2026-11-21"
 let events = try await library.events()
 let found = try await library.issue(named: name)
 let issue = if let found { found } else { try await library.addIssue(name: name, date: Date()) }
+var added = false
 if try await issue.assets().isEmpty {
+    added = true
     let asset = try await issue.addAsset(AssetRequest(url: source), userInfo: ["file": "magazine.pdf"])
     try await asset.download(delegate: delegate)
     switch try await asset.waitUntilFinished() {
@@ -85,8 +87,9 @@ if try await issue.assets().isEmpty {
     }
 }
 
-// Wait for the issue to complete, then update the shelf.
-if try await library.issue(named: name)?.status != .available {
+// Wait for the issue to complete (the event comes once the shelf is updated), then show it.
+let complete = try await library.issue(named: name)?.status == .available
+if added || !complete {
     for await event in events {
         if case .issueAvailable(name) = event { break }
     }

@@ -56,7 +56,8 @@ struct PaperboyClientWriteTests {
         let started = ContinuousClock.now
         await #expect(throws: LibraryError.self) { _ = try await PaperboyClient.connect(socket: daemon.socket) }
         let took = ContinuousClock.now - started
-        #expect(took >= .seconds(9) && took < .seconds(30), "\(took)")
+        // Ten seconds, and more on a loaded machine (seen: 38 s in a full run): it ends.
+        #expect(took >= .seconds(9) && took < .seconds(120), "\(took)")
     }
 
     @Test func requestsStuckInAFullSocketDoNotWedgeTheAppsOtherTasks() async throws {
