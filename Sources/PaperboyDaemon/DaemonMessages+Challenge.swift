@@ -40,12 +40,22 @@ package struct ChallengeMessage: Codable, Sendable {
         self.issue = issue
         kind = challenge.kind.rawValue
         url = challenge.url.redacted
-        realm = challenge.realm
+        // A server chooses the realm and the prompts: bounded, so that a frame stays far below
+        // the protocol's limit (a frame over it would end the client's connection).
+        realm = challenge.realm.map { Self.bounded($0) }
         previousFailureCount = challenge.previousFailureCount
         isProxy = challenge.isProxy
         proxyURL = challenge.proxyURL?.redacted
         serverTrust = challenge.serverTrust.map(WireServerTrust.init)
-        prompts = challenge.prompts.isEmpty ? nil : challenge.prompts
+        prompts = challenge.prompts.isEmpty ? nil : challenge.prompts.prefix(Self.maxPrompts).map { Self.bounded($0) }
+    }
+
+    /// The most keyboard-interactive prompts sent, and the longest realm or prompt (in characters).
+    package static let maxPrompts = 16
+    package static let maxText = 1024
+
+    private static func bounded(_ text: String) -> String {
+        text.count > maxText ? String(text.prefix(maxText)) + "…" : text
     }
 
     /// The challenge as the client's delegate sees it (numbers from the wire clamped).

@@ -230,3 +230,20 @@ struct DaemonChallengeTests {
         await setup.stop()
     }
 }
+
+/// What a server puts in a challenge (realm, prompts) is bounded before it reaches a client.
+@Suite("CHALLENGE frames")
+struct ChallengeMessageTests {
+    @Test func aServersRealmAndPromptsAreBoundedAndNoFrameNearsTheLimit() throws {
+        let huge = String(repeating: "p", count: 100_000)
+        let challenge = AuthChallenge(kind: .sshKeyboardInteractive, url: URL(string: "sftp://bob:secret@files.example.com/a")!,
+                                      realm: huge, prompts: Array(repeating: huge, count: 100))
+        let message = ChallengeMessage(id: "x", asset: "a", issue: "i", challenge)
+        let frame = DaemonProtocol.frame(DaemonProtocol.Kind.challenge, message)
+        #expect(frame.count < 64 * 1024)
+        #expect(message.prompts?.count == ChallengeMessage.maxPrompts)
+        #expect((message.realm?.count ?? 0) <= ChallengeMessage.maxText + 1)
+        #expect(!String(decoding: frame, as: UTF8.self).contains("secret"))
+        #expect(message.authChallenge.kind == .sshKeyboardInteractive && message.authChallenge.url.user == nil)
+    }
+}
