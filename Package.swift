@@ -153,6 +153,13 @@ let package = Package(
             path: "Examples/Embedding",
             swiftSettings: swiftSettings
         ),
+        // The same app on `paperboy daemon`, through PaperboyClient.
+        .executableTarget(
+            name: "DaemonEmbeddingExample",
+            dependencies: ["Paperboy", "PaperboyClient"],
+            path: "Examples/DaemonEmbedding",
+            swiftSettings: swiftSettings
+        ),
         // An in-process transport written as a third party would: entries of local tar archives.
         .target(
             name: "TarTransportExample",
@@ -185,7 +192,7 @@ let package = Package(
         // Loopback servers for tests: a scriptable fault-injecting HTTP server, an nginx launcher.
         .target(
             name: "PaperboyTestServers",
-            dependencies: ["Paperboy", "CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Paperboy", "PaperboyDaemon", "CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/PaperboyTestServers",
             swiftSettings: swiftSettings
         ),
@@ -227,10 +234,14 @@ let package = Package(
             path: "Tests/PaperboyExecTests",
             swiftSettings: swiftSettings
         ),
-        // The examples, through the conformance suite (the Python helper via PaperboyExec).
+        // The examples, through the conformance suite (the Python helper via PaperboyExec); the
+        // two embedding examples run (the daemon one against a daemon the test starts).
         .testTarget(
             name: "PaperboyExampleTests",
-            dependencies: ["Paperboy", "PaperboyExec", "PaperboyTesting", "PaperboyTransportTesting", "TarTransportExample"],
+            dependencies: [
+                "Paperboy", "PaperboyExec", "PaperboyTesting", "PaperboyTransportTesting", "TarTransportExample",
+                "PaperboyTestServers", "EmbeddingExample", "DaemonEmbeddingExample", "paperboy",
+            ],
             path: "Tests/PaperboyExampleTests",
             swiftSettings: swiftSettings
         ),

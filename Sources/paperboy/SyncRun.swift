@@ -29,10 +29,12 @@ struct SyncRun {
     }
 
     /// Opens the library of `config` for writing; exits with 1 when it cannot.
-    static func openLibrary(_ config: PaperboyConfiguration, resumes: Bool = true, extraURLs: [URL] = []) throws -> Library {
+    static func openLibrary(_ config: PaperboyConfiguration, resumes: Bool = true, extraURLs: [URL] = [],
+                            deliversFinishedFiles: Bool = true) throws -> Library {
         do {
             var configuration = try config.libraryConfiguration()
             configuration.resumesOnOpen = resumes
+            configuration.deliversFinishedFilesOnOpen = deliversFinishedFiles
             return try Library.open(at: config.library.path, transports: Transports.registry(for: config, extraURLs: extraURLs),
                                     configuration: configuration)
         } catch let error as LibraryError {

@@ -75,7 +75,7 @@ struct DaemonBandwidthTests {
             assets.append(asset)
             clients.append(client)
         }
-        #expect(try await DaemonTests().eventually { try await sample(assets).bytes.allSatisfy { $0 > 0 } })
+        #expect(try await eventually { try await sample(assets).bytes.allSatisfy { $0 > 0 } })
         // The steady middle: 2 s after both started, for 10 s (of the 20 s both files take).
         try await Task.sleep(for: .seconds(2))
         let first = try await sample(assets)
@@ -103,7 +103,7 @@ struct DaemonBandwidthTests {
         let asset = try await client.addIssue(name: "hup", date: Date())
             .addAsset(AssetRequest(url: nginx.url("/big.bin"), destinationPath: "big.bin"))
         try await asset.download()
-        #expect(try await DaemonTests().eventually { try await asset.refreshed().totalBytesWritten > 0 })
+        #expect(try await eventually { try await asset.refreshed().totalBytesWritten > 0 })
         try await Task.sleep(for: .milliseconds(500))
 
         func rate(over window: Duration) async throws -> Double {

@@ -6,6 +6,7 @@ import Paperboy
 import PaperboyClient
 import PaperboyDaemon
 import PaperboyFraming
+import PaperboyTestServers
 import PaperboyTesting
 import Testing
 
@@ -64,7 +65,7 @@ struct DaemonFeedTests {
         defer { daemon.process.signal(SIGKILL) }
         let client = try await PaperboyClient.connect(socket: daemon.socket)
         // Due since 2020: refreshed at start, its issue added and downloaded.
-        #expect(try await DaemonTests().eventually { try await client.issue(named: "2026-11-21")?.status == .available })
+        #expect(try await eventually { try await client.issue(named: "2026-11-21")?.status == .available })
         let next = try #require(try nextRefresh())
         let sixHours: TimeInterval = 6 * 3600
         #expect(next > Date() + sixHours * 0.9 - 60 && next <= Date() + sixHours, "\(next)")
@@ -88,7 +89,7 @@ struct DaemonFeedTests {
         #expect(notify.status == 0, "\(notify.stdout) \(notify.stderr)")
         #expect(notify.stderr.contains("using the daemon on \(daemon.socket.path)"), "\(notify.stderr)")
         #expect(notify.stdout.contains("the daemon refreshed 1 feed(s), 1 new issue(s): 2026-11-28"), "\(notify.stdout)")
-        #expect(try await DaemonTests().eventually { try await again.issue(named: "2026-11-28")?.status == .available })
+        #expect(try await eventually { try await again.issue(named: "2026-11-28")?.status == .available })
         #expect(try Data(contentsOf: workspace.path("lib/Issues/2026-11-28/magazine.pdf")) == Data("issue 2026-11-28".utf8))
         // The refresh moved the feed's next time; a second trigger within 24 h is throttled.
         let moved = try #require(try nextRefresh())
@@ -104,7 +105,7 @@ struct DaemonFeedTests {
         let (config, runtime) = setUp(schedule: #"{"version": 1, "feeds": {"gazette": {"next_refresh": "2999-01-01T00:00:00Z"}}}"#)
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
-        #expect(try await DaemonTests().eventually { log(daemon).contains("next refresh at") })
+        #expect(try await eventually { log(daemon).contains("next refresh at") })
         let probe = DaemonTests()
         let hello = Frame.encode("HELLO", Data(#"{"protocols":[1]}"#.utf8))
         let unknown = try probe.exchange(daemon.socket, hello + Frame.encode("NOTIFY", Data(#"{"id":2,"feed":"\u001b[31mnope"}"#.utf8)))
@@ -134,7 +135,7 @@ struct DaemonFeedTests {
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
         // The schedule is read once the socket listens, before systemd hears READY=1.
-        #expect(try await DaemonTests().eventually { log(daemon).contains("next refresh at") })
+        #expect(try await eventually { log(daemon).contains("next refresh at") })
         #expect(daemon.process.isRunning)
         #expect(log(daemon).contains("feed-schedule.json: not a feed schedule"), "\(log(daemon))")
         #expect(log(daemon).contains("set aside as feed-schedule.json.corrupt, feed schedule recomputed"))

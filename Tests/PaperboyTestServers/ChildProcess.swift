@@ -30,9 +30,11 @@ public final class ChildProcess: @unchecked Sendable {
     ///   - standardInput: the descriptor the child reads (default `/dev/null`);
     ///   - standardOutput, standardError: descriptors the child writes to (default `/dev/null`);
     ///     the caller keeps and closes its own.
+    ///   - passing: a descriptor the child gets as its descriptor 3 (systemd's first
+    ///     `LISTEN_FDS` descriptor); the caller keeps and closes its own.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, in folder: String? = nil,
-        standardInput: Int32? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil
+        standardInput: Int32? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil, passing: Int32? = nil
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -49,8 +51,14 @@ public final class ChildProcess: @unchecked Sendable {
                 posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
             }
         }
+        if let passing {
+            // dup2 onto itself would keep close-on-exec: go through another number (closed below).
+            precondition(passing != 100, "pass a descriptor other than 100")
+            posix_spawn_file_actions_adddup2(&actions, passing, 100)
+            posix_spawn_file_actions_adddup2(&actions, 100, 3)
+        }
         // Nothing else is inherited (another test's pipe would not see its end of file).
-        paperboy_test_spawn_closefrom(&actions, 3)
+        paperboy_test_spawn_closefrom(&actions, passing == nil ? 3 : 4)
         if let folder { paperboy_test_spawn_chdir(&actions, folder) }
         let command = [executable]
         let environment = environment ?? ProcessInfo.processInfo.environment

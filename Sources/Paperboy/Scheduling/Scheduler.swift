@@ -371,8 +371,9 @@ final class Scheduler: Sendable {
 
     /// Takes over at open (after the reconciler): what was running continues (or is paused),
     /// what waited for a network is tried again, retries and finished files are loaded, and the
-    /// queued assets are paged in by priority as slots free up.
-    func load(resume: Bool) throws(LibraryError) {
+    /// queued assets are paged in by priority as slots free up. Finished files that deliver
+    /// themselves are delivered unless `deliverFinished` is false (then they wait for a download).
+    func load(resume: Bool, deliverFinished: Bool = true) throws(LibraryError) {
         try store.changeStates(from: [.network] + (resume ? [.downloading] : []), to: .queued)
         if !resume { try store.changeStates(from: [.downloading], to: .paused) }
         let records = try store.assets(inStates: [.retry, .finished])
@@ -384,7 +385,7 @@ final class Scheduler: Sendable {
                 switch entry.state {
                 case .retry:
                     scheduleRetry(entry.id, at: entry.retryAt ?? Date(), in: &state)
-                case .finished where entry.request.deliversItself:
+                case .finished where entry.request.deliversItself && deliverFinished:
                     deliveries.append(entry.id)
                 default:
                     break

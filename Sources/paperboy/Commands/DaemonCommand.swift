@@ -28,9 +28,11 @@ struct DaemonCommand: AsyncParsableCommand {
         let config = try options.loadConfiguration()
         // Signals are taken before anything can be interrupted half-way.
         let signals = SignalStream([SIGTERM, SIGINT, SIGHUP])
-        let library = try SyncRun.openLibrary(config)
+        // Claimed files must not deliver themselves before the server attaches to them.
+        let library = try SyncRun.openLibrary(config, deliversFinishedFiles: false)
         let daemon = Daemon(library: library, config: config, options: options, logger: logger)
-        let server = DaemonServer(library: library, socket: config.daemon.socket, logger: logger) {
+        let server = DaemonServer(library: library, socket: config.daemon.socket, logger: logger,
+                                  challengeTimeout: config.daemon.challengeTimeout) {
             try await daemon.reload()
         }
         daemon.server = server
@@ -38,7 +40,7 @@ struct DaemonCommand: AsyncParsableCommand {
         daemon.feeds = feeds
         server.answerNotifications { request in try await feeds.notify(request) }
         do {
-            try server.start()
+            try server.start(activatedListener: DaemonSocket.activatedListener())
         } catch {
             Console.error("paperboy: \(error.message)")
             await library.close()
