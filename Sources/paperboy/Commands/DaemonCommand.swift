@@ -16,7 +16,8 @@ struct DaemonCommand: AsyncParsableCommand {
         discussion: """
             Logs go to standard error. SIGTERM or SIGINT stop it (transfers keep their bytes; exit 0); \
             SIGHUP reads the configuration again (bandwidth limits, new issues and feeds). Feeds with a \
-            refresh are refreshed on their schedule, and all of them on NOTIFY ('paperboy notify'). See docs/Daemon.md.
+            refresh are refreshed on their schedule, and all of them on NOTIFY ('paperboy notify'). \
+            [hooks] on_issue_available runs for each issue that becomes available. See docs/Daemon.md.
             """
     )
 
@@ -39,6 +40,7 @@ struct DaemonCommand: AsyncParsableCommand {
         let feeds = FeedDuty(library: library, config: config, logger: logger) { asset in server.download(asset, deliver: false) }
         daemon.feeds = feeds
         server.answerNotifications { request in try await feeds.notify(request) }
+        let hooks = HookDuty(library: library, logger: logger) { daemon.configuration }
         do {
             try server.start(activatedListener: DaemonSocket.activatedListener())
         } catch {
@@ -69,6 +71,7 @@ struct DaemonCommand: AsyncParsableCommand {
             break
         }
         await feeds.stop()
+        hooks.stop()
         server.stop()
         await library.close()
     }
@@ -91,6 +94,9 @@ final class Daemon: @unchecked Sendable {
         self.logger = logger
         self.config = Mutex(config)
     }
+
+    /// The configuration in force (the last one read without errors).
+    var configuration: PaperboyConfiguration { config.withLock { $0 } }
 
     /// Adds the configuration's issues and assets that are not in the library, and starts every
     /// configured asset not delivered yet; returns how many issues were added.

@@ -14,7 +14,7 @@ import PaperboyConfig
 /// A run is bounded by `[hooks] timeout` (10 minutes by default: ample for a hook that copies an
 /// issue to a reader over USB or renders a cover, short enough that a hook waiting on something
 /// that never comes cannot hold a timer-started `sync` for hours). Past it, the hook's process
-/// group (Foundation starts each child in a group of its own) gets SIGTERM, then SIGKILL after a
+/// group (``ChildRun`` starts each child in a group of its own) gets SIGTERM, then SIGKILL after a
 /// grace of a tenth of the timeout, between 0.1 and 5 s.
 struct IssueHook {
     /// What the hook is told about one issue (read while the library is open).

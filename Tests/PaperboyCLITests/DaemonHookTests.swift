@@ -1,0 +1,48 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Paperboy
+import PaperboyClient
+import PaperboyTestServers
+import PaperboyTesting
+import Testing
+
+/// The daemon runs `[hooks] on_issue_available` itself, once per issue that becomes available.
+@Suite("paperboy daemon: the issue hook", .serialized)
+struct DaemonHookTests {
+    let workspace = Workspace()
+
+    @Test func theDaemonRunsTheHookOnceForEachIssueThatBecomesAvailable() async throws {
+        let runtime = workspace.path("runtime")
+        mkdir(runtime.path, 0o700)
+        let marks = workspace.path("marks.txt")
+        let hook = workspace.write("#!/bin/sh\necho \"$PAPERBOY_ISSUE $PAPERBOY_BADGE\" >> \(marks.path)\n", to: "hooks/mark.sh")
+        chmod(hook.path, 0o755)
+        let config = workspace.write("""
+            [library]
+            path = "lib"
+            [hooks]
+            on_issue_available = ["hooks/mark.sh"]
+            """, to: "paperboy.toml")
+        let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        // Two issues, one of two assets: the hook runs when the last asset of each is delivered.
+        let first = try await client.addIssue(name: "first", date: Date())
+        for name in ["a.bin", "b.bin"] {
+            let source = workspace.write(randomData(50_000, seed: UInt64(name.count)), to: "src/first-\(name)")
+            try await first.addAsset(AssetRequest(url: source, destinationPath: name)).download()
+        }
+        let second = try await client.addIssue(name: "second", date: Date())
+        try await second.addAsset(AssetRequest(url: workspace.write(randomData(10_000), to: "src/c.bin"), destinationPath: "c.bin")).download()
+        let lines = { (try? String(contentsOf: marks, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? [] }
+        #expect(try await eventually { lines().count >= 2 })
+        // A moment for a wrong second run of either to show.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(lines().map { $0.split(separator: " ").first.map(String.init) ?? "" }.sorted() == ["first", "second"], "\(lines())")
+        #expect(lines().allSatisfy { Int($0.split(separator: " ").last ?? "") ?? 0 >= 1 }, "badge: \(lines())")
+        client.disconnect()
+        _ = await daemon.stop()
+    }
+}
