@@ -81,6 +81,12 @@ public struct PaperboyConfiguration: Sendable {
         contentsOf url: URL,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigError) -> PaperboyConfiguration {
+        // The bytes are let go once they are text: both alive while parsing was 15 MiB for a
+        // configuration of 100,000 assets.
+        return try parse(readText(url), fileURL: url, environment: environment)
+    }
+
+    private static func readText(_ url: URL) throws(ConfigError) -> String {
         let data: Data
         do {
             data = try Data(contentsOf: url)
@@ -93,7 +99,7 @@ public struct PaperboyConfiguration: Sendable {
         guard let text = String(data: data, encoding: .utf8) else {
             throw ConfigError(code: .unreadable, file: url, message: "configuration file is not UTF-8")
         }
-        return try parse(text, fileURL: url, environment: environment)
+        return text
     }
 
     /// Parses and validates configuration text as if read from `fileURL`; writes nothing.
@@ -130,6 +136,9 @@ public struct PaperboyConfiguration: Sendable {
             environment: environment,
             paths: PathResolution(fileURL: fileURL, environment: environment)
         )
+        // TOMLKit never frees a parsed document (no deinit): emptying it frees every node but the
+        // root, about 33 MiB for a configuration of 100,000 assets.
+        defer { root.clear() }
         return try ConfigDecoder(context: context).decode(TableReader(table: root, path: "", context: context))
     }
 

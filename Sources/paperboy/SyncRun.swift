@@ -76,26 +76,28 @@ struct SyncRun {
                 problems.append(message)
             }
         }
-        let plannedIssues = Set(plan.entries.map(\.issue))
+        let plannedIssues = Set(plan.issues.map(\.name))
         // An issue with an asset to download is not available (that asset is not delivered):
         // only the others need their status, which reads every asset of the issue.
         let availableBefore = Set(plannedIssues.subtracting(plan.issuesWithWork).filter { library.issue(named: $0)?.status == .available })
 
         let live = Console.isTerminal && !options.quiet
-        let display = live ? ProgressDisplay(library: library, total: plan.toDownload.count, names: plan.names) : nil
-        let narrator = options.quiet ? nil : SyncNarrator(display: display, names: plan.names, logger: logger, verbose: options.verbose)
+        let display = live ? ProgressDisplay(library: library, total: plan.toDownloadCount) : nil
+        let narrator = options.quiet ? nil : SyncNarrator(display: display, logger: logger, verbose: options.verbose)
         let narration = narrator.map { narrator in
             Task { await narrator.follow(events ?? library.events()) }
         }
 
-        if plan.toDownload.isEmpty, !options.quiet {
+        if plan.toDownloadCount == 0, !options.quiet {
             Console.line("paperboy: nothing to do; \(plan.alreadyDelivered) asset(s) already delivered")
         }
 
         display?.start()
         await library.waitUntilIdle()
-        if library.activity.waitingForNetwork > 0, wait {
-            let message = "\(library.activity.waitingForNetwork) asset(s) wait for an allowed network (now: \(library.networkStatus)); waiting"
+        // A failed read waits for nothing more: the report below says what is not delivered.
+        let networkWaits = (try? library.activity)?.waitingForNetwork ?? 0
+        if networkWaits > 0, wait {
+            let message = "\(networkWaits) asset(s) wait for an allowed network (now: \(library.networkStatus)); waiting"
             if let display { display.print("paperboy: \(message)") } else if !options.quiet { Console.error("paperboy: \(message)") }
             await library.waitUntilIdle(includingNetworkWaits: true)
         }
@@ -106,42 +108,9 @@ struct SyncRun {
         }
         let elapsed = ContinuousClock.now - started
 
-        var failures = 0
-        var waitingForNetwork = 0
-        var delivered = 0
-        var bytes: Int64 = 0
-        // States and sizes only: a request per asset of a 100,000-asset sync is tens of MiB.
-        var statuses: [String: (state: AssetState, totalBytesWritten: Int64)] = [:]
-        // Issues whose assets are all delivered (what `Issue.status` reads again, asset by asset).
-        var complete: Set<String> = []
-        for name in plannedIssues {
-            let issueStatuses = library.issue(named: name)?.assetStatuses ?? []
-            for status in issueStatuses { statuses[status.identifier] = (status.state, status.totalBytesWritten) }
-            if !issueStatuses.isEmpty, issueStatuses.allSatisfy({ $0.state == .delivered }) { complete.insert(name) }
-        }
-        for entry in plan.entries {
-            let status = statuses[entry.identifier]
-            switch status?.state {
-            case .delivered?:
-                delivered += 1
-                bytes += status?.totalBytesWritten ?? 0
-            case .failed(let message)?:
-                failures += 1
-                // The line names the URL first: the error's own "(URL, code)" suffix would repeat it.
-                let shown = entry.url.redactedString
-                let detail = message.replacingOccurrences(of: " (\(shown), ", with: " (")
-                Console.error("failed: \(entry.issue)/\(entry.path) (\(shown)): \(detail)")
-            case .waiting(.network)?:
-                waitingForNetwork += 1
-                if options.verbose { Console.error("waiting: \(entry.issue)/\(entry.path): waiting for an allowed network") }
-            case let state?:
-                failures += 1
-                Console.error("not delivered: \(entry.issue)/\(entry.path): \(state)")
-            case nil:
-                failures += 1
-                Console.error("not delivered: \(entry.issue)/\(entry.path): the asset disappeared")
-            }
-        }
+        let report = SyncReport(plan: plan, library: library, verbose: options.verbose) { Console.error($0) }
+        let (failures, waitingForNetwork, delivered, bytes, complete) =
+            (report.failures, report.waitingForNetwork, report.delivered, report.bytes, report.complete)
 
         // Issues that became available in this run, oldest first, for the hook.
         let becameAvailable = plannedIssues.subtracting(availableBefore).intersection(complete)
@@ -156,12 +125,12 @@ struct SyncRun {
         if waitingForNetwork > 0 {
             Console.error("paperboy: \(waitingForNetwork) asset(s) wait for an allowed network (now: \(network)); run again, or use --wait")
         }
-        if !options.quiet, !plan.toDownload.isEmpty {
+        if !options.quiet, plan.toDownloadCount > 0 {
             let seconds = max(elapsed.secondsValue, 0.001)
             let fetched = delivered - plan.alreadyDelivered
             Console.line(String(
                 format: "paperboy: %d of %d asset(s) delivered (%d now, %@ in %.2f s, %.0f assets/s)%@",
-                delivered, plan.entries.count, fetched, Console.bytes(bytes), seconds, Double(fetched) / seconds,
+                delivered, plan.plannedCount, fetched, Console.bytes(bytes), seconds, Double(fetched) / seconds,
                 failures > 0 ? ", \(failures) failed" : ""))
         }
         if !options.quiet {
@@ -187,7 +156,6 @@ struct SyncRun {
 /// with `--verbose`.
 struct SyncNarrator: Sendable {
     let display: ProgressDisplay?
-    let names: [String: String]
     let logger: Logger
     let verbose: Bool
 
@@ -195,7 +163,8 @@ struct SyncNarrator: Sendable {
         var announcedNetworkWait: Set<String> = []
         for await event in events {
             guard case .assetStateChanged(let asset, let state) = event else { continue }
-            let name = names[asset.identifier] ?? asset.identifier
+            // Read only when told: each name reads the asset's destination path.
+            var name: String { SyncPlan.displayName(asset) }
             switch state {
             case .downloading:
                 detail("downloading \(name)")

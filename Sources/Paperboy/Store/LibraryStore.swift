@@ -256,27 +256,16 @@ final class LibraryStore: Sendable {
     }
 
     /// Counts and bytes of the assets by state, after writing the updates queued.
-    func stateTotals() -> [PersistedState: (count: Int, written: Int64, expected: Int64)] {
-        flush()
-        let rows = (try? pool.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT state, COUNT(*), SUM(bytesOnDisk), SUM(MAX(bytesOnDisk, coalesce(expectedBytes, bytesOnDisk)))
-                FROM asset WHERE state NOT IN ('idle', 'delivered', 'cancelled') GROUP BY state
-                """)
-        }) ?? []
-        var totals: [PersistedState: (count: Int, written: Int64, expected: Int64)] = [:]
-        for row in rows {
-            guard let name = try? row.decode(String.self, atIndex: 0), let state = PersistedState(rawValue: name) else { continue }
-            totals[state] = (Int(row.storedInteger(atIndex: 1) ?? 0), row.storedInteger(atIndex: 2) ?? 0, row.storedInteger(atIndex: 3) ?? 0)
-        }
-        return totals
+    private func reading<T>(_ read: (Database) throws -> T) throws(LibraryError) -> T {
+        try reading("cannot read the assets of library database \(fileURL.path)", read)
     }
 
-    private func reading<T>(_ read: (Database) throws -> T) throws(LibraryError) -> T {
+    /// Runs a read; a failure is a ``LibraryError`` saying `what` could not be done.
+    func reading<T>(_ what: @autoclosure () -> String, _ read: (Database) throws -> T) throws(LibraryError) -> T {
         do {
             return try pool.read(read)
         } catch {
-            throw LibraryError.storage("cannot read the assets of library database \(fileURL.path)", error)
+            throw LibraryError.storage(what(), error)
         }
     }
 
@@ -295,11 +284,19 @@ final class LibraryStore: Sendable {
         }
     }
 
+    /// Runs `read` under the commit lock with the updates queued and not yet written: a read
+    /// inside sees each update either in the database or among those updates.
+    func withQueuedPatches<T>(_ read: ([String: AssetPatch]) throws -> T) rethrows -> T {
+        try commitLock.withLock { _ in
+            try read(pending.withLock { $0.patches })
+        }
+    }
+
     /// Runs `read` under the commit lock with the state changes queued and not yet written: a
     /// read inside sees each update either in the database or among those changes.
-    func withQueuedStates<T>(_ read: ([String: PersistedState]) -> T) -> T {
-        commitLock.withLock { _ in
-            read(pending.withLock { pending in pending.patches.compactMapValues(\.state) })
+    func withQueuedStates<T, E: Error>(_ read: ([String: PersistedState]) throws(E) -> T) throws(E) -> T {
+        try commitLock.withLock { _ throws(E) in
+            try read(pending.withLock { pending in pending.patches.compactMapValues(\.state) })
         }
     }
 

@@ -30,10 +30,17 @@ struct StatusCommand: AsyncParsableCommand {
         }
         let listing = StatusListing(library: library, libraryPath: config.library.path.path)
         let output = BufferedOutput()
-        if json {
-            try listing.writeJSON(to: output)
-        } else {
-            listing.writeText(to: output)
+        do {
+            if json {
+                try listing.writeJSON(to: output)
+            } else {
+                try listing.writeText(to: output)
+            }
+        } catch let error as LibraryError {
+            // What was listed is written; the rest is unknown, and the exit status says so.
+            output.flush()
+            Console.error("paperboy: \(error.message)")
+            throw ExitCode(1)
         }
         output.flush()
     }
@@ -56,14 +63,13 @@ struct StatusListing {
         var path: String?
         var attempts: Int
 
-        init(_ status: AssetStatus) {
-            let request = status.request
+        init(_ status: AssetListing) {
             id = status.identifier
-            url = request.url.redactedString
+            url = status.redactedURLString
             state = status.state.name
             bytesWritten = status.totalBytesWritten
             expectedBytes = status.expectedTotalBytes
-            path = request.destinationPath
+            path = status.destinationPath
             attempts = status.attempts
             switch status.state {
             case .waiting(let reason):
@@ -93,16 +99,16 @@ struct StatusListing {
         self.libraryPath = library?.root.path ?? libraryPath
     }
 
-    private func issueHeaders() -> [IssueHeader] {
+    private func issueHeaders() throws(LibraryError) -> [IssueHeader] {
         guard let library else { return [] }
-        let counts = library.assetCountsByIssue()
+        let counts = try library.assetCountsByIssue()
         return library.issues.map { issue in
             IssueHeader(issue: issue, date: issue.date.utcDayText, status: (counts[issue.name] ?? AssetCounts()).issueStatus.rawValue,
                         isNew: issue.isNew)
         }
     }
 
-    func writeText(to output: BufferedOutput) {
+    func writeText(to output: BufferedOutput) throws {
         output.line("library \(libraryPath)")
         if let bandwidth = library?.recordedBandwidthStatistics {
             let limit = bandwidth.limit.map { "\(Console.bytes($0))/s" } ?? "unlimited"
@@ -110,11 +116,11 @@ struct StatusListing {
                                limit, Console.bytes(Int64(bandwidth.achievedRate)), Console.bytes(bandwidth.bytesGranted),
                                bandwidth.secondsThrottled))
         }
-        let headers = issueHeaders()
+        let headers = try issueHeaders()
         if headers.isEmpty { output.line("  no issues") }
         for header in headers {
             output.line("\(header.issue.name)  \(header.date)  \(header.status)\(header.isNew ? "  new" : "")")
-            header.issue.forEachAssetStatus { status in
+            try header.issue.forEachAssetListing { status in
                 let asset = AssetReport(status)
                 var size = Console.bytes(asset.bytesWritten)
                 if let expected = asset.expectedBytes, expected != asset.bytesWritten { size += " of \(Console.bytes(expected))" }
@@ -137,11 +143,11 @@ struct StatusListing {
         }
         json.key("issues")
         json.beginArray()
-        for header in issueHeaders() {
+        for header in try issueHeaders() {
             json.beginObject()
             json.key("assets")
             json.beginArray()
-            header.issue.forEachAssetStatus { status in
+            try header.issue.forEachAssetListing { status in
                 let asset = AssetReport(status)
                 json.beginObject()
                 json.field("attempts", asset.attempts)
