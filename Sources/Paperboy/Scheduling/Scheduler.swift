@@ -113,10 +113,11 @@ final class Scheduler: Sendable {
             delivering || state == .queued || state == .retry || state == .downloading
         }
 
-        /// Nothing of it needs memory: its row says all (see ``Scheduler``).
+        /// Nothing of it needs memory: its row says all (see ``Scheduler``). An asset waiting for
+        /// an allowed network waits in the store: it is read again when the network changes.
         var isAtRest: Bool {
             switch state {
-            case .idle, .paused, .failed, .cancelled: break
+            case .idle, .paused, .failed, .cancelled, .network: break
             default: return false
             }
             return !pinned && !delivering && task == nil && retryTask == nil && stop == nil && !restartAfterStop
@@ -136,9 +137,16 @@ final class Scheduler: Sendable {
         var queued = 0
         /// The store may hold queued assets that are not in memory.
         var backlog = false
+        /// A read of the backlog failed: it is read again when this ends.
+        var refillRetry: Task<Void, Never>?
+        /// Entries let go so far: a row read outside the lock is current only if none was since.
+        var evictions = 0
         /// Assets in memory, by issue: a delivery completes its issue when it is the last one.
         var inMemoryByIssue: [String: Int] = [:]
+        /// Assets in memory waiting for an allowed network.
         var waitingForNetwork = 0
+        /// Assets let go while waiting for an allowed network (their rows say `network`).
+        var storedNetworkWaits = 0
         var idleWaiters: [(includingNetwork: Bool, continuation: CheckedContinuation<Void, Never>)] = []
         var closed = false
         var network = NetworkStatus(kind: .other)
@@ -159,12 +167,16 @@ final class Scheduler: Sendable {
             if entry.state != .failed { entry.failure = nil }
             entries[id] = entry
             if !assetWaiters.isEmpty, let outcome = Scheduler.settledOutcome(entry) { settle(id, outcome) }
-            if entry.isAtRest { remove(id) }
+            if entry.isAtRest {
+                if entry.state == .network { storedNetworkWaits += 1 }
+                remove(id)
+            }
         }
 
         /// Lets an entry go (it is in the store only, or gone).
         mutating func remove(_ id: String) {
             guard let entry = entries.removeValue(forKey: id) else { return }
+            evictions &+= 1
             count(entry, -1)
             let left = (inMemoryByIssue[entry.issueName] ?? 1) - 1
             inMemoryByIssue[entry.issueName] = left > 0 ? left : nil
@@ -172,6 +184,7 @@ final class Scheduler: Sendable {
 
         /// Takes an entry into memory, counted.
         mutating func insert(_ entry: Entry) {
+            if entry.state == .network { storedNetworkWaits = max(0, storedNetworkWaits - 1) }
             count(entry, 1)
             entries[entry.id] = entry
             inMemoryByIssue[entry.issueName, default: 0] += 1
@@ -193,7 +206,7 @@ final class Scheduler: Sendable {
             guard busy == 0, !backlog else { return [] }
             var ready: [CheckedContinuation<Void, Never>] = []
             idleWaiters.removeAll { waiter in
-                guard !waiter.includingNetwork || waitingForNetwork == 0 else { return false }
+                guard !waiter.includingNetwork || waitingForNetwork + storedNetworkWaits == 0 else { return false }
                 ready.append(waiter.continuation)
                 return true
             }
@@ -358,10 +371,26 @@ final class Scheduler: Sendable {
                     changed.append(id)
                 }
             }
+            requeueStoredNetworkWaits(&state)
             pump(&state)
             wakeIdleWaiters(&state)
         }
         for id in changed { broadcastState(id) }
+    }
+
+    /// Queues again the assets waiting for a network in the store (not in memory), to be paged
+    /// in and checked against the new network; those still not allowed go back to waiting.
+    private func requeueStoredNetworkWaits(_ state: inout State) {
+        guard state.storedNetworkWaits > 0 else { return }
+        let held = state.entries.values.filter { $0.state == .network }.map(\.id)
+        do {
+            try store.changeStates(from: [.network], to: .queued, except: held)
+            state.storedNetworkWaits = 0
+            state.backlog = true
+        } catch {
+            // Left waiting: tried again at the next change of network.
+            logger.error("\(error.message)")
+        }
     }
 
     // MARK: Loading
@@ -493,12 +522,15 @@ final class Scheduler: Sendable {
         let id = asset.identifier
         var deliver = false
         // Read outside the lock (a read waits for a batch being written): taken in below unless
-        // it came into memory meanwhile.
-        let stored = state.withLock { $0.entries[id] == nil } ? store.asset(id: id) : nil
+        // it came into memory meanwhile, or an entry left memory since (its row may have changed
+        // after this read: it is read again, under the lock).
+        let before = state.withLock { $0.entries[id] == nil ? $0.evictions : nil }
+        let stored = before != nil ? store.asset(id: id) : nil
         state.withLock { state in
             guard !state.closed else { return }
             if state.entries[id] == nil {
-                guard let record = stored ?? store.asset(id: id), record.state != PersistedState.delivered.rawValue else { return }
+                let current = state.evictions == before ? stored : nil
+                guard let record = current ?? store.asset(id: id), record.state != PersistedState.delivered.rawValue else { return }
                 if delegate == nil, queueInStore(record, in: &state) { return }
                 take(Entry(record), in: &state)
             }
@@ -683,7 +715,9 @@ final class Scheduler: Sendable {
     func waitUntilIdle(includingNetworkWaits: Bool = false) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let idle = state.withLock { state -> Bool in
-                if state.busy == 0, !includingNetworkWaits || state.waitingForNetwork == 0 { return true }
+                // A backlog is work too (not yet in memory, or its read failed and is retried).
+                if state.busy == 0, !state.backlog || state.closed,
+                   !includingNetworkWaits || state.waitingForNetwork + state.storedNetworkWaits == 0 { return true }
                 state.idleWaiters.append((includingNetworkWaits, continuation))
                 return false
             }
@@ -696,6 +730,8 @@ final class Scheduler: Sendable {
         stopBackgroundWork()
         let tasks: [Task<Void, Never>] = state.withLock { state in
             state.closed = true
+            state.refillRetry?.cancel()
+            state.refillRetry = nil
             var tasks: [Task<Void, Never>] = []
             for id in Array(state.entries.keys) {
                 state.update(id) { entry in
@@ -752,8 +788,24 @@ final class Scheduler: Sendable {
     /// empty once the store has no more.
     private func refill(_ state: inout State, upTo limit: Int) {
         let wanted = limit - state.queued
-        guard wanted > 0 else { return }
-        let records = store.queuedAssets(limit: wanted, excluding: Set(state.entries.keys))
+        guard wanted > 0, state.refillRetry == nil else { return }
+        let records: [AssetRecord]
+        do {
+            records = try store.queuedAssets(limit: wanted, excluding: Set(state.entries.keys))
+        } catch {
+            // A failed read is no empty store: the backlog stays, and is read again shortly.
+            logger.error("\(error.message); reading the queued assets again in \(Self.refillRetryDelay)")
+            state.refillRetry = Task { [weak self] in
+                try? await Task.sleep(for: Self.refillRetryDelay)
+                guard !Task.isCancelled, let self else { return }
+                self.state.withLock { state in
+                    state.refillRetry = nil
+                    self.pump(&state)
+                    self.wakeIdleWaiters(&state)
+                }
+            }
+            return
+        }
         for record in records {
             let entry = Entry(record)
             state.insert(entry)
@@ -761,6 +813,9 @@ final class Scheduler: Sendable {
         }
         if records.count < wanted { state.backlog = false }
     }
+
+    /// How long after a failed read of the queued assets they are read again.
+    static let refillRetryDelay = Duration.seconds(1)
 
     /// Queues an asset that is not in memory in the store only, when the window is full and the
     /// asset's priority is not above those in it (it is paged in in its turn): `false` when it

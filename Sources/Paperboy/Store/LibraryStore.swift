@@ -213,12 +213,12 @@ final class LibraryStore: Sendable {
     /// Queued assets in the order they run (highest priority, then first in), at most `limit`
     /// of them besides those in `excluded`: the scheduler's next in line, from the index on
     /// (state, priority, seq). The updates queued are written first, so none is missed.
-    func queuedAssets(limit: Int, excluding excluded: Set<String>) -> [AssetRecord] {
+    func queuedAssets(limit: Int, excluding excluded: Set<String>) throws(LibraryError) -> [AssetRecord] {
         flush()
-        let rows = (try? pool.read { db in
+        let rows = try reading("cannot read the queued assets of library database \(fileURL.path)") { db in
             try AssetRecord.filter(Column("state") == PersistedState.queued.rawValue)
                 .order(Column("priority").desc, Column("seq")).limit(limit + excluded.count).fetchAll(db)
-        }) ?? []
+        }
         return Array(rows.lazy.filter { !excluded.contains($0.id) }.prefix(limit))
     }
 
@@ -234,13 +234,15 @@ final class LibraryStore: Sendable {
         }) ?? []
     }
 
-    /// Changes the state of every asset in `from` to `to` (at open: what was running).
-    func changeStates(from: [PersistedState], to: PersistedState) throws(LibraryError) {
+    /// Changes the state of every asset in `from` to `to` (at open: what was running), but those
+    /// of `except` (held in memory, in a state of their own).
+    func changeStates(from: [PersistedState], to: PersistedState, except: [String] = []) throws(LibraryError) {
         flush()
         do {
             try pool.write { db in
-                try db.execute(sql: "UPDATE asset SET state = ? WHERE state IN (\(from.map { "'\($0.rawValue)'" }.joined(separator: ", ")))",
-                               arguments: [to.rawValue])
+                var sql = "UPDATE asset SET state = ? WHERE state IN (\(from.map { "'\($0.rawValue)'" }.joined(separator: ", ")))"
+                if !except.isEmpty { sql += " AND id NOT IN (\(databaseQuestionMarks(count: except.count)))" }
+                try db.execute(sql: sql, arguments: StatementArguments([to.rawValue] + except))
             }
         } catch {
             throw LibraryError.storage("cannot update the assets of library database \(fileURL.path)", error)
