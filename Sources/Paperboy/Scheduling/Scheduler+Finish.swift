@@ -22,6 +22,41 @@ extension Scheduler {
         }
     }
 
+    /// Arms the timer of the retries waiting in the store for the earliest due (a day away at
+    /// most: a damaged row's date may be years away), unless one is armed for earlier.
+    func armRetryTimer(_ state: inout State) {
+        guard !state.closed, let due = state.storedRetryDue else { return }
+        if let armed = state.retryTimer, armed.due <= due { return }
+        state.retryTimer?.task.cancel()
+        let delay = min(max(0, due.timeIntervalSinceNow), 86_400)
+        let task = Task { [weak self] in
+            try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
+            guard !Task.isCancelled, let self else { return }
+            self.storedRetriesDue()
+        }
+        state.retryTimer = (task, due)
+    }
+
+    /// Queues in the store the retries due now, pages them in, and arms the timer for the next.
+    func storedRetriesDue() {
+        state.withLock { state in
+            guard !state.closed else { return }
+            state.retryTimer = nil
+            let held = state.entries.values.filter { $0.state == .retry }.map(\.id)
+            do {
+                if try store.queueDueRetries(now: Date(), except: held) > 0 { state.backlog = true }
+                state.storedRetryDue = try store.earliestRetry(except: held)
+            } catch {
+                // Read again shortly: the retries are not given up.
+                logger.error("\((error as? LibraryError)?.message ?? "\(error)"); trying again in \(Self.refillRetryDelay)")
+                state.storedRetryDue = Date().addingTimeInterval(Self.refillRetryDelay.seconds)
+            }
+            if state.storedRetryDue == nil { state.retryClocks = [:] }
+            pump(&state)
+            wakeIdleWaiters(&state)
+        }
+    }
+
     func retryDue(_ id: String) {
         state.withLock { state in
             guard let entry = state.entries[id], entry.state == .retry else { return }

@@ -66,10 +66,11 @@ extension Scheduler {
         }
 
         /// Nothing of it needs memory: its row says all (see ``Scheduler``). An asset waiting for
-        /// an allowed network waits in the store: it is read again when the network changes.
+        /// an allowed network waits in the store (read again when the network changes), and so
+        /// does one waiting to retry (queued there when its retry is due).
         var isAtRest: Bool {
             switch state {
-            case .idle, .paused, .failed, .cancelled, .network: break
+            case .idle, .paused, .failed, .cancelled, .network, .retry: break
             default: return false
             }
             return !pinned && !delivering && task == nil && retryTask == nil && stop == nil && !restartAfterStop
@@ -99,6 +100,12 @@ extension Scheduler {
         var waitingForNetwork = 0
         /// Assets let go while waiting for an allowed network (their rows say `network`).
         var storedNetworkWaits = 0
+        /// The store may hold assets waiting to retry, not in memory, the earliest due then: a
+        /// timer (``retryTimer``) is armed for it while this is set.
+        var storedRetryDue: Date?
+        var retryTimer: (task: Task<Void, Never>, due: Date)?
+        /// The no-progress clocks of the retries let go, given back when they come back.
+        var retryClocks: [String: ContinuousClock.Instant] = [:]
         var idleWaiters: [(includingNetwork: Bool, continuation: CheckedContinuation<Void, Never>)] = []
         var closed = false
         var network = NetworkStatus(kind: .other)
@@ -121,6 +128,11 @@ extension Scheduler {
             if !assetWaiters.isEmpty, let outcome = Scheduler.settledOutcome(entry) { settle(id, outcome) }
             if entry.isAtRest {
                 if entry.state == .network { storedNetworkWaits += 1 }
+                if entry.state == .retry {
+                    let due = entry.retryAt ?? Date()
+                    storedRetryDue = min(storedRetryDue ?? due, due)
+                    if let clock = entry.progressClock { retryClocks[id] = clock }
+                }
                 remove(id)
             }
         }
@@ -137,6 +149,8 @@ extension Scheduler {
         /// Takes an entry into memory, counted.
         mutating func insert(_ entry: Entry) {
             if entry.state == .network { storedNetworkWaits = max(0, storedNetworkWaits - 1) }
+            var entry = entry
+            if let clock = retryClocks.removeValue(forKey: entry.id) { entry.progressClock = clock }
             count(entry, 1)
             entries[entry.id] = entry
             inMemoryByIssue[entry.issueName, default: 0] += 1
@@ -154,8 +168,11 @@ extension Scheduler {
             for continuation in waiters.values { continuation.resume(returning: outcome) }
         }
 
+        /// Nothing in memory or in the store is on its way (network waits aside).
+        var isIdle: Bool { busy == 0 && (closed || (!backlog && storedRetryDue == nil)) }
+
         mutating func takeIdleWaiters() -> [CheckedContinuation<Void, Never>] {
-            guard busy == 0, !backlog else { return [] }
+            guard isIdle else { return [] }
             var ready: [CheckedContinuation<Void, Never>] = []
             idleWaiters.removeAll { waiter in
                 guard !waiter.includingNetwork || waitingForNetwork + storedNetworkWaits == 0 else { return false }

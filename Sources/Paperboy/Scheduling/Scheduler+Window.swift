@@ -11,27 +11,24 @@ extension Scheduler {
     static let windowSize = 256
 
     /// Takes over at open (after the reconciler): what was running continues (or is paused),
-    /// what waited for a network is tried again, retries and finished files are loaded, and the
+    /// what waited for a network is tried again, finished files are loaded (retries wait in the
+    /// store for their timer), and the
     /// queued assets are paged in by priority as slots free up.
     func load(resume: Bool) throws(LibraryError) {
         try store.changeStates(from: [.network] + (resume ? [.downloading] : []), to: .queued)
         if !resume { try store.changeStates(from: [.downloading], to: .paused) }
-        let records = try store.assets(inStates: [.retry, .finished])
+        // Retries wait in the store: the timer wakes for the earliest.
+        let retryDue = try store.earliestRetry()
+        let records = try store.assets(inStates: [.finished])
         var deliveries: [String] = []
         state.withLock { state in
             for record in records {
                 let entry = Entry(record)
                 state.insert(entry)
-                switch entry.state {
-                case .retry:
-                    scheduleRetry(entry.id, at: entry.retryAt ?? Date(), in: &state)
-                case .finished where entry.request.deliversItself:
-                    deliveries.append(entry.id)
-                default:
-                    break
-                }
+                if entry.state == .finished, entry.request.deliversItself { deliveries.append(entry.id) }
             }
             state.backlog = true
+            state.storedRetryDue = retryDue
             pump(&state)
         }
         for id in deliveries { delivery.start(id) }
@@ -81,6 +78,7 @@ extension Scheduler {
 
     func pump(_ state: inout State) {
         guard !state.closed else { return }
+        armRetryTimer(&state)
         let maxPerHost = settings.maxPerHost
         // The window may grow past its size when every asset in it waits for a busy host.
         var limit = Self.windowSize

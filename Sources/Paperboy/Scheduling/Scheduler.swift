@@ -171,9 +171,9 @@ final class Scheduler: Sendable {
     func waitUntilIdle(includingNetworkWaits: Bool = false) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let idle = state.withLock { state -> Bool in
-                // A backlog is work too (not yet in memory, or its read failed and is retried).
-                if state.busy == 0, !state.backlog || state.closed,
-                   !includingNetworkWaits || state.waitingForNetwork + state.storedNetworkWaits == 0 { return true }
+                // A backlog is work too (not yet in memory, or its read failed and is retried), and
+                // so are the retries waiting in the store.
+                if state.isIdle, !includingNetworkWaits || state.waitingForNetwork + state.storedNetworkWaits == 0 { return true }
                 state.idleWaiters.append((includingNetworkWaits, continuation))
                 return false
             }
@@ -188,6 +188,8 @@ final class Scheduler: Sendable {
             state.closed = true
             state.refillRetry?.cancel()
             state.refillRetry = nil
+            state.retryTimer?.task.cancel()
+            state.retryTimer = nil
             var tasks: [Task<Void, Never>] = []
             for id in Array(state.entries.keys) {
                 state.update(id) { entry in
@@ -218,9 +220,17 @@ final class Scheduler: Sendable {
 
     func broadcastState(_ id: String, delivered: Bool = false) {
         guard broadcaster.hasSubscribers else { return }
-        let current: AssetState? = delivered ? .delivered : snapshot(id)?.state
+        var current: AssetState? = delivered ? .delivered : snapshot(id)?.state
         // In memory first: a database read here would wait for batched writes on every change.
-        guard let current, let issueName = state.withLock({ $0.entries[id]?.issueName }) ?? store.asset(id: id)?.issueName else { return }
+        var issueName = state.withLock { $0.entries[id]?.issueName }
+        if current == nil || issueName == nil, let record = store.asset(id: id) {
+            issueName = record.issueName
+            // Waiting for a network or a retry, in the store: still told, as when held in memory.
+            if current == nil, let stored = PersistedState(rawValue: record.state), stored == .network || stored == .retry {
+                current = Self.publicState(stored, retryAt: record.retryAt, attempts: record.attempts, detail: record.detail)
+            }
+        }
+        guard let current, let issueName else { return }
         broadcaster.send(.assetStateChanged(AssetDownload(identifier: id, issueName: issueName, scheduler: self), current))
     }
 }

@@ -249,6 +249,40 @@ final class LibraryStore: Sendable {
         }
     }
 
+    /// The earliest retry among the assets waiting to retry but those of `except` (held in
+    /// memory), `nil` when there is none; a retry of unreadable date is due now.
+    func earliestRetry(except: [String] = []) throws(LibraryError) -> Date? {
+        flush()
+        let filter = except.isEmpty ? "" : " AND id NOT IN (\(databaseQuestionMarks(count: except.count)))"
+        return try reading("cannot read the retries of library database \(fileURL.path)") { db -> Date? in
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT COUNT(*), MIN(CASE WHEN typeof(retryAt) = 'text' THEN retryAt END), SUM(CASE WHEN typeof(retryAt) = 'text' THEN 1 ELSE 0 END)
+                FROM asset WHERE state = 'retry'\(filter)
+                """, arguments: StatementArguments(except)), let count = row.storedInteger(atIndex: 0), count > 0 else { return nil }
+            let readable = row.storedInteger(atIndex: 2) ?? 0
+            guard readable == count, let earliest = (try? row.decode(StoredDate?.self, atIndex: 1))??.date else { return Date() }
+            return earliest
+        }
+    }
+
+    /// Queues the assets whose retry is due at `now` (or whose retry date is unreadable, or more
+    /// than a day away: a damaged row), but those of `except`; returns how many.
+    func queueDueRetries(now: Date, except: [String] = []) throws(LibraryError) -> Int {
+        flush()
+        let filter = except.isEmpty ? "" : " AND id NOT IN (\(databaseQuestionMarks(count: except.count)))"
+        do {
+            return try pool.write { db in
+                try db.execute(sql: """
+                    UPDATE asset SET state = 'queued' WHERE state = 'retry'\(filter)
+                    AND (typeof(retryAt) != 'text' OR retryAt <= ? OR retryAt > ?)
+                    """, arguments: StatementArguments(except + [StoredDate(now), StoredDate(now.addingTimeInterval(86_400))]))
+                return db.changesCount
+            }
+        } catch {
+            throw LibraryError.storage("cannot queue the retries of library database \(fileURL.path)", error)
+        }
+    }
+
     /// Whether an issue has an asset the database does not record as delivered.
     func hasUndeliveredAssets(issueName: String) -> Bool {
         (try? pool.read { db in
