@@ -209,28 +209,29 @@ struct ScaleTests {
         await library.close()
     }
 
-    /// Assets waiting to retry wait in the store, not in memory with a timer each: 1,000 of them
+    /// Assets waiting to retry wait in the store, not in memory with a timer each: 600 of them
     /// keep the window bounded (they all stayed in memory), and they all run when they are due.
     @Test func assetsWaitingToRetryWaitInTheStoreAndAllRunWhenDue() async throws {
         let transport = InMemoryTransport()
         let lost = TransportError(.connectionLost, "connection reset")
-        let urls = (0..<1_000).map { transport.serve(Data("\($0)".utf8), at: "r\($0)", script: [.fail(lost), .serve]) }
+        let urls = (0..<600).map { transport.serve(Data("\($0)".utf8), at: "r\($0)", script: [.fail(lost), .serve]) }
         var configuration = testConfiguration()
         configuration.retry = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(3), maxDelay: .seconds(3))
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
         let issue = try library.addIssue(name: "i", date: Date())
         let assets = try issue.addAssets(urls.enumerated().map { (AssetRequest(url: $1, destinationPath: "f\($0)"), nil) }, downloading: true)
-        // Every first attempt failed (on a loaded machine the first retries may be running).
-        await eventually("1,000 first attempts") { transport.jobs.count >= 1_000 }
+        // Every first attempt failed (on a loaded machine the first retries may be running; in a
+        // full parallel test run the 600 first attempts took up to 20 s).
+        await eventually(timeout: .seconds(90), "600 first attempts") { transport.jobs.count >= 600 }
         #expect(library.scheduler.entriesInMemory <= Scheduler.windowSize + configuration.maxConcurrentTransfers,
                 "\(library.scheduler.entriesInMemory) assets in memory")
         #expect(try library.activity.waitingForRetry > 0)
-        if case .waiting(.retry(_, let attempt)) = assets[999].state { #expect(attempt == 2) }
+        if case .waiting(.retry(_, let attempt)) = assets[599].state { #expect(attempt == 2) }
 
         await library.waitUntilIdle()   // retries waiting in the store are work
         let left = assets.filter { $0.state != .delivered }.count
-        #expect(left == 0, "\(left) of 1,000 assets not delivered")
-        #expect(transport.jobs.count == 2_000)
+        #expect(left == 0, "\(left) of 600 assets not delivered")
+        #expect(transport.jobs.count == 1_200)
         await library.close()
     }
 }

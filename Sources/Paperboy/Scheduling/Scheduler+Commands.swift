@@ -19,6 +19,8 @@ extension Scheduler {
             if state.entries[id] == nil {
                 let current = state.evictions == before ? stored : nil
                 guard let record = current ?? store.asset(id: id), record.state != PersistedState.delivered.rawValue else { return }
+                // Waiting in the store for its retry: the store's timer queues it when due.
+                if delegate == nil, record.state == PersistedState.retry.rawValue { return }
                 if delegate == nil, queueInStore(record, in: &state) { return }
                 take(Entry(record), in: &state)
             }

@@ -28,9 +28,10 @@ extension Scheduler {
         guard !state.closed, let due = state.storedRetryDue else { return }
         if let armed = state.retryTimer, armed.due <= due { return }
         state.retryTimer?.task.cancel()
+        // Rounded up: waking before the stored (millisecond) date would find nothing due.
         let delay = min(max(0, due.timeIntervalSinceNow), 86_400)
         let task = Task { [weak self] in
-            try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
+            try? await Task.sleep(for: .milliseconds(Int64((delay * 1000).rounded(.up)) + 1))
             guard !Task.isCancelled, let self else { return }
             self.storedRetriesDue()
         }

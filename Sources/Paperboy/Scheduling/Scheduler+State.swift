@@ -67,10 +67,14 @@ extension Scheduler {
 
         /// Nothing of it needs memory: its row says all (see ``Scheduler``). An asset waiting for
         /// an allowed network waits in the store (read again when the network changes), and so
-        /// does one waiting to retry (queued there when its retry is due).
+        /// does one waiting to retry (queued there when its retry is due), unless its retry is
+        /// due within ``Scheduler/storedRetryMinimumDelay``: a retry read back from the store
+        /// costs a few transactions, too many for backoffs of milliseconds.
         var isAtRest: Bool {
             switch state {
-            case .idle, .paused, .failed, .cancelled, .network, .retry: break
+            case .idle, .paused, .failed, .cancelled, .network: break
+            case .retry:
+                guard (retryAt ?? Date()).timeIntervalSinceNow >= Scheduler.storedRetryMinimumDelay.seconds else { return false }
             default: return false
             }
             return !pinned && !delivering && task == nil && retryTask == nil && stop == nil && !restartAfterStop

@@ -69,6 +69,10 @@ extension Scheduler {
         if entry.state == .queued {
             state.ready.push(id: entry.id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
         }
+        if entry.state == .retry, state.entries[entry.id] != nil {
+            // Its retry is due soon: timed here (the store's timer leaves what memory holds).
+            scheduleRetry(entry.id, at: entry.retryAt ?? Date(), in: &state)
+        }
     }
 
     /// The number of assets held in memory (for tests: it stays bounded).
@@ -132,6 +136,9 @@ extension Scheduler {
         }
         if records.count < wanted { state.backlog = false }
     }
+
+    /// Retries due sooner than this keep their timer in memory; later ones wait in the store.
+    static let storedRetryMinimumDelay = Duration.seconds(1)
 
     /// How long after a failed read of the queued assets they are read again.
     static let refillRetryDelay = Duration.seconds(1)
