@@ -31,7 +31,8 @@ let package = Package(
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
     ],
     targets: [
-        // syncfs(2), which Glibc's Swift overlay does not show.
+        // What Glibc's Swift overlay does not show: syncfs(2), getrandom(2), and fork/exec with
+        // PR_SET_PDEATHSIG for child processes (which Foundation's Process cannot do).
         .target(name: "CPaperboySystem", path: "Sources/CPaperboySystem"),
         // The core: library, store, transport contract, scheduler, delivery.
         .target(
@@ -113,11 +114,9 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Out-of-process transports: helper executables speaking the transport protocol.
-        // The C shim forks with PR_SET_PDEATHSIG, which Foundation's Process cannot.
-        .target(name: "CPaperboyExec", path: "Plugins/Exec/CPaperboyExec"),
         .target(
             name: "PaperboyExec",
-            dependencies: ["Paperboy", "PaperboyFraming", "CPaperboyExec", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Paperboy", "PaperboyFraming", "CPaperboySystem", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/Exec/PaperboyExec",
             swiftSettings: swiftSettings
         ),
@@ -140,7 +139,7 @@ let package = Package(
             name: "paperboy",
             dependencies: [
                 "Paperboy", "PaperboyConfig", "PaperboyFile", "PaperboyHTTP", "PaperboyExec", "PaperboySFTP",
-                "PaperboyConformance", "PaperboyDaemon",
+                "PaperboyConformance", "PaperboyDaemon", "PaperboyClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -152,6 +151,13 @@ let package = Package(
             name: "EmbeddingExample",
             dependencies: ["Paperboy", "PaperboyFile"],
             path: "Examples/Embedding",
+            swiftSettings: swiftSettings
+        ),
+        // The same app on `paperboy daemon`, through PaperboyClient.
+        .executableTarget(
+            name: "DaemonEmbeddingExample",
+            dependencies: ["Paperboy", "PaperboyClient"],
+            path: "Examples/DaemonEmbedding",
             swiftSettings: swiftSettings
         ),
         // An in-process transport written as a third party would: entries of local tar archives.
@@ -186,7 +192,7 @@ let package = Package(
         // Loopback servers for tests: a scriptable fault-injecting HTTP server, an nginx launcher.
         .target(
             name: "PaperboyTestServers",
-            dependencies: ["Paperboy", "CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Paperboy", "PaperboyDaemon", "CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/PaperboyTestServers",
             swiftSettings: swiftSettings
         ),
@@ -228,10 +234,14 @@ let package = Package(
             path: "Tests/PaperboyExecTests",
             swiftSettings: swiftSettings
         ),
-        // The examples, through the conformance suite (the Python helper via PaperboyExec).
+        // The examples, through the conformance suite (the Python helper via PaperboyExec); the
+        // two embedding examples run (the daemon one against a daemon the test starts).
         .testTarget(
             name: "PaperboyExampleTests",
-            dependencies: ["Paperboy", "PaperboyExec", "PaperboyTesting", "PaperboyTransportTesting", "TarTransportExample"],
+            dependencies: [
+                "Paperboy", "PaperboyExec", "PaperboyTesting", "PaperboyTransportTesting", "TarTransportExample",
+                "PaperboyTestServers", "EmbeddingExample", "DaemonEmbeddingExample", "paperboy",
+            ],
             path: "Tests/PaperboyExampleTests",
             swiftSettings: swiftSettings
         ),

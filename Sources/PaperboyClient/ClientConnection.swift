@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import Foundation
 import Paperboy
 import PaperboyDaemon
@@ -9,36 +10,61 @@ import Synchronization
 
 /// The client end of one daemon connection: requests matched to replies by id, events handed
 /// to one consumer in order.
+///
+/// A thread reads frames, another writes them: a request is queued and awaited, so a daemon that
+/// stops reading blocks that thread only, never a thread of the cooperative pool (the client's
+/// other tasks go on, and ``close()`` still ends every request).
 final class ClientConnection: Sendable {
     let fd: Int32
     let socket: URL
+    /// The library the daemon serves, as its `HELLO` said.
+    let library: String
     private let state = Mutex(State())
-    private let writeLock = Mutex(())
+    private let ready = DispatchSemaphore(value: 0)
     let events: AsyncStream<EventMessage>
     private let eventSink: AsyncStream<EventMessage>.Continuation
+    /// `CHALLENGE`s from the daemon, apart from events: answering one must not wait behind them.
+    let challenges: AsyncStream<ChallengeMessage>
+    private let challengeSink: AsyncStream<ChallengeMessage>.Continuation
 
     private struct State {
         var nextID: Int64 = 1
         var waiting: [Int64: CheckedContinuation<Frame, any Error>] = [:]
+        var outgoing: [Data] = []
         var closed = false
+        /// The reader and the writer; the last one to end closes the descriptor (never while
+        /// the other could still use its number).
+        var threads = 2
     }
 
-    init(fd: Int32, socket: URL) {
+    init(fd: Int32, socket: URL, library: String) {
         self.fd = fd
         self.socket = socket
+        self.library = library
         (events, eventSink) = AsyncStream.makeStream(of: EventMessage.self)
+        (challenges, challengeSink) = AsyncStream.makeStream(of: ChallengeMessage.self)
     }
 
-    /// Starts the reader thread.
+    /// Starts the reader and writer threads.
     func start() {
-        let thread = Thread { [self] in readLoop() }
-        thread.name = "paperboy-client-read"
-        thread.stackSize = 256 * 1024
-        thread.start()
+        let reader = Thread { [self] in readLoop() }
+        reader.name = "paperboy-client-read"
+        reader.stackSize = 256 * 1024
+        reader.start()
+        let writer = Thread { [self] in writeLoop() }
+        writer.name = "paperboy-client-write"
+        writer.stackSize = 256 * 1024
+        writer.start()
     }
 
     /// Sends a request and waits for its `OK` (or throws its `ERROR` as a ``LibraryError``).
     func request<Message: Encodable>(_ kind: String, _ make: (Int64) -> Message) async throws(LibraryError) -> OKReply {
+        try await request(kind, as: OKReply.self, make)
+    }
+
+    /// Sends a request and decodes its `OK` as `Reply` (or throws its `ERROR` as a ``LibraryError``).
+    func request<Message: Encodable, Reply: Decodable>(_ kind: String, as reply: Reply.Type,
+                                                       _ make: (Int64) -> Message) async throws(LibraryError) -> Reply {
         let id = state.withLock { state -> Int64 in
             defer { state.nextID += 1 }
             return state.nextID
@@ -50,19 +76,14 @@ final class ClientConnection: Sendable {
                 let open = state.withLock { state -> Bool in
                     guard !state.closed else { return false }
                     state.waiting[id] = continuation
+                    state.outgoing.append(frame)
                     return true
                 }
                 guard open else {
                     continuation.resume(throwing: disconnected())
                     return
                 }
-                do {
-                    try writeLock.withLock { _ throws(FrameIOError) in try FrameWriter.write(frame, to: fd, isSocket: true) }
-                } catch {
-                    if let continuation = state.withLock({ $0.waiting.removeValue(forKey: id) }) {
-                        continuation.resume(throwing: disconnected())
-                    }
-                }
+                ready.signal()
             }
         } catch let error as LibraryError {
             throw error
@@ -70,23 +91,46 @@ final class ClientConnection: Sendable {
             throw disconnected()
         }
         if reply.kind == DaemonProtocol.Kind.error {
-            let wire = (try? DaemonProtocol.decoder.decode(WireError.self, from: reply.payload))
-            throw LibraryError(wire.map { LibraryError.Code($0.code) } ?? .transport, wire?.message ?? "the daemon refused \(kind)",
-                               isRetryable: wire?.retryable ?? false)
+            guard let wire = try? DaemonProtocol.decoder.decode(WireError.self, from: reply.payload) else {
+                throw LibraryError(.transport, "the daemon refused \(kind)")
+            }
+            throw LibraryError(wire: wire)
         }
         do {
-            return try DaemonProtocol.decode(OKReply.self, reply)
+            return try DaemonProtocol.decode(Reply.self, reply)
         } catch {
             throw LibraryError(.transport, "the daemon at \(socket.path) answered \(kind) with \(error.message)")
         }
     }
 
+    /// Ends the connection: the reader sees the end and fails every request still waiting.
     func close() {
         shutdown(fd, Int32(SHUT_RDWR))
+        ready.signal()
     }
 
     private func disconnected() -> LibraryError {
         LibraryError(.transport, "the daemon at \(socket.path) closed the connection", isRetryable: true)
+    }
+
+    /// Writes queued frames, on its own thread, until the connection ends.
+    private func writeLoop() {
+        while true {
+            ready.wait()
+            let next = state.withLock { state -> Data?? in
+                if state.closed { return .some(nil) }
+                return state.outgoing.isEmpty ? nil : state.outgoing.removeFirst()
+            }
+            guard let next else { continue }
+            guard let frame = next else { break }
+            do {
+                try FrameWriter.write(frame, to: fd, isSocket: true)
+            } catch {
+                shutdown(fd, Int32(SHUT_RDWR))
+                break
+            }
+        }
+        threadEnded()
     }
 
     private func readLoop() {
@@ -97,43 +141,98 @@ final class ClientConnection: Sendable {
                 if let event = try? DaemonProtocol.decoder.decode(EventMessage.self, from: frame.payload) { eventSink.yield(event) }
                 continue
             }
+            if frame.kind == DaemonProtocol.Kind.challenge {
+                if let challenge = try? DaemonProtocol.decoder.decode(ChallengeMessage.self, from: frame.payload) {
+                    challengeSink.yield(challenge)
+                }
+                continue
+            }
             guard let id = (try? DaemonProtocol.decoder.decode(RequestID.self, from: frame.payload))?.id,
                   let continuation = state.withLock({ $0.waiting.removeValue(forKey: id) }) else { continue }
             continuation.resume(returning: frame)
         }
         let waiting = state.withLock { state in
             state.closed = true
+            state.outgoing = []
             defer { state.waiting = [:] }
             return Array(state.waiting.values)
         }
+        // Wakes a writer blocked in `write` on a daemon that stopped reading.
+        shutdown(fd, Int32(SHUT_RDWR))
+        ready.signal()
         for continuation in waiting { continuation.resume(throwing: disconnected()) }
         eventSink.finish()
-        Glibc.close(fd)
+        challengeSink.finish()
+        threadEnded()
     }
 
-    /// Connects and exchanges `HELLO`.
+    private func threadEnded() {
+        let last = state.withLock { state -> Bool in
+            state.threads -= 1
+            return state.threads == 0
+        }
+        if last { Glibc.close(fd) }
+    }
+
+    /// Connects and exchanges `HELLO` on a thread of its own (a daemon that accepts and never
+    /// answers must not hold a thread of the cooperative pool).
     static func connect(socket: URL, name: String) async throws(LibraryError) -> ClientConnection {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ClientConnection, LibraryError>, Never>) in
+            let thread = Thread {
+                do throws(LibraryError) {
+                    continuation.resume(returning: .success(try handshake(socket: socket, name: name)))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+            thread.name = "paperboy-client-connect"
+            thread.start()
+        }
+        return try result.get()
+    }
+
+    /// How long the daemon has to answer `HELLO`.
+    static let handshakeTimeout: Duration = .seconds(10)
+
+    private static func handshake(socket: URL, name: String) throws(LibraryError) -> ClientConnection {
         let fd = try DaemonSocket.connect(to: socket)
         guard fd >= 0 else {
             throw LibraryError(.transport, "no daemon listens on \(socket.path) (start one with 'paperboy daemon')", isRetryable: true)
         }
+        // The daemon must be this user's too: a socket file can be replaced, a peer's uid cannot.
+        let peer = DaemonSocket.peerUID(fd)
+        guard peer == getuid() else {
+            Glibc.close(fd)
+            throw LibraryError(.transport, "the daemon at \(socket.path) runs as uid \(peer.map(String.init) ?? "unknown"), "
+                                   + "not as this user (\(getuid())); not talking to it")
+        }
+        let hello: DaemonHello
         do {
             try FrameWriter.write(DaemonProtocol.frame(DaemonProtocol.Kind.hello, ClientHello(protocols: DaemonProtocol.versions, client: name)),
                                   to: fd, isSocket: true)
             var reader = FrameReader()
-            let frame = try reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { _ in })
+            // Something that accepts and never answers (a wedged daemon) is not waited for forever.
+            let frame = try reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { fd throws(FrameIOError) in
+                var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&descriptor, 1, Int32(handshakeTimeout.components.seconds * 1000)) == 0 { throw .timedOut(handshakeTimeout) }
+            })
             guard frame.kind == DaemonProtocol.Kind.hello else {
                 let wire = try? DaemonProtocol.decoder.decode(WireError.self, from: frame.payload)
                 Glibc.close(fd)
                 throw LibraryError(.transport, "the daemon at \(socket.path) refused the connection: \(wire?.message ?? frame.kind)")
             }
+            guard let answer = try? DaemonProtocol.decoder.decode(DaemonHello.self, from: frame.payload) else {
+                Glibc.close(fd)
+                throw LibraryError(.transport, "the daemon at \(socket.path) answered HELLO with an unreadable payload")
+            }
+            hello = answer
         } catch let error as LibraryError {
             throw error
         } catch {
             Glibc.close(fd)
             throw LibraryError(.transport, "cannot talk to the daemon at \(socket.path): \(error)", isRetryable: true)
         }
-        let connection = ClientConnection(fd: fd, socket: socket)
+        let connection = ClientConnection(fd: fd, socket: socket, library: hello.library)
         connection.start()
         return connection
     }

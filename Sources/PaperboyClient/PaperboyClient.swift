@@ -41,6 +41,12 @@ public final class PaperboyClient: Sendable {
             for await event in events { await dispatch(event) }
             finishAll()
         }
+        let challenges = connection.challenges
+        Task { [self] in
+            for await challenge in challenges {
+                Task { await answer(challenge) }
+            }
+        }
     }
 
     /// Connects to the daemon listening on `socket`.
@@ -211,11 +217,11 @@ public final class PaperboyClient: Sendable {
                 await deliver(asset: asset, path: path)
             }
         case "failed":
-            let wire = event.error
-            let error = LibraryError(wire.map { LibraryError.Code($0.code) } ?? .transport, wire?.message ?? "failed",
-                                     isRetryable: wire?.retryable ?? false)
+            let error = event.error.map { LibraryError(wire: $0) } ?? LibraryError(.transport, "asset \(asset) failed")
             let detached = state.withLock { $0.delegates.removeValue(forKey: asset) ?? [] }
             for delegate in detached { delegate.download(handle, didFailWithError: error) }
+            // The library does not always announce a failure as a state change: settle here too.
+            settle(asset, .failed(error))
         case "state":
             if let wire = event.state, let outcome = Self.outcome(wire.state) {
                 if case .cancelled = outcome {
@@ -232,6 +238,22 @@ public final class PaperboyClient: Sendable {
         }
     }
 
+    /// Asks the asset's delegates in turn (the first answer other than default handling wins, as
+    /// in the library) and sends the answer; with no delegate, default handling.
+    private func answer(_ message: ChallengeMessage) async {
+        let delegates = state.withLock { $0.delegates[message.asset] ?? [] }
+        let handle = RemoteAsset(client: self, identifier: message.asset, issueName: message.issue ?? "")
+        let challenge = message.authChallenge
+        var disposition = AuthChallengeDisposition.performDefaultHandling
+        for delegate in delegates {
+            let answer = await delegate.download(handle, didReceive: challenge)
+            if case .performDefaultHandling = answer { continue }
+            disposition = answer
+            break
+        }
+        _ = try? await connection.request(DaemonProtocol.Kind.answer) { AnswerRequest(id: $0, challenge: message.challenge, disposition) }
+    }
+
     /// Calls each delegate's `didFinishDownloadingTo` in turn; acknowledges when none threw.
     private func deliver(asset: String, path: String) async {
         let (delegates, fresh) = state.withLock { state in
@@ -239,7 +261,8 @@ public final class PaperboyClient: Sendable {
         }
         guard fresh else { return }
         defer { _ = state.withLock { $0.delivering.remove(asset) } }
-        let handle = RemoteAsset(client: self, identifier: asset, issueName: "")
+        // A full snapshot (issue, user info) for the delegate, as the library's AssetDownload has.
+        let handle = (try? await status(of: asset)) ?? RemoteAsset(client: self, identifier: asset, issueName: "")
         do {
             for delegate in delegates {
                 try await delegate.download(handle, didFinishDownloadingTo: URL(fileURLWithPath: path))

@@ -17,6 +17,8 @@ public struct RemoteAsset: Sendable, Hashable, CustomStringConvertible {
     public let expectedTotalBytes: Int64?
     /// The request (its headers left out: they may hold secrets).
     public let request: AssetRequest?
+    /// The app's JSON given when the asset was added (absent from handles made from events).
+    public let userInfo: JSONValue?
     let client: PaperboyClient
 
     init(client: PaperboyClient, _ wire: WireAsset) {
@@ -27,6 +29,7 @@ public struct RemoteAsset: Sendable, Hashable, CustomStringConvertible {
         totalBytesWritten = max(0, wire.totalBytesWritten)
         expectedTotalBytes = wire.expectedTotalBytes.map { max(0, $0) }
         request = wire.request
+        userInfo = wire.userInfo
     }
 
     init(client: PaperboyClient, identifier: String, issueName: String) {
@@ -37,6 +40,12 @@ public struct RemoteAsset: Sendable, Hashable, CustomStringConvertible {
         totalBytesWritten = 0
         expectedTotalBytes = nil
         request = nil
+        userInfo = nil
+    }
+
+    /// The asset's issue, asked of the daemon.
+    public func issue() async throws(LibraryError) -> RemoteIssue? {
+        try await client.issue(named: issueName)
     }
 
     /// Starts, resumes or reconnects; with a delegate, the finished file waits in the daemon's
@@ -83,6 +92,14 @@ public protocol RemoteDownloadDelegate: Sendable {
     func download(_ asset: RemoteAsset, didFinishDownloadingTo destinationURL: URL) async throws
     /// The download gave up (or was cancelled).
     func download(_ asset: RemoteAsset, didFailWithError error: LibraryError)
+    /// A transfer needs credentials or a trust decision that the daemon's configuration did not
+    /// give (see ``AssetDownloadDelegate/download(_:didReceive:)``).
+    ///
+    /// The daemon asks the client that claimed the asset (the last one to call
+    /// ``RemoteAsset/download(delegate:)`` with a delegate) and waits `[daemon] challenge_timeout` (60 s); the answer
+    /// serves this challenge only and is never kept, logged or shown in a status. The default
+    /// performs default handling (the transfer fails with an authentication error).
+    func download(_ asset: RemoteAsset, didReceive challenge: AuthChallenge) async -> AuthChallengeDisposition
 }
 
 extension RemoteDownloadDelegate {
@@ -90,6 +107,9 @@ extension RemoteDownloadDelegate {
     public func download(_ asset: RemoteAsset, didResumeAt totalBytesWritten: Int64, expectedTotalBytes: Int64?) {}
     public func download(_ asset: RemoteAsset, didFinishDownloadingTo destinationURL: URL) async throws {}
     public func download(_ asset: RemoteAsset, didFailWithError error: LibraryError) {}
+    public func download(_ asset: RemoteAsset, didReceive challenge: AuthChallenge) async -> AuthChallengeDisposition {
+        .performDefaultHandling
+    }
 }
 
 /// A library-wide event from the daemon.

@@ -182,6 +182,7 @@ struct ConfigDecoder {
                 throw table.error(.invalidValue, "socket", "the path \(settings.socket.path) is \(length) bytes long; a Unix socket path has at most 107")
             }
         }
+        settings.challengeTimeout = try timeout("challenge_timeout", in: table) ?? settings.challengeTimeout
         return settings
     }
 }

@@ -11,7 +11,7 @@ enum ConfigSchema {
     static let network = ["assume", "allowed", "allow_expensive", "allow_constrained"]
     static let notifications = ["throttle", "dont_throttle"]
     static let hooks = ["on_issue_available", "timeout"]
-    static let daemon = ["socket"]
+    static let daemon = ["socket", "challenge_timeout"]
     static let credentials = [
         "match", "username", "password_env", "password_file", "token_env", "token_file",
         "private_key", "passphrase_env", "passphrase_file", "known_hosts", "ca_file",

@@ -4,10 +4,14 @@ import Foundation
 public struct DaemonSettings: Sendable, Equatable {
     /// The Unix socket the daemon listens on and clients connect to (`socket`).
     public var socket: URL
+    /// How long the client that claimed an asset has to answer one of its authentication
+    /// challenges before it gets default handling (`challenge_timeout`, default 60 s).
+    public var challengeTimeout: Duration
 
     /// Creates daemon settings.
-    public init(socket: URL) {
+    public init(socket: URL, challengeTimeout: Duration = .seconds(60)) {
         self.socket = socket
+        self.challengeTimeout = challengeTimeout
     }
 
     /// The default socket: `$XDG_RUNTIME_DIR/paperboy/daemon.sock`, or `daemon.sock` in the

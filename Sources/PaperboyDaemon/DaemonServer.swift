@@ -18,19 +18,24 @@ public final class DaemonServer: Sendable {
     /// Connections served at once; more are refused.
     public static let maxConnections = 64
 
-    private let library: Library
+    let library: Library
     private let socket: URL
     private let logger: Logger
     private let reload: @Sendable () async throws -> Int
     private let daemonUID: uid_t
     private let desk: DeliveryDesk
+    private let challenges: ChallengeRelay
     private let registry = Registry()
     private let listener = Mutex<Int32>(-1)
+    /// Whether the listening socket came from systemd (which owns it: never shut down or unlinked).
+    private let activated = Mutex(false)
 
     /// The connections, shared with the delivery desk's broadcasts.
     private final class Registry: Sendable {
         struct State {
             var connections: [Int: DaemonConnection] = [:]
+            /// Which connection claimed each asset last: it answers the asset's challenges.
+            var claimants: [String: Int] = [:]
             var counter = 0
             var stopped = false
             var events: Task<Void, Never>?
@@ -46,32 +51,59 @@ public final class DaemonServer: Sendable {
     ///   - reload: reads the configuration again and applies it (`RELOAD`, SIGHUP); returns how
     ///     many issues it added.
     ///   - daemonUID: the only user admitted (the process's own by default).
+    ///   - challengeTimeout: how long the client that claimed an asset has to answer one of its
+    ///     authentication challenges before it gets default handling.
     public init(library: Library, socket: URL, logger: Logger, daemonUID: uid_t = getuid(),
-                reload: @escaping @Sendable () async throws -> Int) {
+                challengeTimeout: Duration = .seconds(60), reload: @escaping @Sendable () async throws -> Int) {
         self.library = library
         self.socket = socket
         self.logger = logger
         self.reload = reload
         self.daemonUID = daemonUID
         let registry = registry
-        desk = DeliveryDesk(libraryRoot: library.root, logger: logger) { event in
+        let challenges = ChallengeRelay(logger: logger, timeout: challengeTimeout)
+        self.challenges = challenges
+        desk = DeliveryDesk(libraryRoot: library.root, logger: logger, broadcast: { event in
             let subscribed = registry.state.withLock { Array($0.connections.values) }
             for connection in subscribed { connection.send(event: event) }
-        }
+        }, askClient: { asset, challenge in
+            let claimant = registry.state.withLock { state in state.claimants[asset.identifier].flatMap { state.connections[$0] } }
+            return await challenges.ask(challenge, asset: asset, on: claimant)
+        })
     }
 
-    /// Listens on the socket and re-attaches the claimed assets of an earlier run.
+    /// Listens on the socket and re-attaches the claimed assets of an earlier run; other finished
+    /// files are delivered (open the library with `deliversFinishedFilesOnOpen` false, so that a
+    /// claimed file waits for this).
     ///
+    /// - Parameter activatedListener: a listening socket to serve instead of creating one at the
+    ///   server's path (systemd socket activation: ``DaemonSocket/activatedListener()``).
     /// - Throws: ``LibraryError`` `.storage` when the socket cannot be created.
-    public func start() throws(LibraryError) {
-        let fd = try DaemonSocket.listen(at: socket)
+    public func start(activatedListener: Int32? = nil) throws(LibraryError) {
+        let fd = if let activatedListener { activatedListener } else { try DaemonSocket.listen(at: socket) }
         listener.withLock { $0 = fd }
-        for id in desk.claims {
+        do {
+            try DaemonRecord(pid: getpid(), socket: socket.path).write(in: library.root)
+        } catch {
+            logger.warning("cannot record the daemon in \(library.root.path): \(error)")
+        }
+        activated.withLock { $0 = activatedListener != nil }
+        if desk.claimsWereLost {
+            // The finished files waiting in the inbox are what a client may not have taken yet.
+            let waiting = library.downloadingAssets.filter { $0.state == .finished }.map(\.identifier)
+            desk.reclaim(waiting)
+            logger.notice("claims rebuilt from the inbox: \(waiting.count) finished file(s) wait for a client")
+        }
+        let claims = desk.claims
+        for id in claims {
             if let asset = library.asset(identifier: id), asset.state.isActive {
                 asset.download(delegate: desk)
             } else {
                 desk.release(id)
             }
+        }
+        for asset in library.downloadingAssets where asset.state == .finished && !claims.contains(asset.identifier) {
+            asset.download()
         }
         let events = library.events()
         let task = Task { [self] in
@@ -81,12 +113,22 @@ public final class DaemonServer: Sendable {
         let thread = Thread { [self] in acceptLoop(fd) }
         thread.name = "paperboy-daemon-accept"
         thread.start()
-        logger.notice("serving \(library.root.path) on \(socket.path)")
+        if activatedListener != nil {
+            logger.notice("serving \(library.root.path) on \(DaemonSocket.boundPath(fd) ?? "an unnamed socket") (socket activation)")
+        } else {
+            logger.notice("serving \(library.root.path) on \(socket.path)")
+        }
     }
 
     /// Starts (or continues) `asset` for the daemon; with `deliver`, its finished file waits in
     /// the inbox until a client acknowledges it.
     public func download(_ asset: AssetDownload, deliver: Bool) {
+        download(asset, deliver: deliver, claimant: nil)
+    }
+
+    /// Starts `asset`; with `deliver`, `claimant` (a connection) answers its challenges.
+    private func download(_ asset: AssetDownload, deliver: Bool, claimant: Int?) {
+        if deliver, let claimant { registry.state.withLock { $0.claimants[asset.identifier] = claimant } }
         if deliver {
             desk.claim(asset.identifier)
             asset.download(delegate: desk)
@@ -108,12 +150,16 @@ public final class DaemonServer: Sendable {
             defer { fd = -1 }
             return fd
         }
-        if fd >= 0 {
+        // systemd's socket stays as it is for the next activation (the accept thread, refusing
+        // from now on, ends with the process).
+        if fd >= 0, !activated.withLock({ $0 }) {
             shutdown(fd, Int32(SHUT_RDWR))
             unlink(socket.path)
         }
         for connection in connections { connection.close() }
+        challenges.stop()
         desk.stop()
+        DaemonRecord.remove(from: library.root)
     }
 
     /// Applies the configuration again, as `RELOAD` does.
@@ -170,7 +216,11 @@ public final class DaemonServer: Sendable {
         writer.start()
         let reader = Thread { [self] in
             connection.runReader { frame in handle(frame, on: connection) }
-            _ = registry.state.withLock { $0.connections.removeValue(forKey: connection.number) }
+            registry.state.withLock { state in
+                state.connections[connection.number] = nil
+                state.claimants = state.claimants.filter { $0.value != connection.number }
+            }
+            challenges.connectionClosed(connection.number)
         }
         reader.name = "paperboy-daemon-read-\(connection.number)"
         reader.stackSize = 512 * 1024
@@ -256,7 +306,7 @@ public final class DaemonServer: Sendable {
                 throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'")
             }
             let asset = try issue.addAsset(request.request, userInfo: request.userInfo)
-            if request.download ?? false { download(asset, deliver: request.deliver ?? false) }
+            if request.download ?? false { download(asset, deliver: request.deliver ?? false, claimant: connection.number) }
             var reply = OKReply(id: request.id)
             reply.asset = Self.wire(asset)
             return reply
@@ -268,7 +318,7 @@ public final class DaemonServer: Sendable {
             case Kind.cancel:
                 desk.release(asset.identifier)
                 asset.cancel()
-            default: download(asset, deliver: request.deliver ?? false)
+            default: download(asset, deliver: request.deliver ?? false, claimant: connection.number)
             }
             var reply = OKReply(id: request.id)
             reply.asset = Self.wire(asset)
@@ -297,6 +347,10 @@ public final class DaemonServer: Sendable {
             connection.send(DaemonProtocol.frame(Kind.ok, OKReply(id: request.id)))
             connection.subscribe(replaying: desk.pendingEvents())
             return nil
+        case Kind.answer:
+            let request = try DaemonProtocol.decode(AnswerRequest.self, frame)
+            try challenges.answer(request, from: connection.number)
+            return OKReply(id: request.id)
         case Kind.reload:
             let request = try DaemonProtocol.decode(PlainRequest.self, frame)
             Task { [self] in
@@ -310,7 +364,8 @@ public final class DaemonServer: Sendable {
             }
             return nil
         default:
-            throw WireError(DaemonProtocol.ErrorCode.unknownKind, "unknown message kind \(frame.kind)")
+            connection.send(try answerLibrary(frame))
+            return nil
         }
     }
 

@@ -29,17 +29,34 @@ final class DeliveryDesk: AssetDownloadDelegate {
     }
 
     private let state: Mutex<State>
-    private let claimsFile: URL
+    private let claimsFile: ClaimsFile
+    /// Held while the claims file is written.
+    private let saving = Mutex(())
+    /// Whether the claims file of an earlier run was unreadable (set aside): the claims must be
+    /// rebuilt from the files waiting in the inbox (``reclaim(_:)``).
+    let claimsWereLost: Bool
     private let logger: Logger
     /// Sends an event to every subscribed connection.
     let broadcast: @Sendable (EventMessage) -> Void
+    /// Asks the client that claimed an asset to answer a challenge.
+    let askClient: @Sendable (AssetDownload, AuthChallenge) async -> AuthChallengeDisposition
 
-    init(libraryRoot: URL, logger: Logger, broadcast: @escaping @Sendable (EventMessage) -> Void) {
-        claimsFile = libraryRoot.appendingPathComponent("daemon-claims.json")
-        let saved = (try? Data(contentsOf: claimsFile)).flatMap { try? JSONDecoder().decode([String].self, from: $0) } ?? []
-        state = Mutex(State(claims: Set(saved)))
+    init(libraryRoot: URL, logger: Logger, broadcast: @escaping @Sendable (EventMessage) -> Void,
+         askClient: @escaping @Sendable (AssetDownload, AuthChallenge) async -> AuthChallengeDisposition = { _, _ in .performDefaultHandling }) {
+        claimsFile = ClaimsFile(libraryRoot: libraryRoot)
+        switch claimsFile.read() {
+        case .claims(let saved):
+            state = Mutex(State(claims: saved))
+            claimsWereLost = false
+        case .corrupt(let aside, let reason):
+            let kept = aside.map { "kept as \($0.lastPathComponent)" } ?? "could not be moved aside"
+            logger.error("\(claimsFile.url.path) cannot be read (\(reason)); \(kept); the files waiting in the inbox are claimed again")
+            state = Mutex(State(claims: []))
+            claimsWereLost = true
+        }
         self.logger = logger
         self.broadcast = broadcast
+        self.askClient = askClient
     }
 
     /// The claimed assets recorded by an earlier run.
@@ -48,6 +65,12 @@ final class DeliveryDesk: AssetDownloadDelegate {
     /// Marks `asset` as claimed: its file waits for a client's `ACK`.
     func claim(_ asset: String) {
         let changed = state.withLock { $0.claims.insert(asset).inserted }
+        if changed { saveClaims() }
+    }
+
+    /// Claims every asset of `assets` at once (rebuilding lost claims from the inbox).
+    func reclaim(_ assets: [String]) {
+        let changed = state.withLock { state in assets.reduce(false) { state.claims.insert($1).inserted || $0 } }
         if changed { saveClaims() }
     }
 
@@ -137,19 +160,28 @@ final class DeliveryDesk: AssetDownloadDelegate {
         broadcast(event)
     }
 
+    func download(_ asset: AssetDownload, didReceive challenge: AuthChallenge) async -> AuthChallengeDisposition {
+        await askClient(asset, challenge)
+    }
+
     private static func finishedEvent(asset: String, _ pending: Pending) -> EventMessage {
         var event = EventMessage(event: "finished", asset: asset, issue: pending.issue)
         event.path = pending.path
         return event
     }
 
-    /// Writes the claims (a JSON array of asset identifiers) atomically.
+    /// Writes the claims (a JSON array of asset identifiers) durably.
+    ///
+    /// One write at a time, each of the claims as they are when it starts: two connections'
+    /// writes must neither share the temporary file nor let an older list land last.
     private func saveClaims() {
-        let claims = state.withLock { $0.claims.sorted() }
-        do {
-            try JSONEncoder().encode(claims).write(to: claimsFile, options: .atomic)
-        } catch {
-            logger.error("cannot record the claimed assets in \(claimsFile.path): \(error)")
+        saving.withLock { _ in
+            let claims = state.withLock { $0.claims.sorted() }
+            do throws(LibraryError) {
+                try claimsFile.write(claims)
+            } catch {
+                logger.error("\(error.message)")
+            }
         }
     }
 }

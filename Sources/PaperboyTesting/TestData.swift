@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A temporary folder, removed when the value is released.
 public final class TempFolder: @unchecked Sendable {
@@ -35,7 +36,14 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
 }
 
 /// Deterministic pseudo-random bytes (SplitMix64): test data is generated, never committed.
+///
+/// Made once per size and seed in a test process (up to 256 MiB in all) and shared, copy on
+/// write: suites hold a few MB each per test, and generating them again for every test, on
+/// the cooperative pool in a debug build, kept its two threads busy long enough to delay
+/// other tests' timed steps by seconds.
 public func randomData(_ count: Int, seed: UInt64 = 42) -> Data {
+    let key = RandomDataKey(count: count, seed: seed)
+    if let made = randomDataMade.withLock({ $0.data[key] }) { return made }
     var generator = SplitMix64(seed: seed)
     func next() -> UInt64 { generator.next() }
     var data = Data(count: count)
@@ -44,5 +52,17 @@ public func randomData(_ count: Int, seed: UInt64 = 42) -> Data {
         for index in words.indices { words[index] = next() }
         for index in (words.count * 8)..<count { buffer[index] = UInt8(truncatingIfNeeded: next()) }
     }
+    randomDataMade.withLock { made in
+        guard made.bytes + count <= 256 << 20, made.data[key] == nil else { return }
+        made.data[key] = data
+        made.bytes += count
+    }
     return data
 }
+
+private struct RandomDataKey: Hashable {
+    let count: Int
+    let seed: UInt64
+}
+
+private let randomDataMade = Mutex<(data: [RandomDataKey: Data], bytes: Int)>(([:], 0))

@@ -29,14 +29,16 @@ struct SyncRun {
     }
 
     /// Opens the library of `config` for writing; exits with 1 when it cannot.
-    static func openLibrary(_ config: PaperboyConfiguration, resumes: Bool = true, extraURLs: [URL] = []) throws -> Library {
+    static func openLibrary(_ config: PaperboyConfiguration, resumes: Bool = true, extraURLs: [URL] = [],
+                            deliversFinishedFiles: Bool = true) throws -> Library {
         do {
             var configuration = try config.libraryConfiguration()
             configuration.resumesOnOpen = resumes
+            configuration.deliversFinishedFilesOnOpen = deliversFinishedFiles
             return try Library.open(at: config.library.path, transports: Transports.registry(for: config, extraURLs: extraURLs),
                                     configuration: configuration)
         } catch let error as LibraryError {
-            Console.error("paperboy: \(error.message)")
+            Console.error("paperboy: \(error.message)\(DaemonRoute.lockHint(config))")
             throw ExitCode(1)
         }
     }
@@ -108,12 +110,18 @@ struct SyncRun {
         }
         let elapsed = ContinuousClock.now - started
 
-        let report = SyncReport(plan: plan, library: library, verbose: options.verbose) { Console.error($0) }
-        let (failures, waitingForNetwork, delivered, bytes, complete) =
-            (report.failures, report.waitingForNetwork, report.delivered, report.bytes, report.complete)
+        var report = SyncReport(options: options, config: config, planned: plan.plannedCount, toDownload: plan.toDownloadCount,
+                                alreadyDelivered: plan.alreadyDelivered, problems: problems)
+        report.elapsed = elapsed
+        await report.tally(issues: plan.issues, key: { SyncPlan.key($0.urlString, $0.path) }) { [library] name, body in
+            try library.issue(named: name)?.forEachAssetStatus { status in
+                body(SyncReport.Item(key: SyncPlan.key(status.request.url.absoluteString, status.request.destinationPath ?? ""),
+                                     state: status.state, totalBytesWritten: status.totalBytesWritten))
+            }
+        }
 
         // Issues that became available in this run, oldest first, for the hook.
-        let becameAvailable = plannedIssues.subtracting(availableBefore).intersection(complete)
+        let becameAvailable = plannedIssues.subtracting(availableBefore).intersection(report.complete)
             .compactMap { library.issue(named: $0) }
             .sorted { ($0.date, $0.name) < ($1.date, $1.name) }
         let badge = library.badgeCount
@@ -121,32 +129,7 @@ struct SyncRun {
         let network = library.networkStatus
         await library.close()
         await narration?.value
-
-        if waitingForNetwork > 0 {
-            Console.error("paperboy: \(waitingForNetwork) asset(s) wait for an allowed network (now: \(network)); run again, or use --wait")
-        }
-        if !options.quiet, plan.toDownloadCount > 0 {
-            let seconds = max(elapsed.secondsValue, 0.001)
-            let fetched = delivered - plan.alreadyDelivered
-            Console.line(String(
-                format: "paperboy: %d of %d asset(s) delivered (%d now, %@ in %.2f s, %.0f assets/s)%@",
-                delivered, plan.plannedCount, fetched, Console.bytes(bytes), seconds, Double(fetched) / seconds,
-                failures > 0 ? ", \(failures) failed" : ""))
-        }
-        if !options.quiet {
-            for issue in jobs.map(\.issue) { Console.line("paperboy: issue \(issue) is available") }
-        }
-        // The library is closed: a hook may run `paperboy read` or `paperboy issues`.
-        if let hook = IssueHook(config: config) {
-            for failure in await hook.run(jobs) {
-                Console.error("paperboy: \(failure)")
-                problems.append(failure)
-            }
-        }
-
-        if failures > 0 || !problems.isEmpty { return 1 }
-        if waitingForNetwork > 0 { return 75 }
-        return 0
+        return await report.finish(becameAvailable: jobs, network: "\(network)")
     }
 }
 
@@ -164,24 +147,31 @@ struct SyncNarrator: Sendable {
         for await event in events {
             guard case .assetStateChanged(let asset, let state) = event else { continue }
             // Read only when told: each name reads the asset's destination path.
-            var name: String { SyncPlan.displayName(asset) }
-            switch state {
-            case .downloading:
-                detail("downloading \(name)")
-            case .delivered:
-                detail("delivered \(name) (\(Console.bytes(asset.totalBytesWritten)))")
-            case .failed(let message):
-                detail("failed \(name): \(message)")
-            case .waiting(.retry(let until, let attempt)):
-                tell("\(name): retry \(attempt) in \(ProgressDisplay.duration(max(0, until.timeIntervalSinceNow), tenths: true))")
-            case .waiting(.network):
-                // The live block says it on a terminal.
-                if display == nil, announcedNetworkWait.insert(asset.identifier).inserted {
-                    tell("\(name): waiting for an allowed network")
-                }
-            default:
-                continue
+            narrate(asset.identifier, named: SyncPlan.displayName(asset), state, bytes: asset.totalBytesWritten,
+                    announced: &announcedNetworkWait)
+        }
+    }
+
+    /// Tells one asset's new state (`name` and `bytes` are read only when told); `announced`
+    /// holds the assets whose network wait was told.
+    func narrate(_ identifier: String, named name: @autoclosure () -> String, _ state: AssetState, bytes: @autoclosure () -> Int64,
+                 announced: inout Set<String>) {
+        switch state {
+        case .downloading:
+            detail("downloading \(name())")
+        case .delivered:
+            detail("delivered \(name()) (\(Console.bytes(bytes())))")
+        case .failed(let message):
+            detail("failed \(name()): \(message)")
+        case .waiting(.retry(let until, let attempt)):
+            tell("\(name()): retry \(attempt) in \(ProgressDisplay.duration(max(0, until.timeIntervalSinceNow), tenths: true))")
+        case .waiting(.network):
+            // The live block says it on a terminal.
+            if display == nil, announced.insert(identifier).inserted {
+                tell("\(name()): waiting for an allowed network")
             }
+        default:
+            break
         }
     }
 

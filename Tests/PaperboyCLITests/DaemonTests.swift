@@ -11,45 +11,6 @@ import PaperboyTesting
 import Synchronization
 import Testing
 
-/// A `paperboy daemon` process started by a test, stopped by PID.
-final class DaemonProcess {
-    let process: ChildProcess
-    let socket: URL
-    let log: URL
-
-    /// Starts the daemon on `config` with `XDG_RUNTIME_DIR` set to `runtime`, and waits until its
-    /// socket accepts connections.
-    init(config: URL, runtime: URL, log: URL) async throws {
-        var environment = ProcessInfo.processInfo.environment
-        environment["XDG_RUNTIME_DIR"] = runtime.path
-        environment["PAPERBOY_NETWORK"] = "wired"
-        let fd = open(log.path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        defer { close(fd) }
-        process = try ChildProcess(CLI.executable.path, ["daemon", "-v", "--config", config.path], environment: environment,
-                                   standardError: fd)
-        socket = runtime.appendingPathComponent("paperboy/daemon.sock")
-        self.log = log
-        for _ in 0..<500 {
-            let probe = try DaemonSocket.connect(to: socket)
-            if probe >= 0 {
-                close(probe)
-                return
-            }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        throw ServerError("the daemon did not listen on \(socket.path): \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
-    }
-
-    /// Sends `signal` and returns how long the daemon took to exit (at most `limit` waited).
-    func stop(_ signal: Int32 = SIGTERM) async -> Duration {
-        let start = ContinuousClock.now
-        process.signal(signal)
-        await process.exited()
-        return ContinuousClock.now - start
-    }
-}
-
 /// Records the callback trio of a ``RemoteDownloadDelegate``.
 final class RemoteRecorder: RemoteDownloadDelegate {
     struct Seen {
@@ -88,16 +49,6 @@ struct DaemonTests {
             \(extra)
             """, to: "paperboy.toml")
         return (config, runtime)
-    }
-
-    /// Waits until `body` returns true (checked every 20 ms, at most `seconds`).
-    func eventually(_ seconds: Double = 10, _ body: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if try await body() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return false
     }
 
     @Test func threeAssetsAddedByOneClientAreDeliveredAndAnotherClientSeesThem() async throws {
@@ -291,7 +242,8 @@ struct DaemonTests {
         let seed = UInt64.random(in: 1...UInt64.max)
         print("daemon frame fuzz: seed \(seed)")
         var generator = CrashLoopTests.SplitMix(state: seed)
-        let kinds = ["HELLO", "ADDISSUE", "ADDASSET", "DOWNLOAD", "PAUSE", "RESUME", "CANCEL", "STATUS", "SUBSCRIBE", "ACK", "RELOAD", "X"]
+        let kinds = ["HELLO", "ADDISSUE", "ADDASSET", "DOWNLOAD", "PAUSE", "RESUME", "CANCEL", "STATUS", "SUBSCRIBE", "ACK", "RELOAD", "X",
+                     "SHELF", "ASSETS", "READ", "PURGE"]
         for _ in 0..<60 {
             var bytes = Data()
             if Bool.random(using: &generator) { bytes += hello }
@@ -301,7 +253,8 @@ struct DaemonTests {
                 case 1:
                     let fields = ["\"id\":\(Int64.random(in: Int64.min...Int64.max, using: &generator))", "\"name\":\"\u{1B}[31m\"",
                                   "\"date\":\"2026-01-01T00:00:00Z\"", "\"asset\":\"../../etc\"", "\"issue\":\"x\"",
-                                  "\"request\":{\"url\":\"file:///etc/hostname\",\"destination_path\":\"../../escape\"}", "\"protocols\":[1e308]"]
+                                  "\"request\":{\"url\":\"file:///etc/hostname\",\"destination_path\":\"../../escape\"}", "\"protocols\":[1e308]",
+                                  "\"after\":\"-9:\\u0000\"", "\"offset\":9223372036854775807", "\"keep\":-1", "\"budget_bytes\":-5"]
                     let payload = "{" + fields.shuffled(using: &generator).prefix(Int.random(in: 0...fields.count, using: &generator)).joined(separator: ",") + "}"
                     bytes += Frame.encode(kinds.randomElement(using: &generator)!, Data(payload.utf8))
                 case 2: bytes += Data("\(kinds.randomElement(using: &generator)!) \(Int.random(in: 0...Int(Int32.max), using: &generator))\n".utf8)

@@ -30,4 +30,29 @@ struct SystemdUnitTests {
         let refused = try await CLI.run(["verify", broken.path], executable: Self.analyzer)
         #expect(refused.stderr.contains("Frobnicate"), "\(refused.stderr)")
     }
+
+    /// `paperboy.socket` (socket activation) passes `systemd-analyze verify` next to the service
+    /// it starts, listening where the daemon would, private; a socket unit with an unknown
+    /// directive is refused.
+    @Test func theSocketUnitPassesSystemdAnalyzeVerify() async throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.analyzer.path) else {
+            print("systemd-analyze is not installed: the socket unit is not verified")
+            return
+        }
+        let socket = try String(contentsOf: Self.unit.deletingLastPathComponent().appendingPathComponent("paperboy.socket"), encoding: .utf8)
+        #expect(socket.contains("ListenStream=%t/paperboy/daemon.sock") && socket.contains("SocketMode=0600")
+                && socket.contains("DirectoryMode=0700"))
+        let service = try String(contentsOf: Self.unit, encoding: .utf8).replacingOccurrences(of: "/usr/local/bin/paperboy", with: CLI.executable.path)
+        _ = workspace.write(Data(service.utf8), to: "units/paperboy.service")
+        let good = workspace.write(Data(socket.utf8), to: "units/paperboy.socket")
+        let verified = try await CLI.run(["verify", good.path], executable: Self.analyzer)
+        #expect(verified.status == 0, "\(verified.stderr)")
+        #expect(!verified.stderr.contains("paperboy.socket:"), "\(verified.stderr)")
+
+        _ = workspace.write(Data(service.utf8), to: "broken/paperboy.service")
+        let broken = workspace.write(Data(socket.replacingOccurrences(of: "[Socket]", with: "[Socket]\nListenFrobs=1").utf8),
+                                     to: "broken/paperboy.socket")
+        let refused = try await CLI.run(["verify", broken.path], executable: Self.analyzer)
+        #expect(refused.stderr.contains("ListenFrobs"), "\(refused.stderr)")
+    }
 }

@@ -208,6 +208,12 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             message: "library.mode: expected \"foreground\" or \"background\", got \"daemon\""
         ),
         MalformedCase(
+            name: "challenge timeout under a second",
+            text: "[daemon]\nchallenge_timeout = \"500ms\"\n",
+            line: 2, key: "daemon.challenge_timeout", code: .invalidValue,
+            message: "challenge_timeout must be at least 1s, got 500ms"
+        ),
+        MalformedCase(
             name: "bad network class",
             text: "[network]\nallowed = [\n  \"wifi\",\n  \"wfi\",\n]\n",
             line: 4, key: "network.allowed[1]", code: .invalidValue, suggestion: "wifi",

@@ -99,21 +99,18 @@ struct NginxIntegrationTests {
     func makeCertificate(in folder: TempFolder) throws -> (certificate: URL, key: URL)? {
         let certificate = folder.file("cert.pem")
         let key = folder.file("key.pem")
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        openssl.arguments = [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", key.path, "-out", certificate.path, "-days", "2", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1",
-        ]
-        openssl.standardOutput = FileHandle.nullDevice
-        openssl.standardError = FileHandle.nullDevice
-        guard (try? openssl.run()) != nil else {
+        guard let openssl = ["/usr/bin/openssl", "/bin/openssl"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            // Installed with nginx by scripts/install-deps: under CI a missing tool fails, as a missing server does.
+            try #require(ProcessInfo.processInfo.environment["CI"] != "true", "openssl is not installed")
             print("skipping TLS test: openssl is not installed")
             return nil
         }
-        openssl.waitUntilExit()
-        try #require(openssl.terminationStatus == 0)
+        let made = try ChildProcess.run(openssl, [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", key.path, "-out", certificate.path, "-days", "2", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1",
+        ])
+        try #require(made.status == 0)
         return (certificate, key)
     }
 

@@ -151,11 +151,7 @@ struct SFTPTransportTests {
     @Test func refusesAChangedHostKey() async throws {
         guard let setup = try await SFTPServerSetup.start(trusted: false) else { return }
         let other = setup.folder.file("other_host_key")
-        let keygen = Process()
-        keygen.executableURL = URL(fileURLWithPath: SSHServer.keygen!)
-        keygen.arguments = ["-q", "-t", "ed25519", "-N", "", "-f", other.path]
-        try keygen.run()
-        keygen.waitUntilExit()
+        try #require(try ChildProcess.run(SSHServer.keygen!, ["-q", "-t", "ed25519", "-N", "", "-f", other.path]).status == 0)
         let otherKey = try String(contentsOf: other.appendingPathExtension("pub"), encoding: .utf8).split(separator: " ").prefix(2).joined(separator: " ")
         try "[127.0.0.1]:\(setup.server.port) \(otherKey)\n".write(to: setup.knownHosts, atomically: true, encoding: .utf8)
 
@@ -173,13 +169,7 @@ struct SFTPTransportTests {
 
     @Test func matchesHashedKnownHostsEntries() async throws {
         guard let setup = try await SFTPServerSetup.start() else { return }
-        let keygen = Process()
-        keygen.executableURL = URL(fileURLWithPath: SSHServer.keygen!)
-        keygen.arguments = ["-H", "-f", setup.knownHosts.path]
-        keygen.standardOutput = FileHandle.nullDevice
-        keygen.standardError = FileHandle.nullDevice
-        try keygen.run()
-        keygen.waitUntilExit()
+        try #require(try ChildProcess.run(SSHServer.keygen!, ["-H", "-f", setup.knownHosts.path]).status == 0)
         #expect(try String(contentsOf: setup.knownHosts, encoding: .utf8).hasPrefix("|1|"))
         let sink = RecordingSink(answer: setup.keyAnswer)
         try await setup.transport().transfer(job(try setup.publish(data, as: "file.bin")), into: sink)
@@ -326,14 +316,8 @@ struct SFTPTransportTests {
 
     /// The SHA256 fingerprint of the server's host key, as ssh-keygen prints it.
     func hostFingerprint(_ setup: SFTPServerSetup) throws -> String {
-        let keygen = Process()
-        let pipe = Pipe()
-        keygen.executableURL = URL(fileURLWithPath: SSHServer.keygen!)
-        keygen.arguments = ["-l", "-E", "sha256", "-f", setup.server.folder.appendingPathComponent("host_key.pub").path]
-        keygen.standardOutput = pipe
-        try keygen.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        keygen.waitUntilExit()
+        let key = setup.server.folder.appendingPathComponent("host_key.pub").path
+        let output = try ChildProcess.run(SSHServer.keygen!, ["-l", "-E", "sha256", "-f", key]).output
         return String(output.split(separator: " ")[1])
     }
 

@@ -27,16 +27,23 @@ public final class ChildProcess: @unchecked Sendable {
     /// - Parameters:
     ///   - environment: the child's environment (default: this process's).
     ///   - folder: the working folder (default: this process's).
+    ///   - standardInput: the descriptor the child reads (default `/dev/null`);
     ///   - standardOutput, standardError: descriptors the child writes to (default `/dev/null`);
     ///     the caller keeps and closes its own.
+    ///   - passing: a descriptor the child gets as its descriptor 3 (systemd's first
+    ///     `LISTEN_FDS` descriptor); the caller keeps and closes its own.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, in folder: String? = nil,
-        standardOutput: Int32? = nil, standardError: Int32? = nil
+        standardInput: Int32? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil, passing: Int32? = nil
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let standardInput {
+            posix_spawn_file_actions_adddup2(&actions, standardInput, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         for (target, source) in [(Int32(1), standardOutput), (Int32(2), standardError)] {
             if let source {
                 posix_spawn_file_actions_adddup2(&actions, source, target)
@@ -44,8 +51,14 @@ public final class ChildProcess: @unchecked Sendable {
                 posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
             }
         }
+        if let passing {
+            // dup2 onto itself would keep close-on-exec: go through another number (closed below).
+            precondition(passing != 100, "pass a descriptor other than 100")
+            posix_spawn_file_actions_adddup2(&actions, passing, 100)
+            posix_spawn_file_actions_adddup2(&actions, 100, 3)
+        }
         // Nothing else is inherited (another test's pipe would not see its end of file).
-        paperboy_test_spawn_closefrom(&actions, 3)
+        paperboy_test_spawn_closefrom(&actions, passing == nil ? 3 : 4)
         if let folder { paperboy_test_spawn_chdir(&actions, folder) }
         let command = [executable]
         let environment = environment ?? ProcessInfo.processInfo.environment
@@ -113,5 +126,35 @@ public final class ChildProcess: @unchecked Sendable {
         ended.lock()
         defer { ended.unlock() }
         if result == nil { kill(processIdentifier, signal) }
+    }
+}
+
+extension ChildProcess {
+    /// Runs a tool to its end (blocking the calling thread: not from the cooperative pool in a
+    /// hot path) and returns its exit status (128 + the signal when one ended it) and standard
+    /// output; `input` is written to its standard input, standard error is discarded.
+    @discardableResult
+    public static func run(_ tool: String, _ arguments: [String], input: String? = nil) throws -> (status: Int32, output: String) {
+        var output: [Int32] = [-1, -1]
+        var stdin: [Int32] = [-1, -1]
+        guard pipe(&output) == 0, input == nil || pipe(&stdin) == 0 else { throw ServerError("pipe: \(String(cString: strerror(errno)))") }
+        let child: ChildProcess
+        do {
+            child = try ChildProcess(tool, arguments, standardInput: input == nil ? nil : stdin[0], standardOutput: output[1])
+        } catch {
+            for fd in output + stdin where fd >= 0 { close(fd) }
+            throw error
+        }
+        close(output[1])
+        if let input {
+            close(stdin[0])
+            let bytes = Array(input.utf8)
+            _ = bytes.withUnsafeBytes { write(stdin[1], $0.baseAddress, $0.count) }
+            close(stdin[1])
+        }
+        let handle = FileHandle(fileDescriptor: output[0], closeOnDealloc: true)
+        let data = (try? handle.readToEnd()) ?? Data()
+        let status = child.terminationReason == .exit ? child.terminationStatus : 128 + child.terminationStatus
+        return (status, String(decoding: data, as: UTF8.self))
     }
 }

@@ -20,7 +20,7 @@ public final class NginxServer: @unchecked Sendable {
     public let documentRoot: URL
     /// The folder holding the configuration, logs and temporary files.
     public let folder: URL
-    private let process: Process
+    private let process: ChildProcess
 
     /// The nginx binary, if installed.
     public static var binary: String? {
@@ -97,12 +97,7 @@ public final class NginxServer: @unchecked Sendable {
         let configURL = folder.appendingPathComponent("nginx.conf")
         try configuration.write(to: configURL, atomically: true, encoding: .utf8)
 
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["-p", dir, "-c", configURL.path, "-e", "\(dir)/logs/error.log"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(binary, ["-p", dir, "-c", configURL.path, "-e", "\(dir)/logs/error.log"])
         ServerReaper.track(process.processIdentifier)
 
         let deadline = Date().addingTimeInterval(10)
@@ -142,7 +137,7 @@ public final class NginxServer: @unchecked Sendable {
         defer { ServerReaper.untrack(process.processIdentifier) }
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
-        process.waitForExitPolling()
+        process.waitUntilExit()
     }
 
     static func freePort() throws -> Int {

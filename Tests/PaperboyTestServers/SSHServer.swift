@@ -209,19 +209,6 @@ public final class SSHServer: @unchecked Sendable {
 
     @discardableResult
     static func run(_ tool: String, _ arguments: [String], input: String? = nil) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let pipe = Pipe()
-        if input != nil { process.standardInput = pipe }
-        do { try process.run() } catch { return false }
-        if let input {
-            pipe.fileHandleForWriting.write(Data(input.utf8))
-            try? pipe.fileHandleForWriting.close()
-        }
-        process.waitForExitPolling()
-        return process.terminationStatus == 0
+        (try? ChildProcess.run(tool, arguments, input: input))?.status == 0
     }
 }

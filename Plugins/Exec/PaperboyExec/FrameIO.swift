@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CPaperboyExec
+import CPaperboySystem
 import Foundation
 import PaperboyFraming
 
@@ -48,6 +48,6 @@ extension FrameWriter {
     static func write(_ frame: Data, to fd: Int32, timeout: Duration, abandoned: () -> Bool) throws(HelperIOError) {
         try write(frame, to: fd, wait: { fd throws(HelperIOError) in
             try FrameReader.waitUntilReady(fd, events: Int16(POLLOUT), idleTimeout: timeout, abandoned: abandoned)
-        }, brokenPipe: { paperboy_exec_clear_sigpipe() })
+        }, brokenPipe: { paperboy_clear_sigpipe() })
     }
 }

@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CPaperboyExec
+import CPaperboySystem
 import Dispatch
 import Foundation
 import Logging
@@ -330,7 +330,7 @@ final class Spawner: Sendable {
             }
             for _ in 0..<3 {
                 var fds: [Int32] = [-1, -1]
-                let failure = paperboy_exec_pipe(&fds)
+                let failure = paperboy_pipe_cloexec(&fds)
                 if failure != 0 {
                     for (index, pipe) in pipes.enumerated() { close(index == 0 ? pipe[1] : pipe[0]) }
                     throw HelperLaunchError(name: name, reason: "cannot create a pipe: \(String(cString: strerror(failure)))")
@@ -344,14 +344,14 @@ final class Spawner: Sendable {
                 envp.forEach { free($0) }
             }
             var pid: pid_t = 0
-            var failure = paperboy_exec_spawn(path, argv, envp, pipes[0][0], pipes[1][1], pipes[2][1], &pid)
+            var failure = paperboy_spawn(path, argv, envp, nil, pipes[0][0], pipes[1][1], pipes[2][1], &pid)
             // A helper written just now may still be open for writing in a child another thread
             // forked meanwhile (until that child execs): wait a little, as Go's os/exec does.
             var tries = 0
             while failure == ETXTBSY, tries < 20 {
                 tries += 1
                 usleep(5000)
-                failure = paperboy_exec_spawn(path, argv, envp, pipes[0][0], pipes[1][1], pipes[2][1], &pid)
+                failure = paperboy_spawn(path, argv, envp, nil, pipes[0][0], pipes[1][1], pipes[2][1], &pid)
             }
             if failure != 0 {
                 for (index, pipe) in pipes.enumerated() { close(index == 0 ? pipe[1] : pipe[0]) }

@@ -1,4 +1,4 @@
-import CPaperboyExec
+import CPaperboySystem
 import Dispatch
 import Foundation
 import Synchronization
@@ -20,7 +20,7 @@ final class WorkerThread: Sendable {
     ///   exited fails with `EPIPE` instead of killing the process.
     init(name: String, blocksSIGPIPE: Bool = false, stackSize: Int = 512 * 1024) {
         let thread = Thread { [self] in
-            if blocksSIGPIPE { paperboy_exec_block_sigpipe() }
+            if blocksSIGPIPE { paperboy_block_sigpipe() }
             while true {
                 wakeUp.wait()
                 let (job, stopped) = state.withLock { state -> ((@Sendable () -> Void)?, Bool) in

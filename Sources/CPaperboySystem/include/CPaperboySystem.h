@@ -8,4 +8,31 @@ int paperboy_syncfs(int fd);
 /// success, -1 with errno set otherwise (ENOSYS where getrandom(2) does not exist).
 int paperboy_random_bytes(void *buffer, unsigned long count);
 
+#include <sys/types.h>
+
+/// Creates a pipe whose two ends are close-on-exec. Returns 0, or an errno value.
+int paperboy_pipe_cloexec(int fds[2]);
+
+/// Starts the program at `path` (already resolved: no PATH search) with `argv` and `envp`, in
+/// the folder `dir` (NULL: this process's).
+///
+/// In the child, before exec: standard input, output and error become `in_fd`, `out_fd` and
+/// `err_fd`; every other descriptor is closed on exec; signal dispositions and the signal mask
+/// are reset (a parent ignoring SIGTERM must not make its children immune); the child leads its
+/// own process group (so that `kill(-pid, …)` reaches what it starts too); and on Linux it
+/// receives SIGKILL when the thread that forked it ends (PR_SET_PDEATHSIG), so a child never
+/// outlives a parent killed with SIGKILL. Call it from a thread that lives until the child has
+/// ended (or as long as the process). Unlike Foundation's `Process`, it lists no descriptors
+/// in the parent (swift-corelibs-foundation#5472 crashed processes there).
+///
+/// Returns 0 and stores the child's pid, or returns the errno of the failed fork, chdir or exec.
+int paperboy_spawn(const char *path, char *const argv[], char *const envp[], const char *dir,
+                   int in_fd, int out_fd, int err_fd, pid_t *pid);
+
+/// Blocks SIGPIPE in the calling thread, so a write to a child that exited fails with EPIPE.
+void paperboy_block_sigpipe(void);
+
+/// Consumes a SIGPIPE left pending in the calling thread by a failed write.
+void paperboy_clear_sigpipe(void);
+
 #endif

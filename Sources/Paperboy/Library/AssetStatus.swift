@@ -59,17 +59,38 @@ extension Issue {
     /// may not be seen. Throws ``LibraryError`` when the library cannot be read (never taken
     /// for "no more assets"), or what `body` throws.
     public func forEachAssetStatus(_ body: (AssetStatus) throws -> Void) throws {
-        try scheduler.store.forEachAsset(issueName: name) { record in
-            if let live = scheduler.snapshot(record.id) {
-                try body(AssetStatus(identifier: record.id, request: live.request, state: live.state,
-                                     totalBytesWritten: live.written, expectedTotalBytes: live.expected, attempts: record.attempts))
-                return
-            }
-            let state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
-                                              attempts: record.attempts, detail: record.detail)
-            try body(AssetStatus(identifier: record.id, request: record.request, state: state, totalBytesWritten: record.bytesOnDisk,
-                                 expectedTotalBytes: record.expectedBytes, attempts: record.attempts))
+        try scheduler.store.forEachAsset(issueName: name) { record in try body(status(of: record)) }
+    }
+
+    /// Where a page of ``assetStatuses(after:limit:)`` ends: the next page starts after it.
+    package struct PageCursor: Sendable, Hashable {
+        package var seq: Int64
+        package var id: String
+
+        package init(seq: Int64, id: String) {
+            self.seq = seq
+            self.id = id
         }
+    }
+
+    /// At most `limit` snapshots of the issue's assets after `cursor`, in the order they were
+    /// added, and the cursor of the next page (`nil` after the last): a client lists a big issue
+    /// a page at a time, each read on its own. Throws when the library cannot be read.
+    package func assetStatuses(after cursor: PageCursor?, limit: Int) throws(LibraryError) -> (statuses: [AssetStatus], next: PageCursor?) {
+        let page = try scheduler.store.assetPage(issueName: name, after: cursor.map { ($0.seq, $0.id) }, limit: max(1, limit))
+        let next = page.count >= max(1, limit) ? page.last.map { PageCursor(seq: $0.seq, id: $0.id) } : nil
+        return (page.map(status(of:)), next)
+    }
+
+    private func status(of record: AssetRecord) -> AssetStatus {
+        if let live = scheduler.snapshot(record.id) {
+            return AssetStatus(identifier: record.id, request: live.request, state: live.state,
+                               totalBytesWritten: live.written, expectedTotalBytes: live.expected, attempts: record.attempts)
+        }
+        let state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
+                                          attempts: record.attempts, detail: record.detail)
+        return AssetStatus(identifier: record.id, request: record.request, state: state, totalBytesWritten: record.bytesOnDisk,
+                           expectedTotalBytes: record.expectedBytes, attempts: record.attempts)
     }
 }
 

@@ -59,6 +59,10 @@ public final class Library: Sendable {
         public static let defaultMaxUnpackRatio = 200
         /// Whether transfers interrupted by a crash or by ``Library/close()`` continue at open.
         public var resumesOnOpen: Bool = true
+        /// Whether finished files with a destination path (or to unpack) that wait in the inbox
+        /// are delivered at open. With `false` they wait for ``AssetDownload/download(delegate:)``:
+        /// a daemon that hands files to its clients attaches its own delegate first.
+        public var deliversFinishedFilesOnOpen: Bool = true
         /// Whether bytes are synced to disk at each checkpoint and before delivery, so that a
         /// power loss loses nothing recorded. With `false`, a process crash (kill -9) still loses
         /// nothing; a power loss may lose or corrupt recent bytes (a SHA-256 check catches it).
@@ -190,7 +194,7 @@ public final class Library: Sendable {
                 store: store, layout: layout, logger: configuration.logger, bootID: settings.bootID,
                 syncsToDisk: configuration.syncsToDisk
             ).reconcile()
-            try scheduler.load(resume: configuration.resumesOnOpen)
+            try scheduler.load(resume: configuration.resumesOnOpen, deliverFinished: configuration.deliversFinishedFilesOnOpen)
         } catch {
             POSIX.closeFile(lock)
             throw error

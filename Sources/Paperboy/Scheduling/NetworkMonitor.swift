@@ -135,15 +135,11 @@ public final class LinuxNetworkMonitor: NetworkMonitor {
     @Sendable static func nmcliMetered(_ interface: String) -> Bool {
         let candidates = ["/usr/bin/nmcli", "/bin/nmcli"]
         guard let nmcli = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else { return false }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: nmcli)
-        process.arguments = ["-t", "-g", "GENERAL.METERED", "device", "show", interface]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        while process.isRunning { usleep(5_000) }   // waitUntilExit can spin without a run loop
+        // Bounded: a NetworkManager that does not answer must not hold the monitor.
+        let run = ChildRun(nmcli, ["-t", "-g", "GENERAL.METERED", "device", "show", interface],
+                           environment: ProcessInfo.processInfo.environment, timeout: .seconds(2), outputLimit: 256)
+        let (ending, data) = run.run()
+        guard ending == .exited(0) else { return false }
         return String(decoding: data, as: UTF8.self).lowercased().hasPrefix("yes")
     }
 }

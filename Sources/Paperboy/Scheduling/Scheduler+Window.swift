@@ -12,9 +12,10 @@ extension Scheduler {
 
     /// Takes over at open (after the reconciler): what was running continues (or is paused),
     /// what waited for a network is tried again, finished files are loaded (retries wait in the
-    /// store for their timer), and the
-    /// queued assets are paged in by priority as slots free up.
-    func load(resume: Bool) throws(LibraryError) {
+    /// store for their timer), and the queued assets are paged in by priority as slots free up.
+    /// Finished files that deliver themselves are delivered unless `deliverFinished` is false
+    /// (then they wait for a download).
+    func load(resume: Bool, deliverFinished: Bool = true) throws(LibraryError) {
         try store.changeStates(from: [.network] + (resume ? [.downloading] : []), to: .queued)
         if !resume { try store.changeStates(from: [.downloading], to: .paused) }
         // Retries wait in the store: the timer wakes for the earliest.
@@ -25,7 +26,7 @@ extension Scheduler {
             for record in records {
                 let entry = Entry(record)
                 state.insert(entry)
-                if entry.state == .finished, entry.request.deliversItself { deliveries.append(entry.id) }
+                if entry.state == .finished, entry.request.deliversItself, deliverFinished { deliveries.append(entry.id) }
             }
             state.backlog = true
             state.storedRetryDue = retryDue

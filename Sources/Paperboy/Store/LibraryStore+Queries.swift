@@ -163,12 +163,42 @@ extension LibraryStore {
                     }
                 }
             } catch {
-                throw LibraryError.storage("cannot read the assets of issue '\(issueName)' in library database \(fileURL.path)", error)
+                throw pageReadError(issueName: issueName, error)
             }
             for item in page { try body(item) }
             guard count == pageSize, let last else { return }
             after = last
         }
+    }
+
+    /// The issue's assets after `after` (a record's `seq` and `id`) in the order they were added,
+    /// at most `limit` of them, updates not yet written applied. A read that fails throws: it is
+    /// never "no more assets".
+    func assetPage(issueName: String, after: (seq: Int64, id: String)?, limit: Int) throws(LibraryError) -> [AssetRecord] {
+        do {
+            return try withQueuedPatches { patches in
+                try pool.read { db -> [AssetRecord] in
+                    // A page is a range of the (issueName, seq) index; ties on seq (a damaged
+                    // table) are broken by id, so the order is total.
+                    var request = AssetRecord.filter(Column("issueName") == issueName)
+                    if let after {
+                        request = request.filter(Column("seq") > after.seq || (Column("seq") == after.seq && Column("id") > after.id))
+                    }
+                    var records = try request.order(Column("seq"), Column("id")).limit(limit).fetchAll(db)
+                    guard !patches.isEmpty else { return records }
+                    for index in records.indices {
+                        if let patch = patches[records[index].id] { patch.apply(to: &records[index]) }
+                    }
+                    return records
+                }
+            }
+        } catch {
+            throw pageReadError(issueName: issueName, error)
+        }
+    }
+
+    private func pageReadError(issueName: String, _ error: any Error) -> LibraryError {
+        LibraryError.storage("cannot read the assets of issue '\(issueName)' in library database \(fileURL.path)", error)
     }
 }
 

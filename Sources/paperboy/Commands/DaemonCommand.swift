@@ -27,14 +27,16 @@ struct DaemonCommand: AsyncParsableCommand {
         let config = try options.loadConfiguration()
         // Signals are taken before anything can be interrupted half-way.
         let signals = SignalStream([SIGTERM, SIGINT, SIGHUP])
-        let library = try SyncRun.openLibrary(config)
+        // Claimed files must not deliver themselves before the server attaches to them.
+        let library = try SyncRun.openLibrary(config, deliversFinishedFiles: false)
         let daemon = Daemon(library: library, config: config, options: options, logger: logger)
-        let server = DaemonServer(library: library, socket: config.daemon.socket, logger: logger) {
+        let server = DaemonServer(library: library, socket: config.daemon.socket, logger: logger,
+                                  challengeTimeout: config.daemon.challengeTimeout) {
             try await daemon.reload()
         }
         daemon.server = server
         do {
-            try server.start()
+            try server.start(activatedListener: DaemonSocket.activatedListener())
         } catch {
             Console.error("paperboy: \(error.message)")
             await library.close()

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Paperboy
 import PaperboyConfig
+import PaperboyDaemon
 
 /// `paperboy issues`: the shelf — each issue with its date, status, new mark and cover.
 struct IssuesCommand: AsyncParsableCommand {
@@ -38,7 +39,21 @@ struct IssuesCommand: AsyncParsableCommand {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
         var shelf = Shelf(libraryPath: config.library.path.path, badgeCount: 0, issues: [])
-        if FileManager.default.fileExists(atPath: config.library.path.appendingPathComponent("library.sqlite").path) {
+        if let client = try await DaemonRoute.connect(config, options: options) {
+            defer { client.disconnect() }
+            do {
+                let served = try await client.shelf()
+                shelf = Shelf(
+                    libraryPath: served.libraryPath, badgeCount: served.badge, currentlyReading: served.reading,
+                    issues: served.issues.map { issue in
+                        Shelf.Entry(name: issue.name, date: issue.date.utcDayText, status: issue.status, isNew: issue.isNew,
+                                    isReading: issue.name == served.reading, contentPath: issue.contentPath, coverPath: issue.coverPath)
+                    })
+            } catch {
+                Console.error("paperboy: \(error.message)")
+                throw ExitCode(1)
+            }
+        } else if FileManager.default.fileExists(atPath: config.library.path.appendingPathComponent("library.sqlite").path) {
             do {
                 let library = try Library.openForReading(at: config.library.path)
                 let reading = library.currentlyReadingIssue?.name

@@ -41,25 +41,43 @@ struct PurgeCommand: AsyncParsableCommand {
     func run() async throws {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
+        let budgetBytes = try budget.map(Self.parseSize)
+        if let client = try await DaemonRoute.connect(config, options: options) {
+            defer { client.disconnect() }
+            do {
+                let reading = try await client.shelfPage(offset: 0).reading
+                let removed = try await client.purge(keep: keep, budgetBytes: budgetBytes)
+                // Read by the feed refresh of whoever syncs the library.
+                try? PurgedIssues(root: client.libraryURL).record(removed)
+                told(removed, reading: reading)
+                return
+            } catch {
+                Console.error("paperboy: \(error.message)")
+                throw ExitCode(1)
+            }
+        }
         let library = try SyncRun.openLibrary(config, resumes: false)
         let reading = library.currentlyReadingIssue?.name
         var code: Int32 = 0
         do {
-            let removed = try await library.purge(keep: keep, budgetBytes: try budget.map(Self.parseSize))
+            let removed = try await library.purge(keep: keep, budgetBytes: budgetBytes)
             try? PurgedIssues(library: library).record(removed)
-            if !options.quiet {
-                if removed.isEmpty {
-                    Console.line("paperboy: nothing to purge")
-                } else {
-                    for name in removed { Console.line("removed \(name)") }
-                    Console.line("paperboy: removed \(removed.count) issue(s)\(reading.map { "; kept \($0) (being read)" } ?? "")")
-                }
-            }
-        } catch let error as LibraryError {
+            told(removed, reading: reading)
+        } catch {
             Console.error("paperboy: \(error.message)")
             code = 1
         }
         await library.close()
         if code != 0 { throw ExitCode(code) }
+    }
+
+    private func told(_ removed: [String], reading: String?) {
+        guard !options.quiet else { return }
+        if removed.isEmpty {
+            Console.line("paperboy: nothing to purge")
+        } else {
+            for name in removed { Console.line("removed \(name)") }
+            Console.line("paperboy: removed \(removed.count) issue(s)\(reading.map { "; kept \($0) (being read)" } ?? "")")
+        }
     }
 }

@@ -26,6 +26,19 @@ struct ReadCommand: AsyncParsableCommand {
     func run() async throws {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
+        if let client = try await DaemonRoute.connect(config, options: options) {
+            defer { client.disconnect() }
+            do {
+                let issue = try await client.setCurrentlyReadingIssue(named: name)
+                told(issue?.contentURL)
+                return
+            } catch where error.code == .issueNotFound {
+                notFound(in: client.libraryURL)
+            } catch {
+                Console.error("paperboy: \(error.message)")
+            }
+            throw ExitCode(1)
+        }
         let library = try SyncRun.openLibrary(config, resumes: false)
         var code: Int32 = 0
         do {
@@ -33,14 +46,14 @@ struct ReadCommand: AsyncParsableCommand {
                 if let issue = library.issue(named: name) {
                     try library.setCurrentlyReadingIssue(issue)
                     issue.markRead()
-                    if !options.quiet { Console.line("paperboy: reading \(name) (\(issue.contentURL.path))") }
+                    told(issue.contentURL)
                 } else {
-                    Console.error("paperboy: no issue named '\(name)' in \(library.root.path) (see 'paperboy issues')")
+                    notFound(in: library.root)
                     code = 1
                 }
             } else {
                 try library.setCurrentlyReadingIssue(nil)
-                if !options.quiet { Console.line("paperboy: no issue is being read") }
+                told(nil)
             }
         } catch {
             Console.error("paperboy: \(error.message)")
@@ -48,5 +61,18 @@ struct ReadCommand: AsyncParsableCommand {
         }
         await library.close()
         if code != 0 { throw ExitCode(code) }
+    }
+
+    private func told(_ content: URL?) {
+        guard !options.quiet else { return }
+        if let name, let content {
+            Console.line("paperboy: reading \(name) (\(content.path))")
+        } else {
+            Console.line("paperboy: no issue is being read")
+        }
+    }
+
+    private func notFound(in root: URL) {
+        Console.error("paperboy: no issue named '\(name ?? "")' in \(root.path) (see 'paperboy issues')")
     }
 }

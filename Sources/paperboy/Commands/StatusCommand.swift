@@ -19,22 +19,33 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
-        var library: Library?
-        if FileManager.default.fileExists(atPath: config.library.path.appendingPathComponent("library.sqlite").path) {
+        let source: any StatusSource
+        if let client = try await DaemonRoute.connect(config, options: options) {
             do {
-                library = try Library.openForReading(at: config.library.path)
+                source = try await DaemonStatusSource(client: client)
             } catch {
                 Console.error("paperboy: \(error.message)")
                 throw ExitCode(1)
             }
+        } else {
+            var library: Library?
+            if FileManager.default.fileExists(atPath: config.library.path.appendingPathComponent("library.sqlite").path) {
+                do {
+                    library = try Library.openForReading(at: config.library.path)
+                } catch {
+                    Console.error("paperboy: \(error.message)")
+                    throw ExitCode(1)
+                }
+            }
+            source = LibraryStatusSource(library: library, libraryPath: config.library.path.path)
         }
-        let listing = StatusListing(library: library, libraryPath: config.library.path.path)
+        let listing = StatusListing(source: source)
         let output = BufferedOutput()
         do {
             if json {
-                try listing.writeJSON(to: output)
+                try await listing.writeJSON(to: output)
             } else {
-                try listing.writeText(to: output)
+                try await listing.writeText(to: output)
             }
         } catch let error as LibraryError {
             // What was listed is written; the rest is unknown, and the exit status says so.
@@ -63,15 +74,21 @@ struct StatusListing {
         var path: String?
         var attempts: Int
 
-        init(_ status: AssetListing) {
-            id = status.identifier
-            url = status.redactedURLString
-            state = status.state.name
-            bytesWritten = status.totalBytesWritten
-            expectedBytes = status.expectedTotalBytes
-            path = status.destinationPath
-            attempts = status.attempts
-            switch status.state {
+        /// An asset as the library lists it (``AssetListing``: only the columns printed).
+        init(_ listing: AssetListing) {
+            self.init(id: listing.identifier, url: listing.redactedURLString, path: listing.destinationPath, state: listing.state,
+                      bytesWritten: listing.totalBytesWritten, expectedBytes: listing.expectedTotalBytes, attempts: listing.attempts)
+        }
+
+        init(id: String, url: String, path: String?, state: AssetState, bytesWritten: Int64, expectedBytes: Int64?, attempts: Int) {
+            self.id = id
+            self.url = url
+            self.state = state.name
+            self.bytesWritten = bytesWritten
+            self.expectedBytes = expectedBytes
+            self.path = path
+            self.attempts = attempts
+            switch state {
             case .waiting(let reason):
                 self.reason = reason.description
                 if case .retry(let until, _) = reason { retryAt = until.utcTimeText }
@@ -85,43 +102,28 @@ struct StatusListing {
 
     /// One issue's line.
     struct IssueHeader {
-        var issue: Issue
+        var name: String
         var date: String
         var status: String
         var isNew: Bool
+        var contentPath: String
     }
 
-    let library: Library?
-    let libraryPath: String
+    let source: any StatusSource
 
-    init(library: Library?, libraryPath: String) {
-        self.library = library
-        self.libraryPath = library?.root.path ?? libraryPath
-    }
-
-    private func issueHeaders() throws(LibraryError) -> [IssueHeader] {
-        guard let library else { return [] }
-        let counts = try library.assetCountsByIssue()
-        return library.issues.map { issue in
-            IssueHeader(issue: issue, date: issue.date.utcDayText, status: (counts[issue.name] ?? AssetCounts()).issueStatus.rawValue,
-                        isNew: issue.isNew)
-        }
-    }
-
-    func writeText(to output: BufferedOutput) throws {
-        output.line("library \(libraryPath)")
-        if let bandwidth = library?.recordedBandwidthStatistics {
+    func writeText(to output: BufferedOutput) async throws {
+        output.line("library \(source.libraryPath)")
+        if let bandwidth = source.bandwidth {
             let limit = bandwidth.limit.map { "\(Console.bytes($0))/s" } ?? "unlimited"
             output.line(String(format: "bandwidth: limit %@, achieved %@/s, %@ granted, throttled %.1f s",
                                limit, Console.bytes(Int64(bandwidth.achievedRate)), Console.bytes(bandwidth.bytesGranted),
                                bandwidth.secondsThrottled))
         }
-        let headers = try issueHeaders()
+        let headers = try source.headers
         if headers.isEmpty { output.line("  no issues") }
         for header in headers {
-            output.line("\(header.issue.name)  \(header.date)  \(header.status)\(header.isNew ? "  new" : "")")
-            try header.issue.forEachAssetListing { status in
-                let asset = AssetReport(status)
+            output.line("\(header.name)  \(header.date)  \(header.status)\(header.isNew ? "  new" : "")")
+            try await source.forEachAsset(of: header.name) { asset in
                 var size = Console.bytes(asset.bytesWritten)
                 if let expected = asset.expectedBytes, expected != asset.bytesWritten { size += " of \(Console.bytes(expected))" }
                 var line = "  \(asset.path ?? asset.id)  \(asset.state)  \(size)"
@@ -134,21 +136,20 @@ struct StatusListing {
 
     /// The document of docs/CLI.md, keys sorted and indented as `JSONEncoder`'s
     /// `[.prettyPrinted, .sortedKeys]` writes them, one asset at a time.
-    func writeJSON(to output: BufferedOutput) throws {
+    func writeJSON(to output: BufferedOutput) async throws {
         var json = JSONTextWriter(output: output)
         json.beginObject()
-        if let bandwidth = library?.recordedBandwidthStatistics {
+        if let bandwidth = source.bandwidth {
             json.key("bandwidth")
             try json.encoded(bandwidth)
         }
         json.key("issues")
         json.beginArray()
-        for header in try issueHeaders() {
+        for header in try source.headers {
             json.beginObject()
             json.key("assets")
             json.beginArray()
-            try header.issue.forEachAssetListing { status in
-                let asset = AssetReport(status)
+            try await source.forEachAsset(of: header.name) { asset in
                 json.beginObject()
                 json.field("attempts", asset.attempts)
                 json.field("bytesWritten", asset.bytesWritten)
@@ -163,15 +164,15 @@ struct StatusListing {
                 json.endObject()
             }
             json.endArray()
-            json.field("contentPath", header.issue.contentURL.path)
+            json.field("contentPath", header.contentPath)
             json.field("date", header.date)
             json.field("isNew", header.isNew)
-            json.field("name", header.issue.name)
+            json.field("name", header.name)
             json.field("status", header.status)
             json.endObject()
         }
         json.endArray()
-        json.field("libraryPath", libraryPath)
+        json.field("libraryPath", source.libraryPath)
         json.endObject()
         output.write("\n")
     }

@@ -25,6 +25,13 @@ struct SyncCommand: AsyncParsableCommand {
     func run() async throws {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
+        if let client = try await DaemonRoute.connect(config, options: options) {
+            var run = RemoteSyncRun(options: options, config: config, client: client)
+            run.wait = wait
+            let code = await run.perform()
+            if code != 0 { throw ExitCode(code) }
+            return
+        }
         let library = try SyncRun.openLibrary(config)
         var run = SyncRun(options: options, config: config, library: library)
         run.wait = wait

@@ -64,7 +64,12 @@ struct PurgedIssues {
     let file: URL
 
     init(library: Library) {
-        file = library.root.appendingPathComponent("purged-issues.json")
+        self.init(root: library.root)
+    }
+
+    /// The list of the library in `root` (a daemon's, for a command that goes through it).
+    init(root: URL) {
+        file = root.appendingPathComponent("purged-issues.json")
     }
 
     var names: Set<String> {

@@ -23,12 +23,16 @@ struct IssueHook {
         var environment: [String: String]
 
         init(issue: Issue, badge: Int) {
-            self.issue = issue.name
+            self.init(name: issue.name, contentPath: issue.contentURL.path, coverPath: issue.coverURL?.path, date: issue.date, badge: badge)
+        }
+
+        init(name: String, contentPath: String, coverPath: String?, date: Date, badge: Int) {
+            issue = name
             environment = [
-                "PAPERBOY_ISSUE": issue.name,
-                "PAPERBOY_ISSUE_PATH": issue.contentURL.path,
-                "PAPERBOY_COVER": issue.coverURL?.path ?? "",
-                "PAPERBOY_ISSUE_DATE": issue.date.utcDayText,
+                "PAPERBOY_ISSUE": name,
+                "PAPERBOY_ISSUE_PATH": contentPath,
+                "PAPERBOY_COVER": coverPath ?? "",
+                "PAPERBOY_ISSUE_DATE": date.utcDayText,
                 "PAPERBOY_BADGE": String(badge),
             ]
         }
@@ -69,56 +73,23 @@ struct IssueHook {
 
     private static func runBlocking(_ command: [String], folder: URL, environment: [String: String], timeout: Duration,
                                     job: Job) -> String? {
-        let process = Process()
         var arguments = command
         let executable = arguments.removeFirst()
-        if executable.contains("/") {
-            process.executableURL = URL(fileURLWithPath: executable, relativeTo: folder).absoluteURL
-            process.arguments = arguments
-        } else {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = [executable] + arguments
-        }
-        process.currentDirectoryURL = folder
-        process.environment = environment.merging(job.environment) { _, new in new }
-        process.standardInput = FileHandle.nullDevice
+        let run = ChildRun(executable, arguments, environment: environment.merging(job.environment) { _, new in new },
+                           folder: folder, timeout: timeout, inheritsOutput: true)
         let shown = command.joined(separator: " ")
-        do {
-            try process.run()
-        } catch {
-            return "hook '\(shown)' for issue '\(job.issue)' could not start: \(error.localizedDescription)"
-        }
-        // Polled: Process.waitUntilExit spins a run loop and was seen busy-looping forever on a
-        // thread without one.
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        let grace = min(max(timeout / 10, .milliseconds(100)), .seconds(5))
-        let group = -process.processIdentifier
-        var terminated = false
-        var killed = false
-        while process.isRunning {
-            let now = clock.now
-            if !terminated, now >= deadline {
-                kill(group, SIGTERM)
-                terminated = true
-            } else if terminated, !killed, now >= deadline + grace {
-                kill(group, SIGKILL)
-                killed = true
-            }
-            usleep(5_000)
-        }
-        if terminated {
-            // The group outlives its leader while a child is left in it: that child goes too.
-            kill(group, SIGKILL)
+        switch run.run().ending {
+        case .exited(0):
+            return nil
+        case .exited(let status):
+            return "hook '\(shown)' for issue '\(job.issue)' exited with status \(status); the issue stays available"
+        case .signalled(let signal):
+            return "hook '\(shown)' for issue '\(job.issue)' was killed by signal \(signal); the issue stays available"
+        case .timedOut:
             return "hook '\(shown)' for issue '\(job.issue)' did not finish within \(DurationParser.string(for: timeout)) "
                 + "([hooks] timeout) and was stopped; the issue stays available"
+        case .couldNotStart(let reason):
+            return "hook '\(shown)' for issue '\(job.issue)' could not start: \(reason)"
         }
-        if process.terminationReason == .uncaughtSignal {
-            return "hook '\(shown)' for issue '\(job.issue)' was killed by signal \(process.terminationStatus); the issue stays available"
-        }
-        if process.terminationStatus != 0 {
-            return "hook '\(shown)' for issue '\(job.issue)' exited with status \(process.terminationStatus); the issue stays available"
-        }
-        return nil
     }
 }

@@ -1,0 +1,136 @@
+import CPaperboySystem
+import Foundation
+
+/// A program run to its end from the calling thread, without Foundation's `Process` (whose
+/// `run()` lists `/proc/self/fd` and now and then crashed the calling process,
+/// swift-corelibs-foundation#5472): hooks and probes that the engine starts.
+///
+/// The child leads its own process group, gets `/dev/null` as standard input, and is killed if
+/// the thread that started it ends first (see `paperboy_spawn`); a timeout sends SIGTERM to the
+/// whole group, then SIGKILL after a grace period. Blocks the calling thread: call it from a
+/// thread of its own, never the cooperative pool.
+package struct ChildRun: Sendable {
+    /// How a run ended.
+    package enum Ending: Equatable, Sendable {
+        /// The program exited with this status.
+        case exited(Int32)
+        /// A signal ended it.
+        case signalled(Int32)
+        /// It ran past the timeout and was stopped (SIGTERM, then SIGKILL).
+        case timedOut
+        /// It could not be started (the message says why: no such file, permission…).
+        case couldNotStart(String)
+    }
+
+    /// The program: a path (absolute, or relative to `folder`), or a bare name looked up in
+    /// `PATH` through `/usr/bin/env`.
+    package var executable: String
+    package var arguments: [String] = []
+    /// The child's whole environment (nothing is inherited beyond it).
+    package var environment: [String: String]
+    /// The child's working folder (default: this process's).
+    package var folder: URL?
+    /// How long it may run; nil: no limit.
+    package var timeout: Duration?
+    /// Keeps the first this many bytes of standard output (0: output goes to `/dev/null`, or
+    /// to this process's with `inheritsOutput`).
+    package var outputLimit = 0
+    /// Whether the child writes to this process's standard error (and output, when not kept).
+    package var inheritsOutput = false
+
+    package init(_ executable: String, _ arguments: [String] = [], environment: [String: String], folder: URL? = nil,
+                 timeout: Duration? = nil, outputLimit: Int = 0, inheritsOutput: Bool = false) {
+        self.executable = executable
+        self.arguments = arguments
+        self.environment = environment
+        self.folder = folder
+        self.timeout = timeout
+        self.outputLimit = outputLimit
+        self.inheritsOutput = inheritsOutput
+    }
+
+    /// Runs the program to its end: how it ended, and the standard output kept.
+    package func run() -> (ending: Ending, output: Data) {
+        let (path, argv0) = resolved()
+        var pipe: [Int32] = [-1, -1]
+        if outputLimit > 0 {
+            let failure = paperboy_pipe_cloexec(&pipe)
+            guard failure == 0 else { return (.couldNotStart("cannot create a pipe: \(String(cString: strerror(failure)))"), Data()) }
+        }
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        defer { if null >= 0 { close(null) } }
+        guard null >= 0 else { return (.couldNotStart("cannot open /dev/null: \(String(cString: strerror(errno)))"), Data()) }
+        let argv = (argv0 + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let out = outputLimit > 0 ? pipe[1] : inheritsOutput ? STDOUT_FILENO : null
+        let failure = paperboy_spawn(path, argv, envp, folder?.path, null, out, inheritsOutput ? STDERR_FILENO : null, &pid)
+        if outputLimit > 0 { close(pipe[1]) }
+        guard failure == 0 else {
+            if outputLimit > 0 { close(pipe[0]) }
+            return (.couldNotStart("\(path): \(String(cString: strerror(failure)))"), Data())
+        }
+        var output = Data()
+        let ending = wait(for: pid, reading: outputLimit > 0 ? pipe[0] : -1, into: &output)
+        if outputLimit > 0 { close(pipe[0]) }
+        return (ending, output)
+    }
+
+    /// The path to exec and the leading arguments.
+    private func resolved() -> (path: String, argv0: [String]) {
+        guard executable.contains("/") else { return ("/usr/bin/env", ["env", executable]) }
+        guard !executable.hasPrefix("/"), let folder else { return (executable, [executable]) }
+        let path = folder.appendingPathComponent(executable).standardizedFileURL.path
+        return (path, [path])
+    }
+
+    /// Polls the child every 5 ms (reading its output meanwhile) until it ends, stopping it at the timeout.
+    private func wait(for pid: pid_t, reading fd: Int32, into output: inout Data) -> Ending {
+        if fd >= 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        let clock = ContinuousClock()
+        let deadline = timeout.map { clock.now + $0 }
+        let grace = timeout.map { min(max($0 / 10, .milliseconds(100)), .seconds(5)) } ?? .zero
+        var terminated = false
+        var killed = false
+        var status: Int32 = 0
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        func drain() {
+            guard fd >= 0 else { return }
+            while true {
+                let got = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                guard got > 0 else { return }
+                let room = max(0, outputLimit - output.count)
+                output.append(contentsOf: buffer.prefix(min(got, room)))
+            }
+        }
+        while true {
+            drain()
+            let reaped = waitpid(pid, &status, WNOHANG)
+            if reaped == pid { break }
+            if reaped < 0, errno != EINTR { return .exited(-1) }
+            if let deadline {
+                let now = clock.now
+                if !terminated, now >= deadline {
+                    kill(-pid, SIGTERM)
+                    terminated = true
+                } else if terminated, !killed, now >= deadline + grace {
+                    kill(-pid, SIGKILL)
+                    killed = true
+                }
+            }
+            usleep(5_000)
+        }
+        drain()
+        if terminated {
+            // The group outlives its leader while a child is left in it: that child goes too.
+            kill(-pid, SIGKILL)
+            return .timedOut
+        }
+        let signal = status & 0x7F
+        return signal != 0 && signal != 0x7F ? .signalled(signal) : .exited((status >> 8) & 0xFF)
+    }
+}

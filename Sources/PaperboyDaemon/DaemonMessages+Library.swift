@@ -1,0 +1,115 @@
+import Foundation
+import Paperboy
+
+// The payloads of the library requests `paperboy issues`, `status`, `read` and `purge` send
+// (docs/Daemon.md, "Library requests"); field names are snake_case on the wire.
+
+extension DaemonProtocol.Kind {
+    /// The shelf: issues with their aggregate status, a page at a time.
+    public static let shelf = "SHELF"
+    /// One issue's assets, a page at a time.
+    public static let assets = "ASSETS"
+    /// Set (or clear) the currently-reading issue.
+    public static let read = "READ"
+    /// Remove the oldest available issues.
+    public static let purge = "PURGE"
+}
+
+/// `SHELF`: issues from `offset` (0 for the first page).
+package struct ShelfRequest: Codable, Sendable {
+    package var id: Int64
+    package var offset: Int?
+
+    package init(id: Int64, offset: Int? = nil) {
+        self.id = id
+        self.offset = offset
+    }
+}
+
+/// One issue of a `SHELF` page, its status from the library's aggregate counts.
+package struct ShelfIssue: Codable, Sendable {
+    package var name: String
+    package var date: Date
+    package var status: String
+    package var isNew: Bool
+    package var contentPath: String
+    package var coverPath: String?
+}
+
+/// `OK` to `SHELF`.
+package struct ShelfReply: Codable, Sendable {
+    package var id: Int64
+    package var libraryPath: String
+    package var badge: Int
+    /// The currently-reading issue's name.
+    package var reading: String?
+    /// The limiter statistics the daemon last recorded (as `paperboy status` shows them).
+    package var bandwidth: BandwidthLimiter.Statistics?
+    package var issues: [ShelfIssue]
+    /// Where the next page starts; absent after the last.
+    package var nextOffset: Int?
+}
+
+/// `ASSETS`: a page of one issue's assets, after the cursor of the previous page.
+package struct AssetsRequest: Codable, Sendable {
+    package var id: Int64
+    package var issue: String
+    package var after: String?
+
+    package init(id: Int64, issue: String, after: String? = nil) {
+        self.id = id
+        self.issue = issue
+        self.after = after
+    }
+}
+
+/// `OK` to `ASSETS`.
+package struct AssetsReply: Codable, Sendable {
+    package var id: Int64
+    package var assets: [WireAsset]
+    /// The `after` of the next page; absent after the last.
+    package var next: String?
+}
+
+/// `READ`: `issue` becomes the currently-reading issue and is marked read; no `issue` clears it.
+package struct ReadRequest: Codable, Sendable {
+    package var id: Int64
+    package var issue: String?
+
+    package init(id: Int64, issue: String?) {
+        self.id = id
+        self.issue = issue
+    }
+}
+
+/// `PURGE`: as `Library.purge(keep:budgetBytes:)`.
+package struct PurgeRequest: Codable, Sendable {
+    package var id: Int64
+    package var keep: Int?
+    package var budgetBytes: Int64?
+
+    package init(id: Int64, keep: Int?, budgetBytes: Int64?) {
+        self.id = id
+        self.keep = keep
+        self.budgetBytes = budgetBytes
+    }
+}
+
+/// `OK` to `READ` and `PURGE`.
+package struct LibraryChangeReply: Codable, Sendable {
+    package var id: Int64
+    /// `READ`: the issue now being read.
+    package var issue: WireIssue?
+    /// `PURGE`: the issues removed, oldest first.
+    package var removed: [String]?
+}
+
+extension Issue.PageCursor {
+    /// The cursor as `ASSETS` carries it: `SEQ:ID`.
+    package var token: String { "\(seq):\(id)" }
+
+    package init?(token: String) {
+        guard let colon = token.firstIndex(of: ":"), let seq = Int64(token[..<colon]) else { return nil }
+        self.init(seq: seq, id: String(token[token.index(after: colon)...]))
+    }
+}

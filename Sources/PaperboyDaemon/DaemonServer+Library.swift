@@ -1,0 +1,126 @@
+import Dispatch
+import Foundation
+import Paperboy
+import PaperboyFraming
+
+/// The library requests (`SHELF`, `ASSETS`, `READ`, `PURGE`): what `paperboy issues`,
+/// `status`, `read` and `purge` ask a daemon.
+extension DaemonServer {
+    /// Items in a `SHELF` or `ASSETS` page, fewer when their JSON would not fit in a frame.
+    static let pageSize = 500
+
+    /// Answers a library request, or throws `unknown-kind` for a kind that is not one.
+    func answerLibrary(_ frame: PaperboyFraming.Frame) throws -> Data {
+        typealias Kind = DaemonProtocol.Kind
+        switch frame.kind {
+        case Kind.shelf:
+            let request = try DaemonProtocol.decode(ShelfRequest.self, frame)
+            return try shelfPage(request)
+        case Kind.assets:
+            let request = try DaemonProtocol.decode(AssetsRequest.self, frame)
+            return try assetsPage(request)
+        case Kind.read:
+            let request = try DaemonProtocol.decode(ReadRequest.self, frame)
+            var reply = LibraryChangeReply(id: request.id)
+            if let name = request.issue {
+                guard let issue = library.issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
+                try library.setCurrentlyReadingIssue(issue)
+                issue.markRead()
+                reply.issue = try Self.wire(issue, assets: false)
+            } else {
+                try library.setCurrentlyReadingIssue(nil)
+            }
+            return DaemonProtocol.frame(Kind.ok, reply)
+        case Kind.purge:
+            let request = try DaemonProtocol.decode(PurgeRequest.self, frame)
+            if let keep = request.keep, keep < 0 { throw WireError(DaemonProtocol.ErrorCode.badRequest, "PURGE: keep must be 0 or more") }
+            if let budget = request.budgetBytes, budget < 0 {
+                throw WireError(DaemonProtocol.ErrorCode.badRequest, "PURGE: budget_bytes must be 0 or more")
+            }
+            var reply = LibraryChangeReply(id: request.id)
+            reply.removed = try waitFor { [library] () async throws(LibraryError) -> [String] in
+                try await library.purge(keep: request.keep, budgetBytes: request.budgetBytes)
+            }
+            return DaemonProtocol.frame(Kind.ok, reply)
+        default:
+            throw WireError(DaemonProtocol.ErrorCode.unknownKind, "unknown message kind \(frame.kind)")
+        }
+    }
+
+    private func shelfPage(_ request: ShelfRequest) throws -> Data {
+        let offset = max(0, request.offset ?? 0)
+        let all = library.issues
+        let counts = try library.assetCountsByIssue()
+        let page = all.dropFirst(offset).prefix(Self.pageSize).map { issue in
+            ShelfIssue(name: issue.name, date: issue.date, status: (counts[issue.name] ?? AssetCounts()).issueStatus.rawValue,
+                       isNew: issue.isNew, contentPath: issue.contentURL.path, coverPath: issue.coverURL?.path)
+        }
+        var reply = ShelfReply(id: request.id, libraryPath: library.root.path, badge: library.badgeCount,
+                               reading: library.currentlyReadingIssue?.name, bandwidth: library.recordedBandwidthStatistics,
+                               issues: Array(page))
+        return try Self.fitted(count: page.count) { count in
+            reply.issues = Array(page.prefix(count))
+            reply.nextOffset = offset + count < all.count ? offset + count : nil
+            return DaemonProtocol.frame(DaemonProtocol.Kind.ok, reply)
+        }
+    }
+
+    private func assetsPage(_ request: AssetsRequest) throws -> Data {
+        guard let issue = library.issue(named: request.issue) else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
+        var cursor: Issue.PageCursor?
+        if let token = request.after {
+            guard let parsed = Issue.PageCursor(token: token) else {
+                throw WireError(DaemonProtocol.ErrorCode.badRequest, "ASSETS: 'after' is not a cursor of an earlier page")
+            }
+            cursor = parsed
+        }
+        let (statuses, next) = try issue.assetStatuses(after: cursor, limit: Self.pageSize)
+        let wired = statuses.map { status in
+            WireAsset(id: status.identifier, issue: issue.name, request: WireAsset.shown(status.request), state: WireState(status.state),
+                      totalBytesWritten: status.totalBytesWritten, expectedTotalBytes: status.expectedTotalBytes, attempts: status.attempts)
+        }
+        return try Self.fitted(count: wired.count) { count in
+            let last = count < wired.count ? try issue.assetStatuses(after: cursor, limit: count).next : next
+            return DaemonProtocol.frame(DaemonProtocol.Kind.ok, AssetsReply(id: request.id, assets: Array(wired.prefix(count)), next: last?.token))
+        }
+    }
+
+    /// The frame `make` builds for the most of `count` items (halving) that fits in a frame.
+    private static func fitted(count: Int, _ make: (Int) throws -> Data) throws -> Data {
+        var count = count
+        while true {
+            let frame = try make(count)
+            if frame.count <= DaemonProtocol.maxPayloadLength || count <= 1 {
+                guard frame.count <= DaemonProtocol.maxPayloadLength + 32 else {
+                    throw WireError(DaemonProtocol.ErrorCode.badRequest, "one item of the page is larger than a frame")
+                }
+                return frame
+            }
+            count /= 2
+        }
+    }
+
+    /// Runs `body` to the end on the calling (connection) thread, so that requests stay answered
+    /// in order; the connection's reader is a thread of its own, not one of the task pool's.
+    private func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws(LibraryError) -> T) throws(LibraryError) -> T {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var result: Result<T, LibraryError>?
+        Task {
+            do throws(LibraryError) {
+                result = .success(try await body())
+            } catch {
+                result = .failure(error)
+            }
+            done.signal()
+        }
+        done.wait()
+        guard let result else { throw LibraryError(.cancelled, "the request was not answered") }
+        return try result.get()
+    }
+}
+
+extension LibraryChangeReply {
+    init(id: Int64) {
+        self.id = id
+    }
+}

@@ -1,0 +1,110 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ArgumentParser
+import Foundation
+import Paperboy
+import PaperboyClient
+import PaperboyConfig
+import PaperboyDaemon
+
+/// Whether a command goes through the daemon serving its library or opens the library itself.
+///
+/// The configuration's `[daemon] socket` (resolved as the daemon resolves it) is used when it
+/// is this user's socket, not open to others, in a folder nobody else can write, and a daemon
+/// of this user answers `HELLO` on it for the same library. No socket, or one nobody listens on
+/// (a daemon that died): the command works in-process, as without a daemon. A socket that fails
+/// those checks is not trusted: the command says why and exits with 1.
+enum DaemonRoute {
+    /// What is at the socket's path.
+    enum Check: Equatable {
+        case absent
+        case trusted
+        case refused(String)
+    }
+
+    /// The daemon serving `config`'s library, or `nil` to work in-process.
+    ///
+    /// - Throws: `ExitCode(1)` (having said why) for a socket that is not to be trusted or a
+    ///   daemon that refuses the connection.
+    static func connect(_ config: PaperboyConfiguration, options: GlobalOptions) async throws -> PaperboyClient? {
+        let socket = config.daemon.socket
+        switch check(socket) {
+        case .absent:
+            if options.verbose { Console.error("paperboy: no daemon socket at \(socket.path); working in-process") }
+            return nil
+        case .refused(let reason):
+            Console.error("paperboy: not using the daemon socket \(socket.path): \(reason)")
+            throw ExitCode(1)
+        case .trusted:
+            break
+        }
+        let probe = (try? DaemonSocket.connect(to: socket)) ?? -1
+        guard probe >= 0 else {
+            if options.verbose { Console.error("paperboy: no daemon answers on \(socket.path) (a stale socket); working in-process") }
+            return nil
+        }
+        close(probe)
+        let client: PaperboyClient
+        do {
+            client = try await PaperboyClient.connect(socket: socket, name: "paperboy \(CommandLine.arguments.dropFirst().first ?? "")")
+        } catch {
+            Console.error("paperboy: \(error.message)")
+            throw ExitCode(1)
+        }
+        let served = canonical(client.libraryURL)
+        let wanted = canonical(config.library.path)
+        guard served == wanted else {
+            client.disconnect()
+            if options.verbose {
+                Console.error("paperboy: the daemon on \(socket.path) serves \(served), not \(wanted); working in-process")
+            }
+            return nil
+        }
+        if options.verbose { Console.error("paperboy: using the daemon on \(socket.path) (library \(served))") }
+        return client
+    }
+
+    /// Whether the socket at `url` and its folder may be trusted.
+    static func check(_ url: URL) -> Check {
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return .absent }
+            return .refused("cannot read it: \(String(cString: strerror(errno)))")
+        }
+        let me = getuid()
+        guard info.st_mode & S_IFMT == S_IFSOCK else { return .refused("it is not a socket") }
+        guard info.st_uid == me else { return .refused("it belongs to uid \(info.st_uid), not to this user (\(me))") }
+        guard info.st_mode & 0o077 == 0 else {
+            return .refused(String(format: "its mode is %03o; a daemon's socket is 0600 (nobody else may connect)", info.st_mode & 0o777))
+        }
+        let folder = url.deletingLastPathComponent().path
+        var parent = stat()
+        guard lstat(folder, &parent) == 0 else { return .refused("cannot read its folder \(folder): \(String(cString: strerror(errno)))") }
+        guard parent.st_mode & S_IFMT == S_IFDIR, parent.st_uid == me else {
+            return .refused("its folder \(folder) belongs to uid \(parent.st_uid), not to this user (\(me))")
+        }
+        guard parent.st_mode & 0o022 == 0 else {
+            return .refused(String(format: "its folder %@ has mode %03o: others could replace the socket (the daemon makes it 0700)",
+                                   folder, parent.st_mode & 0o777))
+        }
+        return .trusted
+    }
+
+    /// What to add to the error of a library that could not be opened when a daemon holds it:
+    /// the daemon's pid and the socket it listens on, which this configuration did not reach.
+    static func lockHint(_ config: PaperboyConfiguration) -> String {
+        guard let record = DaemonRecord.running(in: config.library.path) else { return "" }
+        var hint = "; paperboy daemon (pid \(record.pid)) has it open and listens on \(record.socket)"
+        if canonical(URL(fileURLWithPath: record.socket)) != canonical(config.daemon.socket) {
+            hint += ", but this configuration's socket is \(config.daemon.socket.path) (set [daemon] socket, or XDG_RUNTIME_DIR as the daemon has it)"
+        } else {
+            hint += ", which did not answer"
+        }
+        return hint
+    }
+
+    private static func canonical(_ url: URL) -> String {
+        url.standardizedFileURL.resolvingSymlinksInPath().path
+    }
+}

@@ -1,0 +1,289 @@
+import Dispatch
+import Foundation
+import Logging
+import Paperboy
+import PaperboyClient
+import PaperboyConfig
+import PaperboyDaemon
+import Synchronization
+
+/// `sync` and `add` through a daemon: the configuration's issues and assets are added to the
+/// daemon's library (those missing) and asked for (those not delivered), then the run follows
+/// them until each is delivered or failed (or waits for a network, without `--wait`) and ends as
+/// an in-process sync does. Ctrl-C detaches: the downloads go on in the daemon.
+struct RemoteSyncRun {
+    let options: GlobalOptions
+    let config: PaperboyConfiguration
+    let client: PaperboyClient
+    var wait = false
+    var includeFeeds = true
+    var issues: [IssueEntry]
+    var source: String
+
+    init(options: GlobalOptions, config: PaperboyConfiguration, client: PaperboyClient) {
+        self.options = options
+        self.config = config
+        self.client = client
+        issues = config.issues
+        source = config.fileURL.lastPathComponent
+    }
+
+    /// Runs the cycle and disconnects; returns the exit code.
+    func perform() async -> Int32 {
+        let detach = DetachHandler()
+        defer { detach.cancel() }
+        defer { client.disconnect() }
+        if includeFeeds, !config.feeds.isEmpty {
+            Console.error("paperboy: the daemon serves this library: [[feeds]] are not read by 'sync' through it yet; syncing the [[issues]]")
+        }
+        let events: AsyncStream<RemoteEvent>
+        do {
+            events = try await client.events()
+        } catch {
+            Console.error("paperboy: \(error.message)")
+            return 1
+        }
+        let started = ContinuousClock.now
+        var plan = RemotePlan()
+        do {
+            for issue in issues { try await plan.add(issue, config: config, client: client) }
+        } catch {
+            Console.error("paperboy: \(source): \(error.message)")
+            return 2
+        }
+        let tracker = Tracker(planned: Set(plan.names.keys), wait: wait)
+        let narrator = options.quiet ? nil : SyncNarrator(display: nil, logger: Logger(label: "paperboy"), verbose: options.verbose)
+        let narration = Task { [client, plan, verbose = options.verbose] in
+            var announced: Set<String> = []
+            for await event in events {
+                guard case .assetStateChanged(let id, let state) = event, tracker.update(id, state) else { continue }
+                var bytes: Int64 = 0
+                if verbose, state == .delivered { bytes = (try? await client.asset(identifier: id))?.totalBytesWritten ?? 0 }
+                narrator?.narrate(id, named: plan.names[id] ?? id, state, bytes: bytes, announced: &announced)
+            }
+        }
+        if plan.toDownload == 0, !options.quiet {
+            Console.line("paperboy: nothing to do; \(plan.alreadyDelivered) asset(s) already delivered")
+        }
+
+        var toldNetworkWait = false
+        while true {
+            let states: [String: AssetState]
+            do {
+                states = try await sweep(plan)
+            } catch {
+                Console.error("paperboy: \(error.message)")
+                narration.cancel()
+                return 1
+            }
+            tracker.reset(states)
+            if tracker.isSettled { break }
+            let network = states.values.filter { $0 == .waiting(.network) }.count
+            if wait, network > 0, !toldNetworkWait, tracker.isSettled(waitingForNetwork: true), !options.quiet {
+                Console.error("paperboy: \(network) asset(s) wait for an allowed network; waiting")
+                toldNetworkWait = true
+            }
+            await tracker.changed(within: .seconds(1))
+        }
+        narration.cancel()
+        let elapsed = ContinuousClock.now - started
+
+        // The same tally as in-process, the daemon's pages read an issue at a time. Replies show
+        // URLs without their user and password: the configured ones are compared so.
+        var report = SyncReport(options: options, config: config, planned: plan.plannedCount, toDownload: plan.toDownload,
+                                alreadyDelivered: plan.alreadyDelivered, problems: [])
+        report.elapsed = elapsed
+        await report.tally(issues: plan.issues, key: { SyncPlan.key($0.url.redacted.absoluteString, $0.path) }, read: reportItems)
+        var jobs: [IssueHook.Job] = []
+        if let shelf = try? await client.shelf() {
+            jobs = shelf.issues
+                .filter { report.complete.contains($0.name) && !plan.availableBefore.contains($0.name) }
+                .sorted { ($0.date, $0.name) < ($1.date, $1.name) }
+                .map { IssueHook.Job(name: $0.name, contentPath: $0.contentPath, coverPath: $0.coverPath, date: $0.date, badge: shelf.badge) }
+        }
+        return await report.finish(becameAvailable: jobs, network: nil)
+    }
+
+    /// The assets of the issue `name` as the report reads them, a page at a time (none when the
+    /// issue is gone: its planned assets disappeared).
+    private func reportItems(ofIssue name: String, _ body: (SyncReport.Item) -> Void) async throws {
+        guard try await client.issue(named: name) != nil else { return }
+        try await client.forEachAsset(ofIssue: name) { asset in
+            let key = asset.request.map { SyncPlan.key($0.url.absoluteString, $0.destinationPath ?? "") } ?? ""
+            body(SyncReport.Item(key: key, state: asset.state.state, totalBytesWritten: asset.totalBytesWritten))
+        }
+    }
+
+    /// The state of every planned asset, read from the planned issues a page at a time.
+    private func sweep(_ plan: RemotePlan) async throws(LibraryError) -> [String: AssetState] {
+        var states: [String: AssetState] = [:]
+        for name in plan.issueNames {
+            try await client.forEachAsset(ofIssue: name) { asset in
+                if plan.names[asset.id] != nil { states[asset.id] = asset.state.state }
+            }
+        }
+        return states
+    }
+}
+
+/// What a sync through a daemon asked for.
+///
+/// Unlike ``SyncPlan``, it keeps a name per planned asset: the daemon's events carry only the
+/// identifier, and the run follows the planned assets until each settles.
+struct RemotePlan {
+    /// The issues planned, with their configured assets, in the order planned.
+    var issues: [IssueEntry] = []
+    /// Planned issue names, in the order first planned.
+    var issueNames: [String] = []
+    /// The display name (`issue/path`) of each planned asset, by identifier.
+    var names: [String: String] = [:]
+    /// Planned assets: every configured asset.
+    var plannedCount = 0
+    var toDownload = 0
+    var alreadyDelivered = 0
+    /// Planned issues that were available before the sync and had nothing to download.
+    var availableBefore: Set<String> = []
+
+    /// Adds the issue if the daemon's library lacks it, adds its missing assets, and asks for
+    /// every one not delivered (an asset is its URL and path within its issue, as in-process).
+    mutating func add(_ configured: IssueEntry, config: PaperboyConfiguration, client: PaperboyClient) async throws(LibraryError) {
+        let issue: RemoteIssue
+        if let found = try await client.issue(named: configured.name) {
+            issue = found
+        } else {
+            do {
+                issue = try await client.addIssue(name: configured.name, date: configured.date)
+            } catch where error.code == .duplicateIssue {
+                guard let found = try await client.issue(named: configured.name) else { throw error }
+                issue = found
+            }
+        }
+        if !issueNames.contains(configured.name) { issueNames.append(configured.name) }
+        var existing: [String: RemoteAsset] = [:]
+        try await client.forEachAsset(ofIssue: issue.name) { asset in
+            // Replies show URLs without their user and password: compare them so.
+            if let request = asset.request { existing[SyncPlan.key(request.url.absoluteString, request.destinationPath ?? "")] = client.remoteAsset(asset) }
+        }
+        var work = false
+        for asset in configured.assets {
+            let key = SyncPlan.key(asset.url.redacted.absoluteString, asset.path)
+            let identifier: String
+            if let found = existing[key] {
+                identifier = found.identifier
+                if found.state == .delivered {
+                    alreadyDelivered += 1
+                } else {
+                    try await found.download()
+                    toDownload += 1
+                    work = true
+                }
+            } else {
+                let added = try await issue.addAsset(SyncPlan.request(for: asset, config: config))
+                try await added.download()
+                existing[key] = added
+                identifier = added.identifier
+                toDownload += 1
+                work = true
+            }
+            if names[identifier] == nil { names[identifier] = "\(configured.name)/\(asset.path)" }
+            plannedCount += 1
+        }
+        issues.append(configured)
+        if !work, issue.status == .available { availableBefore.insert(issue.name) }
+    }
+}
+
+/// The latest state of each planned asset, from events and sweeps, and a wake-up when one
+/// changes.
+private final class Tracker: Sendable {
+    private struct State {
+        var states: [String: AssetState] = [:]
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let planned: Set<String>
+    private let wait: Bool
+    private let state = Mutex(State())
+
+    init(planned: Set<String>, wait: Bool) {
+        self.planned = planned
+        self.wait = wait
+    }
+
+    /// Records an event's state; `false` for an asset this sync did not plan.
+    func update(_ id: String, _ new: AssetState) -> Bool {
+        guard planned.contains(id) else { return false }
+        let waiter = state.withLock { state in
+            state.states[id] = new
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+        return true
+    }
+
+    /// Takes a sweep's states (they are read after the events seen so far).
+    func reset(_ states: [String: AssetState]) {
+        state.withLock { $0.states = states.filter { planned.contains($0.key) } }
+    }
+
+    var isSettled: Bool { isSettled(waitingForNetwork: !wait) }
+
+    /// Whether no planned asset is on its way (`waitingForNetwork`: an asset waiting for a
+    /// network counts as settled).
+    func isSettled(waitingForNetwork: Bool) -> Bool {
+        state.withLock { state in
+            planned.allSatisfy { id in
+                switch state.states[id] {
+                case .waiting(.network)?: waitingForNetwork
+                case .waiting(.queued)?, .waiting(.retry)?, .waiting(.hostLimit)?, .downloading?, .finished?: false
+                default: true
+                }
+            }
+        }
+    }
+
+    /// Returns when a planned asset changes state, or after `timeout`.
+    func changed(within timeout: Duration) async {
+        let timer = Task {
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            let waiter = state.withLock { state in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume()
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let previous = state.withLock { state in
+                defer { state.waiter = continuation }
+                return state.waiter
+            }
+            previous?.resume()
+        }
+        timer.cancel()
+    }
+}
+
+/// Ctrl-C (or SIGTERM) during a sync through a daemon: the command leaves, the downloads go on.
+final class DetachHandler {
+    private let sources: [any DispatchSourceSignal]
+
+    init() {
+        sources = [SIGINT, SIGTERM].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                Console.error("\npaperboy: detached; the daemon goes on downloading ('paperboy status' shows how far it is)")
+                Foundation.exit(130)
+            }
+            source.resume()
+            return source
+        }
+    }
+
+    func cancel() {
+        for source in sources { source.cancel() }
+        signal(SIGINT, SIG_DFL)
+        signal(SIGTERM, SIG_DFL)
+    }
+}

@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import PaperboyDaemon
+
+/// A `paperboy daemon` process started by a test, stopped by PID (killed when released).
+public final class DaemonProcess: Sendable {
+    public let process: ChildProcess
+    /// Where clients connect.
+    public let socket: URL
+    /// The daemon's standard error (its log).
+    public let log: URL
+
+    /// Starts the daemon on `config` with `XDG_RUNTIME_DIR` set to `runtime`, and waits until its
+    /// socket accepts connections.
+    ///
+    /// - Parameters:
+    ///   - environment: more variables for the daemon.
+    ///   - listening: a listening socket the daemon gets as descriptor 3 with `LISTEN_FDS=1` and
+    ///     `LISTEN_PID` set to its own PID (systemd socket activation, through `sh -c … exec`);
+    ///     `socket` is then its path.
+    public init(config: URL, runtime: URL, log: URL, environment extra: [String: String] = [:],
+                listening: (fd: Int32, path: URL)? = nil) async throws {
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_RUNTIME_DIR"] = runtime.path
+        environment["PAPERBOY_NETWORK"] = "wired"
+        environment.merge(extra) { $1 }
+        let fd = open(log.path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        defer { close(fd) }
+        let paperboy = ProcessInfo.processInfo.environment["PAPERBOY_BIN"] ?? BuiltExecutable.url(named: "paperboy").path
+        let arguments = ["daemon", "-v", "--config", config.path]
+        if let listening {
+            environment["LISTEN_FDS"] = "1"
+            // The shell's PID is the daemon's once it execs.
+            process = try ChildProcess("/bin/sh", ["-c", "LISTEN_PID=$$ exec \"$0\" \"$@\"", paperboy] + arguments,
+                                       environment: environment, standardError: fd, passing: listening.fd)
+            socket = listening.path
+        } else {
+            process = try ChildProcess(paperboy, arguments, environment: environment, standardError: fd)
+            socket = runtime.appendingPathComponent("paperboy/daemon.sock")
+        }
+        self.log = log
+        ServerReaper.track(process.processIdentifier)
+        for _ in 0..<500 {
+            if listening != nil, (try? String(contentsOf: log, encoding: .utf8))?.contains("serving") == true { return }
+            if listening == nil, case let probe = try DaemonSocket.connect(to: socket), probe >= 0 {
+                close(probe)
+                return
+            }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw ServerError("the daemon did not listen on \(socket.path): \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+    }
+
+    /// Sends `signal` and returns how long the daemon took to exit.
+    public func stop(_ signal: Int32 = SIGTERM) async -> Duration {
+        let start = ContinuousClock.now
+        process.signal(signal)
+        await process.exited()
+        ServerReaper.untrack(process.processIdentifier)
+        return ContinuousClock.now - start
+    }
+
+    deinit {
+        process.signal(SIGKILL)
+    }
+}
+
+/// Waits until `body` returns true (checked every 20 ms, at most `seconds`).
+public func eventually(_ seconds: Double = 10, _ body: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    while ContinuousClock.now < deadline {
+        if try await body() { return true }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return false
+}
