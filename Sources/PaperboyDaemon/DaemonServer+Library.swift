@@ -26,7 +26,7 @@ extension DaemonServer {
                 guard let issue = library.issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
                 try library.setCurrentlyReadingIssue(issue)
                 issue.markRead()
-                reply.issue = Self.wire(issue, assets: false)
+                reply.issue = try Self.wire(issue, assets: false)
             } else {
                 try library.setCurrentlyReadingIssue(nil)
             }
@@ -50,7 +50,7 @@ extension DaemonServer {
     private func shelfPage(_ request: ShelfRequest) throws -> Data {
         let offset = max(0, request.offset ?? 0)
         let all = library.issues
-        let counts = library.assetCountsByIssue()
+        let counts = try library.assetCountsByIssue()
         let page = all.dropFirst(offset).prefix(Self.pageSize).map { issue in
             ShelfIssue(name: issue.name, date: issue.date, status: (counts[issue.name] ?? AssetCounts()).issueStatus.rawValue,
                        isNew: issue.isNew, contentPath: issue.contentURL.path, coverPath: issue.coverURL?.path)
@@ -74,13 +74,13 @@ extension DaemonServer {
             }
             cursor = parsed
         }
-        let (statuses, next) = issue.assetStatuses(after: cursor, limit: Self.pageSize)
+        let (statuses, next) = try issue.assetStatuses(after: cursor, limit: Self.pageSize)
         let wired = statuses.map { status in
             WireAsset(id: status.identifier, issue: issue.name, request: WireAsset.shown(status.request), state: WireState(status.state),
                       totalBytesWritten: status.totalBytesWritten, expectedTotalBytes: status.expectedTotalBytes, attempts: status.attempts)
         }
         return try Self.fitted(count: wired.count) { count in
-            let last = count < wired.count ? issue.assetStatuses(after: cursor, limit: count).next : next
+            let last = count < wired.count ? try issue.assetStatuses(after: cursor, limit: count).next : next
             return DaemonProtocol.frame(DaemonProtocol.Kind.ok, AssetsReply(id: request.id, assets: Array(wired.prefix(count)), next: last?.token))
         }
     }

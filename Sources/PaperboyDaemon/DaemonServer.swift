@@ -300,7 +300,7 @@ public final class DaemonServer: Sendable {
             let request = try DaemonProtocol.decode(AddIssueRequest.self, frame)
             let issue = try library.addIssue(name: request.name, date: request.date)
             var reply = OKReply(id: request.id)
-            reply.issue = Self.wire(issue, assets: false)
+            reply.issue = try Self.wire(issue, assets: false)
             return reply
         case Kind.addAsset:
             let request = try DaemonProtocol.decode(AddAssetRequest.self, frame)
@@ -338,9 +338,9 @@ public final class DaemonServer: Sendable {
                 reply.asset = Self.wire(try existingAsset(id))
             } else if let name = request.issue {
                 guard let issue = library.issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
-                reply.issue = Self.wire(issue, assets: request.assets ?? true)
+                reply.issue = try Self.wire(issue, assets: request.assets ?? true)
             } else {
-                reply.issues = library.issues.map { Self.wire($0, assets: request.assets ?? true) }
+                reply.issues = try library.issues.map { try Self.wire($0, assets: request.assets ?? true) }
             }
             reply.badge = library.badgeCount
             return reply
@@ -385,11 +385,11 @@ public final class DaemonServer: Sendable {
             state: WireState(asset.state), totalBytesWritten: asset.totalBytesWritten, expectedTotalBytes: asset.expectedTotalBytes)
     }
 
-    static func wire(_ issue: Issue, assets: Bool) -> WireIssue {
+    static func wire(_ issue: Issue, assets: Bool) throws -> WireIssue {
         var wire = WireIssue(name: issue.name, date: issue.date, status: issue.status.rawValue, isNew: issue.isNew,
                              contentPath: issue.contentURL.path)
         if assets {
-            wire.assets = issue.assetStatuses.map { status in
+            wire.assets = try issue.assetStatuses.map { status in
                 WireAsset(id: status.identifier, issue: issue.name, request: WireAsset.shown(status.request), state: WireState(status.state),
                           totalBytesWritten: status.totalBytesWritten, expectedTotalBytes: status.expectedTotalBytes,
                           attempts: status.attempts)

@@ -20,16 +20,13 @@ final class ProgressDisplay: Sendable {
 
     private let library: Library
     private let total: Int
-    private let names: [String: String]
     private let state = Mutex(State())
 
     /// - Parameters:
     ///   - total: the number of assets this sync wants delivered.
-    ///   - names: display names (`issue/path`) by asset identifier.
-    init(library: Library, total: Int, names: [String: String]) {
+    init(library: Library, total: Int) {
         self.library = library
         self.total = total
-        self.names = names
     }
 
     func start() {
@@ -77,7 +74,8 @@ final class ProgressDisplay: Sendable {
     func makeFrame() -> [String] {
         let now = ContinuousClock.now
         let assets = library.downloadingAssets
-        let activity = library.activity
+        // A frame drawn from a failed read shows nothing waiting; the sync reports the error.
+        let activity = (try? library.activity) ?? LibraryActivity()
         var transfers: [String] = []
         var running = 0
         var queued = 0
@@ -108,7 +106,7 @@ final class ProgressDisplay: Sendable {
                 seen[asset.identifier] = (written, rate)
                 totalRate += rate
                 guard transfers.count < Self.maxTransferLines else { continue }
-                let name = names[asset.identifier] ?? asset.request?.destinationPath ?? asset.identifier
+                let name = SyncPlan.displayName(asset)
                 var line = "  " + Self.fit(TerminalText.escape(name), to: 32).padding(toLength: 32, withPad: " ", startingAt: 0)
                 if let expected, expected > 0 {
                     line += "  \(Console.bytes(written)) of \(Console.bytes(expected))"

@@ -51,36 +51,34 @@ struct RemoteSyncRun {
             Console.error("paperboy: \(source): \(error.message)")
             return 2
         }
-        let tracker = Tracker(planned: Set(plan.entries.map(\.identifier)), wait: wait)
-        let narrator = options.quiet ? nil : SyncNarrator(display: nil, names: plan.names, logger: Logger(label: "paperboy"),
-                                                          verbose: options.verbose)
-        let narration = Task { [client, verbose = options.verbose] in
+        let tracker = Tracker(planned: Set(plan.names.keys), wait: wait)
+        let narrator = options.quiet ? nil : SyncNarrator(display: nil, logger: Logger(label: "paperboy"), verbose: options.verbose)
+        let narration = Task { [client, plan, verbose = options.verbose] in
             var announced: Set<String> = []
             for await event in events {
                 guard case .assetStateChanged(let id, let state) = event, tracker.update(id, state) else { continue }
                 var bytes: Int64 = 0
                 if verbose, state == .delivered { bytes = (try? await client.asset(identifier: id))?.totalBytesWritten ?? 0 }
-                narrator?.narrate(id, state, bytes: bytes, announced: &announced)
+                narrator?.narrate(id, named: plan.names[id] ?? id, state, bytes: bytes, announced: &announced)
             }
         }
         if plan.toDownload == 0, !options.quiet {
             Console.line("paperboy: nothing to do; \(plan.alreadyDelivered) asset(s) already delivered")
         }
 
-        var statuses: SyncReport.Statuses = [:]
-        var complete: Set<String> = []
         var toldNetworkWait = false
         while true {
+            let states: [String: AssetState]
             do {
-                (statuses, complete) = try await sweep(plan)
+                states = try await sweep(plan)
             } catch {
                 Console.error("paperboy: \(error.message)")
                 narration.cancel()
                 return 1
             }
-            tracker.reset(statuses.mapValues(\.state))
+            tracker.reset(states)
             if tracker.isSettled { break }
-            let network = statuses.values.filter { $0.state == .waiting(.network) }.count
+            let network = states.values.filter { $0 == .waiting(.network) }.count
             if wait, network > 0, !toldNetworkWait, tracker.isSettled(waitingForNetwork: true), !options.quiet {
                 Console.error("paperboy: \(network) asset(s) wait for an allowed network; waiting")
                 toldNetworkWait = true
@@ -90,52 +88,61 @@ struct RemoteSyncRun {
         narration.cancel()
         let elapsed = ContinuousClock.now - started
 
-        var report = SyncReport(options: options, config: config, entries: plan.entries, toDownload: plan.toDownload,
-                                alreadyDelivered: plan.alreadyDelivered, elapsed: elapsed, problems: [])
-        report.tally(statuses)
+        // The same tally as in-process, the daemon's pages read an issue at a time. Replies show
+        // URLs without their user and password: the configured ones are compared so.
+        var report = SyncReport(options: options, config: config, planned: plan.plannedCount, toDownload: plan.toDownload,
+                                alreadyDelivered: plan.alreadyDelivered, problems: [])
+        report.elapsed = elapsed
+        await report.tally(issues: plan.issues, key: { SyncPlan.key($0.url.redacted.absoluteString, $0.path) }, read: reportItems)
         var jobs: [IssueHook.Job] = []
         if let shelf = try? await client.shelf() {
             jobs = shelf.issues
-                .filter { complete.contains($0.name) && !plan.availableBefore.contains($0.name) }
+                .filter { report.complete.contains($0.name) && !plan.availableBefore.contains($0.name) }
                 .sorted { ($0.date, $0.name) < ($1.date, $1.name) }
                 .map { IssueHook.Job(name: $0.name, contentPath: $0.contentPath, coverPath: $0.coverPath, date: $0.date, badge: shelf.badge) }
         }
-        return await report.finish(becameAvailable: jobs, network: nil)
+        return await report.finish(becameAvailable: jobs, network: nil, runsHook: false)
     }
 
-    /// The state and size of every asset of the planned issues, and the issues whose assets are
-    /// all delivered.
-    private func sweep(_ plan: RemotePlan) async throws(LibraryError) -> (SyncReport.Statuses, Set<String>) {
-        var statuses: SyncReport.Statuses = [:]
-        var complete: Set<String> = []
-        for name in plan.issueNames {
-            var all = true
-            var any = false
-            try await client.forEachAsset(ofIssue: name) { asset in
-                let state = asset.state.state
-                statuses[asset.id] = (state, asset.totalBytesWritten)
-                any = true
-                if state != .delivered { all = false }
-            }
-            if any, all { complete.insert(name) }
+    /// The assets of the issue `name` as the report reads them, a page at a time (none when the
+    /// issue is gone: its planned assets disappeared).
+    private func reportItems(ofIssue name: String, _ body: (SyncReport.Item) -> Void) async throws {
+        guard try await client.issue(named: name) != nil else { return }
+        try await client.forEachAsset(ofIssue: name) { asset in
+            let key = asset.request.map { SyncPlan.key($0.url.absoluteString, $0.destinationPath ?? "") } ?? ""
+            body(SyncReport.Item(key: key, state: asset.state.state, totalBytesWritten: asset.totalBytesWritten))
         }
-        return (statuses, complete)
+    }
+
+    /// The state of every planned asset, read from the planned issues a page at a time.
+    private func sweep(_ plan: RemotePlan) async throws(LibraryError) -> [String: AssetState] {
+        var states: [String: AssetState] = [:]
+        for name in plan.issueNames {
+            try await client.forEachAsset(ofIssue: name) { asset in
+                if plan.names[asset.id] != nil { states[asset.id] = asset.state.state }
+            }
+        }
+        return states
     }
 }
 
 /// What a sync through a daemon asked for.
+///
+/// Unlike ``SyncPlan``, it keeps a name per planned asset: the daemon's events carry only the
+/// identifier, and the run follows the planned assets until each settles.
 struct RemotePlan {
-    var entries: [SyncPlan.Entry] = []
+    /// The issues planned, with their configured assets, in the order planned.
+    var issues: [IssueEntry] = []
     /// Planned issue names, in the order first planned.
     var issueNames: [String] = []
+    /// The display name (`issue/path`) of each planned asset, by identifier.
+    var names: [String: String] = [:]
+    /// Planned assets: every configured asset.
+    var plannedCount = 0
     var toDownload = 0
     var alreadyDelivered = 0
     /// Planned issues that were available before the sync and had nothing to download.
     var availableBefore: Set<String> = []
-
-    var names: [String: String] {
-        Dictionary(entries.map { ($0.identifier, "\($0.issue)/\($0.path)") }, uniquingKeysWith: { first, _ in first })
-    }
 
     /// Adds the issue if the daemon's library lacks it, adds its missing assets, and asks for
     /// every one not delivered (an asset is its URL and path within its issue, as in-process).
@@ -155,11 +162,11 @@ struct RemotePlan {
         var existing: [String: RemoteAsset] = [:]
         try await client.forEachAsset(ofIssue: issue.name) { asset in
             // Replies show URLs without their user and password: compare them so.
-            if let request = asset.request { existing[Self.key(request.url, request.destinationPath ?? "")] = client.remoteAsset(asset) }
+            if let request = asset.request { existing[SyncPlan.key(request.url.absoluteString, request.destinationPath ?? "")] = client.remoteAsset(asset) }
         }
         var work = false
         for asset in configured.assets {
-            let key = Self.key(asset.url.redacted, asset.path)
+            let key = SyncPlan.key(asset.url.redacted.absoluteString, asset.path)
             let identifier: String
             if let found = existing[key] {
                 identifier = found.identifier
@@ -178,12 +185,12 @@ struct RemotePlan {
                 toDownload += 1
                 work = true
             }
-            entries.append(SyncPlan.Entry(issue: configured.name, path: asset.path, url: asset.url, identifier: identifier))
+            if names[identifier] == nil { names[identifier] = "\(configured.name)/\(asset.path)" }
+            plannedCount += 1
         }
+        issues.append(configured)
         if !work, issue.status == .available { availableBefore.insert(issue.name) }
     }
-
-    private static func key(_ url: URL, _ path: String) -> String { url.absoluteString + "\u{0}" + path }
 }
 
 /// The latest state of each planned asset, from events and sweeps, and a wake-up when one

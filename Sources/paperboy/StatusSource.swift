@@ -10,7 +10,7 @@ protocol StatusSource {
     /// The limiter statistics recorded by the process that has the library open.
     var bandwidth: BandwidthLimiter.Statistics? { get }
     /// Issues, newest first, their status from the aggregate counts.
-    var headers: [StatusListing.IssueHeader] { get }
+    var headers: [StatusListing.IssueHeader] { get throws(LibraryError) }
     /// Each asset of the issue named `issue`, in the order added, read a page at a time.
     func forEachAsset(of issue: String, _ body: (StatusListing.AssetReport) -> Void) async throws
 }
@@ -28,17 +28,20 @@ struct LibraryStatusSource: StatusSource {
     var bandwidth: BandwidthLimiter.Statistics? { library?.recordedBandwidthStatistics }
 
     var headers: [StatusListing.IssueHeader] {
-        guard let library else { return [] }
-        let counts = library.assetCountsByIssue()
-        return library.issues.map { issue in
-            StatusListing.IssueHeader(name: issue.name, date: issue.date.utcDayText,
-                                      status: (counts[issue.name] ?? AssetCounts()).issueStatus.rawValue, isNew: issue.isNew,
-                                      contentPath: issue.contentURL.path)
+        get throws(LibraryError) {
+            guard let library else { return [] }
+            let counts = try library.assetCountsByIssue()
+            return library.issues.map { issue in
+                StatusListing.IssueHeader(name: issue.name, date: issue.date.utcDayText,
+                                          status: (counts[issue.name] ?? AssetCounts()).issueStatus.rawValue, isNew: issue.isNew,
+                                          contentPath: issue.contentURL.path)
+            }
         }
     }
 
+    /// Only the columns listed (``AssetListing``), not every asset's request.
     func forEachAsset(of issue: String, _ body: (StatusListing.AssetReport) -> Void) async throws {
-        library?.issue(named: issue)?.forEachAssetStatus { body(StatusListing.AssetReport($0)) }
+        try library?.issue(named: issue)?.forEachAssetListing { body(StatusListing.AssetReport($0)) }
     }
 }
 
@@ -63,7 +66,8 @@ struct DaemonStatusSource: StatusSource {
 
     func forEachAsset(of issue: String, _ body: (StatusListing.AssetReport) -> Void) async throws {
         try await client.forEachAsset(ofIssue: issue) { asset in
-            body(StatusListing.AssetReport(id: asset.id, request: asset.request, state: asset.state.state, bytesWritten: asset.totalBytesWritten,
+            body(StatusListing.AssetReport(id: asset.id, url: asset.request?.url.redactedString ?? "", path: asset.request?.destinationPath,
+                                           state: asset.state.state, bytesWritten: asset.totalBytesWritten,
                                            expectedBytes: asset.expectedTotalBytes, attempts: asset.attempts ?? 0))
         }
     }

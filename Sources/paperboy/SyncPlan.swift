@@ -7,17 +7,21 @@ import PaperboyConfig
 /// An asset is identified by its URL and destination path within its issue, so a wanted asset
 /// that is already in the library (delivered or not) is never added twice; a changed `sha256`
 /// replaces the old one of an asset not delivered yet.
+///
+/// The plan keeps counts and the planned issues, not a record per asset: a sync of 100,000
+/// assets held 40 MiB of per-asset plan arrays (and another 25 MiB for its report) before.
+/// Memory holds one issue's assets at a time while planning; the report reads them back from
+/// the library an issue at a time (``SyncReport``).
 struct SyncPlan {
-    struct Entry {
-        var issue: String
-        var path: String
-        var url: URL
-        var identifier: String
-    }
-
-    var entries: [Entry] = []
+    /// The issues planned, with their configured (or catalog) assets, in the order planned.
+    var issues: [IssueEntry] = []
+    /// Planned assets: every configured asset that is in the library.
+    var plannedCount = 0
+    /// Planned assets not delivered yet (started, or to start).
+    var toDownloadCount = 0
+    /// The assets to download, kept only when ``startsDownloads`` is off (the caller starts them).
     var toDownload: [AssetDownload] = []
-    /// Issues with at least one asset in ``toDownload``.
+    /// Issues with at least one asset to download.
     var issuesWithWork: Set<String> = []
     var alreadyDelivered = 0
     /// Start each download as soon as it is planned (its batch written), instead of leaving it
@@ -26,9 +30,9 @@ struct SyncPlan {
     /// Assets added to the library per transaction.
     static let batchSize = 1_000
 
-    /// The display name (`issue/path`) of each planned asset, by identifier.
-    var names: [String: String] {
-        Dictionary(entries.map { ($0.identifier, "\($0.issue)/\($0.path)") }, uniquingKeysWith: { first, _ in first })
+    /// How an asset is named in lines and on the progress display: `issue/path`.
+    static func displayName(_ asset: AssetDownload) -> String {
+        "\(asset.issueName)/\(asset.request?.destinationPath ?? asset.identifier)"
     }
 
     /// Plans every issue of `issues`; the first error stops it.
@@ -49,56 +53,51 @@ struct SyncPlan {
         } else {
             issue = try library.addIssue(name: configured.name, date: configured.date)
         }
+        // The issue's assets already in the library, by key: one issue at a time in memory.
         var byKey: [String: AssetStatus] = [:]
-        for status in issue.assetStatuses {
-            byKey[Self.key(status.request.url, status.request.destinationPath ?? "")] = status
-        }
-        // One query for the handles instead of one lookup per configured asset.
-        var existing: [String: AssetDownload] = [:]
-        if !byKey.isEmpty {
-            for asset in issue.assets { existing[asset.identifier] = asset }
+        try Self.reading {
+            try issue.forEachAssetStatus { status in
+                byKey[Self.key(status.request.url.absoluteString, status.request.destinationPath ?? "")] = status
+            }
         }
         var missing: [(AssetRequest, JSONValue?)] = []
-        for asset in configured.assets where byKey[Self.key(asset.url, asset.path)] == nil {
+        for asset in configured.assets where byKey[Self.key(asset.urlString, asset.path)] == nil {
             missing.append((Self.request(for: asset, config: config), nil))
         }
-        var addedByKey: [String: AssetDownload] = [:]
+        var planned = 0
         for start in stride(from: 0, to: missing.count, by: Self.batchSize) {
             let batch = Array(missing[start..<min(start + Self.batchSize, missing.count)])
             // Written queued when downloads start now: the scheduler takes an asset of a higher
             // priority than those it holds at once, so one planned later never waits behind
             // lower ones planned before it.
             let added = try issue.addAssets(batch, downloading: startsDownloads)
-            for (asset, (request, _)) in zip(added, batch) {
-                addedByKey[Self.key(request.url, request.destinationPath ?? "")] = asset
-            }
+            if !startsDownloads { toDownload += added }
+            planned += added.count
         }
-        for asset in configured.assets {
-            let key = Self.key(asset.url, asset.path)
-            let download: AssetDownload
-            if let status = byKey[key] {
-                guard let found = existing[status.identifier] else { continue }
-                download = found
-                if status.state != .delivered, status.request.sha256 != asset.sha256 {
+        var work = planned
+        if !byKey.isEmpty {
+            // One query for the handles instead of one lookup per configured asset.
+            var existing: [String: AssetDownload] = [:]
+            for asset in issue.assets { existing[asset.identifier] = asset }
+            for asset in configured.assets {
+                guard let status = byKey[Self.key(asset.urlString, asset.path)], let download = existing[status.identifier] else { continue }
+                planned += 1
+                if status.state == .delivered {
+                    alreadyDelivered += 1
+                    continue
+                }
+                if status.request.sha256 != asset.sha256 {
                     // The publisher corrected the checksum: the old one would fail every sync.
                     try download.updateExpectedSHA256(asset.sha256)
                 }
-                if status.state == .delivered {
-                    alreadyDelivered += 1
-                } else {
-                    if startsDownloads { download.download() }
-                    toDownload.append(download)
-                    issuesWithWork.insert(configured.name)
-                }
-            } else if let fresh = addedByKey[key] {
-                download = fresh
-                toDownload.append(download)
-                issuesWithWork.insert(configured.name)
-            } else {
-                continue
+                if startsDownloads { download.download() } else { toDownload.append(download) }
+                work += 1
             }
-            entries.append(Entry(issue: configured.name, path: asset.path, url: asset.url, identifier: download.identifier))
         }
+        if work > 0 { issuesWithWork.insert(configured.name) }
+        toDownloadCount += work
+        plannedCount += planned
+        issues.append(configured)
     }
 
     /// The library request for a configured (or catalog) asset.
@@ -115,5 +114,17 @@ struct SyncPlan {
             unpack: asset.unpack.map { _ in UnpackFormat.zip }, role: asset.role == .cover ? .cover : .content)
     }
 
-    private static func key(_ url: URL, _ path: String) -> String { url.absoluteString + "\u{0}" + path }
+    /// Runs a read of the library whose body cannot fail: only the library's own error escapes.
+    static func reading(_ read: () throws -> Void) throws(LibraryError) {
+        do {
+            try read()
+        } catch let error as LibraryError {
+            throw error
+        } catch {
+            throw LibraryError(.storage, "\(error)")
+        }
+    }
+
+    /// What identifies a configured asset within its issue: its URL and destination path.
+    static func key(_ url: String, _ path: String) -> String { url + "\u{0}" + path }
 }

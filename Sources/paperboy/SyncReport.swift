@@ -2,19 +2,34 @@ import Foundation
 import Paperboy
 import PaperboyConfig
 
-/// The end of a sync, in-process or through a daemon: a line for each asset not delivered, the
-/// summary, the issues that became available and their hook, and the exit code.
+/// The end of a sync, in-process or through a daemon: a line for each planned asset that failed
+/// or was not delivered, the summary, the issues that became available and their hook, and the
+/// exit code.
+///
+/// The planned assets are read back an issue at a time (one issue's configured assets and one
+/// page of its assets in memory, not a record per planned asset: a sync of 100,000 assets held
+/// 25 MiB for its report when it kept one), from the library or from the daemon's pages.
 struct SyncReport {
-    /// The state and size of each planned asset at the end, by identifier.
-    typealias Statuses = [String: (state: AssetState, totalBytesWritten: Int64)]
+    /// One asset of a planned issue, as the tally reads it.
+    struct Item {
+        /// What identifies it within its issue (``SyncPlan/key(_:_:)`` of its URL and path).
+        var key: String
+        var state: AssetState
+        var totalBytesWritten: Int64
+    }
+
+    /// Reads the assets of the issue named by its first argument, calling the second with each
+    /// (none when there is no such issue: its planned assets disappeared).
+    typealias IssueReader = (String, (Item) -> Void) async throws -> Void
 
     let options: GlobalOptions
     let config: PaperboyConfiguration
-    var entries: [SyncPlan.Entry]
+    /// Planned assets: every configured asset that is in the library.
+    var planned: Int
     /// Assets the sync asked for (those not delivered when it started).
     var toDownload: Int
     var alreadyDelivered: Int
-    var elapsed: Duration
+    var elapsed: Duration = .zero
     /// Feeds and issues that could not be used.
     var problems: [String] = []
 
@@ -22,49 +37,85 @@ struct SyncReport {
     private(set) var waitingForNetwork = 0
     private(set) var delivered = 0
     private(set) var bytes: Int64 = 0
+    /// Planned issues whose assets are all delivered.
+    private(set) var complete: Set<String> = []
 
-    init(options: GlobalOptions, config: PaperboyConfiguration, entries: [SyncPlan.Entry], toDownload: Int, alreadyDelivered: Int,
-         elapsed: Duration, problems: [String]) {
+    init(options: GlobalOptions, config: PaperboyConfiguration, planned: Int, toDownload: Int, alreadyDelivered: Int,
+         problems: [String]) {
         self.options = options
         self.config = config
-        self.entries = entries
+        self.planned = planned
         self.toDownload = toDownload
         self.alreadyDelivered = alreadyDelivered
-        self.elapsed = elapsed
         self.problems = problems
     }
 
-    /// Counts the outcomes and prints a line for each asset not delivered.
-    mutating func tally(_ statuses: Statuses) {
-        for entry in entries {
-            let status = statuses[entry.identifier]
-            switch status?.state {
-            case .delivered?:
-                delivered += 1
-                bytes += status?.totalBytesWritten ?? 0
-            case .failed(let message)?:
-                failures += 1
-                // The line names the URL first: the error's own "(URL, code)" suffix would repeat it.
-                let shown = entry.url.redactedString
-                let detail = message.replacingOccurrences(of: " (\(shown), ", with: " (")
-                Console.error("failed: \(entry.issue)/\(entry.path) (\(shown)): \(detail)")
-            case .waiting(.network)?:
-                waitingForNetwork += 1
-                if options.verbose { Console.error("waiting: \(entry.issue)/\(entry.path): waiting for an allowed network") }
-            case let state?:
-                failures += 1
-                Console.error("not delivered: \(entry.issue)/\(entry.path): \(state)")
-            case nil:
-                failures += 1
-                Console.error("not delivered: \(entry.issue)/\(entry.path): the asset disappeared")
+    /// Counts the outcomes of the configured assets of `issues` (an issue planned twice counts
+    /// twice), read through `read`, and prints a line for each asset not delivered.
+    /// - Parameter key: what identifies a configured asset among those `read` gives.
+    mutating func tally(issues: [IssueEntry], key: (AssetEntry) -> String, read: IssueReader) async {
+        var order: [String] = []
+        var plannedByIssue: [String: [IssueEntry]] = [:]
+        for entry in issues {
+            if plannedByIssue[entry.name] == nil { order.append(entry.name) }
+            plannedByIssue[entry.name, default: []].append(entry)
+        }
+        for name in order {
+            let assets = (plannedByIssue[name] ?? []).flatMap(\.assets)
+            // The configured assets of this issue, by key.
+            var wanted: [String: [AssetEntry]] = [:]
+            for asset in assets { wanted[key(asset), default: []].append(asset) }
+            var allDelivered = true
+            var any = false
+            do {
+                try await read(name) { item in
+                    any = true
+                    if item.state != .delivered { allDelivered = false }
+                    guard let found = wanted.removeValue(forKey: item.key) else { return }
+                    for asset in found { tally(item, name: "\(name)/\(asset.path)", url: asset.url) }
+                }
+            } catch {
+                // Unread, not delivered: the run fails rather than report what it cannot know.
+                failures += wanted.values.reduce(0) { $0 + $1.count }
+                Console.error("paperboy: issue \(name): \((error as? LibraryError)?.message ?? "\(error)")")
+                continue
             }
+            if any, allDelivered { complete.insert(name) }
+            // Planned, and gone from the library meanwhile (or its issue with them).
+            for asset in assets where wanted[key(asset)] != nil {
+                failures += 1
+                Console.error("not delivered: \(name)/\(asset.path): the asset disappeared")
+            }
+        }
+    }
+
+    private mutating func tally(_ item: Item, name: String, url: URL) {
+        switch item.state {
+        case .delivered:
+            delivered += 1
+            bytes += item.totalBytesWritten
+        case .failed(let message):
+            failures += 1
+            // The line names the URL first: the error's own "(URL, code)" suffix would repeat it.
+            let shown = url.redactedString
+            let detail = message.replacingOccurrences(of: " (\(shown), ", with: " (")
+            Console.error("failed: \(name) (\(shown)): \(detail)")
+        case .waiting(.network):
+            waitingForNetwork += 1
+            if options.verbose { Console.error("waiting: \(name): waiting for an allowed network") }
+        case let state:
+            failures += 1
+            Console.error("not delivered: \(name): \(state)")
         }
     }
 
     /// Prints the summary and the issues that became available, runs the hook for them (the
     /// library no longer held: a hook may run `paperboy read`), and returns the exit code.
-    /// - Parameter network: the network status now, when known (a daemon does not say).
-    mutating func finish(becameAvailable jobs: [IssueHook.Job], network: String?) async -> Int32 {
+    /// - Parameters:
+    ///   - network: the network status now, when known (a daemon does not say).
+    ///   - runsHook: false through a daemon, which runs its own hook for every issue that
+    ///     becomes available (running this one too would run it twice).
+    mutating func finish(becameAvailable jobs: [IssueHook.Job], network: String?, runsHook: Bool = true) async -> Int32 {
         if waitingForNetwork > 0 {
             let now = network.map { " (now: \($0))" } ?? ""
             Console.error("paperboy: \(waitingForNetwork) asset(s) wait for an allowed network\(now); run again, or use --wait")
@@ -74,13 +125,13 @@ struct SyncReport {
             let fetched = delivered - alreadyDelivered
             Console.line(String(
                 format: "paperboy: %d of %d asset(s) delivered (%d now, %@ in %.2f s, %.0f assets/s)%@",
-                delivered, entries.count, fetched, Console.bytes(bytes), seconds, Double(fetched) / seconds,
+                delivered, planned, fetched, Console.bytes(bytes), seconds, Double(fetched) / seconds,
                 failures > 0 ? ", \(failures) failed" : ""))
         }
         if !options.quiet {
             for issue in jobs.map(\.issue) { Console.line("paperboy: issue \(issue) is available") }
         }
-        if let hook = IssueHook(config: config) {
+        if runsHook, let hook = IssueHook(config: config) {
             for failure in await hook.run(jobs) {
                 Console.error("paperboy: \(failure)")
                 problems.append(failure)

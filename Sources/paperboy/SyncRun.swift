@@ -78,26 +78,28 @@ struct SyncRun {
                 problems.append(message)
             }
         }
-        let plannedIssues = Set(plan.entries.map(\.issue))
+        let plannedIssues = Set(plan.issues.map(\.name))
         // An issue with an asset to download is not available (that asset is not delivered):
         // only the others need their status, which reads every asset of the issue.
         let availableBefore = Set(plannedIssues.subtracting(plan.issuesWithWork).filter { library.issue(named: $0)?.status == .available })
 
         let live = Console.isTerminal && !options.quiet
-        let display = live ? ProgressDisplay(library: library, total: plan.toDownload.count, names: plan.names) : nil
-        let narrator = options.quiet ? nil : SyncNarrator(display: display, names: plan.names, logger: logger, verbose: options.verbose)
+        let display = live ? ProgressDisplay(library: library, total: plan.toDownloadCount) : nil
+        let narrator = options.quiet ? nil : SyncNarrator(display: display, logger: logger, verbose: options.verbose)
         let narration = narrator.map { narrator in
             Task { await narrator.follow(events ?? library.events()) }
         }
 
-        if plan.toDownload.isEmpty, !options.quiet {
+        if plan.toDownloadCount == 0, !options.quiet {
             Console.line("paperboy: nothing to do; \(plan.alreadyDelivered) asset(s) already delivered")
         }
 
         display?.start()
         await library.waitUntilIdle()
-        if library.activity.waitingForNetwork > 0, wait {
-            let message = "\(library.activity.waitingForNetwork) asset(s) wait for an allowed network (now: \(library.networkStatus)); waiting"
+        // A failed read waits for nothing more: the report below says what is not delivered.
+        let networkWaits = (try? library.activity)?.waitingForNetwork ?? 0
+        if networkWaits > 0, wait {
+            let message = "\(networkWaits) asset(s) wait for an allowed network (now: \(library.networkStatus)); waiting"
             if let display { display.print("paperboy: \(message)") } else if !options.quiet { Console.error("paperboy: \(message)") }
             await library.waitUntilIdle(includingNetworkWaits: true)
         }
@@ -108,21 +110,18 @@ struct SyncRun {
         }
         let elapsed = ContinuousClock.now - started
 
-        // States and sizes only: a request per asset of a 100,000-asset sync is tens of MiB.
-        var statuses: SyncReport.Statuses = [:]
-        // Issues whose assets are all delivered (what `Issue.status` reads again, asset by asset).
-        var complete: Set<String> = []
-        for name in plannedIssues {
-            let issueStatuses = library.issue(named: name)?.assetStatuses ?? []
-            for status in issueStatuses { statuses[status.identifier] = (status.state, status.totalBytesWritten) }
-            if !issueStatuses.isEmpty, issueStatuses.allSatisfy({ $0.state == .delivered }) { complete.insert(name) }
+        var report = SyncReport(options: options, config: config, planned: plan.plannedCount, toDownload: plan.toDownloadCount,
+                                alreadyDelivered: plan.alreadyDelivered, problems: problems)
+        report.elapsed = elapsed
+        await report.tally(issues: plan.issues, key: { SyncPlan.key($0.urlString, $0.path) }) { [library] name, body in
+            try library.issue(named: name)?.forEachAssetStatus { status in
+                body(SyncReport.Item(key: SyncPlan.key(status.request.url.absoluteString, status.request.destinationPath ?? ""),
+                                     state: status.state, totalBytesWritten: status.totalBytesWritten))
+            }
         }
-        var report = SyncReport(options: options, config: config, entries: plan.entries, toDownload: plan.toDownload.count,
-                                alreadyDelivered: plan.alreadyDelivered, elapsed: elapsed, problems: problems)
-        report.tally(statuses)
 
         // Issues that became available in this run, oldest first, for the hook.
-        let becameAvailable = plannedIssues.subtracting(availableBefore).intersection(complete)
+        let becameAvailable = plannedIssues.subtracting(availableBefore).intersection(report.complete)
             .compactMap { library.issue(named: $0) }
             .sorted { ($0.date, $0.name) < ($1.date, $1.name) }
         let badge = library.badgeCount
@@ -140,7 +139,6 @@ struct SyncRun {
 /// with `--verbose`.
 struct SyncNarrator: Sendable {
     let display: ProgressDisplay?
-    let names: [String: String]
     let logger: Logger
     let verbose: Bool
 
@@ -148,26 +146,29 @@ struct SyncNarrator: Sendable {
         var announcedNetworkWait: Set<String> = []
         for await event in events {
             guard case .assetStateChanged(let asset, let state) = event else { continue }
-            narrate(asset.identifier, state, bytes: asset.totalBytesWritten, announced: &announcedNetworkWait)
+            // Read only when told: each name reads the asset's destination path.
+            narrate(asset.identifier, named: SyncPlan.displayName(asset), state, bytes: asset.totalBytesWritten,
+                    announced: &announcedNetworkWait)
         }
     }
 
-    /// Tells one asset's new state; `announced` holds the assets whose network wait was told.
-    func narrate(_ identifier: String, _ state: AssetState, bytes: @autoclosure () -> Int64, announced: inout Set<String>) {
-        let name = names[identifier] ?? identifier
+    /// Tells one asset's new state (`name` and `bytes` are read only when told); `announced`
+    /// holds the assets whose network wait was told.
+    func narrate(_ identifier: String, named name: @autoclosure () -> String, _ state: AssetState, bytes: @autoclosure () -> Int64,
+                 announced: inout Set<String>) {
         switch state {
         case .downloading:
-            detail("downloading \(name)")
+            detail("downloading \(name())")
         case .delivered:
-            detail("delivered \(name) (\(Console.bytes(bytes())))")
+            detail("delivered \(name()) (\(Console.bytes(bytes())))")
         case .failed(let message):
-            detail("failed \(name): \(message)")
+            detail("failed \(name()): \(message)")
         case .waiting(.retry(let until, let attempt)):
-            tell("\(name): retry \(attempt) in \(ProgressDisplay.duration(max(0, until.timeIntervalSinceNow), tenths: true))")
+            tell("\(name()): retry \(attempt) in \(ProgressDisplay.duration(max(0, until.timeIntervalSinceNow), tenths: true))")
         case .waiting(.network):
             // The live block says it on a terminal.
             if display == nil, announced.insert(identifier).inserted {
-                tell("\(name): waiting for an allowed network")
+                tell("\(name()): waiting for an allowed network")
             }
         default:
             break

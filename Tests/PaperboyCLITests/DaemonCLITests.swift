@@ -141,6 +141,64 @@ struct DaemonCLITests {
         _ = await daemon.stop()
     }
 
+    @Test func aSyncThroughTheDaemonReportsFailuresSummaryAndExitCodeAsInProcessAndLeavesTheHookToTheDaemon() async throws {
+        let server = try await nginx()
+        defer { server.stop() }
+        for index in 0..<3 {
+            try randomData(20_000 + index, seed: UInt64(index + 40)).write(to: server.documentRoot.appendingPathComponent("good-\(index).bin"))
+        }
+        let hook = workspace.write("#!/bin/sh\necho \"hook: $PAPERBOY_ISSUE\"\n", to: "hooks/echo.sh")
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: hook.path)
+        // The same issues in two libraries: one served by the daemon, one opened in-process.
+        func config(library: String) -> URL {
+            workspace.write("""
+                [library]
+                path = "\(library)"
+                [hooks]
+                on_issue_available = ["hooks/echo.sh"]
+                [[issues]]
+                name = "whole"
+                date = 2026-11-20
+                  [[issues.assets]]
+                  url = "\(server.url("/good-0.bin").absoluteString)"
+                  path = "a.bin"
+                  [[issues.assets]]
+                  url = "\(server.url("/good-1.bin").absoluteString)"
+                  path = "b.bin"
+                [[issues]]
+                name = "broken"
+                date = 2026-11-21
+                  [[issues.assets]]
+                  url = "\(server.url("/good-2.bin").absoluteString)"
+                  path = "c.bin"
+                  [[issues.assets]]
+                  url = "\(server.url("/missing.bin").absoluteString)"
+                  path = "missing.bin"
+                """, to: "\(library).toml")
+        }
+        let (daemonConfig, runtime) = setUp()
+        let daemon = try await DaemonProcess(config: daemonConfig, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        let remote = try await run(["sync", "--config", config(library: "lib").path], runtime: runtime)
+        let local = try await run(["sync", "--config", config(library: "local").path], runtime: runtime)
+        _ = await daemon.stop()
+        // Timings differ; every line else is the same.
+        func shown(_ text: String) -> String {
+            text.replacingOccurrences(of: #" in [0-9.]+ s, [0-9]+ assets/s"#, with: "", options: .regularExpression)
+        }
+        #expect(remote.status == 1 && local.status == 1, "\(remote.stderr)\n\(local.stderr)")
+        #expect(shown(local.stdout) == """
+            paperboy: 3 of 4 asset(s) delivered (3 now, 60.0 kB), 1 failed
+            paperboy: issue whole is available
+            hook: whole
+
+            """, "\(local.stdout)")
+        // The hook is the daemon's (DaemonHookTests): through it, the command's is not run.
+        #expect(shown(remote.stdout) == shown(local.stdout).replacingOccurrences(of: "hook: whole\n", with: ""), "\(remote.stdout)")
+        #expect(local.stderr.hasPrefix("failed: broken/missing.bin (\(server.url("/missing.bin").absoluteString)): "), "\(local.stderr)")
+        #expect(remote.stderr == local.stderr)
+    }
+
     @Test func withoutADaemonOrWithAStaleSocketTheCommandsWorkInProcess() async throws {
         let (config, runtime) = setUp()
         let first = workspace.write(randomData(10_000, seed: 1), to: "first.bin")

@@ -29,11 +29,15 @@ struct DaemonHookTests {
         defer { daemon.process.signal(SIGKILL) }
         let client = try await PaperboyClient.connect(socket: daemon.socket)
         // Two issues, one of two assets: the hook runs when the last asset of each is delivered.
+        // Both assets are added before either downloads: an issue that gains an asset after it
+        // became available becomes available again when that one is delivered (another hook run).
         let first = try await client.addIssue(name: "first", date: Date())
+        var assets: [RemoteAsset] = []
         for name in ["a.bin", "b.bin"] {
             let source = workspace.write(randomData(50_000, seed: UInt64(name.count)), to: "src/first-\(name)")
-            try await first.addAsset(AssetRequest(url: source, destinationPath: name)).download()
+            assets.append(try await first.addAsset(AssetRequest(url: source, destinationPath: name)))
         }
+        for asset in assets { try await asset.download() }
         let second = try await client.addIssue(name: "second", date: Date())
         try await second.addAsset(AssetRequest(url: workspace.write(randomData(10_000), to: "src/c.bin"), destinationPath: "c.bin")).download()
         let lines = { (try? String(contentsOf: marks, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? [] }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import PaperboyTestServers
 import PaperboyTesting
 import Testing
@@ -67,5 +68,30 @@ struct StatusListingTests {
 
         let shelf = try await CLI.run(["issues", "--config", file.path])
         #expect(shelf.stdout.contains("big") && shelf.stdout.contains("2 issue(s), 0 new"), "\(shelf.stdout)")
+    }
+
+    /// A library whose assets cannot be read is an error (exit 1, the database's message), not
+    /// a listing of issues without assets.
+    @Test func aLibraryWhoseAssetsCannotBeReadIsAnErrorNotAnEmptyListing() async throws {
+        _ = workspace.write(Data("one\n".utf8), to: "content/a.txt")
+        let file = workspace.write("""
+            [library]
+            path = "lib"
+            sync_to_disk = false
+            [[issues]]
+            name = "i"
+            date = 2026-11-21
+              [[issues.assets]]
+              url = "content/a.txt"
+            """, to: "paperboy.toml")
+        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 0)
+        let database = try DatabaseQueue(path: workspace.path("lib/library.sqlite").path)
+        try await database.write { db in try db.execute(sql: "ALTER TABLE asset RENAME COLUMN bytesOnDisk TO damaged") }
+        try database.close()
+        for arguments in [["status"], ["status", "--json"], ["issues"]] {
+            let result = try await CLI.run(arguments + ["--config", file.path])
+            #expect(result.status == 1, "\(arguments): \(result.stdout)")
+            #expect(result.stderr.contains("no such column"), "\(arguments): \(result.stderr)")
+        }
     }
 }

@@ -114,7 +114,7 @@ struct NetworkTests {
         await eventually("waiting for network") { asset.state == .waiting(.network) }
         let kept = asset.totalBytesWritten
         #expect(kept > 0)
-        #expect(library.activity.downloading == 0)
+        #expect(try library.activity.downloading == 0)
         await library.waitUntilIdle()   // network waits do not count as busy
         monitor.set(NetworkStatus(kind: .wired))
         await delegate.waitForEnd()
@@ -156,7 +156,7 @@ struct NetworkTests {
         await library.waitUntilIdle()
         #expect(waiting.state == .waiting(.network))
         #expect(optedIn.state == .delivered)
-        #expect(library.activity.waitingForNetwork == 1)
+        #expect(try library.activity.waitingForNetwork == 1)
         #expect(transport.jobs.count == 1)
         await library.close()
     }

@@ -58,15 +58,16 @@ public struct AssetCounts: Sendable, Hashable {
 
 extension Issue {
     /// The issue's assets counted by state (one aggregate query, whatever the issue's size).
+    /// Throws ``LibraryError`` when the library cannot be read.
     public var assetCounts: AssetCounts {
-        scheduler.store.assetCounts(issueName: name)[name] ?? AssetCounts()
+        get throws(LibraryError) { try scheduler.store.assetCounts(issueName: name)[name] ?? AssetCounts() }
     }
 }
 
 extension Library {
     /// Every issue's assets counted by state, by issue name, in one aggregate query (issues
-    /// without assets are absent).
-    public func assetCountsByIssue() -> [String: AssetCounts] {
-        scheduler.store.assetCounts()
+    /// without assets are absent). Throws ``LibraryError`` when the library cannot be read.
+    public func assetCountsByIssue() throws(LibraryError) -> [String: AssetCounts] {
+        try scheduler.store.assetCounts()
     }
 }

@@ -8,7 +8,8 @@ import Synchronization
 public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
     /// Stable across launches.
     public let identifier: String
-    let issueName: String
+    /// The name of the issue this asset belongs to (no read of the library).
+    public let issueName: String
     let scheduler: Scheduler
 
     init(identifier: String, issueName: String, scheduler: Scheduler) {

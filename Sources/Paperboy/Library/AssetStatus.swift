@@ -37,21 +37,28 @@ public struct LibraryActivity: Sendable, Hashable {
     public var bytesWritten: Int64 = 0
     /// Known total size of assets not yet delivered (assets of unknown size count what they have).
     public var expectedBytes: Int64 = 0
+
+    /// Nothing at work.
+    public init() {}
 }
 
 extension Issue {
-    /// Snapshots of the issue's assets, in the order they were added.
+    /// Snapshots of the issue's assets, in the order they were added. Throws ``LibraryError``
+    /// when the library cannot be read.
     public var assetStatuses: [AssetStatus] {
-        var statuses: [AssetStatus] = []
-        forEachAssetStatus { statuses.append($0) }
-        return statuses
+        get throws {
+            var statuses: [AssetStatus] = []
+            try forEachAssetStatus { statuses.append($0) }
+            return statuses
+        }
     }
 
     /// Calls `body` with a snapshot of each of the issue's assets, in the order they were added,
     /// read from the library a page at a time: memory holds one page (1,000 assets) however big
     /// the issue is, and `body` may use the library. Assets added or removed meanwhile may or
-    /// may not be seen.
-    public func forEachAssetStatus(_ body: (AssetStatus) throws -> Void) rethrows {
+    /// may not be seen. Throws ``LibraryError`` when the library cannot be read (never taken
+    /// for "no more assets"), or what `body` throws.
+    public func forEachAssetStatus(_ body: (AssetStatus) throws -> Void) throws {
         try scheduler.store.forEachAsset(issueName: name) { record in try body(status(of: record)) }
     }
 
@@ -68,9 +75,9 @@ extension Issue {
 
     /// At most `limit` snapshots of the issue's assets after `cursor`, in the order they were
     /// added, and the cursor of the next page (`nil` after the last): a client lists a big issue
-    /// a page at a time, each read on its own.
-    package func assetStatuses(after cursor: PageCursor?, limit: Int) -> (statuses: [AssetStatus], next: PageCursor?) {
-        let page = scheduler.store.assetPage(issueName: name, after: cursor.map { ($0.seq, $0.id) }, limit: max(1, limit))
+    /// a page at a time, each read on its own. Throws when the library cannot be read.
+    package func assetStatuses(after cursor: PageCursor?, limit: Int) throws(LibraryError) -> (statuses: [AssetStatus], next: PageCursor?) {
+        let page = try scheduler.store.assetPage(issueName: name, after: cursor.map { ($0.seq, $0.id) }, limit: max(1, limit))
         let next = page.count >= max(1, limit) ? page.last.map { PageCursor(seq: $0.seq, id: $0.id) } : nil
         return (page.map(status(of:)), next)
     }
@@ -88,14 +95,17 @@ extension Issue {
 }
 
 extension Library {
-    /// Counts and bytes of the work in progress.
-    public var activity: LibraryActivity { scheduler.activity() }
+    /// Counts and bytes of the work in progress. Throws ``LibraryError`` when the library cannot
+    /// be read (never taken for "nothing to do").
+    public var activity: LibraryActivity {
+        get throws(LibraryError) { try scheduler.activity() }
+    }
 }
 
 extension Scheduler {
     /// Counts from the store (by state, on its index), with the live progress of transfers.
-    func activity() -> LibraryActivity {
-        let totals = store.stateTotals()
+    func activity() throws(LibraryError) -> LibraryActivity {
+        let totals = try store.stateTotals()
         var activity = LibraryActivity()
         activity.downloading = totals[.downloading]?.count ?? 0
         activity.queued = totals[.queued]?.count ?? 0

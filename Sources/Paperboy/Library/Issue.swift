@@ -43,8 +43,9 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Whether the issue is complete, on its way, or neither.
-    public var status: Status { assetCounts.issueStatus }
+    /// Whether the issue is complete, on its way, or neither; ``Status/notDownloaded`` when the
+    /// library cannot be read (``assetCounts`` throws the reason).
+    public var status: Status { (try? assetCounts)?.issueStatus ?? .notDownloaded }
 
     /// The delivered cover image (an asset with the ``AssetRole/cover`` role), if any.
     public var coverURL: URL? {

@@ -12,35 +12,72 @@ extension LibraryStore {
     static let assetPageSize = 1000
 
     /// The assets' counts per state, per issue (only issues with assets appear), or those of one
-    /// issue; updates not yet written count as written.
-    func assetCounts(issueName: String? = nil) -> [String: AssetCounts] {
-        let filter = issueName == nil ? "" : "WHERE issueName = ?"
-        let arguments: StatementArguments = issueName.map { [$0] } ?? []
-        return withQueuedStates { queued in
-            (try? pool.read { db -> [String: AssetCounts] in
-                // Served by the issueName index (one issue) or a scan of the table.
-                let rows = try Row.fetchAll(db, sql: """
-                    SELECT issueName, state, COUNT(*), SUM(bytesOnDisk), SUM(MAX(bytesOnDisk, COALESCE(expectedBytes, 0))),
-                           MIN(CASE WHEN state = 'retry' THEN retryAt END)
-                    FROM asset \(filter) GROUP BY issueName, state
-                    """, arguments: arguments)
+    /// issue; updates not yet written count as written. Throws when the library cannot be read.
+    func assetCounts(issueName: String? = nil) throws(LibraryError) -> [String: AssetCounts] {
+        try withQueuedStates { queued throws(LibraryError) in
+            try reading("cannot count the assets of library database \(fileURL.path)") { db in
                 var counts: [String: AssetCounts] = [:]
-                for row in rows {
-                    guard let issue = try? row.decode(String.self, atIndex: 0),
-                          let state = PersistedState(rawValue: (try? row.decode(String.self, atIndex: 1)) ?? "") else { continue }
-                    var issueCounts = counts[issue, default: AssetCounts()]
-                    issueCounts.add(state, count: Int(row.storedInteger(atIndex: 2) ?? 0))
-                    issueCounts.bytesWritten += row.storedInteger(atIndex: 3) ?? 0
-                    issueCounts.expectedBytes += row.storedInteger(atIndex: 4) ?? 0
-                    if state == .retry, let retryAt = (try? row.decode(StoredDate?.self, atIndex: 5))??.date {
+                for row in try Self.stateRows(issueName: issueName, in: db) {
+                    var issueCounts = counts[row.issue, default: AssetCounts()]
+                    issueCounts.add(row.state, count: row.count)
+                    issueCounts.bytesWritten += row.written
+                    issueCounts.expectedBytes += row.expected
+                    if let retryAt = row.nextRetry {
                         issueCounts.nextRetry = min(issueCounts.nextRetry ?? retryAt, retryAt)
                     }
-                    counts[issue] = issueCounts
+                    counts[row.issue] = issueCounts
                 }
                 try Self.applyStateChanges(queued, to: &counts, issueName: issueName, in: db)
                 return counts
-            }) ?? [:]
+            }
         }
+    }
+
+    /// Counts and bytes of every asset per state, over all issues, once the updates queued are
+    /// written (what ``Library/activity`` reports).
+    func stateTotals() throws(LibraryError) -> [PersistedState: (count: Int, written: Int64, expected: Int64)] {
+        flush()
+        return try reading("cannot count the assets of library database \(fileURL.path)") { db in
+            var totals: [PersistedState: (count: Int, written: Int64, expected: Int64)] = [:]
+            for row in try Self.stateRows(issueName: nil, in: db) {
+                let total = totals[row.state] ?? (0, 0, 0)
+                totals[row.state] = (total.count + row.count, total.written + row.written, total.expected + row.expected)
+            }
+            return totals
+        }
+    }
+
+    /// One row of the aggregate both counts come from.
+    private struct StateRow {
+        var issue: String
+        var state: PersistedState
+        var count: Int
+        var written: Int64
+        /// The known sizes (assets of unknown size count what they have).
+        var expected: Int64
+        var nextRetry: Date?
+    }
+
+    /// The one aggregate over the asset table: counts and bytes per issue and state, served by
+    /// the issueName index (one issue) or a scan of the table.
+    private static func stateRows(issueName: String?, in db: Database) throws -> [StateRow] {
+        let filter = issueName == nil ? "" : "WHERE issueName = ?"
+        let arguments: StatementArguments = issueName.map { [$0] } ?? []
+        let rows = try Row.fetchCursor(db, sql: """
+            SELECT issueName, state, COUNT(*), SUM(bytesOnDisk), SUM(MAX(bytesOnDisk, COALESCE(expectedBytes, 0))),
+                   MIN(CASE WHEN state = 'retry' THEN retryAt END)
+            FROM asset \(filter) GROUP BY issueName, state
+            """, arguments: arguments)
+        var result: [StateRow] = []
+        while let row = try rows.next() {
+            guard let issue = try? row.decode(String.self, atIndex: 0),
+                  let state = PersistedState(rawValue: (try? row.decode(String.self, atIndex: 1)) ?? "") else { continue }
+            let retryAt = state == .retry ? (try? row.decode(StoredDate?.self, atIndex: 5))??.date : nil
+            result.append(StateRow(issue: issue, state: state, count: Int(row.storedInteger(atIndex: 2) ?? 0),
+                                   written: row.storedInteger(atIndex: 3) ?? 0, expected: row.storedInteger(atIndex: 4) ?? 0,
+                                   nextRetry: retryAt))
+        }
+        return result
     }
 
     /// Moves the assets whose state change is queued (not yet written) to their new state.
@@ -65,31 +102,103 @@ extension LibraryStore {
     /// Calls `body` with each of the issue's assets in the order they were added (updates not
     /// yet written applied), reading them `pageSize` rows at a time: memory holds one page
     /// however many assets the issue has, and `body` runs outside any database access, so it
-    /// may read the library.
-    func forEachAsset(issueName: String, pageSize: Int = assetPageSize, _ body: (AssetRecord) throws -> Void) rethrows {
-        var after: (seq: Int64, id: String)?
+    /// may read the library. A read that fails throws: it is never "no more assets".
+    func forEachAsset(issueName: String, pageSize: Int = assetPageSize, _ body: (AssetRecord) throws -> Void) throws {
+        try forEachPage(issueName: issueName, columns: AssetRecord.columnNames, pageSize: pageSize, decode: { row, patch, _ in
+            var record = try AssetRecord(row: row)
+            patch?.apply(to: &record)
+            return record
+        }, body)
+    }
+
+    /// As ``forEachAsset(issueName:pageSize:_:)``, each asset as a listing shows it: only the
+    /// columns it prints, read by position, without decoding the request (0.40 → 0.27 s of CPU
+    /// for `paperboy status` of 100,000 assets). A row with an update not yet written, or one
+    /// that is not plainly well formed, is read in full, so it reads as ``AssetRecord`` reads it.
+    func forEachAssetListing(issueName: String, pageSize: Int = assetPageSize, _ body: (AssetListing) throws -> Void) throws {
+        try forEachPage(issueName: issueName, columns: AssetListing.columnNames, pageSize: pageSize, decode: { row, patch, db in
+            if patch == nil, let listing = try AssetListing(plainRow: row) { return listing }
+            let id = try row.decode(String.self, atIndex: 0)
+            guard var record = try AssetRecord.fetchOne(db, key: id) else {
+                throw LibraryError(.storage, "asset \(id) vanished while it was read")
+            }
+            patch?.apply(to: &record)
+            return AssetListing(record)
+        }, body)
+    }
+
+    /// Pages through the issue's rows along the (issueName, seq) index, decoding each row of
+    /// `columns` (the first `id`) inside the read, calling `body` outside it.
+    private func forEachPage<Item>(issueName: String, columns: [String], pageSize: Int,
+                                   decode: (Row, AssetPatch?, Database) throws -> Item, _ body: (Item) throws -> Void) throws {
+        // A page is a range of the (issueName, seq) index, whose entries end with the rowid: in
+        // (seq, rowid) order nothing is sorted, and ties on seq (a damaged table) keep a total order.
+        let selection = (columns + ["seq", "rowid"]).joined(separator: ", ")
+        let seqIndex = columns.count
+        var after: (seq: Int64, rowid: Int64)?
         while true {
-            let page = assetPage(issueName: issueName, after: after, limit: pageSize)
-            for record in page { try body(record) }
-            guard page.count == pageSize, let record = page.last else { return }
-            after = (record.seq, record.id)
+            var last: (seq: Int64, rowid: Int64)?
+            var count = 0
+            let page: [Item]
+            do {
+                page = try withQueuedPatches { patches in
+                    try pool.read { db -> [Item] in
+                        var sql = "SELECT \(selection) FROM asset WHERE issueName = ?"
+                        var arguments: StatementArguments = [issueName]
+                        if let after {
+                            sql += " AND (seq > ? OR (seq = ? AND rowid > ?))"
+                            arguments += [after.seq, after.seq, after.rowid]
+                        }
+                        sql += " ORDER BY seq, rowid LIMIT ?"
+                        arguments += [pageSize]
+                        var items: [Item] = []
+                        let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
+                        while let row = try rows.next() {
+                            let patch = patches.isEmpty ? nil : patches[try row.decode(String.self, atIndex: 0)]
+                            items.append(try decode(row, patch, db))
+                            last = (row.storedInteger(atIndex: seqIndex) ?? 0, row.storedInteger(atIndex: seqIndex + 1) ?? 0)
+                            count += 1
+                        }
+                        return items
+                    }
+                }
+            } catch {
+                throw pageReadError(issueName: issueName, error)
+            }
+            for item in page { try body(item) }
+            guard count == pageSize, let last else { return }
+            after = last
         }
     }
 
     /// The issue's assets after `after` (a record's `seq` and `id`) in the order they were added,
-    /// at most `limit` of them, updates not yet written applied.
-    func assetPage(issueName: String, after: (seq: Int64, id: String)?, limit: Int) -> [AssetRecord] {
-        // A page is a range of the (issueName, seq) index, read without sorting the issue's
-        // rows; ties on seq (a damaged table) are broken by id, so the order is total.
-        overlaid {
-            (try? pool.read { db -> [AssetRecord] in
-                var request = AssetRecord.filter(Column("issueName") == issueName)
-                if let after {
-                    request = request.filter(Column("seq") > after.seq || (Column("seq") == after.seq && Column("id") > after.id))
+    /// at most `limit` of them, updates not yet written applied. A read that fails throws: it is
+    /// never "no more assets".
+    func assetPage(issueName: String, after: (seq: Int64, id: String)?, limit: Int) throws(LibraryError) -> [AssetRecord] {
+        do {
+            return try withQueuedPatches { patches in
+                try pool.read { db -> [AssetRecord] in
+                    // A page is a range of the (issueName, seq) index; ties on seq (a damaged
+                    // table) are broken by id, so the order is total.
+                    var request = AssetRecord.filter(Column("issueName") == issueName)
+                    if let after {
+                        request = request.filter(Column("seq") > after.seq || (Column("seq") == after.seq && Column("id") > after.id))
+                    }
+                    var records = try request.order(Column("seq"), Column("id")).limit(limit).fetchAll(db)
+                    guard !patches.isEmpty else { return records }
+                    for index in records.indices {
+                        if let patch = patches[records[index].id] { patch.apply(to: &records[index]) }
+                    }
+                    return records
                 }
-                return try request.order(Column("seq"), Column("id")).limit(limit).fetchAll(db)
-            }) ?? []
+            }
+        } catch {
+            throw pageReadError(issueName: issueName, error)
         }
+    }
+
+    private func pageReadError(issueName: String, _ error: any Error) -> LibraryError {
+        LibraryError.storage("cannot read the assets of issue '\(issueName)' in library database \(fileURL.path)", error)
     }
 }
 

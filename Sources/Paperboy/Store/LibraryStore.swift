@@ -213,12 +213,12 @@ final class LibraryStore: Sendable {
     /// Queued assets in the order they run (highest priority, then first in), at most `limit`
     /// of them besides those in `excluded`: the scheduler's next in line, from the index on
     /// (state, priority, seq). The updates queued are written first, so none is missed.
-    func queuedAssets(limit: Int, excluding excluded: Set<String>) -> [AssetRecord] {
+    func queuedAssets(limit: Int, excluding excluded: Set<String>) throws(LibraryError) -> [AssetRecord] {
         flush()
-        let rows = (try? pool.read { db in
+        let rows = try reading("cannot read the queued assets of library database \(fileURL.path)") { db in
             try AssetRecord.filter(Column("state") == PersistedState.queued.rawValue)
                 .order(Column("priority").desc, Column("seq")).limit(limit + excluded.count).fetchAll(db)
-        }) ?? []
+        }
         return Array(rows.lazy.filter { !excluded.contains($0.id) }.prefix(limit))
     }
 
@@ -234,16 +234,52 @@ final class LibraryStore: Sendable {
         }) ?? []
     }
 
-    /// Changes the state of every asset in `from` to `to` (at open: what was running).
-    func changeStates(from: [PersistedState], to: PersistedState) throws(LibraryError) {
+    /// Changes the state of every asset in `from` to `to` (at open: what was running), but those
+    /// of `except` (held in memory, in a state of their own).
+    func changeStates(from: [PersistedState], to: PersistedState, except: [String] = []) throws(LibraryError) {
         flush()
         do {
             try pool.write { db in
-                try db.execute(sql: "UPDATE asset SET state = ? WHERE state IN (\(from.map { "'\($0.rawValue)'" }.joined(separator: ", ")))",
-                               arguments: [to.rawValue])
+                var sql = "UPDATE asset SET state = ? WHERE state IN (\(from.map { "'\($0.rawValue)'" }.joined(separator: ", ")))"
+                if !except.isEmpty { sql += " AND id NOT IN (\(databaseQuestionMarks(count: except.count)))" }
+                try db.execute(sql: sql, arguments: StatementArguments([to.rawValue] + except))
             }
         } catch {
             throw LibraryError.storage("cannot update the assets of library database \(fileURL.path)", error)
+        }
+    }
+
+    /// The earliest retry among the assets waiting to retry but those of `except` (held in
+    /// memory), `nil` when there is none; a retry of unreadable date is due now.
+    func earliestRetry(except: [String] = []) throws(LibraryError) -> Date? {
+        flush()
+        let filter = except.isEmpty ? "" : " AND id NOT IN (\(databaseQuestionMarks(count: except.count)))"
+        return try reading("cannot read the retries of library database \(fileURL.path)") { db -> Date? in
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT COUNT(*), MIN(CASE WHEN typeof(retryAt) = 'text' THEN retryAt END), SUM(CASE WHEN typeof(retryAt) = 'text' THEN 1 ELSE 0 END)
+                FROM asset WHERE state = 'retry'\(filter)
+                """, arguments: StatementArguments(except)), let count = row.storedInteger(atIndex: 0), count > 0 else { return nil }
+            let readable = row.storedInteger(atIndex: 2) ?? 0
+            guard readable == count, let earliest = (try? row.decode(StoredDate?.self, atIndex: 1))??.date else { return Date() }
+            return earliest
+        }
+    }
+
+    /// Queues the assets whose retry is due at `now` (or whose retry date is unreadable, or more
+    /// than a day away: a damaged row), but those of `except`; returns how many.
+    func queueDueRetries(now: Date, except: [String] = []) throws(LibraryError) -> Int {
+        flush()
+        let filter = except.isEmpty ? "" : " AND id NOT IN (\(databaseQuestionMarks(count: except.count)))"
+        do {
+            return try pool.write { db in
+                try db.execute(sql: """
+                    UPDATE asset SET state = 'queued' WHERE state = 'retry'\(filter)
+                    AND (typeof(retryAt) != 'text' OR retryAt <= ? OR retryAt > ?)
+                    """, arguments: StatementArguments(except + [StoredDate(now), StoredDate(now.addingTimeInterval(86_400))]))
+                return db.changesCount
+            }
+        } catch {
+            throw LibraryError.storage("cannot queue the retries of library database \(fileURL.path)", error)
         }
     }
 
@@ -256,27 +292,16 @@ final class LibraryStore: Sendable {
     }
 
     /// Counts and bytes of the assets by state, after writing the updates queued.
-    func stateTotals() -> [PersistedState: (count: Int, written: Int64, expected: Int64)] {
-        flush()
-        let rows = (try? pool.read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT state, COUNT(*), SUM(bytesOnDisk), SUM(MAX(bytesOnDisk, coalesce(expectedBytes, bytesOnDisk)))
-                FROM asset WHERE state NOT IN ('idle', 'delivered', 'cancelled') GROUP BY state
-                """)
-        }) ?? []
-        var totals: [PersistedState: (count: Int, written: Int64, expected: Int64)] = [:]
-        for row in rows {
-            guard let name = try? row.decode(String.self, atIndex: 0), let state = PersistedState(rawValue: name) else { continue }
-            totals[state] = (Int(row.storedInteger(atIndex: 1) ?? 0), row.storedInteger(atIndex: 2) ?? 0, row.storedInteger(atIndex: 3) ?? 0)
-        }
-        return totals
+    private func reading<T>(_ read: (Database) throws -> T) throws(LibraryError) -> T {
+        try reading("cannot read the assets of library database \(fileURL.path)", read)
     }
 
-    private func reading<T>(_ read: (Database) throws -> T) throws(LibraryError) -> T {
+    /// Runs a read; a failure is a ``LibraryError`` saying `what` could not be done.
+    func reading<T>(_ what: @autoclosure () -> String, _ read: (Database) throws -> T) throws(LibraryError) -> T {
         do {
             return try pool.read(read)
         } catch {
-            throw LibraryError.storage("cannot read the assets of library database \(fileURL.path)", error)
+            throw LibraryError.storage(what(), error)
         }
     }
 
@@ -295,11 +320,19 @@ final class LibraryStore: Sendable {
         }
     }
 
+    /// Runs `read` under the commit lock with the updates queued and not yet written: a read
+    /// inside sees each update either in the database or among those updates.
+    func withQueuedPatches<T>(_ read: ([String: AssetPatch]) throws -> T) rethrows -> T {
+        try commitLock.withLock { _ in
+            try read(pending.withLock { $0.patches })
+        }
+    }
+
     /// Runs `read` under the commit lock with the state changes queued and not yet written: a
     /// read inside sees each update either in the database or among those changes.
-    func withQueuedStates<T>(_ read: ([String: PersistedState]) -> T) -> T {
-        commitLock.withLock { _ in
-            read(pending.withLock { pending in pending.patches.compactMapValues(\.state) })
+    func withQueuedStates<T, E: Error>(_ read: ([String: PersistedState]) throws(E) -> T) throws(E) -> T {
+        try commitLock.withLock { _ throws(E) in
+            try read(pending.withLock { pending in pending.patches.compactMapValues(\.state) })
         }
     }
 

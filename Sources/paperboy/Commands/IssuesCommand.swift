@@ -58,7 +58,7 @@ struct IssuesCommand: AsyncParsableCommand {
                 let library = try Library.openForReading(at: config.library.path)
                 let reading = library.currentlyReadingIssue?.name
                 // Every issue's status from one aggregate query, not from reading its assets.
-                let counts = library.assetCountsByIssue()
+                let counts = try library.assetCountsByIssue()
                 shelf = Shelf(
                     libraryPath: library.root.path, badgeCount: library.badgeCount, currentlyReading: reading,
                     issues: library.issues.map { issue in

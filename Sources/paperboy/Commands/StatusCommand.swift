@@ -48,6 +48,7 @@ struct StatusCommand: AsyncParsableCommand {
                 try await listing.writeText(to: output)
             }
         } catch let error as LibraryError {
+            // What was listed is written; the rest is unknown, and the exit status says so.
             output.flush()
             Console.error("paperboy: \(error.message)")
             throw ExitCode(1)
@@ -73,18 +74,19 @@ struct StatusListing {
         var path: String?
         var attempts: Int
 
-        init(_ status: AssetStatus) {
-            self.init(id: status.identifier, request: status.request, state: status.state, bytesWritten: status.totalBytesWritten,
-                      expectedBytes: status.expectedTotalBytes, attempts: status.attempts)
+        /// An asset as the library lists it (``AssetListing``: only the columns printed).
+        init(_ listing: AssetListing) {
+            self.init(id: listing.identifier, url: listing.redactedURLString, path: listing.destinationPath, state: listing.state,
+                      bytesWritten: listing.totalBytesWritten, expectedBytes: listing.expectedTotalBytes, attempts: listing.attempts)
         }
 
-        init(id: String, request: AssetRequest?, state: AssetState, bytesWritten: Int64, expectedBytes: Int64?, attempts: Int) {
+        init(id: String, url: String, path: String?, state: AssetState, bytesWritten: Int64, expectedBytes: Int64?, attempts: Int) {
             self.id = id
-            url = request?.url.redactedString ?? ""
+            self.url = url
             self.state = state.name
             self.bytesWritten = bytesWritten
             self.expectedBytes = expectedBytes
-            path = request?.destinationPath
+            self.path = path
             self.attempts = attempts
             switch state {
             case .waiting(let reason):
@@ -117,7 +119,7 @@ struct StatusListing {
                                limit, Console.bytes(Int64(bandwidth.achievedRate)), Console.bytes(bandwidth.bytesGranted),
                                bandwidth.secondsThrottled))
         }
-        let headers = source.headers
+        let headers = try source.headers
         if headers.isEmpty { output.line("  no issues") }
         for header in headers {
             output.line("\(header.name)  \(header.date)  \(header.status)\(header.isNew ? "  new" : "")")
@@ -143,7 +145,7 @@ struct StatusListing {
         }
         json.key("issues")
         json.beginArray()
-        for header in source.headers {
+        for header in try source.headers {
             json.beginObject()
             json.key("assets")
             json.beginArray()

@@ -1,0 +1,202 @@
+import Foundation
+import Synchronization
+
+// What the app asks of an asset: download, a new checksum, pause, cancel, remove its issue.
+extension Scheduler {
+    // MARK: Commands
+
+    /// Starts or reconnects: attaches `delegate` and makes sure the asset is on its way.
+    func download(_ asset: AssetDownload, delegate: (any AssetDownloadDelegate)?) {
+        let id = asset.identifier
+        var deliver = false
+        // Read outside the lock (a read waits for a batch being written): taken in below unless
+        // it came into memory meanwhile, or an entry left memory since (its row may have changed
+        // after this read: it is read again, under the lock).
+        let before = state.withLock { $0.entries[id] == nil ? $0.evictions : nil }
+        let stored = before != nil ? store.asset(id: id) : nil
+        state.withLock { state in
+            guard !state.closed else { return }
+            if state.entries[id] == nil {
+                let current = state.evictions == before ? stored : nil
+                guard let record = current ?? store.asset(id: id), record.state != PersistedState.delivered.rawValue else { return }
+                // Waiting in the store for its retry: the store's timer queues it when due.
+                if delegate == nil, record.state == PersistedState.retry.rawValue { return }
+                if delegate == nil, queueInStore(record, in: &state) { return }
+                take(Entry(record), in: &state)
+            }
+            var enqueue: (seq: Int64, priority: Int, host: String)?
+            state.update(id) { entry in
+                if entry.state == .downloading, entry.stop == .cancel, !entry.restartAfterStop {
+                    // The cancelled download keeps its delegates; this one starts afresh.
+                    entry.cancelledHub = entry.hub
+                    entry.hub = nil
+                }
+                if let delegate {
+                    if entry.hub == nil { entry.hub = AssetEventHub(asset: asset) }
+                    // The transfer resumed before anybody listened: the first delegate hears of it.
+                    var resumedAt: (total: Int64, expected: Int64?)?
+                    if entry.state == .downloading || entry.state == .finished, entry.hub?.hasDelegates == false {
+                        resumedAt = entry.unannouncedResume
+                        entry.unannouncedResume = nil
+                    }
+                    entry.hub!.attach(delegate, resumedAt: resumedAt)
+                }
+                switch entry.state {
+                case .idle, .failed, .cancelled, .paused:
+                    if entry.state != .paused { entry.attempts = 0 }
+                    entry.progressClock = nil
+                    entry.state = .queued
+                    entry.detail = nil
+                    entry.stop = nil
+                    enqueue = (entry.seq, entry.request.priority, entry.host)
+                    var patch = AssetPatch(id: id)
+                    patch.state = .queued
+                    patch.detail = .some(nil)
+                    patch.attempts = entry.attempts
+                    store.submit(patch)
+                case .finished:
+                    deliver = !entry.delivering
+                case .downloading where entry.stop == .pause || entry.stop == .cancel:
+                    entry.restartAfterStop = true
+                case .queued, .retry, .downloading, .delivered, .network:
+                    break
+                }
+            }
+            if let enqueue {
+                state.ready.push(id: id, seq: enqueue.seq, priority: enqueue.priority, host: enqueue.host)
+            }
+            pump(&state)
+        }
+        if deliver { delivery.start(id) }
+        broadcastState(id)
+    }
+
+    /// Changes the SHA-256 an asset's file must have; a running transfer stops (keeping its
+    /// bytes) and starts again under the new one.
+    func updateChecksum(_ id: String, sha256: String?) throws(LibraryError) {
+        let sha256 = sha256?.lowercased()
+        if let sha256, sha256.utf8.count != 64 || !sha256.allSatisfy(\.isHexDigit) {
+            throw LibraryError(.invalidRequest, "expected SHA-256 of asset \(id) must be 64 hexadecimal digits, got '\(sha256)'")
+        }
+        let result: Result<AssetRequest?, LibraryError> = state.withLock { state in
+            guard loadEntry(id, in: &state), let entry = state.entries[id] else {
+                // Not in memory: delivered (or unknown), and a delivered file is never checked again.
+                return store.asset(id: id) == nil
+                    ? .failure(LibraryError(.assetNotFound, "no asset \(id) in the library"))
+                    : .success(nil)
+            }
+            var changed: AssetRequest?
+            if entry.state == .finished || entry.delivering, entry.request.sha256 != sha256 {
+                state.update(id) { _ in }
+                return .failure(LibraryError(.invalidRequest, "asset \(id) is already verified and being delivered"))
+            }
+            state.update(id) { entry in
+                guard entry.request.sha256 != sha256 else { return }
+                entry.request.sha256 = sha256
+                changed = entry.request
+                if entry.state == .downloading, entry.stop == nil {
+                    entry.stop = .pause
+                    entry.restartAfterStop = true
+                    entry.task?.cancel()
+                }
+            }
+            return .success(changed)
+        }
+        if let request = try result.get() { try store.updateRequest(id: id, request) }
+    }
+
+    /// Pauses: a running transfer stops keeping its bytes; a waiting one stays put.
+    func pause(_ id: String) {
+        state.withLock { state in
+            guard loadEntry(id, in: &state) else { return }
+            state.update(id) { entry in
+                switch entry.state {
+                case .downloading:
+                    // The last word wins over a download asked for while stopping; a pending
+                    // cancel stays a cancel (its bytes are already given up).
+                    entry.restartAfterStop = false
+                    if entry.stop != .cancel { entry.stop = .pause }
+                    Self.mergeCancelledHub(&entry)
+                    entry.task?.cancel()
+                case .queued, .retry, .idle, .network:
+                    entry.retryTask?.cancel()
+                    entry.retryTask = nil
+                    entry.state = .paused
+                    var patch = AssetPatch(id: id)
+                    patch.state = .paused
+                    store.submit(patch)
+                default:
+                    break
+                }
+            }
+            wakeIdleWaiters(&state)
+        }
+        broadcastState(id)
+    }
+
+    /// A download asked for while a cancel was stopping the transfer, then given up again: its
+    /// delegates join the cancelled ones, and all get what ends the transfer.
+    static func mergeCancelledHub(_ entry: inout Entry) {
+        guard let cancelled = entry.cancelledHub else { return }
+        if let hub = entry.hub { cancelled.adopt(hub) }
+        entry.hub = cancelled
+        entry.cancelledHub = nil
+    }
+
+    /// Cancels: stops the transfer and removes its partial bytes.
+    func cancel(_ id: String) {
+        let failedHub: AssetEventHub? = state.withLock { state in
+            var hub: AssetEventHub?
+            guard loadEntry(id, in: &state) else { return nil }
+            state.update(id) { entry in
+                switch entry.state {
+                case .downloading:
+                    entry.stop = .cancel
+                    entry.restartAfterStop = false
+                    Self.mergeCancelledHub(&entry)
+                    entry.task?.cancel()
+                case .queued, .retry, .idle, .paused, .failed, .network:
+                    entry.retryTask?.cancel()
+                    entry.retryTask = nil
+                    entry.state = .cancelled
+                    entry.bytesOnDisk = 0
+                    entry.live.written.store(0, ordering: .relaxed)
+                    hub = entry.hub
+                    entry.hub = nil
+                    POSIX.remove(layout.partialURL(asset: id))
+                    store.submit(Self.cancelledPatch(id))
+                default:
+                    break
+                }
+            }
+            wakeIdleWaiters(&state)
+            return hub
+        }
+        failedHub?.failed(LibraryError(.cancelled, "download of asset \(id) was cancelled"))
+        broadcastState(id)
+    }
+
+    /// Forgets the assets of an issue: running transfers stop, files are removed by the caller.
+    func removeIssue(_ name: String) async {
+        let tasks: [Task<Void, Never>] = state.withLock { state in
+            var tasks: [Task<Void, Never>] = []
+            for id in state.entries.values.filter({ $0.issueName == name }).map(\.id) {
+                state.update(id) { entry in
+                    entry.retryTask?.cancel()
+                    if let task = entry.task {
+                        entry.stop = .remove
+                        task.cancel()
+                        tasks.append(task)
+                    }
+                }
+                if state.entries[id]?.task == nil {
+                    state.update(id) { $0.state = .cancelled; $0.delivering = false }
+                    state.remove(id)
+                }
+            }
+            wakeIdleWaiters(&state)
+            return tasks
+        }
+        for task in tasks { await task.value }
+    }
+}

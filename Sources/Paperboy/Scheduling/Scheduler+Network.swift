@@ -1,0 +1,119 @@
+import Foundation
+import Logging
+import Synchronization
+
+// Following the network, the bandwidth schedule and the limiter's statistics: pausing what the
+// network no longer allows, and queuing again what it allows now.
+extension Scheduler {
+    /// Starts the background work of an open library: following the network, the bandwidth
+    /// schedule, and recording the limiter's statistics for `paperboy status`.
+    func startBackgroundWork() {
+        let changes = settings.networkMonitor.changes()
+        var tasks = [Task { [weak self] in
+            for await status in changes {
+                guard let self else { return }
+                self.networkChanged(status)
+            }
+        }]
+        tasks.append(Task { [weak self] in
+            var last: Int64 = -1
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                guard let granted = self?.recordLimiterStatistics(after: last) else { return }
+                if granted == last { await Scheduler.untilATransferStarts { [weak self] in self } }
+                last = granted
+            }
+        })
+        background.withLock { $0 = tasks }
+        setSchedule(settings.schedule)
+    }
+
+    /// Follows a time-of-day schedule (replacing the previous one); `nil` stops following.
+    func setSchedule(_ schedule: BandwidthSchedule?) {
+        let task: Task<Void, Never>? = schedule.map { schedule in
+            Task { [weak self] in
+                while !Task.isCancelled {
+                    guard let self else { return }
+                    let now = Date()
+                    self.limiter.setBytesPerSecond(schedule.bytesPerSecond(at: now))
+                    guard let next = schedule.nextChange(after: now) else { return }
+                    try? await Task.sleep(for: .milliseconds(Int64(max(0.05, next.timeIntervalSinceNow) * 1000)))
+                }
+            }
+        }
+        scheduleTask.withLock { current in
+            current?.cancel()
+            current = task
+        }
+    }
+
+
+    /// Whether an asset may transfer on `status` (always, for local transports and for sources
+    /// that need no network, see ``NetworkPolicy/isLocalSource(_:)``).
+    func allowsNetwork(_ entry: Entry, _ status: NetworkStatus) -> Bool {
+        if NetworkPolicy.isLocalSource(entry.request.url) { return true }
+        if let transport = try? transports.transport(for: entry.request.url), transport.capabilities.contains(.local) {
+            return true
+        }
+        return settings.networkPolicy.applying(entry.policyOverride).allows(status)
+    }
+
+    /// Changes the limit of each transfer (running ones included); `nil` for none.
+    func setPerTransferLimit(_ bytesPerSecond: Int64?) {
+        let running = state.withLock { state -> [BandwidthLimiter] in
+            state.perTransferLimit = bytesPerSecond
+            return Array(state.perTransferLimiters.values)
+        }
+        for limiter in running { limiter.setBytesPerSecond(bytesPerSecond) }
+    }
+
+    func stopBackgroundWork() {
+        for task in background.withLock({ $0 }) { task.cancel() }
+        setSchedule(nil)
+    }
+
+    /// Re-evaluates every asset against a new network status.
+    func networkChanged(_ status: NetworkStatus) {
+        logger.info("network is now \(status)")
+        var changed: [String] = []
+        state.withLock { state in
+            state.network = status
+            for (id, entry) in state.entries {
+                let allowed = allowsNetwork(entry, status)
+                if entry.state == .downloading, !allowed, entry.stop == nil {
+                    state.update(id) { entry in
+                        entry.stop = .network
+                        entry.task?.cancel()
+                    }
+                    changed.append(id)
+                } else if entry.state == .network, allowed {
+                    state.update(id) { $0.state = .queued }
+                    state.ready.push(id: id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
+                    var patch = AssetPatch(id: id)
+                    patch.state = .queued
+                    store.submit(patch)
+                    changed.append(id)
+                }
+            }
+            requeueStoredNetworkWaits(&state)
+            pump(&state)
+            wakeIdleWaiters(&state)
+        }
+        for id in changed { broadcastState(id) }
+    }
+
+    /// Queues again the assets waiting for a network in the store (not in memory), to be paged
+    /// in and checked against the new network; those still not allowed go back to waiting.
+    func requeueStoredNetworkWaits(_ state: inout State) {
+        guard state.storedNetworkWaits > 0 else { return }
+        let held = state.entries.values.filter { $0.state == .network }.map(\.id)
+        do {
+            try store.changeStates(from: [.network], to: .queued, except: held)
+            state.storedNetworkWaits = 0
+            state.backlog = true
+        } catch {
+            // Left waiting: tried again at the next change of network.
+            logger.error("\(error.message)")
+        }
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import Synchronization
+
+// The working set the scheduler holds under its lock: one entry per asset in memory, and the
+// counts kept with them.
+extension Scheduler {
+    struct Entry {
+        let id: String
+        let issueName: String
+        let seq: Int64
+        var request: AssetRequest
+        var state: PersistedState
+        /// Failed attempts since the last one that made progress.
+        var attempts: Int
+        /// When the asset last made progress, or started its first attempt since it was asked
+        /// for, resumed or reopened (`nil` until then): the ``RetryPolicy/noProgressTimeout`` clock.
+        var progressClock: ContinuousClock.Instant?
+        var retryAt: Date?
+        var detail: String?
+        var bytesOnDisk: Int64
+        var expectedBytes: Int64?
+        var validator: ResourceValidator?
+        let live = LiveProgress()
+        var hub: AssetEventHub?
+        var task: Task<Void, Never>?
+        var retryTask: Task<Void, Never>?
+        var stop: StopKind?
+        /// Asked for again while a pause or a cancel was stopping it: queue it once the transfer
+        /// has ended (from zero after a cancel).
+        var restartAfterStop = false
+        /// The delegates of a download cancelled while it was stopping, when a new download was
+        /// asked for meanwhile: they get the cancellation, the new ones do not.
+        var cancelledHub: AssetEventHub?
+        var delivering = false
+        /// Why the asset failed, while it is `failed`: what ``AssetDownload/waitUntilFinished()`` returns.
+        var failure: LibraryError?
+        /// This transfer continued from bytes on disk while no delegate was attached: the first
+        /// delegate to attach before it is delivered gets `didResumeAt` with these figures.
+        var unannouncedResume: (total: Int64, expected: Int64?)?
+        /// The finished file went straight to its destination: delivery only records it.
+        var inIssue = false
+        /// Its state differs from what the store has queued for it (a `delivered` update the
+        /// store could not write): it stays in memory.
+        var pinned = false
+        var host: String { request.url.host?.lowercased() ?? "" }
+
+        init(_ record: AssetRecord) {
+            id = record.id
+            issueName = record.issueName
+            seq = record.seq
+            request = record.request
+            state = PersistedState(rawValue: record.state) ?? .idle
+            attempts = record.attempts
+            retryAt = record.retryAt
+            detail = record.detail
+            bytesOnDisk = record.bytesOnDisk
+            expectedBytes = record.expectedBytes
+            validator = record.resourceValidator
+            live.written.store(record.bytesOnDisk, ordering: .relaxed)
+            live.expected.store(record.expectedBytes ?? -1, ordering: .relaxed)
+            failure = record.libraryError
+        }
+
+        var isBusy: Bool {
+            delivering || state == .queued || state == .retry || state == .downloading
+        }
+
+        /// Nothing of it needs memory: its row says all (see ``Scheduler``). An asset waiting for
+        /// an allowed network waits in the store (read again when the network changes), and so
+        /// does one waiting to retry (queued there when its retry is due), unless its retry is
+        /// due within ``Scheduler/storedRetryMinimumDelay``: a retry read back from the store
+        /// costs a few transactions, too many for backoffs of milliseconds.
+        var isAtRest: Bool {
+            switch state {
+            case .idle, .paused, .failed, .cancelled, .network: break
+            case .retry:
+                guard (retryAt ?? Date()).timeIntervalSinceNow >= Scheduler.storedRetryMinimumDelay.seconds else { return false }
+            default: return false
+            }
+            return !pinned && !delivering && task == nil && retryTask == nil && stop == nil && !restartAfterStop
+                && hub == nil && cancelledHub == nil
+        }
+
+        var policyOverride: NetworkPolicyOverride? { request.network }
+    }
+
+    struct State {
+        var entries: [String: Entry] = [:]
+        var ready = ReadyQueue()
+        var running = 0
+        var hostCounts: [String: Int] = [:]
+        var busy = 0
+        /// Queued assets in memory (the window of the next in line).
+        var queued = 0
+        /// The store may hold queued assets that are not in memory.
+        var backlog = false
+        /// A read of the backlog failed: it is read again when this ends.
+        var refillRetry: Task<Void, Never>?
+        /// Entries let go so far: a row read outside the lock is current only if none was since.
+        var evictions = 0
+        /// Assets in memory, by issue: a delivery completes its issue when it is the last one.
+        var inMemoryByIssue: [String: Int] = [:]
+        /// Assets in memory waiting for an allowed network.
+        var waitingForNetwork = 0
+        /// Assets let go while waiting for an allowed network (their rows say `network`).
+        var storedNetworkWaits = 0
+        /// The store may hold assets waiting to retry, not in memory, the earliest due then: a
+        /// timer (``retryTimer``) is armed for it while this is set.
+        var storedRetryDue: Date?
+        var retryTimer: (task: Task<Void, Never>, due: Date)?
+        /// The no-progress clocks of the retries let go, given back when they come back.
+        var retryClocks: [String: ContinuousClock.Instant] = [:]
+        var idleWaiters: [(includingNetwork: Bool, continuation: CheckedContinuation<Void, Never>)] = []
+        var closed = false
+        var network = NetworkStatus(kind: .other)
+        var perTransferLimit: Int64?
+        var perTransferLimiters: [String: BandwidthLimiter] = [:]
+        /// Tasks in ``AssetDownload/waitUntilFinished()``, by asset and key; resumed with `nil`
+        /// when the waiting task is cancelled.
+        var assetWaiters: [String: [Int: CheckedContinuation<AssetOutcome?, Never>]] = [:]
+        var nextWaiterKey = 0
+        /// The statistics recorder, parked while no transfer runs (see `Scheduler+Statistics`).
+        var statisticsWaiter: CheckedContinuation<Void, Never>?
+
+        /// Applies a change to an entry, keeping the counts right, and settles the waits on it
+        /// when it failed or was cancelled (a delivery settles them once fully recorded).
+        mutating func update(_ id: String, _ change: (inout Entry) -> Void) {
+            guard var entry = entries[id] else { return }
+            count(entry, -1)
+            change(&entry)
+            count(entry, 1)
+            if entry.state != .failed { entry.failure = nil }
+            entries[id] = entry
+            if !assetWaiters.isEmpty, let outcome = Scheduler.settledOutcome(entry) { settle(id, outcome) }
+            if entry.isAtRest {
+                if entry.state == .network { storedNetworkWaits += 1 }
+                if entry.state == .retry {
+                    let due = entry.retryAt ?? Date()
+                    storedRetryDue = min(storedRetryDue ?? due, due)
+                    if let clock = entry.progressClock { retryClocks[id] = clock }
+                }
+                remove(id)
+            }
+        }
+
+        /// Lets an entry go (it is in the store only, or gone).
+        mutating func remove(_ id: String) {
+            guard let entry = entries.removeValue(forKey: id) else { return }
+            evictions &+= 1
+            count(entry, -1)
+            let left = (inMemoryByIssue[entry.issueName] ?? 1) - 1
+            inMemoryByIssue[entry.issueName] = left > 0 ? left : nil
+        }
+
+        /// Takes an entry into memory, counted.
+        mutating func insert(_ entry: Entry) {
+            if entry.state == .network { storedNetworkWaits = max(0, storedNetworkWaits - 1) }
+            var entry = entry
+            if let clock = retryClocks.removeValue(forKey: entry.id) { entry.progressClock = clock }
+            count(entry, 1)
+            entries[entry.id] = entry
+            inMemoryByIssue[entry.issueName, default: 0] += 1
+        }
+
+        private mutating func count(_ entry: Entry, _ sign: Int) {
+            if entry.isBusy { busy += sign }
+            if entry.state == .network { waitingForNetwork += sign }
+            if entry.state == .queued { queued += sign }
+        }
+
+        /// Resumes every task waiting for asset `id` with `outcome`.
+        mutating func settle(_ id: String, _ outcome: AssetOutcome) {
+            guard let waiters = assetWaiters.removeValue(forKey: id) else { return }
+            for continuation in waiters.values { continuation.resume(returning: outcome) }
+        }
+
+        /// Nothing in memory or in the store is on its way (network waits aside).
+        var isIdle: Bool { busy == 0 && (closed || (!backlog && storedRetryDue == nil)) }
+
+        mutating func takeIdleWaiters() -> [CheckedContinuation<Void, Never>] {
+            guard isIdle else { return [] }
+            var ready: [CheckedContinuation<Void, Never>] = []
+            idleWaiters.removeAll { waiter in
+                guard !waiter.includingNetwork || waitingForNetwork + storedNetworkWaits == 0 else { return false }
+                ready.append(waiter.continuation)
+                return true
+            }
+            return ready
+        }
+    }
+}
