@@ -57,6 +57,9 @@ final class LibraryStore: Sendable {
             if !readOnly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         }
         do {
+            if !readOnly, !FileManager.default.fileExists(atPath: fileURL.path) {
+                try Self.createMigrated(at: fileURL, configuration: configuration)
+            }
             if !readOnly, FileManager.default.fileExists(atPath: fileURL.path) {
                 // Checked through a read-only connection first: closing a writer's connection may
                 // checkpoint the WAL into a database this build must leave untouched.
@@ -82,6 +85,30 @@ final class LibraryStore: Sendable {
         }
         for suffix in ["", "-wal", "-shm"] {
             chmod(fileURL.path + suffix, 0o600)
+        }
+    }
+
+    /// Creates a new library database whole: migrated in a file of its own next to `fileURL`,
+    /// then renamed into place (and the folder synced). A process killed meanwhile leaves no
+    /// database, never one half migrated, which a read-only command (`status`) would refuse
+    /// until a `sync` finished the migrations; the leftover file is replaced by the next try.
+    private static func createMigrated(at fileURL: URL, configuration: Configuration) throws {
+        let fresh = fileURL.deletingLastPathComponent().appendingPathComponent(".\(fileURL.lastPathComponent).new")
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(fresh.path + suffix) }
+        let queue = try DatabaseQueue(path: fresh.path, configuration: configuration)
+        chmod(fresh.path, 0o600)
+        try Migrations.migrator.migrate(queue)
+        try queue.close()
+        let fd = open(fresh.path, O_RDONLY | O_CLOEXEC)
+        if fd >= 0 {
+            _ = fsync(fd)
+            close(fd)
+        }
+        try POSIX.rename(fresh, fileURL)
+        let folder = open(fileURL.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            _ = fsync(folder)
+            close(folder)
         }
     }
 
