@@ -28,13 +28,45 @@ struct RemoteSyncRun {
         source = config.fileURL.lastPathComponent
     }
 
+    /// Fetches the configuration's feeds through this process's transports (the daemon holds
+    /// the library, not its catalogs), with the daemon's shelf and purge list for what is new.
+    private func readFeeds() async -> FeedRefresh {
+        let logger = Logger(label: "paperboy")
+        let existing: Set<String>
+        do {
+            existing = Set(try await client.shelf().issues.map(\.name))
+        } catch {
+            return FeedRefresh(issues: [], failures: ["cannot list the daemon's issues: \(error.message)"])
+        }
+        let configuration: Library.Configuration
+        do {
+            configuration = try config.libraryConfiguration()
+        } catch {
+            return FeedRefresh(issues: [], failures: ["\(source): the credentials cannot be read"])
+        }
+        let transports = Transports.registry(for: config)
+        return await FeedRefresh.refresh(
+            config: config, purged: PurgedIssues(root: client.libraryURL).names, logger: logger,
+            fetch: { url, options throws(LibraryError) in
+                try await Library.fetchData(from: url, transports: transports, configuration: configuration, options: options)
+            },
+            exists: { existing.contains($0) })
+    }
+
     /// Runs the cycle and disconnects; returns the exit code.
     func perform() async -> Int32 {
         let detach = DetachHandler()
         defer { detach.cancel() }
         defer { client.disconnect() }
+        // The feeds' catalogs are read here, as in-process (the daemon's own feeds are its
+        // business): their issues are added and followed like the configured ones.
+        var issues = self.issues
+        var problems: [String] = []
         if includeFeeds, !config.feeds.isEmpty {
-            Console.error("paperboy: the daemon serves this library: [[feeds]] are not read by 'sync' through it yet; syncing the [[issues]]")
+            let refresh = await readFeeds()
+            issues += refresh.issues.map(\.entry)
+            problems += refresh.failures
+            for failure in refresh.failures { Console.error("paperboy: \(failure)") }
         }
         let events: AsyncStream<RemoteEvent>
         do {
@@ -91,7 +123,7 @@ struct RemoteSyncRun {
         // The same tally as in-process, the daemon's pages read an issue at a time. Replies show
         // URLs without their user and password: the configured ones are compared so.
         var report = SyncReport(options: options, config: config, planned: plan.plannedCount, toDownload: plan.toDownload,
-                                alreadyDelivered: plan.alreadyDelivered, problems: [])
+                                alreadyDelivered: plan.alreadyDelivered, problems: problems)
         report.elapsed = elapsed
         await report.tally(issues: plan.issues, key: { SyncPlan.key($0.url.redacted.absoluteString, $0.path) }, read: reportItems)
         var jobs: [IssueHook.Job] = []

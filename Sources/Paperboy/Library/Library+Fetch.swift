@@ -12,25 +12,42 @@ extension Library {
     /// - Throws: ``LibraryError`` wrapping the transport's error, or `.invalidRequest` when the
     ///   resource is larger than `maxBytes`.
     public func fetchData(from url: URL, maxBytes: Int = 4 << 20, options: [String: String] = [:]) async throws(LibraryError) -> Data {
+        let settings = scheduler.settings
+        return try await Self.fetch(url, maxBytes: maxBytes, options: options, transports: scheduler.transports,
+                                    credentials: settings.credentials, retry: settings.retry,
+                                    connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout)
+    }
+
+    /// Fetches a small resource as ``fetchData(from:maxBytes:options:)`` does, without an open
+    /// library: through `transports`, with `configuration`'s credentials, retries and timeouts
+    /// (a command whose library a daemon holds reads its feeds' catalogs so).
+    public static func fetchData(from url: URL, transports: TransportRegistry, configuration: Configuration,
+                                 maxBytes: Int = 4 << 20, options: [String: String] = [:]) async throws(LibraryError) -> Data {
+        try await fetch(url, maxBytes: maxBytes, options: options, transports: transports, credentials: configuration.credentials,
+                        retry: configuration.retry, connectTimeout: configuration.connectTimeout, idleTimeout: configuration.idleTimeout)
+    }
+
+    private static func fetch(_ url: URL, maxBytes: Int, options: [String: String], transports: TransportRegistry,
+                              credentials: (any CredentialProvider)?, retry: RetryPolicy,
+                              connectTimeout: Duration, idleTimeout: Duration) async throws(LibraryError) -> Data {
         let transport: any Transport
         do {
-            transport = try scheduler.transports.transport(for: url)
+            transport = try transports.transport(for: url)
         } catch {
             throw Scheduler.libraryError(error)
         }
-        let sink = MemorySink(url: url, maxBytes: maxBytes, credentials: scheduler.settings.credentials)
+        let sink = MemorySink(url: url, maxBytes: maxBytes, credentials: credentials)
         var lastError: (any Error)?
-        for attempt in 1...max(1, scheduler.settings.retry.maxAttempts) {
+        for attempt in 1...max(1, retry.maxAttempts) {
             do {
                 let challenges = ChallengeBudget(url: url)
                 sink.reset(challenges: challenges)
-                let job = TransferJob(url: url, connectTimeout: scheduler.settings.connectTimeout,
-                                      idleTimeout: scheduler.settings.idleTimeout, options: options)
+                let job = TransferJob(url: url, connectTimeout: connectTimeout, idleTimeout: idleTimeout, options: options)
                 try await challenges.run { try await transport.transfer(job, into: sink) }
                 return sink.data
-            } catch let error as TransportError where error.isRetryable && attempt < scheduler.settings.retry.maxAttempts {
+            } catch let error as TransportError where error.isRetryable && attempt < retry.maxAttempts {
                 lastError = error
-                let delay = scheduler.settings.retry.delay(afterFailedAttempts: attempt, retryAfter: error.retryAfter)
+                let delay = retry.delay(afterFailedAttempts: attempt, retryAfter: error.retryAfter)
                 do { try await Task.sleep(for: delay) } catch { throw LibraryError(.cancelled, "fetching \(url.redactedString) was cancelled") }
             } catch {
                 throw Scheduler.libraryError(error)

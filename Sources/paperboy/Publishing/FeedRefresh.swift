@@ -20,13 +20,23 @@ struct FeedRefresh {
     /// Issues named like a configured `[[issues]]` entry or an issue of an earlier feed are left
     /// to the first; issues removed by `paperboy purge` are not added again.
     static func refresh(config: PaperboyConfiguration, library: Library, logger: Logger) async -> FeedRefresh {
+        await refresh(config: config, purged: PurgedIssues(library: library).names, logger: logger,
+                      fetch: { url, options throws(LibraryError) in try await library.fetchData(from: url, options: options) },
+                      exists: { library.issue(named: $0) != nil })
+    }
+
+    /// As ``refresh(config:library:logger:)``, for a command whose library a daemon holds:
+    /// `fetch` reads a catalog, `exists` says whether the library has an issue, `purged` are the
+    /// names `paperboy purge` removed.
+    static func refresh(config: PaperboyConfiguration, purged: Set<String>, logger: Logger,
+                        fetch: (URL, [String: String]) async throws(LibraryError) -> Data,
+                        exists: (String) -> Bool) async -> FeedRefresh {
         var result = FeedRefresh()
         var taken = Set(config.issues.map(\.name))
-        let purged = PurgedIssues(library: library).names
         for feed in config.feeds {
             let data: Data
             do {
-                data = try await library.fetchData(from: feed.url, options: config.transportOptions(for: feed.url))
+                data = try await fetch(feed.url, config.transportOptions(for: feed.url))
             } catch {
                 result.failures.append("feed '\(feed.name)' (\(feed.url.redactedString)): cannot fetch the catalog: \(error.message)")
                 continue
@@ -45,11 +55,11 @@ struct FeedRefresh {
                     continue
                 }
                 taken.insert(issue.name)
-                if purged.contains(issue.name), library.issue(named: issue.name) == nil {
+                if purged.contains(issue.name), !exists(issue.name) {
                     logger.info("feed '\(feed.name)': issue '\(issue.name)' was purged; not adding it again")
                     continue
                 }
-                if library.issue(named: issue.name) == nil { fresh += 1 }
+                if !exists(issue.name) { fresh += 1 }
                 result.issues.append(FeedIssue(feed: feed.name, entry: issue.entry))
             }
             logger.notice("feed '\(feed.name)': \(catalog.issues.count) issue(s), \(fresh) new")
