@@ -32,7 +32,7 @@ struct ExecTransportTests {
         #expect(pids.count == 1)
         let pid = try #require(pids.first)
         transport.retireIdleHelpers()
-        await eventually(timeout: .seconds(20), "the retired helper to exit on end of input and be reaped") { processIsGone(pid) }
+        try await eventually("the retired helper to exit on end of input and be reaped", timeout: .seconds(20)) { processIsGone(pid) }
     }
 
     @Test func aCrashNamesTheHelperQuotesItsStderrAndIsRetryable() async throws {
@@ -45,7 +45,7 @@ struct ExecTransportTests {
         #expect(error.message.contains("exited with status 3"))
         #expect(error.message.contains("disk on fire, giving up"))
         #expect(sink.data.count == 3 * 65536)
-        await eventually(timeout: .seconds(20), "the crashed helper to be reaped") { transport.helperProcessIDs.isEmpty }
+        try await eventually("the crashed helper to be reaped", timeout: .seconds(20)) { transport.helperProcessIDs.isEmpty }
     }
 
     @Test func garbageOnStdoutIsAFatalProtocolError() async throws {
@@ -83,14 +83,14 @@ struct ExecTransportTests {
         #expect(error.message.contains("sent nothing for"))
         // Generous: starting Python on a loaded machine takes seconds; the idle timeout is 0.5 s.
         #expect(ContinuousClock.now - started < .seconds(20))
-        await eventually(timeout: .seconds(20), "the stopped helper to be reaped") { transport.helperProcessIDs.isEmpty }
+        try await eventually("the stopped helper to be reaped", timeout: .seconds(20)) { transport.helperProcessIDs.isEmpty }
     }
 
     @Test func cancellationStopsAHelperIgnoringSIGTERMWithSIGKILL() async throws {
         let transport = folder.fakeTransport("stubborn")
         let sink = RecordingSink()
         let task = Task { try await transport.transfer(job(), into: sink) }
-        await eventually(timeout: .seconds(30), "the helper to begin") { sink.beginCount == 1 }
+        try await eventually("the helper to begin", timeout: .seconds(30)) { sink.beginCount == 1 }
         let pids = transport.helperProcessIDs
         #expect(pids.count == 1)
         let cancelled = ContinuousClock.now
@@ -99,7 +99,7 @@ struct ExecTransportTests {
         #expect(ContinuousClock.now - cancelled < .seconds(2))
         #expect(throws: CancellationError.self) { try result.get() }
         for pid in pids {
-            await eventually(timeout: .seconds(20), "helper \(pid) to be killed and reaped") { processIsGone(pid) }
+            try await eventually("helper \(pid) to be killed and reaped", timeout: .seconds(20)) { processIsGone(pid) }
         }
     }
 
@@ -108,7 +108,7 @@ struct ExecTransportTests {
         let transport = folder.fakeTransport("count", environment: ["COUNT_FILE": counter.path])
         let sink = RecordingSink(writeDelay: .milliseconds(400))
         let task = Task { try await transport.transfer(job(), into: sink) }
-        await eventually(timeout: .seconds(20), "two chunks to reach the slow sink") { sink.writeCount >= 2 }
+        try await eventually("two chunks to reach the slow sink", timeout: .seconds(20)) { sink.writeCount >= 2 }
         // Time enough for a helper that is not held back to write everything.
         try await Task.sleep(for: .milliseconds(300))
         let written = Int((try? String(contentsOf: counter, encoding: .utf8)) ?? "0") ?? 0

@@ -113,18 +113,6 @@ func processIsDeadOrZombie(_ pid: Int32) -> Bool {
     return stat[stat.index(close, offsetBy: 2)] == "Z"
 }
 
-/// Waits until `condition` holds, polling; records an issue after `timeout`.
-func eventually(timeout: Duration = .seconds(20), _ what: String, _ condition: () -> Bool) async {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        if ContinuousClock.now > deadline {
-            Issue.record("timed out waiting for \(what)")
-            return
-        }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-}
-
 /// The failure a transfer ended with.
 func failure(of transport: some Transport, _ job: TransferJob, into sink: some TransferSink) async -> (any Error)? {
     do {

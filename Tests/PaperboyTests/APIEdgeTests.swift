@@ -147,7 +147,7 @@ struct APIEdgeTests {
         await library.waitUntilIdle()
         #expect(remoteAsset.state == .waiting(.network))
         monitor.set(NetworkStatus(kind: .wired))
-        await eventually("the remote asset delivered") { remoteAsset.state == .delivered }
+        try await eventually("the remote asset delivered") { remoteAsset.state == .delivered }
         await library.close()
     }
 }

@@ -23,7 +23,7 @@ struct DeliveryTests {
             #expect(throws: LibraryError.self, "\(bad)") { try asset.updateExpectedSHA256(bad) }
         }
         asset.download()
-        await eventually("bytes written") { asset.totalBytesWritten > 0 }
+        try await eventually("bytes written") { asset.totalBytesWritten > 0 }
         try asset.updateExpectedSHA256(sha256Hex(data).uppercased())
         #expect(asset.request?.sha256 == sha256Hex(data))
         await library.waitUntilIdle()
@@ -70,7 +70,7 @@ struct DeliveryTests {
         #expect(path.hasSuffix(".pdf"))
         #expect(!events.contains { if case .resumed = $0 { return true } else { return false } })
         // The temporary file lives only for the duration of the call.
-        await eventually("delivered") { asset.state == .delivered }
+        try await eventually("delivered") { asset.state == .delivered }
         #expect(!FileManager.default.fileExists(atPath: path))
         #expect(delegate.keptFiles == [data])
         await library.close()
@@ -180,7 +180,7 @@ struct DeliveryTests {
         pending.first?.download(delegate: delegate)
         await delegate.waitForEnd()
         #expect(delegate.keptFiles == [data])
-        await eventually("delivered") { second.asset(identifier: asset.identifier)?.state == .delivered }
+        try await eventually("delivered") { second.asset(identifier: asset.identifier)?.state == .delivered }
         #expect(transport.jobs.count == 1)
         await second.close()
     }
@@ -199,7 +199,7 @@ struct DeliveryTests {
         let taking = RecordingDelegate(finish: .move(to: target))
         asset.download(delegate: taking)
         await taking.waitForEnd()
-        await eventually("delivered") { asset.state == .delivered }
+        try await eventually("delivered") { asset.state == .delivered }
         #expect(try String(contentsOf: target, encoding: .utf8) == "keep me")
         await library.close()
     }
@@ -225,8 +225,8 @@ struct DeliveryTests {
         }
         #expect(sawProgress)
         let location = try #require(finishedURL)
-        await eventually("file released") { !FileManager.default.fileExists(atPath: location.path) }
-        await eventually("delivered") { asset.state == .delivered }
+        try await eventually("file released") { !FileManager.default.fileExists(atPath: location.path) }
+        try await eventually("delivered") { asset.state == .delivered }
         await library.close()
     }
 

@@ -258,8 +258,8 @@ struct LibraryTests {
         finished.download()
         let asset = try issue.addAsset(AssetRequest(url: url))
         asset.download()
-        await eventually("stall") { asset.totalBytesWritten >= 64 * 1024 }
-        await eventually("delivered") { finished.state == .delivered }
+        try await eventually("stall") { asset.totalBytesWritten >= 64 * 1024 }
+        try await eventually("delivered") { finished.state == .delivered }
         #expect(FileManager.default.fileExists(atPath: issue.contentURL.appendingPathComponent("done.txt").path))
         try await library.removeIssue(issue)
         #expect(library.issue(named: "gone") == nil)

@@ -17,14 +17,14 @@ struct LimiterStatisticsTests {
         let first = try issue.addAsset(AssetRequest(url: transport.serve(randomData(600_000), at: "a.bin"), destinationPath: "a.bin"))
         first.download()
         #expect(try await first.waitUntilFinished() == .delivered)
-        await eventually("the first transfer's bytes recorded") { library.recordedBandwidthStatistics?.bytesGranted == 600_000 }
+        try await eventually("the first transfer's bytes recorded") { library.recordedBandwidthStatistics?.bytesGranted == 600_000 }
         // Idle for more than a tick: the recorder parks.
         try await Task.sleep(for: .milliseconds(1500))
         #expect(library.scheduler.state.withLock { $0.statisticsWaiter != nil })
         let second = try issue.addAsset(AssetRequest(url: transport.serve(randomData(700_000), at: "b.bin"), destinationPath: "b.bin"))
         second.download()
         #expect(try await second.waitUntilFinished() == .delivered)
-        await eventually("the second transfer's bytes recorded") { library.recordedBandwidthStatistics?.bytesGranted == 1_300_000 }
+        try await eventually("the second transfer's bytes recorded") { library.recordedBandwidthStatistics?.bytesGranted == 1_300_000 }
         await library.close()
         #expect(library.scheduler.state.withLock { $0.statisticsWaiter == nil })
     }

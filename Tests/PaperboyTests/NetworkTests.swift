@@ -109,9 +109,9 @@ struct NetworkTests {
             .addAsset(AssetRequest(url: url, network: NetworkPolicyOverride(allowedKinds: [.wifi, .wired])))
         let delegate = RecordingDelegate()
         asset.download(delegate: delegate)
-        await eventually("some bytes") { asset.totalBytesWritten > 256 * 1024 }
+        try await eventually("some bytes") { asset.totalBytesWritten > 256 * 1024 }
         monitor.set(NetworkStatus(kind: .cellular, isExpensive: true))
-        await eventually("waiting for network") { asset.state == .waiting(.network) }
+        try await eventually("waiting for network") { asset.state == .waiting(.network) }
         let kept = asset.totalBytesWritten
         #expect(kept > 0)
         #expect(try library.activity.downloading == 0)

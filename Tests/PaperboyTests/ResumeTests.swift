@@ -148,9 +148,9 @@ struct ResumeTests {
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
         asset.download(delegate: delegate)
-        await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
+        try await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
         asset.pause()
-        await eventually("paused") { asset.state == .waiting(.pausedByApp) }
+        try await eventually("paused") { asset.state == .waiting(.pausedByApp) }
         #expect(asset.totalBytesWritten == Int64(cut))
         asset.download()
         await delegate.waitForEnd()
@@ -171,9 +171,9 @@ struct ResumeTests {
         let delegate = RecordingDelegate()
         asset.download(delegate: delegate)
         asset.download(delegate: delegate)
-        await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
+        try await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
         asset.pause()
-        await eventually("paused") { asset.state == .waiting(.pausedByApp) }
+        try await eventually("paused") { asset.state == .waiting(.pausedByApp) }
         let stream = asset.events()
         asset.download(delegate: delegate)
         await delegate.waitForEnd()
@@ -214,7 +214,7 @@ struct ResumeTests {
             let first = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
             let asset = try first.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
             asset.download()
-            await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
+            try await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
             await first.close()
 
             let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
@@ -240,7 +240,7 @@ struct ResumeTests {
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
         asset.download(delegate: delegate)
-        await eventually("some bytes") { asset.totalBytesWritten > 0 }
+        try await eventually("some bytes") { asset.totalBytesWritten > 0 }
         return (transport, library, asset, delegate)
     }
 
@@ -298,12 +298,12 @@ struct ResumeTests {
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
         asset.download(delegate: delegate)
-        await eventually("50,000 bytes") { asset.totalBytesWritten >= 50_000 }
+        try await eventually("50,000 bytes") { asset.totalBytesWritten >= 50_000 }
         // Gathered in memory while the transfer runs: nothing in the partial file yet.
         let partial = library.scheduler.layout.partialURL(asset: asset.identifier)
         #expect(((try? FileManager.default.attributesOfItem(atPath: partial.path))?[.size] as? NSNumber)?.intValue == 0)
         asset.pause()
-        await eventually("paused") { asset.state == .waiting(.pausedByApp) }
+        try await eventually("paused") { asset.state == .waiting(.pausedByApp) }
         // Pausing wrote them and recorded them: the next attempt continues from there.
         #expect(((try? FileManager.default.attributesOfItem(atPath: partial.path))?[.size] as? NSNumber)?.intValue == 50_000)
         asset.download()
@@ -320,7 +320,7 @@ struct ResumeTests {
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
         asset.download(delegate: delegate)
-        await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
+        try await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
         asset.cancel()
         await delegate.waitForEnd()
         #expect(delegate.events.last == .failed(code: "cancelled", message: "download of asset \(asset.identifier) was cancelled"))

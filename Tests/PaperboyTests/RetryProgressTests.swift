@@ -49,7 +49,7 @@ struct RetryProgressTests {
         asset.download()
         // Each wait as first seen: the attempt number shown and the time left.
         var waits: [(attempt: Int, left: TimeInterval)] = []
-        await eventually("four attempts") {
+        try await eventually("four attempts") {
             if case .waiting(.retry(let until, let attempt)) = asset.state, waits.last?.attempt != attempt {
                 waits.append((attempt, until.timeIntervalSinceNow))
             }

@@ -72,7 +72,7 @@ struct ScaleTests {
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration())
         let opening = ContinuousClock.now - started
         #expect(opening < .seconds(5), "opening took \(opening)")
-        await eventually("four transfers running") { transport.jobs.count == 4 }
+        try await eventually("four transfers running") { transport.jobs.count == 4 }
 
         let scheduler = library.scheduler
         // Running (4) and the window of the next in line, not the 2,000 other undelivered assets.
@@ -113,7 +113,7 @@ struct ScaleTests {
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
         let issue = try library.addIssue(name: "i", date: Date())
         let low = try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
-        await eventually("the first transfer") { transport.jobs.count == 1 }
+        try await eventually("the first transfer") { transport.jobs.count == 1 }
         #expect(library.scheduler.entriesInMemory <= Scheduler.windowSize + 1)
         let request = AssetRequest(url: source, priority: 9, destinationPath: "high")
         let high: AssetDownload
@@ -124,7 +124,7 @@ struct ScaleTests {
             high.download()
         }
         low[0].pause()
-        await eventually("the second transfer") { transport.jobs.count == 2 }
+        try await eventually("the second transfer") { transport.jobs.count == 2 }
         #expect(transport.jobs.dropFirst().first?.assetIdentifier == high.identifier, "\(transport.jobs.map(\.assetIdentifier))")
         #expect(try library.activity.queued == 599)
         await library.close()
@@ -145,10 +145,10 @@ struct ScaleTests {
         // Two transfers that never end keep the window below its size while the rest is asked for.
         _ = try issue.addAssets([(AssetRequest(url: stalled, destinationPath: "s0"), nil), (AssetRequest(url: stalled, destinationPath: "s1"), nil)],
                                 downloading: true)
-        await eventually("the stalled transfers") { transport.jobs.count >= 2 }
+        try await eventually("the stalled transfers") { transport.jobs.count >= 2 }
         let assets = try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
         for asset in assets { asset.download() }
-        await eventually(timeout: .seconds(30), "600 assets delivered") { assets.allSatisfy { $0.state == .delivered } }
+        try await eventually("600 assets delivered", timeout: .seconds(30)) { assets.allSatisfy { $0.state == .delivered } }
         let left = assets.filter { $0.state != .delivered }.count
         #expect(left == 0, "\(left) of 600 assets never ran")
         await library.close()
@@ -166,13 +166,13 @@ struct ScaleTests {
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
         let issue = try library.addIssue(name: "i", date: Date())
         let first = try issue.addAssets([(AssetRequest(url: stalled, destinationPath: "s"), nil)], downloading: true)[0]
-        await eventually("the stalled transfer") { transport.jobs.count == 1 }
+        try await eventually("the stalled transfer") { transport.jobs.count == 1 }
         let assets = try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
         // The queued assets cannot be read any more (a damaged schema): the window drains, and
         // reading the rest fails.
         try await library.scheduler.store.pool.write { db in try db.execute(sql: "ALTER TABLE asset RENAME COLUMN priority TO damaged") }
         first.pause()
-        await eventually("the window drained") { library.scheduler.entriesInMemory == 0 }
+        try await eventually("the window drained") { library.scheduler.entriesInMemory == 0 }
         #expect(try library.activity.queued > 300)
         try await library.scheduler.store.pool.write { db in try db.execute(sql: "ALTER TABLE asset RENAME COLUMN damaged TO priority") }
         await library.waitUntilIdle()
@@ -195,7 +195,7 @@ struct ScaleTests {
         let wifiOnly = NetworkPolicyOverride(allowedKinds: [.wifi])
         let assets = try issue.addAssets((0..<2_000).map { (AssetRequest(url: source, destinationPath: "f\($0)", network: wifiOnly), nil) },
                                          downloading: true)
-        await eventually("all waiting for Wi-Fi") { (try? library.activity.waitingForNetwork) == 2_000 }
+        try await eventually("all waiting for Wi-Fi") { (try? library.activity.waitingForNetwork) == 2_000 }
         #expect(library.scheduler.entriesInMemory <= Scheduler.windowSize, "\(library.scheduler.entriesInMemory) assets in memory")
         #expect(transport.jobs.isEmpty)
         #expect(assets[1_999].state == .waiting(.network))
@@ -222,7 +222,7 @@ struct ScaleTests {
         let assets = try issue.addAssets(urls.enumerated().map { (AssetRequest(url: $1, destinationPath: "f\($0)"), nil) }, downloading: true)
         // Every first attempt failed (on a loaded machine the first retries may be running; in a
         // full parallel test run the 600 first attempts took up to 20 s).
-        await eventually(timeout: .seconds(90), "600 first attempts") { transport.jobs.count >= 600 }
+        try await eventually("600 first attempts", timeout: .seconds(90)) { transport.jobs.count >= 600 }
         #expect(library.scheduler.entriesInMemory <= Scheduler.windowSize + configuration.maxConcurrentTransfers,
                 "\(library.scheduler.entriesInMemory) assets in memory")
         #expect(try library.activity.waitingForRetry > 0)

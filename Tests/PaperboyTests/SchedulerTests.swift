@@ -23,7 +23,7 @@ struct SchedulerTests {
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url, destinationPath: "r"))
         let start = ContinuousClock.now
         asset.download()
-        await eventually("retry state") {
+        try await eventually("retry state") {
             if case .waiting(.retry) = asset.state { return true }
             return asset.state == .delivered
         }
@@ -144,7 +144,7 @@ struct SchedulerTests {
         let blocker = transport.serve(Data("b".utf8), at: "blocker", script: [.stallAfter(0)])
         let first = try issue.addAsset(AssetRequest(url: blocker))
         first.download()
-        await eventually("blocker running") { transport.jobs.count == 1 }
+        try await eventually("blocker running") { transport.jobs.count == 1 }
         var order: [String] = []
         for (name, priority) in [("low1", 0), ("high1", 5), ("low2", 0), ("high2", 5), ("mid", 2)] {
             let url = transport.serve(Data(name.utf8), at: name)

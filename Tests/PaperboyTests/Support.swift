@@ -12,14 +12,3 @@ func testConfiguration(attempts: Int = 3) -> Library.Configuration {
     return configuration
 }
 
-/// Waits until `condition` holds, polling; fails the test after `timeout`.
-func eventually(timeout: Duration = .seconds(20), _ what: String = "condition", _ condition: () -> Bool) async {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        if ContinuousClock.now > deadline {
-            Testing.Issue.record("timed out waiting for \(what)")
-            return
-        }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-}

@@ -68,7 +68,7 @@ struct WaitTests {
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let waiting = Task { try await asset.waitUntilFinished() }
         asset.download()
-        await eventually("stall") { asset.totalBytesWritten == 100_000 }
+        try await eventually("stall") { asset.totalBytesWritten == 100_000 }
         asset.cancel()
         guard case .cancelled = try await waiting.value else {
             Testing.Issue.record("expected cancelled")
@@ -85,7 +85,7 @@ struct WaitTests {
         let issue = try library.addIssue(name: "i", date: Date())
         let asset = try issue.addAsset(AssetRequest(url: url))
         asset.download()
-        await eventually("stall") { asset.totalBytesWritten == 100_000 }
+        try await eventually("stall") { asset.totalBytesWritten == 100_000 }
         let assetWait = Task { try await asset.waitUntilFinished() }
         let issueWait = Task { try await issue.waitUntilAvailable() }
         try await Task.sleep(for: .milliseconds(20))

@@ -1,0 +1,35 @@
+import Foundation
+
+/// A wait in a test that did not see what it waited for before its deadline.
+public struct TimedOut: Error, CustomStringConvertible, Sendable {
+    /// What was awaited and what was seen instead.
+    public let description: String
+
+    /// An error with `description`.
+    public init(_ description: String) { self.description = description }
+}
+
+/// Waits until `condition` holds, checking it every few milliseconds, for at most `timeout`.
+///
+/// The deadline only stops a test that would otherwise hang: it is generous (30 s) so that a
+/// loaded machine never trips it, and nothing is decided by it. Prefer awaiting an event (a
+/// delegate's end, a ``TestClock`` sleeper) where the code under test offers one.
+///
+/// - Parameters:
+///   - what: what is awaited, for the failure's message.
+///   - timeout: the deadline, in real time.
+///   - seen: a description of the state when the deadline passed, for the failure's message.
+/// - Throws: ``TimedOut`` naming `what` and `seen()`, or `CancellationError`.
+public func eventually(
+    _ what: String, timeout: Duration = .seconds(30), seen: @autoclosure () -> String = "",
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while try await !condition() {
+        if ContinuousClock.now > deadline {
+            let state = seen()
+            throw TimedOut("timed out after \(timeout) waiting for \(what)" + (state.isEmpty ? "" : "; saw \(state)"))
+        }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
