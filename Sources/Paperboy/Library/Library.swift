@@ -88,6 +88,9 @@ public final class Library: Sendable {
         /// Where the network status comes from; `nil` reads Linux state, or the `PAPERBOY_NETWORK`
         /// environment variable when it is set (such as `cellular,expensive`).
         public var networkMonitor: (any NetworkMonitor)?
+        /// Where the library reads the time and waits (retries, timeouts, the limiter, throttles):
+        /// the system's clocks unless a test passes its own (PaperboyTesting's `TestClock`).
+        public var clock: any LibraryClock = SystemClock()
 
         /// Whether the app is in front of the user.
         public enum Mode: String, Sendable {
