@@ -234,6 +234,33 @@ let package = Package(
             path: "Tests/PaperboyExecTests",
             swiftSettings: swiftSettings
         ),
+        // The framing, in process: round trips, reads cut anywhere, every malformed header, a seeded fuzz.
+        .testTarget(
+            name: "PaperboyFramingTests",
+            dependencies: ["PaperboyFraming", "PaperboyTesting", "PaperboyTestServers"],
+            path: "Tests/PaperboyFramingTests",
+            swiftSettings: swiftSettings
+        ),
+        // The daemon's server in process, spoken to over a real Unix socket frame by frame.
+        .testTarget(
+            name: "PaperboyDaemonTests",
+            dependencies: [
+                "Paperboy", "PaperboyDaemon", "PaperboyFraming", "PaperboyTesting", "PaperboyTestServers",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/PaperboyDaemonTests",
+            swiftSettings: swiftSettings
+        ),
+        // PaperboyClient against the daemon's server in process.
+        .testTarget(
+            name: "PaperboyClientTests",
+            dependencies: [
+                "Paperboy", "PaperboyClient", "PaperboyDaemon", "PaperboyFraming", "PaperboyTesting", "PaperboyTestServers",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/PaperboyClientTests",
+            swiftSettings: swiftSettings
+        ),
         // The examples, through the conformance suite (the Python helper via PaperboyExec); the
         // two embedding examples run (the daemon one against a daemon the test starts).
         .testTarget(
