@@ -1,0 +1,272 @@
+import Foundation
+import Paperboy
+import PaperboyDaemon
+import PaperboyFraming
+import PaperboyTesting
+import Testing
+
+/// docs/Daemon.md's client protocol, spoken to an in-process server over its real Unix socket:
+/// negotiation, the framing errors, the protocol's error codes, the library's, and ordering.
+@Suite("The daemon's client protocol", .timeLimit(.minutes(2)))
+struct DaemonProtocolTests {
+    let home = DaemonHome()
+
+    // MARK: Version negotiation
+
+    @Test func helloAnswersTheVersionBothSpeakTheDaemonsVersionAndItsLibrary() async throws {
+        try await home.withDaemon { daemon in
+            let client = try WireClient(home.socket)
+            // Fields a version-1 daemon does not know are ignored.
+            let hello = try await client.request("HELLO", #"{"protocols":[7,1,2],"client":"test","later":{"x":[1]}}"#)
+            #expect(hello.kind == "HELLO", "\(WireClient.describe(hello))")
+            let fields = json(hello)
+            #expect(fields["protocol"] as? Int == 1)
+            #expect(fields["paperboy"] as? String == DaemonServer.version)
+            #expect(fields["library"] as? String == daemon.library.root.path)
+            #expect(try await client.request("STATUS", #"{"id":1}"#).kind == "OK")
+        }
+    }
+
+    @Test func aHelloWithNoVersionTheDaemonSpeaksIsRefusedAndTheConnectionClosed() async throws {
+        try await home.withDaemon { _ in
+            for offered in ["[2,7]", "[]"] {
+                let client = try WireClient(home.socket)
+                try await client.send("HELLO", #"{"protocols":\#(offered)}"#)
+                let frames = try await client.framesUntilClosed()
+                #expect(frames.map(errorCode) == ["unsupported-version"], "offered \(offered): \(client.transcript)")
+                #expect(frames.first.map(json)?["id"] == nil)
+            }
+            let client = try WireClient(home.socket)
+            try await client.send("HELLO", #"{"protocols":[2,7]}"#)
+            let refusal = try #require(try await client.framesUntilClosed().first)
+            #expect(json(refusal)["message"] as? String == "none of the versions [2, 7] is spoken; this daemon speaks [1]")
+            // The daemon serves the next client.
+            _ = try await WireClient.negotiated(home.socket)
+        }
+    }
+
+    @Test func aRequestBeforeHelloIsNotNegotiatedAndTheConnectionGoesOn() async throws {
+        try await home.withDaemon { _ in
+            let client = try WireClient(home.socket)
+            let early = try await client.request("STATUS", #"{"id":1}"#)
+            #expect(errorCode(early) == "not-negotiated")
+            #expect(json(early)["id"] as? Int == 1)
+            #expect(json(early)["message"] as? String == "STATUS before HELLO")
+            #expect(try await client.request("HELLO", #"{"protocols":[1]}"#).kind == "HELLO")
+            let status = try await client.request("STATUS", #"{"id":2}"#)
+            #expect(status.kind == "OK")
+            #expect(json(status)["id"] as? Int == 2)
+        }
+    }
+
+    // MARK: Framing errors
+
+    static let letters40 = String(repeating: "A", count: 40)
+    static let malformed: [(sent: String, message: String)] = [
+        ("hello 3\nabc", #"not a frame header: "hello 3\nabc""#),
+        ("STATUS 1x\n{}", #"not a frame header: "STATUS 1x\n{}""#),
+        ("STATUS -1\n", #"not a frame header: "STATUS -1\n""#),
+        ("STATUS 12345678901\n", #"not a frame header: "STATUS 12345678901\n""#),
+        ("\n", #"not a frame header: "\n""#),
+        (letters40, "not a frame header: \"\(letters40)\""),
+    ]
+
+    @Test(arguments: malformed)
+    func aMalformedHeaderGetsMalformedFrameThenTheConnectionClosesAndTheDaemonGoesOn(sent: String, message: String) async throws {
+        try await home.withDaemon { _ in
+            for negotiated in [false, true] {
+                let client = negotiated ? try await WireClient.negotiated(home.socket) : try WireClient(home.socket)
+                try await client.send(Data(sent.utf8))
+                let frames = try await client.framesUntilClosed()
+                #expect(frames.map(errorCode) == ["malformed-frame"], "negotiated: \(negotiated), \(client.transcript)")
+                #expect(frames.first.map(json)?["message"] as? String == message)
+            }
+            _ = try await WireClient.negotiated(home.socket)
+        }
+    }
+
+    @Test func aHeaderCutShortByTheEndOfInputIsMalformed() async throws {
+        try await home.withDaemon { _ in
+            let client = try await WireClient.negotiated(home.socket)
+            try await client.send(Data("STATUS 5".utf8))
+            client.endOutput()
+            let frames = try await client.framesUntilClosed()
+            #expect(frames.map(errorCode) == ["malformed-frame"], "\(client.transcript)")
+            #expect(frames.first.map(json)?["message"] as? String == #"not a frame header: "STATUS 5" (then end of output)"#)
+        }
+    }
+
+    @Test func aPayloadCutShortByTheEndOfInputEndsTheConnectionQuietly() async throws {
+        try await home.withDaemon { _ in
+            let client = try await WireClient.negotiated(home.socket)
+            try await client.send(Data("STATUS 10\n{\"id\"".utf8))
+            client.endOutput()
+            #expect(try await client.framesUntilClosed().isEmpty, "\(client.transcript)")
+            _ = try await WireClient.negotiated(home.socket)
+        }
+    }
+
+    @Test func aLengthAbove256KiBIsRefusedWithoutWaitingForItsPayload() async throws {
+        try await home.withDaemon { _ in
+            for negotiated in [false, true] {
+                let client = negotiated ? try await WireClient.negotiated(home.socket) : try WireClient(home.socket)
+                // Only the header is sent: the answer cannot have waited for the payload.
+                try await client.send(Data("ADDISSUE 262145\n".utf8))
+                let frames = try await client.framesUntilClosed()
+                #expect(frames.map(errorCode) == ["frame-too-large"], "\(client.transcript)")
+                #expect(frames.first.map(json)?["message"] as? String == "ADDISSUE frame of 262145 bytes; the limit is 262144")
+            }
+            _ = try await WireClient.negotiated(home.socket)
+        }
+    }
+
+    @Test func aPayloadOfExactly256KiBIsRead() async throws {
+        try await home.withDaemon { _ in
+            let client = try await WireClient.negotiated(home.socket)
+            let request = #"{"id":7}"#
+            let payload = request + String(repeating: " ", count: DaemonProtocol.maxPayloadLength - request.utf8.count)
+            #expect(payload.utf8.count == 262_144)
+            let answer = try await client.request("STATUS", payload)
+            #expect(answer.kind == "OK", "\(WireClient.describe(answer))")
+            #expect(json(answer)["id"] as? Int == 7)
+        }
+    }
+
+    // MARK: Protocol errors that keep the connection
+
+    @Test func badPayloadsAndUnknownKindsGetErrorsWithTheirIDsAndTheConnectionGoesOn() async throws {
+        try await home.withDaemon { _ in
+            let client = try await WireClient.negotiated(home.socket)
+            let requests: [(kind: String, payload: String, code: String?, id: Int?)] = [
+                ("STATUS", "{bad", "bad-request", nil),
+                ("STATUS", #"{"id":-5}"#, "bad-request", -5),
+                ("STATUS", #"{"id":9007199254740993}"#, "bad-request", 9_007_199_254_740_993),
+                ("STATUS", #"{"id":9007199254740992}"#, nil, 9_007_199_254_740_992),
+                ("STATUS", #"{"id":"one"}"#, "bad-request", nil),
+                ("ADDISSUE", #"{"id":3,"name":"x","date":"nope"}"#, "bad-request", 3),
+                ("ADDISSUE", #"{"id":4,"date":"2026-01-01T00:00:00Z"}"#, "bad-request", 4),
+                ("SUBSCRIBE", "{}", "bad-request", nil),
+                ("FROBNICATE", #"{"id":5}"#, "unknown-kind", 5),
+                ("OK", #"{"id":6}"#, "unknown-kind", 6),
+                ("EVENT", #"{"id":7,"event":"finished"}"#, "unknown-kind", 7),
+                ("ANSWER", #"{"id":8,"challenge":"00000000-0000-0000-0000-000000000000","disposition":"default"}"#, "unknown-challenge", 8),
+                ("ANSWER", #"{"id":9,"challenge":"x","disposition":"shrug"}"#, "bad-request", 9),
+                ("STATUS", #"{"id":10}"#, nil, 10),
+            ]
+            // Sent in one write: each is answered in order, none ends the connection.
+            try await client.send(requests.map { Frame.encode($0.kind, Data($0.payload.utf8)) }.reduce(Data(), +))
+            for request in requests {
+                let answer = try await client.answer()
+                let fields = json(answer)
+                #expect(answer.kind == (request.code == nil ? "OK" : "ERROR"), "\(request.kind) \(request.payload): \(WireClient.describe(answer))")
+                #expect(errorCode(answer) == request.code, "\(request.kind) \(request.payload): \(WireClient.describe(answer))")
+                #expect(fields["id"] as? Int == request.id, "\(request.kind) \(request.payload): \(WireClient.describe(answer))")
+                if request.code != nil { #expect((fields["message"] as? String)?.isEmpty == false) }
+            }
+        }
+    }
+
+    @Test func errorMessagesNameWhatWasWrong() async throws {
+        try await home.withDaemon { _ in
+            let client = try await WireClient.negotiated(home.socket)
+            let cases: [(kind: String, payload: String, message: String)] = [
+                ("STATUS", #"{"id":-5}"#, "STATUS: id -5 is out of range (0 to 2^53)"),
+                ("ADDISSUE", #"{"id":4,"date":"2026-01-01T00:00:00Z"}"#, "ADDISSUE: missing field 'name'"),
+                ("FROBNICATE", #"{"id":5}"#, "unknown message kind FROBNICATE"),
+                ("ACK", #"{"id":6,"asset":"nothing"}"#, "asset nothing has no file waiting for an acknowledgement"),
+            ]
+            for item in cases {
+                let answer = try await client.request(item.kind, item.payload)
+                #expect(json(answer)["message"] as? String == item.message, "\(WireClient.describe(answer))")
+            }
+        }
+    }
+
+    // MARK: Library errors
+
+    @Test func requestsAboutUnknownIssuesAndAssetsGetTheLibrarysCodes() async throws {
+        try await home.withDaemon { _ in
+            let client = try await WireClient.negotiated(home.socket)
+            let added = try await client.request("ADDISSUE", #"{"id":1,"name":"2026-11-21","date":"2026-11-21T00:00:00Z"}"#)
+            #expect(added.kind == "OK", "\(WireClient.describe(added))")
+            #expect((json(added)["issue"] as? JSON)?["name"] as? String == "2026-11-21")
+            let cases: [(kind: String, payload: String, code: String)] = [
+                ("ADDISSUE", #"{"id":2,"name":"2026-11-21","date":"2026-11-21T00:00:00Z"}"#, "duplicate-issue"),
+                ("ADDASSET", #"{"id":3,"issue":"nope","request":{"url":"mem://example/a"}}"#, "issue-not-found"),
+                ("ADDASSET", #"{"id":4,"issue":"2026-11-21","request":{"url":"mem://example/a","destination_path":"../../escape"}}"#,
+                 "invalid-path"),
+                ("STATUS", #"{"id":5,"issue":"nope"}"#, "issue-not-found"),
+                ("STATUS", #"{"id":6,"asset":"nope"}"#, "asset-not-found"),
+                ("DOWNLOAD", #"{"id":7,"asset":"nope","deliver":true}"#, "asset-not-found"),
+                ("RESUME", #"{"id":8,"asset":"nope"}"#, "asset-not-found"),
+                ("PAUSE", #"{"id":9,"asset":"nope"}"#, "asset-not-found"),
+                ("CANCEL", #"{"id":10,"asset":"nope"}"#, "asset-not-found"),
+                ("ACK", #"{"id":11,"asset":"nope"}"#, "not-pending"),
+                ("ASSETS", #"{"id":12,"issue":"nope"}"#, "issue-not-found"),
+                ("ASSETS", #"{"id":13,"issue":"2026-11-21","after":"not a cursor"}"#, "bad-request"),
+                ("READ", #"{"id":14,"issue":"nope"}"#, "issue-not-found"),
+                ("PURGE", #"{"id":15,"keep":-1}"#, "bad-request"),
+            ]
+            for item in cases {
+                let answer = try await client.request(item.kind, item.payload)
+                let fields = json(answer)
+                #expect(errorCode(answer) == item.code, "\(item.kind) \(item.payload): \(WireClient.describe(answer))")
+                #expect(fields["id"] as? Int != nil, "\(item.kind): \(WireClient.describe(answer))")
+                if item.code != "not-pending", item.code != "bad-request" {
+                    // Library errors carry LibraryError.reason and whether a retry can help.
+                    #expect(fields["reason"] as? String == "other", "\(item.kind): \(WireClient.describe(answer))")
+                    #expect(fields["retryable"] as? Bool == false, "\(item.kind): \(WireClient.describe(answer))")
+                }
+            }
+            #expect(!FileManager.default.fileExists(atPath: home.folder.file("escape").path))
+        }
+    }
+
+    // MARK: Order
+
+    @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
+        try await home.withDaemon { _ in
+            let client = try await WireClient.negotiated(home.socket)
+            try await client.send((1...40).map { Frame.encode("STATUS", Data(#"{"id":\#($0),"assets":false}"#.utf8)) }.reduce(Data(), +))
+            var ids: [Int] = []
+            for _ in 1...40 { ids.append(json(try await client.answer())["id"] as? Int ?? -1) }
+            #expect(ids == Array(1...40))
+        }
+    }
+
+    @Test func reloadIsAnsweredWhenItIsDoneAndRequestsSentMeanwhileFirst() async throws {
+        let gate = Gate()
+        try await home.withDaemon(reload: {
+            await gate.pass()
+            return 3
+        }) { _ in
+            let client = try await WireClient.negotiated(home.socket)
+            try await client.send("RELOAD", #"{"id":1}"#)
+            try await eventually("the reload to start", seen: "\(gate.arrivals) arrival(s)") { gate.arrivals == 1 }
+            let status = try await client.request("STATUS", #"{"id":2}"#)
+            #expect(status.kind == "OK")
+            #expect(json(status)["id"] as? Int == 2, "the STATUS sent after RELOAD is answered first")
+            gate.open()
+            let reload = try await client.answer()
+            #expect(reload.kind == "OK", "\(WireClient.describe(reload))")
+            #expect(json(reload)["id"] as? Int == 1)
+            #expect(json(reload)["added_issues"] as? Int == 3)
+        }
+    }
+
+    struct ConfigurationProblem: Error, CustomStringConvertible {
+        var description: String { "paperboy.toml:3: limit must be a rate" }
+    }
+
+    @Test func aFailedReloadIsReloadFailedAndSaysWhy() async throws {
+        try await home.withDaemon(reload: { throw ConfigurationProblem() }) { _ in
+            let client = try await WireClient.negotiated(home.socket)
+            let answer = try await client.request("RELOAD", #"{"id":4}"#)
+            #expect(errorCode(answer) == "reload-failed")
+            #expect(json(answer)["id"] as? Int == 4)
+            #expect((json(answer)["message"] as? String)?.contains("paperboy.toml:3: limit must be a rate") == true,
+                    "\(WireClient.describe(answer))")
+            #expect(try await client.request("STATUS", #"{"id":5}"#).kind == "OK", "the connection goes on")
+        }
+    }
+}
