@@ -1,0 +1,172 @@
+import Foundation
+import Paperboy
+import PaperboyClient
+import PaperboyDaemon
+import PaperboyFraming
+import PaperboyTesting
+import Testing
+
+/// `PaperboyClient` against the daemon's server in process (docs/Daemon.md "PaperboyClient"):
+/// connecting, issues and assets, events, a delivery handed to a delegate and acknowledged, a
+/// file kept for the next connection, and what disconnecting ends.
+@Suite("PaperboyClient against an in-process daemon", .timeLimit(.minutes(2)))
+struct PaperboyClientTests {
+    let home = ClientHome()
+    let date = Date(timeIntervalSince1970: 1_795_000_000)
+
+    @Test func connectingGivesTheLibraryAndItsIssuesAndAssets() async throws {
+        try await home.withDaemon { library in
+            let client = try await PaperboyClient.connect(socket: home.socket, name: "client test")
+            defer { client.disconnect() }
+            #expect(client.libraryURL.path == library.root.path)
+            #expect(try await client.issues().isEmpty)
+            #expect(try await client.badgeCount() == 0)
+
+            let issue = try await client.addIssue(name: "2026-11-21", date: date)
+            #expect(issue.name == "2026-11-21")
+            #expect(issue.date == date)
+            #expect(issue.status == .notDownloaded)
+            #expect(issue.contentURL.path == library.issue(named: "2026-11-21")?.contentURL.path)
+            let duplicate = await #expect(throws: LibraryError.self) { try await client.addIssue(name: "2026-11-21", date: date) }
+            #expect(duplicate?.code == .duplicateIssue)
+            #expect(try await client.issue(named: "2026-11-21")?.name == "2026-11-21")
+            #expect(try await client.issue(named: "nope") == nil)
+            #expect(try await client.asset(identifier: "nope") == nil)
+
+            let url = home.transport.serve(Data("x".utf8), at: "a.bin")
+            let asset = try await issue.addAsset(AssetRequest(url: url, destinationPath: "a.bin"), userInfo: .object(["n": .number(1)]))
+            #expect(asset.issueName == "2026-11-21")
+            #expect(asset.state == .idle)
+            #expect(asset.request?.url == url)
+            #expect(asset.userInfo == .object(["n": .number(1)]))
+            #expect(try await issue.assets().map(\.identifier) == [asset.identifier])
+            #expect(try await client.asset(identifier: asset.identifier)?.identifier == asset.identifier)
+            let escaping = await #expect(throws: LibraryError.self) {
+                try await issue.addAsset(AssetRequest(url: url, destinationPath: "../../escape"))
+            }
+            #expect(escaping?.code == .invalidPath)
+        }
+    }
+
+    @Test func aDownloadWithADelegateIsHandedToItThenAcknowledgedAndDelivered() async throws {
+        let data = randomData(250_000, seed: 21)
+        try await home.withDaemon { library in
+            let client = try await PaperboyClient.connect(socket: home.socket)
+            defer { client.disconnect() }
+            let events = EventLog(try await client.events())
+            let issue = try await client.addIssue(name: "2026-11-21", date: date)
+            let asset = try await issue.addAsset(AssetRequest(url: home.transport.serve(data, at: "b.bin"), destinationPath: "files/b.bin"))
+            let delegate = RecordingRemoteDelegate()
+            try await asset.download(delegate: delegate)
+            #expect(try await asset.waitUntilFinished() == .delivered)
+            let handed = delegate.finished
+            #expect(handed.map(\.asset) == [asset.identifier])
+            #expect(handed.first?.data == data, "the delegate read the whole file in the daemon's inbox")
+            #expect(delegate.failures.isEmpty)
+            let destination = try #require(library.issue(named: "2026-11-21")).contentURL.appendingPathComponent("files/b.bin")
+            #expect(FileManager.default.contents(atPath: destination.path) == data)
+
+            try await eventually("the issue-available and badge events", seen: "\(events.all)") {
+                events.all.contains(.issueAvailable("2026-11-21")) && events.all.contains(.badge(1))
+            }
+            let seen = events.all
+            #expect(seen.contains(.finished(asset: asset.identifier, path: handed.first?.path ?? "")), "\(seen)")
+            #expect(seen.contains(.assetStateChanged(asset: asset.identifier, .delivered)), "\(seen)")
+            let order = [RemoteEvent.finished(asset: asset.identifier, path: handed.first?.path ?? ""),
+                         .assetStateChanged(asset: asset.identifier, .delivered), .issueAvailable("2026-11-21"), .badge(1)]
+            #expect(order.compactMap { seen.firstIndex(of: $0) } == order.compactMap { seen.firstIndex(of: $0) }.sorted(), "\(seen)")
+            #expect(try await client.badgeCount() == 1)
+        }
+    }
+
+    @Test func aDelegateThatThrowsKeepsTheFileForTheNextConnection() async throws {
+        let data = randomData(120_000, seed: 22)
+        try await home.withDaemon { _ in
+            let first = try await PaperboyClient.connect(socket: home.socket)
+            let issue = try await first.addIssue(name: "2026-11-21", date: date)
+            let asset = try await issue.addAsset(AssetRequest(url: home.transport.serve(data, at: "c.bin"), destinationPath: "c.bin"))
+            let refusing = RecordingRemoteDelegate(refuses: true)
+            try await asset.download(delegate: refusing)
+            try await eventually("the refusing delegate to be handed the file", seen: "\(refusing.finished.count) call(s)") {
+                !refusing.finished.isEmpty
+            }
+            first.disconnect()
+
+            let second = try await PaperboyClient.connect(socket: home.socket)
+            defer { second.disconnect() }
+            let waiting = try await second.downloadingAssets()
+            #expect(waiting.map(\.identifier) == [asset.identifier])
+            #expect(waiting.first?.state == .finished, "still in the inbox, not delivered")
+            let taking = RecordingRemoteDelegate()
+            try await waiting[0].download(delegate: taking)
+            #expect(try await waiting[0].waitUntilFinished() == .delivered)
+            #expect(taking.finished.map(\.path) == refusing.finished.map(\.path), "the same file, at the same place")
+            #expect(taking.finished.first?.data == data)
+            #expect(try await second.downloadingAssets().isEmpty)
+        }
+    }
+
+    @Test func disconnectingEndsARequestStillWaitingAndTheEvents() async throws {
+        let gate = Gate()
+        try await home.withDaemon(reload: {
+            await gate.pass()
+            return 0
+        }) { _ in
+            let client = try await PaperboyClient.connect(socket: home.socket)
+            let events = EventLog(try await client.events())
+            let reload = Task { try await client.reload() }
+            try await eventually("the daemon to be reloading", seen: "\(gate.arrivals) arrival(s)") { gate.arrivals == 1 }
+            client.disconnect()
+            do {
+                _ = try await reload.value
+                Issue.record("RELOAD was answered after disconnect()")
+            } catch let error as LibraryError {
+                #expect(error.code == .transport)
+                #expect(error.isRetryable)
+                #expect(error.message == "the daemon at \(home.socket.path) closed the connection")
+            }
+            try await eventually("the event stream to end", seen: "\(events.all)") { events.hasEnded }
+            let after = await #expect(throws: LibraryError.self) { try await client.issues() }
+            #expect(after?.code == .transport)
+            gate.open()
+        }
+    }
+
+    @Test func theEventsEndWhenTheDaemonStops() async throws {
+        let (client, events) = try await home.withDaemon { _ in
+            let client = try await PaperboyClient.connect(socket: home.socket)
+            return (client, EventLog(try await client.events()))
+        }
+        defer { client.disconnect() }
+        try await eventually("the event stream to end", seen: "\(events.all)") { events.hasEnded }
+        let after = await #expect(throws: LibraryError.self) { try await client.badgeCount() }
+        #expect(after?.code == .transport)
+    }
+
+    @Test func connectingWhereNoDaemonListensFailsAndMayBeRetried() async throws {
+        do {
+            _ = try await PaperboyClient.connect(socket: home.socket)
+            Issue.record("connected to nothing")
+        } catch {
+            #expect(error.code == .transport)
+            #expect(error.isRetryable)
+            #expect(error.message == "no daemon listens on \(home.socket.path) (start one with 'paperboy daemon')")
+        }
+    }
+
+    @Test func aDaemonThatAnswersHelloWithAnErrorRefusesTheConnection() async throws {
+        let fake = try FakeDaemon(in: home.folder.file("fake")) { connection in
+            let refusal = Frame.encode("ERROR", Data(#"{"code":"permission-denied","message":"too many connections (at most 64)"}"#.utf8))
+            try? FrameWriter.write(refusal, to: connection, isSocket: true)
+        }
+        do {
+            _ = try await PaperboyClient.connect(socket: fake.socket)
+            Issue.record("connected to a daemon that refused")
+        } catch {
+            #expect(error.code == .transport)
+            #expect(error.message == "the daemon at \(fake.socket.path) refused the connection: too many connections (at most 64)")
+        }
+        try await eventually("the client's HELLO read by the server") { fake.hello != nil }
+        #expect(fake.hello?.kind == "HELLO")
+    }
+}
