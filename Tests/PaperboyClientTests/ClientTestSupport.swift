@@ -184,3 +184,8 @@ final class Gate: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 }
+
+/// `randomData` made on a thread of its own (generating data is CPU work kept off the pool).
+func generated(_ count: Int, seed: UInt64) async throws -> Data {
+    try await offThePool { randomData(count, seed: seed) }
+}

@@ -49,7 +49,7 @@ struct PaperboyClientTests {
     }
 
     @Test func aDownloadWithADelegateIsHandedToItThenAcknowledgedAndDelivered() async throws {
-        let data = randomData(250_000, seed: 21)
+        let data = try await generated(250_000, seed: 21)
         try await home.withDaemon { library in
             let client = try await PaperboyClient.connect(socket: home.socket)
             defer { client.disconnect() }
@@ -80,7 +80,7 @@ struct PaperboyClientTests {
     }
 
     @Test func aDelegateThatThrowsKeepsTheFileForTheNextConnection() async throws {
-        let data = randomData(120_000, seed: 22)
+        let data = try await generated(120_000, seed: 22)
         try await home.withDaemon { _ in
             let first = try await PaperboyClient.connect(socket: home.socket)
             let issue = try await first.addIssue(name: "2026-11-21", date: date)

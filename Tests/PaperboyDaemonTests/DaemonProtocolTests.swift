@@ -15,7 +15,7 @@ struct DaemonProtocolTests {
 
     @Test func helloAnswersTheVersionBothSpeakTheDaemonsVersionAndItsLibrary() async throws {
         try await home.withDaemon { daemon in
-            let client = try WireClient(home.socket)
+            let client = try await WireClient.connect(home.socket)
             // Fields a version-1 daemon does not know are ignored.
             let hello = try await client.request("HELLO", #"{"protocols":[7,1,2],"client":"test","later":{"x":[1]}}"#)
             #expect(hello.kind == "HELLO", "\(WireClient.describe(hello))")
@@ -30,13 +30,13 @@ struct DaemonProtocolTests {
     @Test func aHelloWithNoVersionTheDaemonSpeaksIsRefusedAndTheConnectionClosed() async throws {
         try await home.withDaemon { _ in
             for offered in ["[2,7]", "[]"] {
-                let client = try WireClient(home.socket)
+                let client = try await WireClient.connect(home.socket)
                 try await client.send("HELLO", #"{"protocols":\#(offered)}"#)
                 let frames = try await client.framesUntilClosed()
                 #expect(frames.map(errorCode) == ["unsupported-version"], "offered \(offered): \(client.transcript)")
                 #expect(frames.first.map(json)?["id"] == nil)
             }
-            let client = try WireClient(home.socket)
+            let client = try await WireClient.connect(home.socket)
             try await client.send("HELLO", #"{"protocols":[2,7]}"#)
             let refusal = try #require(try await client.framesUntilClosed().first)
             #expect(json(refusal)["message"] as? String == "none of the versions [2, 7] is spoken; this daemon speaks [1]")
@@ -47,7 +47,7 @@ struct DaemonProtocolTests {
 
     @Test func aRequestBeforeHelloIsNotNegotiatedAndTheConnectionGoesOn() async throws {
         try await home.withDaemon { _ in
-            let client = try WireClient(home.socket)
+            let client = try await WireClient.connect(home.socket)
             let early = try await client.request("STATUS", #"{"id":1}"#)
             #expect(errorCode(early) == "not-negotiated")
             #expect(json(early)["id"] as? Int == 1)
@@ -75,7 +75,7 @@ struct DaemonProtocolTests {
     func aMalformedHeaderGetsMalformedFrameThenTheConnectionClosesAndTheDaemonGoesOn(sent: String, message: String) async throws {
         try await home.withDaemon { _ in
             for negotiated in [false, true] {
-                let client = negotiated ? try await WireClient.negotiated(home.socket) : try WireClient(home.socket)
+                let client = negotiated ? try await WireClient.negotiated(home.socket) : try await WireClient.connect(home.socket)
                 try await client.send(Data(sent.utf8))
                 let frames = try await client.framesUntilClosed()
                 #expect(frames.map(errorCode) == ["malformed-frame"], "negotiated: \(negotiated), \(client.transcript)")
@@ -109,7 +109,7 @@ struct DaemonProtocolTests {
     @Test func aLengthAbove256KiBIsRefusedWithoutWaitingForItsPayload() async throws {
         try await home.withDaemon { _ in
             for negotiated in [false, true] {
-                let client = negotiated ? try await WireClient.negotiated(home.socket) : try WireClient(home.socket)
+                let client = negotiated ? try await WireClient.negotiated(home.socket) : try await WireClient.connect(home.socket)
                 // Only the header is sent: the answer cannot have waited for the payload.
                 try await client.send(Data("ADDISSUE 262145\n".utf8))
                 let frames = try await client.framesUntilClosed()

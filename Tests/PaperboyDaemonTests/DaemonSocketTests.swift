@@ -64,9 +64,9 @@ struct DaemonSocketTests {
     @Test func theConnectionAfterTheSixtyFourthIsRefusedUntilOneLeaves() async throws {
         try await home.withDaemon { _ in
             var clients: [WireClient] = []
-            for _ in 0..<DaemonServer.maxConnections { clients.append(try WireClient(home.socket)) }
+            for _ in 0..<DaemonServer.maxConnections { clients.append(try await WireClient.connect(home.socket)) }
             // Accepted in order: the 64 above are counted before this one.
-            let extra = try WireClient(home.socket)
+            let extra = try await WireClient.connect(home.socket)
             let frames = try await extra.framesUntilClosed()
             #expect(frames.map(errorCode) == ["permission-denied"], "\(extra.transcript)")
             #expect(frames.first.map(json)?["message"] as? String == "too many connections (at most 64)")
@@ -75,7 +75,7 @@ struct DaemonSocketTests {
             clients[0].disconnect()
             try await eventually("a connection admitted once one of the 64 left") {
                 // Refused (an ERROR, or the end) until the daemon has seen the first one leave.
-                let client = try WireClient(home.socket)
+                let client = try await WireClient.connect(home.socket)
                 return (try? await client.request("HELLO", #"{"protocols":[1]}"#).kind) == "HELLO"
             }
         }

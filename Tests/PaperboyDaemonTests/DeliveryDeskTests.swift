@@ -53,7 +53,7 @@ struct DeliveryDeskTests {
     }
 
     @Test func aClaimedFileWaitsForAnAckAndGoesToEachNewClientUntilOneAcknowledgesIt() async throws {
-        let data = randomData(300_000, seed: 11)
+        let data = try await generated(300_000, seed: 11)
         try await home.withDaemon { daemon in
             let first = try await WireClient.negotiated(home.socket)
             try await subscribe(first)
@@ -95,7 +95,7 @@ struct DeliveryDeskTests {
     }
 
     @Test func aClaimedFileWaitsAcrossARestartOfTheDaemon() async throws {
-        let data = randomData(100_000, seed: 12)
+        let data = try await generated(100_000, seed: 12)
         let (asset, path) = try await home.withDaemon { _ in
             let client = try await WireClient.negotiated(home.socket)
             try await subscribe(client)
@@ -123,11 +123,11 @@ struct DeliveryDeskTests {
             try await subscribe(client)
             var claimed: [String] = []
             for (number, name) in ["c1.bin", "c2.bin", "c3.bin"].enumerated() {
-                claimed.append(try await addAsset(client, name, data: randomData(20_000, seed: UInt64(number)), deliver: true, id: 10 * number + 1))
+                claimed.append(try await addAsset(client, name, data: try await generated(20_000, seed: UInt64(number)), deliver: true, id: 10 * number + 1))
                 // Written before the ADDASSET was answered.
                 #expect(claims() == claimed.sorted(), "after \(name)")
             }
-            let unclaimed = try await addAsset(client, "u.bin", data: randomData(1_000, seed: 9), deliver: false, id: 50)
+            let unclaimed = try await addAsset(client, "u.bin", data: try await generated(1_000, seed: 9), deliver: false, id: 50)
             #expect(claims() == claimed.sorted(), "an asset without a delegate is not claimed")
             #expect(home.mode(claimsFile) == 0o600)
             for asset in claimed { _ = try await finishedEvent(client, asset) }
@@ -141,7 +141,7 @@ struct DeliveryDeskTests {
     }
 
     @Test func anUnreadableClaimsFileIsKeptAsideAndTheWaitingFileClaimedAgain() async throws {
-        let data = randomData(50_000, seed: 13)
+        let data = try await generated(50_000, seed: 13)
         let (asset, path) = try await home.withDaemon { _ in
             let client = try await WireClient.negotiated(home.socket)
             try await subscribe(client)
@@ -160,7 +160,7 @@ struct DeliveryDeskTests {
     }
 
     @Test func anAssetWithoutADelegateIsDeliveredWithoutWaitingForAnAck() async throws {
-        let data = randomData(70_000, seed: 14)
+        let data = try await generated(70_000, seed: 14)
         try await home.withDaemon { daemon in
             let client = try await WireClient.negotiated(home.socket)
             try await subscribe(client)
@@ -194,7 +194,7 @@ struct DeliveryDeskTests {
         try await home.withDaemon { _ in
             let client = try await WireClient.negotiated(home.socket)
             try await subscribe(client)
-            home.transport.serve(randomData(50_000, seed: 15), at: "stalls.bin", script: [.stallAfter(1_000)])
+            home.transport.serve(try await generated(50_000, seed: 15), at: "stalls.bin", script: [.stallAfter(1_000)])
             let asset = try await addAsset(client, "stalls.bin", deliver: true, id: 1)
             #expect(claims() == [asset])
             _ = try await stateEvent(client, asset, "downloading")

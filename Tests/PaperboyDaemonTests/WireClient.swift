@@ -23,8 +23,13 @@ final class WireClient: Sendable {
     /// Every frame read, for failure messages.
     private let seen = Mutex<[String]>([])
 
-    /// Connects to `socket` (no `HELLO` yet).
-    init(_ socket: URL) throws {
+    /// Connects to `socket` (no `HELLO` yet), on a thread of its own (`connect` blocks while the
+    /// daemon's backlog is full).
+    static func connect(_ socket: URL) async throws -> WireClient {
+        try await offThePool { try WireClient(socket) }
+    }
+
+    private init(_ socket: URL) throws {
         fd = try DaemonSocket.connect(to: socket)
         guard fd >= 0 else { throw WireFailure("nothing listens on \(socket.path)") }
     }
@@ -33,7 +38,7 @@ final class WireClient: Sendable {
 
     /// Connects and exchanges `HELLO`.
     static func negotiated(_ socket: URL) async throws -> WireClient {
-        let client = try WireClient(socket)
+        let client = try await connect(socket)
         let hello = try await client.request("HELLO", #"{"protocols":[1],"client":"wire test"}"#)
         guard hello.kind == "HELLO" else { throw WireFailure("HELLO answered with \(describe(hello))") }
         return client

@@ -39,7 +39,7 @@ struct FrameReaderTests {
 
     @Test(arguments: [0, 1, 31, 65_535, 65_536, 65_537, 200_000])
     func aFrameComesBackAsItWasSent(payloadSize: Int) async throws {
-        let payload = randomData(payloadSize, seed: UInt64(payloadSize) + 1)
+        let payload = try await offThePool { randomData(payloadSize, seed: UInt64(payloadSize) + 1) }
         let stream = Frame.encode("DATA", payload) + Frame.encode("HELLO", Data("{}".utf8))
         let read = try await Self.read(stream)
         #expect(read.frames == [Frame(kind: "DATA", payload: payload), Frame(kind: "HELLO", payload: Data("{}".utf8))])
@@ -66,12 +66,13 @@ struct FrameReaderTests {
     @Test func aHeaderSplitByTheEndOfTheReadersBufferIsReadWhole() async throws {
         // The reader's buffer holds 64 KiB: the first read takes the first frame (65,533 bytes) and
         // "HEL" of the second header, whose rest comes with the next read.
-        let first = Frame.encode("DATA", randomData(65_522, seed: 7))
+        let payload = try await offThePool { randomData(65_522, seed: 7) }
+        let first = Frame.encode("DATA", payload)
         #expect(first.count == 65_533)
         let stream = first + Frame.encode("HELLO", Data("{}".utf8)) + Frame.encode("OK")
         let read = try await Self.read(stream, cutAt: [65_536])
         #expect(read.frames.map(\.kind) == ["DATA", "HELLO", "OK"])
-        #expect(read.frames.first?.payload == randomData(65_522, seed: 7))
+        #expect(read.frames.first?.payload == payload)
         #expect(read.error == .closed)
     }
 
@@ -104,9 +105,9 @@ struct FrameReaderTests {
 
     @Test func theReaderTakesAtMost64KiBBeyondTheFrameItReturns() async throws {
         // All 320 KB are in the pipe before the first read: only the reader's bound limits what it takes.
-        let frames = (0..<40).map { Frame(kind: "DATA", payload: randomData(8_000, seed: UInt64($0) + 100)) }
-        let stream = frames.map { Frame.encode($0.kind, $0.payload) }.reduce(Data(), +)
         let beyond = try await offThePool { () -> [Int] in
+            let frames = (0..<40).map { Frame(kind: "DATA", payload: randomData(8_000, seed: UInt64($0) + 100)) }
+            let stream = frames.map { Frame.encode($0.kind, $0.payload) }.reduce(Data(), +)
             let pipe = try ChunkedPipe(stream)
             var reader = FrameReader()
             var returned = 0
@@ -201,7 +202,7 @@ struct FrameReaderTests {
     @Test func theWriterWritesAllOfALargeFrameAsTheReaderTakesIt() async throws {
         let (readEnd, writeEnd) = try socketPair()
         defer { close(readEnd) }
-        let payload = randomData(1 << 20, seed: 3)
+        let payload = try await offThePool { randomData(1 << 20, seed: 3) }
         async let written: Int = offThePool {
             var waits = 0
             defer { close(writeEnd) }
