@@ -127,7 +127,7 @@ struct DeliveryDeskTests {
                 // Written before the ADDASSET was answered.
                 #expect(claims() == claimed.sorted(), "after \(name)")
             }
-            let unclaimed = try await addAsset(client, "u.bin", data: try await generated(1_000, seed: 9), deliver: false, id: 50)
+            _ = try await addAsset(client, "u.bin", data: try await generated(1_000, seed: 9), deliver: false, id: 50)
             #expect(claims() == claimed.sorted(), "an asset without a delegate is not claimed")
             #expect(home.mode(claimsFile) == 0o600)
             for asset in claimed { _ = try await finishedEvent(client, asset) }
@@ -136,7 +136,6 @@ struct DeliveryDeskTests {
             #expect(home.mode(claimsFile) == 0o600)
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: home.libraryURL.path).filter { $0.hasPrefix("daemon-claims.json.") }
             #expect(leftovers.isEmpty, "no temporary file left: \(leftovers)")
-            _ = unclaimed
         }
     }
 
