@@ -7,7 +7,7 @@ import Testing
 
 /// What an app branches on, with real failures: nginx's 404, a checksum mismatch, a refused
 /// credential, a cancel; and what each leaves on disk.
-@Suite("API edges over HTTP")
+@Suite("API edges over HTTP", .timeLimit(.minutes(2)))
 struct APIEdgeTests {
     let data = randomData(2 << 20 + 77)
 
@@ -23,7 +23,7 @@ struct APIEdgeTests {
         var partial: URL { root.appendingPathComponent(".partial/\(asset.identifier)") }
     }
 
-    func open(_ url: URL, in folder: TempFolder, sha256: String? = nil, configuration: Library.Configuration = testConfiguration()) throws -> Run {
+    func open(_ url: URL, in folder: TempFolder, sha256: String? = nil, configuration: Library.Configuration = .forTests(attempts: 1)) throws -> Run {
         let root = folder.file("library")
         let library = try Library.open(at: root, transports: TransportRegistry([HTTPTransport()]), configuration: configuration)
         let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
@@ -93,7 +93,7 @@ struct APIEdgeTests {
             return .serving(data, for: request)
         }
         defer { server.stop() }
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests(attempts: 1)
         configuration.credentials = OriginCredentials([
             .init(scope: URLScope(string: "http://127.0.0.1:\(server.port)/")!, credential: Credential(user: "reader", password: "wrong")),
         ])
@@ -115,10 +115,11 @@ struct APIEdgeTests {
         let server = try FaultServer { request in .serving(data, for: request, fault: .stallAfter(192 * 1024)) }
         defer { server.stop() }
         let folder = TempFolder()
-        let run = try open(server.url("/stalls.bin"), in: folder, configuration: testConfiguration(idleTimeout: .seconds(300)))
+        let run = try open(server.url("/stalls.bin"), in: folder, configuration: .forTests(attempts: 1, idleTimeout: .seconds(300)))
         let events = Task { await collect(run.asset.events()) }
-        let deadline = ContinuousClock.now + .seconds(120)
-        while run.asset.bytesOnDisk < 192 * 1024, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("the 192 KiB before the stall on disk", seen: "\(run.asset.bytesOnDisk) bytes on disk") {
+            run.asset.bytesOnDisk >= 192 * 1024
+        }
         #expect(run.asset.bytesOnDisk == 192 * 1024, "the partial file holds the bytes so far")
         #expect(run.asset.totalBytesWritten == 192 * 1024)
         run.asset.cancel()
@@ -138,7 +139,7 @@ struct APIEdgeTests {
         defer { nginx.stop() }
         let folder = TempFolder()
         let root = folder.file("library")
-        let library = try Library.open(at: root, transports: TransportRegistry([HTTPTransport()]), configuration: testConfiguration())
+        let library = try Library.open(at: root, transports: TransportRegistry([HTTPTransport()]), configuration: .forTests(attempts: 1))
         let asset = try library.addIssue(name: "issue", date: Date())
             .addAsset(AssetRequest(url: nginx.url("/file.bin"), sha256: sha256Hex(data), destinationPath: "file.bin"))
         let events = await collect(asset.events())
@@ -160,7 +161,7 @@ struct APIEdgeTests {
         let data = self.data
         let server = try FaultServer { request in .serving(data, for: request) }
         defer { server.stop() }
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests(attempts: 1)
         let monitor = FixedNetworkMonitor(NetworkStatus(kind: .none))
         configuration.networkMonitor = monitor
         let folder = TempFolder()

@@ -6,7 +6,7 @@ import PaperboyTesting
 import Synchronization
 import Testing
 
-@Suite("Range resume")
+@Suite("Range resume", .timeLimit(.minutes(2)))
 struct RangeResumeTests {
     let data = randomData(2 << 20 + 5)
     let cut = 700_001
@@ -16,7 +16,7 @@ struct RangeResumeTests {
         let data = self.data
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = RecordingSink(startOffset: Int64(cut))
-        try await HTTPTransport().transfer(job(server.url("/f"), offset: Int64(cut), validator: etag), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: etag), into: sink)
         #expect(server.requests.first?.header("range") == "bytes=\(cut)-")
         #expect(server.requests.first?.header("if-range") == "\"v1\"")
         #expect(server.requests.first?.header("accept-encoding") == "identity")
@@ -29,7 +29,7 @@ struct RangeResumeTests {
         let server = try FaultServer { .serving(data, for: $0, etag: nil) }
         let modified = ResourceValidator("last-modified:Tue, 01 Jul 2025 10:00:00 GMT", strength: .weak)
         let sink = RecordingSink(startOffset: Int64(cut))
-        try await HTTPTransport().transfer(job(server.url("/f"), offset: Int64(cut), validator: modified), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: modified), into: sink)
         #expect(server.requests.first?.header("if-range") == "Tue, 01 Jul 2025 10:00:00 GMT")
         #expect(sink.response?.offset == Int64(cut))
         #expect(sha256Hex(data.prefix(cut) + sink.data) == sha256Hex(data))
@@ -39,7 +39,7 @@ struct RangeResumeTests {
         let data = self.data
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = RecordingSink()
-        try await HTTPTransport().transfer(job(server.url("/f"), offset: Int64(cut), validator: nil), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: nil), into: sink)
         #expect(server.requests.first?.header("range") == nil)
         #expect(sink.response?.offset == 0)
         #expect(sha256Hex(sink.data) == sha256Hex(data))
@@ -49,7 +49,7 @@ struct RangeResumeTests {
         let data = self.data
         let server = try FaultServer { .serving(data, for: $0, etag: "W/\"w\"", lastModified: nil) }
         let sink = RecordingSink()
-        try await HTTPTransport().transfer(job(server.url("/f"), offset: Int64(cut), validator: ResourceValidator("etag:W/\"w\"", strength: .weak)), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: ResourceValidator("etag:W/\"w\"", strength: .weak)), into: sink)
         #expect(server.requests.first?.header("range") == nil)
         #expect(sha256Hex(sink.data) == sha256Hex(data))
     }
@@ -58,7 +58,7 @@ struct RangeResumeTests {
         let data = self.data
         let server = try FaultServer { .serving(data, for: $0, honoursRange: false) }
         let sink = RecordingSink()
-        try await HTTPTransport().transfer(job(server.url("/f"), offset: Int64(cut), validator: etag), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: etag), into: sink)
         #expect(sink.response?.offset == 0)
         #expect(sha256Hex(sink.data) == sha256Hex(data))
     }
@@ -67,7 +67,7 @@ struct RangeResumeTests {
         let fresh = randomData(data.count, seed: 7)
         let server = try FaultServer { .serving(fresh, for: $0, etag: "\"v2\"") }
         let sink = RecordingSink()
-        try await HTTPTransport().transfer(job(server.url("/f"), offset: Int64(cut), validator: etag), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: etag), into: sink)
         #expect(server.requests.first?.header("if-range") == "\"v1\"")
         #expect(sink.response == TransferResponse(offset: 0, expectedLength: Int64(fresh.count), validator: ResourceValidator("etag:\"v2\"", strength: .strong)))
         #expect(sha256Hex(sink.data) == sha256Hex(fresh))
@@ -77,7 +77,7 @@ struct RangeResumeTests {
         let data = self.data
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = RecordingSink(startOffset: Int64(data.count))
-        try await HTTPTransport().transfer(job(server.url("/f"), offset: Int64(data.count), validator: etag), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(data.count), validator: etag), into: sink)
         #expect(server.requests.count == 1)
         #expect(sink.response == TransferResponse(offset: Int64(data.count), expectedLength: Int64(data.count), validator: etag))
         #expect(sink.data.isEmpty)
@@ -92,7 +92,7 @@ struct RangeResumeTests {
             return .serving(data, for: request)
         }
         let sink = RecordingSink()
-        try await HTTPTransport().transfer(job(server.url("/f"), offset: Int64(cut), validator: etag), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: etag), into: sink)
         #expect(server.requests.count == 2)
         #expect(server.requests.last?.header("range") == nil)
         #expect(sink.beginCount == 1)
@@ -107,7 +107,7 @@ struct RangeResumeTests {
                            body: data.subdata(in: 10..<data.count))
         }
         await #expect(throws: TransferRestart.self) {
-            try await HTTPTransport().transfer(job(server.url("/f"), offset: Int64(cut), validator: etag), into: RecordingSink())
+            try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: etag), into: RecordingSink())
         }
     }
 
@@ -119,7 +119,7 @@ struct RangeResumeTests {
         }
         let folder = TempFolder()
         let delegate = try await downloadThroughLibrary(
-            server.url("/f"), in: folder, configuration: testConfiguration(attempts: 3), sha256: sha256Hex(data))
+            server.url("/f"), in: folder, configuration: .forTests(attempts: 3), sha256: sha256Hex(data))
         #expect(delegate.deliveredSHA256 == sha256Hex(data), "events: \(delegate.events)")
         #expect(server.requests.count >= 2)
         // The kernel drops received bytes the reader had not taken when the RST arrives, so the
@@ -141,7 +141,7 @@ struct RangeResumeTests {
                 : .serving(fresh, for: request, etag: "\"v2\"")
         }
         let folder = TempFolder()
-        let delegate = try await downloadThroughLibrary(server.url("/f"), in: folder, configuration: testConfiguration(attempts: 2))
+        let delegate = try await downloadThroughLibrary(server.url("/f"), in: folder, configuration: .forTests(attempts: 2))
         // What reached the partial file before the reset (the kernel may drop unread bytes).
         let resumedAt = Int(server.requests.last?.header("range")?.dropFirst("bytes=".count).dropLast() ?? "") ?? -1
         #expect(resumedAt > 0 && resumedAt <= cut, "\(String(describing: server.requests.last?.header("range")))")
@@ -162,7 +162,7 @@ struct RangeResumeTests {
         }
         let folder = TempFolder()
         let delegate = try await downloadThroughLibrary(
-            server.url("/f"), in: folder, configuration: testConfiguration(attempts: 2))
+            server.url("/f"), in: folder, configuration: .forTests(attempts: 2))
         // Normally everything is on disk and the server answers 416; a loaded machine may lose the
         // unread tail to the reset, and the resume then fetches it.
         let resumedAt = Int(server.requests.last?.header("range")?.dropFirst("bytes=".count).dropLast() ?? "") ?? -1
