@@ -9,11 +9,16 @@ import Testing
 /// credential, a cancel; and what each leaves on disk.
 @Suite("API edges over HTTP", .timeLimit(.minutes(2)))
 struct APIEdgeTests {
-    let data = randomData(2 << 20 + 77)
+    /// The test file, made once on a thread of its own: megabytes take a debug build tens of
+    /// milliseconds, too long for the cooperative pool (and made by every test at once, even
+    /// for a thread each).
+    static let made = Task { try await offThePool { randomData(2 << 20 + 77) } }
+    static func makeData() async throws -> Data { try await made.value }
 
     /// nginx serving `data` as `/file.bin`, or nil when it is not installed.
     func startNginx() async throws -> NginxServer? {
-        try await PaperboyHTTPTests.startNginx(files: ["file.bin": data])
+        let data = try await Self.makeData()
+        return try await PaperboyHTTPTests.startNginx(files: ["file.bin": data])
     }
 
     struct Run {
@@ -85,7 +90,7 @@ struct APIEdgeTests {
     }
 
     @Test func aRefusedCredentialIsAnAuthenticationFailure() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { request in
             guard ServerAuth.isBasic(request, user: "reader", password: "s3cret") else {
                 return ServerResponse(status: 401, headers: [("WWW-Authenticate", ServerAuth.basicChallenge(realm: "issues"))])
@@ -111,7 +116,7 @@ struct APIEdgeTests {
 
     @Test func aCancelIsCancelledAndRemovesTheBytes() async throws {
         // The server sends 192 KiB and then nothing: the transfer is surely running when cancelled.
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { request in .serving(data, for: request, fault: .stallAfter(192 * 1024)) }
         defer { server.stop() }
         let folder = TempFolder()
@@ -135,6 +140,7 @@ struct APIEdgeTests {
     }
 
     @Test func aDeliveredAssetCountsItsSizeButHoldsNothingInTheLibrary() async throws {
+        let data = try await Self.makeData()
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let folder = TempFolder()
@@ -158,7 +164,7 @@ struct APIEdgeTests {
     /// Without a default route the monitor reports `none`: a loopback source still downloads
     /// (by address and by the name `localhost`), a remote one waits for a network.
     @Test func loopbackSourcesDoNotWaitForANetwork() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { request in .serving(data, for: request) }
         defer { server.stop() }
         var configuration = Library.Configuration.forTests(attempts: 1)

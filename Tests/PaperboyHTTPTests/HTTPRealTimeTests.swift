@@ -10,10 +10,14 @@ import Testing
 /// library. One at a time, with bounds that hold on a loaded machine.
 @Suite("HTTP in real time", .serialized, .timeLimit(.minutes(3)))
 struct HTTPRealTimeTests {
-    let data = randomData(3 << 20 + 17)
+    /// The test file, made once on a thread of its own: megabytes take a debug build tens of
+    /// milliseconds, too long for the cooperative pool (and made by every test at once, even
+    /// for a thread each).
+    static let made = Task { try await offThePool { randomData(3 << 20 + 17) } }
+    static func makeData() async throws -> Data { try await made.value }
 
     @Test func aStallTimesOutAfterTheIdleTimeout() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0, fault: .stallAfter(10_000)) }
         let start = ContinuousClock.now
         let error = await transportError {
@@ -36,7 +40,7 @@ struct HTTPRealTimeTests {
 
     @Test(arguments: [false, true])
     func aPushBackLongerThanTheIdleTimeoutIsNotAStall(writingBehind: Bool) async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = PushbackSink(pause: .milliseconds(2500), every: 3, limit: 1)
         try await httpTransport(bufferSize: 1 << 20, writingBehind: writingBehind)
@@ -48,7 +52,7 @@ struct HTTPRealTimeTests {
     /// Written behind, bytes before the stall reach the sink after 20 ms of quiet.
     @Test(arguments: [false, true])
     func cancellationStopsAStalledTransferPromptly(writingBehind: Bool) async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0, fault: .stallAfter(100_000)) }
         let sink = RecordingSink()
         let transport = httpTransport(writingBehind: writingBehind)
@@ -91,7 +95,7 @@ struct HTTPRealTimeTests {
     /// writer thread (3 MiB at 6 MB/s cannot take much less than half a second).
     @Test(arguments: [nil, 6_000_000] as [Int64?])
     func theLibraryDeliversABodyWrittenBehind(bandwidthLimit: Int64?) async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         let folder = TempFolder()
         var configuration = Library.Configuration.forTests(attempts: 1)

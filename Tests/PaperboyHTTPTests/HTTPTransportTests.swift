@@ -7,10 +7,14 @@ import Testing
 
 @Suite("HTTPTransport", .timeLimit(.minutes(2)))
 struct HTTPTransportTests {
-    let data = randomData(3 << 20 + 17)
+    /// The test file, made once on a thread of its own: megabytes take a debug build tens of
+    /// milliseconds, too long for the cooperative pool (and made by every test at once, even
+    /// for a thread each).
+    static let made = Task { try await offThePool { randomData(3 << 20 + 17) } }
+    static func makeData() async throws -> Data { try await made.value }
 
     @Test func downloadsAWholeFileAndReportsLengthAndStrongValidator() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = RecordingSink()
         try await HTTPTransport().transfer(.forTests(server.url("/file.bin")), into: sink)
@@ -22,7 +26,7 @@ struct HTTPTransportTests {
     }
 
     @Test func downloadsThroughTheLibrary() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         let folder = TempFolder()
         let delegate = try await downloadThroughLibrary(server.url("/file.bin"), in: folder, sha256: sha256Hex(data))
@@ -37,7 +41,7 @@ struct HTTPTransportTests {
     }
 
     @Test func chunkedBodyHasNoExpectedLength() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0, chunked: true) }
         let sink = RecordingSink()
         try await HTTPTransport().transfer(.forTests(server.url("/chunked")), into: sink)
@@ -60,7 +64,7 @@ struct HTTPTransportTests {
     }
 
     @Test func reusesOneConnectionAcrossAssets() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         for name in ["/a", "/b", "/c"] {
             let sink = RecordingSink()
@@ -72,7 +76,7 @@ struct HTTPTransportTests {
     }
 
     @Test func pausesOnBackPressureWithoutLosingOrReorderingBytes() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = PushbackSink()
         try await HTTPTransport(bufferSize: 64 * 1024).transfer(.forTests(server.url("/file.bin")), into: sink)
@@ -81,7 +85,7 @@ struct HTTPTransportTests {
     }
 
     @Test func rethrowsTheSinksBeginErrorUnchanged() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         await #expect(throws: TransferRestart.self) {
             try await HTTPTransport().transfer(.forTests(server.url("/f")), into: FailingSink(TransferRestart(reason: "test"), when: .begin))
@@ -90,7 +94,7 @@ struct HTTPTransportTests {
 
     @Test(arguments: [false, true])
     func rethrowsTheSinksWriteErrorUnchanged(writingBehind: Bool) async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         await #expect(throws: MarkerError()) {
             try await httpTransport(writingBehind: writingBehind).transfer(.forTests(server.url("/f")), into: FailingSink(MarkerError(), when: .write))

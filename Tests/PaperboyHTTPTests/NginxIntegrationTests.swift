@@ -8,14 +8,20 @@ import Testing
 /// Against a real nginx started by the test. Under `CI=true` a missing nginx is a failure.
 @Suite("nginx integration", .timeLimit(.minutes(3)))
 struct NginxIntegrationTests {
-    let data = randomData(8 << 20 + 123)
+    /// The test file, made once on a thread of its own: megabytes take a debug build tens of
+    /// milliseconds, too long for the cooperative pool (and made by every test at once, even
+    /// for a thread each).
+    static let made = Task { try await offThePool { randomData(8 << 20 + 123) } }
+    static func makeData() async throws -> Data { try await made.value }
 
     /// Starts nginx serving `data` as `/file.bin`, or returns nil (skipping) when it is not installed.
     func startNginx(tls: (certificate: URL, key: URL)? = nil) async throws -> NginxServer? {
-        try await PaperboyHTTPTests.startNginx(files: ["file.bin": data], slowRate: "4m", tls: tls)
+        let data = try await Self.makeData()
+        return try await PaperboyHTTPTests.startNginx(files: ["file.bin": data], slowRate: "4m", tls: tls)
     }
 
     @Test func downloadsAFileWithTheLibrary() async throws {
+        let data = try await Self.makeData()
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let folder = TempFolder()
@@ -24,6 +30,7 @@ struct NginxIntegrationTests {
     }
 
     @Test func reportsNginxsStrongETagAndLength() async throws {
+        let data = try await Self.makeData()
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let sink = RecordingSink()
@@ -36,6 +43,7 @@ struct NginxIntegrationTests {
     }
 
     @Test func resumesAfterTheLibraryIsClosedMidTransfer() async throws {
+        let data = try await Self.makeData()
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let folder = TempFolder()
@@ -65,6 +73,7 @@ struct NginxIntegrationTests {
     }
 
     @Test func resumesAfterATaskIsCancelledMidTransfer() async throws {
+        let data = try await Self.makeData()
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let url = nginx.url("/slow/file.bin")
@@ -84,6 +93,7 @@ struct NginxIntegrationTests {
     }
 
     @Test func finishesWithA416WhenEverythingIsOnDisk() async throws {
+        let data = try await Self.makeData()
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let head = RecordingSink()
@@ -117,6 +127,7 @@ struct NginxIntegrationTests {
     }
 
     @Test func verifiesTLSAndTrustsAConfiguredCAFile() async throws {
+        let data = try await Self.makeData()
         let folder = TempFolder()
         guard let (certificate, key) = try await makeCertificate(in: folder),
               let nginx = try await startNginx(tls: (certificate, key)), let url = nginx.tlsURL("/file.bin") else { return }
@@ -138,6 +149,7 @@ struct NginxIntegrationTests {
     }
 
     @Test func refusesARedirectFromHTTPSToPlainHTTP() async throws {
+        let data = try await Self.makeData()
         let folder = TempFolder()
         guard let (certificate, key) = try await makeCertificate(in: folder),
               let nginx = try await startNginx(tls: (certificate, key)), let from = nginx.tlsURL("/to-http/file.bin") else { return }
@@ -163,6 +175,7 @@ struct NginxIntegrationTests {
     }
 
     @Test func followsARedirectFromHTTPToHTTPS() async throws {
+        let data = try await Self.makeData()
         let folder = TempFolder()
         guard let (certificate, key) = try await makeCertificate(in: folder),
               let nginx = try await startNginx(tls: (certificate, key)) else { return }

@@ -8,12 +8,16 @@ import Testing
 
 @Suite("Range resume", .timeLimit(.minutes(2)))
 struct RangeResumeTests {
-    let data = randomData(2 << 20 + 5)
+    /// The test file, made once on a thread of its own: megabytes take a debug build tens of
+    /// milliseconds, too long for the cooperative pool (and made by every test at once, even
+    /// for a thread each).
+    static let made = Task { try await offThePool { randomData(2 << 20 + 5) } }
+    static func makeData() async throws -> Data { try await made.value }
     let cut = 700_001
     let etag = ResourceValidator("etag:\"v1\"", strength: .strong)
 
     @Test func resumesWithRangeAndIfRangeOnTheStrongETag() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = RecordingSink(startOffset: Int64(cut))
         try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: etag), into: sink)
@@ -25,7 +29,7 @@ struct RangeResumeTests {
     }
 
     @Test func resumesWithIfRangeOnLastModifiedWithoutStrongETag() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0, etag: nil) }
         let modified = ResourceValidator("last-modified:Tue, 01 Jul 2025 10:00:00 GMT", strength: .weak)
         let sink = RecordingSink(startOffset: Int64(cut))
@@ -36,7 +40,7 @@ struct RangeResumeTests {
     }
 
     @Test func withoutAValidatorItFetchesEverything() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = RecordingSink()
         try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: nil), into: sink)
@@ -46,7 +50,7 @@ struct RangeResumeTests {
     }
 
     @Test func aWeakETagCannotGuardAResume() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0, etag: "W/\"w\"", lastModified: nil) }
         let sink = RecordingSink()
         try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: ResourceValidator("etag:W/\"w\"", strength: .weak)), into: sink)
@@ -55,7 +59,7 @@ struct RangeResumeTests {
     }
 
     @Test func anIgnoredRangeStartsOverFromZero() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0, honoursRange: false) }
         let sink = RecordingSink()
         try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: etag), into: sink)
@@ -64,7 +68,8 @@ struct RangeResumeTests {
     }
 
     @Test func aChangedETagSendsTheWholeNewVersion() async throws {
-        let fresh = randomData(data.count, seed: 7)
+        let data = try await Self.makeData()
+        let fresh = try await offThePool { randomData(data.count, seed: 7) }
         let server = try FaultServer { .serving(fresh, for: $0, etag: "\"v2\"") }
         let sink = RecordingSink()
         try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(cut), validator: etag), into: sink)
@@ -74,7 +79,7 @@ struct RangeResumeTests {
     }
 
     @Test func a416WithEverythingOnDiskFinishesWithoutData() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = RecordingSink(startOffset: Int64(data.count))
         try await HTTPTransport().transfer(.forTests(server.url("/f"), offset: Int64(data.count), validator: etag), into: sink)
@@ -84,7 +89,7 @@ struct RangeResumeTests {
     }
 
     @Test func a416ForAnotherLengthStartsOver() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { request in
             if request.header("range") != nil {
                 return ServerResponse(status: 416, headers: [("Content-Range", "bytes */\(data.count)")])
@@ -101,7 +106,7 @@ struct RangeResumeTests {
     }
 
     @Test func a206AtAnotherOffsetRestartsFromZero() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { _ in
             ServerResponse(status: 206, headers: [("ETag", "\"v1\""), ("Content-Range", "bytes 10-\(data.count - 1)/\(data.count)")],
                            body: data.subdata(in: 10..<data.count))
@@ -112,7 +117,7 @@ struct RangeResumeTests {
     }
 
     @Test func theLibraryResumesAfterAResetFromTheLastByte() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let cut = self.cut
         let server = try FaultServer { request in
             .serving(data, for: request, fault: request.index == 0 ? .resetAfter(cut) : .none)
@@ -132,8 +137,9 @@ struct RangeResumeTests {
     }
 
     @Test func theLibraryNeverSplicesTwoVersions() async throws {
-        let old = self.data
-        let fresh = randomData(data.count + 1000, seed: 9)
+        let data = try await Self.makeData()
+        let old = try await Self.makeData()
+        let fresh = try await offThePool { randomData(data.count + 1000, seed: 9) }
         let cut = self.cut
         let server = try FaultServer { request in
             request.index == 0
@@ -151,7 +157,7 @@ struct RangeResumeTests {
     @Test func theLibraryFinishesOnA416WhenTheFileIsComplete() async throws {
         // The first attempt receives every byte but was promised 10 more, then the connection
         // drops: the retry asks for bytes past the end, gets 416 `bytes */N` and finishes.
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { request in
             if request.index == 0 {
                 var response = ServerResponse.serving(data, for: request, fault: .resetAfter(data.count))

@@ -10,7 +10,11 @@ import Testing
 /// written behind.
 @Suite("HTTP request isolation and write-behind", .timeLimit(.minutes(2)))
 struct RequestIsolationAndWriteBehindTests {
-    let data = randomData(3 << 20 + 11)
+    /// The test file, made once on a thread of its own: megabytes take a debug build tens of
+    /// milliseconds, too long for the cooperative pool (and made by every test at once, even
+    /// for a thread each).
+    static let made = Task { try await offThePool { randomData(3 << 20 + 11) } }
+    static func makeData() async throws -> Data { try await made.value }
 
     func writingBehind(bufferSize: Int = 64 * 1024) -> HTTPTransport {
         httpTransport(bufferSize: bufferSize, writingBehind: true)
@@ -19,7 +23,7 @@ struct RequestIsolationAndWriteBehindTests {
     // MARK: Reused handles leak no option
 
     @Test func requestsAfterAnAuthenticatedOneCarryNoAuthorization() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { request in
             if request.path == "/private", !ServerAuth.isBasic(request, user: "reader", password: "s3cret") {
                 return ServerResponse(status: 401, headers: [("WWW-Authenticate", ServerAuth.basicChallenge(realm: "r"))])
@@ -45,7 +49,7 @@ struct RequestIsolationAndWriteBehindTests {
     }
 
     @Test func requestsAfterARangedOneAskForNoRange() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         let etag = ResourceValidator("etag:\"v1\"", strength: .strong)
         for _ in 0..<4 {
@@ -65,7 +69,7 @@ struct RequestIsolationAndWriteBehindTests {
     }
 
     @Test func extraHeadersDoNotReachTheNextRequest() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         for _ in 0..<4 {
             var withHeader = TransferJob.forTests(server.url("/with"))
@@ -80,7 +84,7 @@ struct RequestIsolationAndWriteBehindTests {
     // MARK: Write-behind
 
     @Test func aBodyWrittenBehindArrivesWholeAndInOrder() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = RecordingSink()
         try await writingBehind().transfer(.forTests(server.url("/f")), into: sink)
@@ -90,7 +94,7 @@ struct RequestIsolationAndWriteBehindTests {
     }
 
     @Test func aResumedBodyIsWrittenBehindFromItsOffset() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let cut = 1_234_567
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = RecordingSink(startOffset: Int64(cut))
@@ -100,7 +104,7 @@ struct RequestIsolationAndWriteBehindTests {
     }
 
     @Test func aSinkPushingBackFillsTheRingAndPausesCurl() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
         let sink = PushbackSink(pause: .milliseconds(20), every: 2)
         try await writingBehind(bufferSize: 16 * 1024).transfer(.forTests(server.url("/f")), into: sink)
@@ -109,7 +113,7 @@ struct RequestIsolationAndWriteBehindTests {
     }
 
     @Test func bytesBeforeAResetReachTheSinkWhenWritingBehind() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0, fault: .resetAfter(1_000_000)) }
         let sink = RecordingSink()
         let error = await transportError { try await writingBehind().transfer(.forTests(server.url("/f")), into: sink) }
@@ -121,7 +125,7 @@ struct RequestIsolationAndWriteBehindTests {
     }
 
     @Test func aCancelledTransferStillWritesTheBytesItsRingHolds() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         // 128 KiB, then silence: all of it fits the 128 KiB ring, while the sink holds its first
         // write until the cancel.
         let received = 128 * 1024

@@ -57,7 +57,7 @@ struct RangeDealerTests {
 
     @Test func aSplitDownloadWritesEveryRangeOnceWithoutOverlappingSinkCalls() async throws {
         guard let setup = try await SFTPServerSetup.start() else { return }
-        let data = randomData(8 << 20 + 321, seed: 5)
+        let data = try await offThePool { randomData(8 << 20 + 321, seed: 5) }
         let url = try setup.publish(data, as: "ranges.bin")
         let transport = setup.transport(readSize: 256 << 10, splitThreshold: 1 << 20)
         let sink = SegmentedSink(answer: setup.keyAnswer)

@@ -8,7 +8,11 @@ import Testing
 /// Large files read over two connections into a segment of the core's sink, against sshd.
 @Suite("SFTP split over two connections", .timeLimit(.minutes(2)))
 struct SFTPSplitTests {
-    let data = randomData(8 << 20 + 777, seed: 11)
+    /// The test file, made once on a thread of its own: megabytes take a debug build tens of
+    /// milliseconds, too long for the cooperative pool (and made by every test at once, even
+    /// for a thread each).
+    static let made = Task { try await offThePool { randomData(8 << 20 + 777, seed: 11) } }
+    static func makeData() async throws -> Data { try await made.value }
 
     func library(_ setup: SFTPServerSetup, attempts: Int = 1) throws -> Library {
         // Split anything of 1 MiB or more; small reads so that an interruption finds work left.
@@ -17,6 +21,7 @@ struct SFTPSplitTests {
     }
 
     @Test func aLargeFileIsReadOverTwoConnectionsAndIsIntact() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "large.bin")
         let library = try library(setup)
@@ -30,6 +35,7 @@ struct SFTPSplitTests {
     }
 
     @Test func anInterruptedSplitDownloadResumesFromTheBytesBeforeTheGap() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "large.bin")
         let library = try library(setup, attempts: 2)

@@ -8,9 +8,14 @@ import Testing
 /// Against a real OpenSSH sshd started by each test. Under `CI=true` a missing sshd is a failure.
 @Suite("SFTP transport against sshd", .timeLimit(.minutes(3)))
 struct SFTPTransportTests {
-    let data = randomData(5 << 20 + 4321)
+    /// The test file, made once on a thread of its own: megabytes take a debug build tens of
+    /// milliseconds, too long for the cooperative pool (and made by every test at once, even
+    /// for a thread each).
+    static let made = Task { try await offThePool { randomData(5 << 20 + 4321) } }
+    static func makeData() async throws -> Data { try await made.value }
 
     @Test func downloadsWithAPublicKeyAndReportsSizeAndMtime() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         let sink = RecordingSink(answer: setup.keyAnswer)
@@ -41,6 +46,7 @@ struct SFTPTransportTests {
     }
 
     @Test func asksForThePassphraseOfAnEncryptedKey() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let key = try await setup.makeClientKey(named: "locked_ecdsa", type: "ecdsa", passphrase: "open sesame")
         let url = try setup.publish(data, as: "file.bin")
@@ -61,6 +67,7 @@ struct SFTPTransportTests {
     }
 
     @Test func authenticatesWithAPassword() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         guard let user = await passwordUser() else { return }
         let url = try setup.publish(data, as: "file.bin", user: user.name)
@@ -74,6 +81,7 @@ struct SFTPTransportTests {
     }
 
     @Test func refusesAWrongPasswordAfterBoundedAttempts() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         guard let user = await passwordUser() else { return }
         let url = try setup.publish(data, as: "file.bin", user: user.name)
@@ -89,6 +97,7 @@ struct SFTPTransportTests {
     }
 
     @Test func withNoCredentialTheErrorSaysWhatEachMethodLacked() async throws {
+        let data = try await Self.makeData()
         // keyboard-interactive offered, but sshd without PAM refuses it before asking anything.
         guard let setup = try await SFTPServerSetup.start(extraConfiguration: "KbdInteractiveAuthentication yes\nPasswordAuthentication no")
         else { return }
@@ -104,6 +113,7 @@ struct SFTPTransportTests {
     }
 
     @Test func refusesAnUnknownHostKeyByDefault() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start(trusted: false) else { return }
         let url = try setup.publish(data, as: "file.bin")
         let sink = RecordingSink(answer: setup.keyAnswer)
@@ -122,6 +132,7 @@ struct SFTPTransportTests {
     }
 
     @Test func acceptsAnUnknownHostKeyWhenTheChallengeSaysSoAndRecordsIt() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start(trusted: false) else { return }
         let url = try setup.publish(data, as: "file.bin")
         let keyAnswer = setup.keyAnswer
@@ -139,6 +150,7 @@ struct SFTPTransportTests {
     }
 
     @Test func aCredentialWithoutTrustDoesNotAcceptAHostKey() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start(trusted: false) else { return }
         let url = try setup.publish(data, as: "file.bin")
         // As the core answers every first challenge from configuration: a key, not trust.
@@ -149,6 +161,7 @@ struct SFTPTransportTests {
     }
 
     @Test func refusesAChangedHostKey() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start(trusted: false) else { return }
         let other = setup.folder.file("other_host_key")
         try #require(try await offThePool { try ChildProcess.run(SSHServer.keygen!, ["-q", "-t", "ed25519", "-N", "", "-f", other.path]) }.status == 0)
@@ -168,6 +181,7 @@ struct SFTPTransportTests {
     }
 
     @Test func matchesHashedKnownHostsEntries() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let knownHosts = setup.knownHosts
         try #require(try await offThePool { try ChildProcess.run(SSHServer.keygen!, ["-H", "-f", knownHosts.path]) }.status == 0)
@@ -188,6 +202,7 @@ struct SFTPTransportTests {
     }
 
     @Test func resumesAfterACancelledTransfer() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         let transport = setup.transport()
@@ -214,7 +229,7 @@ struct SFTPTransportTests {
     @Test func aCancelledTransferStopsAfterTheWriteInProgress() async throws {
         guard let setup = try await SFTPServerSetup.start() else { return }
         let chunk = 64 << 10
-        let published = randomData(32 * chunk, seed: 5)
+        let published = try await offThePool { randomData(32 * chunk, seed: 5) }
         let url = try setup.publish(published, as: "queued.bin")
         let sink = GatedSink(answer: setup.keyAnswer)
         defer { sink.open() }
@@ -229,6 +244,7 @@ struct SFTPTransportTests {
     }
 
     @Test func aFileChangedBetweenAttemptsRestartsFromZero() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         let transport = setup.transport()
@@ -236,7 +252,7 @@ struct SFTPTransportTests {
         try await transport.transfer(.forTests(url), into: first)
         let old = try #require(first.response?.validator)
 
-        let changed = randomData(data.count + 17, seed: 7)
+        let changed = try await offThePool { randomData(data.count + 17, seed: 7) }
         _ = try setup.publish(changed, as: "file.bin")
         let second = RecordingSink(answer: setup.keyAnswer)
         try await transport.transfer(.forTests(url, offset: 1 << 20, validator: old), into: second)
@@ -268,6 +284,7 @@ struct SFTPTransportTests {
     }
 
     @Test func aDroppedConnectionIsRetryableAndTheNextTransferReconnects() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         // Small reads: what is read ahead (three buffers and libssh2's queue) stays well below the file.
@@ -289,6 +306,7 @@ struct SFTPTransportTests {
     }
 
     @Test func downloadsThroughALibraryWithConfiguredCredentials() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         let library = try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([setup.transport()]),
