@@ -127,8 +127,9 @@ struct RangeResumeTests {
             server.url("/f"), in: folder, configuration: .forTests(attempts: 3), sha256: sha256Hex(data))
         #expect(delegate.deliveredSHA256 == sha256Hex(data), "events: \(delegate.events)")
         #expect(server.requests.count >= 2)
-        // The kernel drops received bytes the reader had not taken when the RST arrives, so the
-        // resume starts from what reached the partial file: after 0, at most at the cut.
+        // The resume starts from what reached the partial file: after 0, at most at the cut (the
+        // server resets once the client's kernel holds every byte sent, or after 10 s without
+        // room there, dropping what it had not sent).
         let range = server.requests.last?.header("range") ?? ""
         let offset = Int(range.dropFirst("bytes=".count).dropLast()) ?? -1
         #expect(range.hasPrefix("bytes=") && range.hasSuffix("-"), "\(range)")
@@ -148,7 +149,7 @@ struct RangeResumeTests {
         }
         let folder = TempFolder()
         let delegate = try await downloadThroughLibrary(server.url("/f"), in: folder, configuration: .forTests(attempts: 2))
-        // What reached the partial file before the reset (the kernel may drop unread bytes).
+        // What reached the partial file before the reset (at most the cut).
         let resumedAt = Int(server.requests.last?.header("range")?.dropFirst("bytes=".count).dropLast() ?? "") ?? -1
         #expect(resumedAt > 0 && resumedAt <= cut, "\(String(describing: server.requests.last?.header("range")))")
         #expect(delegate.deliveredSHA256 == sha256Hex(fresh))
@@ -169,8 +170,8 @@ struct RangeResumeTests {
         let folder = TempFolder()
         let delegate = try await downloadThroughLibrary(
             server.url("/f"), in: folder, configuration: .forTests(attempts: 2))
-        // Normally everything is on disk and the server answers 416; a loaded machine may lose the
-        // unread tail to the reset, and the resume then fetches it.
+        // Normally everything is on disk and the server answers 416; a client that left no room
+        // for 10 s loses the unsent tail to the reset, and the resume then fetches it.
         let resumedAt = Int(server.requests.last?.header("range")?.dropFirst("bytes=".count).dropLast() ?? "") ?? -1
         #expect(resumedAt > 0 && resumedAt <= data.count)
         #expect(delegate.deliveredSHA256 == sha256Hex(data), "events: \(delegate.events)")
