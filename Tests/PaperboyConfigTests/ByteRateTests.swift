@@ -1,7 +1,7 @@
 import Testing
 @testable import PaperboyConfig
 
-@Suite struct ByteRateTests {
+@Suite(.timeLimit(.minutes(1))) struct ByteRateTests {
     @Test(arguments: [
         ("1B", 1), ("500", 500), ("500/s", 500), ("1KB/s", 1_000), ("1kB", 1_000), ("10MB/s", 10_000_000),
         ("10 MB/s", 10_000_000), ("1.5MB", 1_500_000), ("2GB/s", 2_000_000_000), ("1KiB", 1_024),

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import PaperboyConfig
 
-@Suite("Publisher catalogs")
+@Suite("Publisher catalogs", .timeLimit(.minutes(1)))
 struct CatalogTests {
     static let catalogURL = URL(string: "https://news.example.com/daily/catalog.json")!
     static let sha = String(repeating: "ab", count: 32)

@@ -1,7 +1,7 @@
 import Testing
 @testable import PaperboyConfig
 
-@Suite struct ConfigSourceMapTests {
+@Suite(.timeLimit(.minutes(1))) struct ConfigSourceMapTests {
     @Test func mapsKeysTablesAndElements() {
         let map = ConfigSourceMap(scanning: """
             title = "x"  # 1
@@ -48,7 +48,7 @@ import Testing
     }
 }
 
-@Suite struct SchemaPathTests {
+@Suite(.timeLimit(.minutes(1))) struct SchemaPathTests {
     @Test func dropsOnlyNumericIndices() {
         #expect(TableReader.schemaPath("issues[0].assets[12]") == "issues.assets")
         #expect(TableReader.schemaPath("scheduler") == "scheduler")

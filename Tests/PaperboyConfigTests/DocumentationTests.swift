@@ -3,7 +3,7 @@ import Testing
 @testable import PaperboyConfig
 
 /// Keeps `paperboy.example.toml` and `docs/Configuration.md` in step with the code.
-@Suite struct DocumentationTests {
+@Suite(.timeLimit(.minutes(1))) struct DocumentationTests {
     static let repositoryRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let exampleFile = repositoryRoot.appendingPathComponent("paperboy.example.toml")

@@ -1,7 +1,7 @@
 import Testing
 @testable import PaperboyConfig
 
-@Suite struct DurationParserTests {
+@Suite(.timeLimit(.minutes(1))) struct DurationParserTests {
     @Test(arguments: [
         ("250ms", Duration.milliseconds(250)), ("1s", .seconds(1)), ("5m", .seconds(300)), ("24h", .seconds(86_400)),
         ("1h30m", .seconds(5_400)), ("1m30s500ms", .milliseconds(90_500)), ("0s", .zero), ("90s", .seconds(90)),

@@ -1,8 +1,9 @@
 import Foundation
+import PaperboyTesting
 import Testing
 @testable import PaperboyConfig
 
-@Suite struct PaperboyConfigurationTests {
+@Suite(.timeLimit(.minutes(1))) struct PaperboyConfigurationTests {
     static let fullConfig = """
         # Every key Paperboy knows.
         [library]
@@ -94,20 +95,19 @@ import Testing
     static let secrets = ["CDN_PASSWORD": "hunter2-password", "KEY_PASSPHRASE": "open-sesame-phrase"]
 
     @Test func fullConfigurationReadsEveryKey() throws {
-        let folder = try makeTemporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
+        let folder = TempFolder(prefix: "paperboy-config-tests")
         try FileManager.default.createDirectory(
-            at: folder.appendingPathComponent("secrets"), withIntermediateDirectories: true
+            at: folder.url.appendingPathComponent("secrets"), withIntermediateDirectories: true
         )
-        try "token-value-123\n".write(to: folder.appendingPathComponent("secrets/token.txt"), atomically: true, encoding: .utf8)
-        let file = folder.appendingPathComponent("paperboy.toml")
+        try "token-value-123\n".write(to: folder.url.appendingPathComponent("secrets/token.txt"), atomically: true, encoding: .utf8)
+        let file = folder.url.appendingPathComponent("paperboy.toml")
         var environment = fixtureEnvironment
         environment.merge(Self.secrets) { $1 }
 
         let config = try PaperboyConfiguration.parse(Self.fullConfig, fileURL: file, environment: environment)
 
         #expect(config.fileURL == file)
-        #expect(config.library.path == folder.appendingPathComponent("library", isDirectory: true).standardizedFileURL)
+        #expect(config.library.path == folder.url.appendingPathComponent("library", isDirectory: true).standardizedFileURL)
         #expect(config.library.mode == .background)
 
         #expect(config.scheduler == SchedulerSettings(
@@ -141,18 +141,18 @@ import Testing
         #expect(credential.username == "reader")
         #expect(credential.password?.source == .environment("CDN_PASSWORD"))
         #expect(try credential.password?.reveal() == "hunter2-password")
-        #expect(credential.token?.source == .file(folder.appendingPathComponent("secrets/token.txt").standardizedFileURL))
+        #expect(credential.token?.source == .file(folder.url.appendingPathComponent("secrets/token.txt").standardizedFileURL))
         #expect(try credential.token?.reveal() == "token-value-123")
         #expect(credential.privateKey == URL(fileURLWithPath: "/home/reader/.ssh/id_ed25519"))
         #expect(try credential.passphrase?.reveal() == "open-sesame-phrase")
         #expect(credential.knownHosts == URL(fileURLWithPath: "/etc/ssh/ssh_known_hosts"))
-        #expect(credential.caFile == folder.appendingPathComponent("certs/ca.pem").standardizedFileURL)
+        #expect(credential.caFile == folder.url.appendingPathComponent("certs/ca.pem").standardizedFileURL)
         #expect(credential.line == 37)
 
         #expect(config.feeds == [
             FeedEntry(name: "daily", url: URL(string: "https://example.com/catalog.json")!, line: 47),
             FeedEntry(
-                name: "local", url: folder.appendingPathComponent("catalogs/local.json").standardizedFileURL, line: 51
+                name: "local", url: folder.url.appendingPathComponent("catalogs/local.json").standardizedFileURL, line: 51
             ),
         ])
         #expect(config.feeds[1].url.isFileURL)
@@ -160,7 +160,7 @@ import Testing
         #expect(config.transports == [
             TransportEntry(
                 scheme: "ipfs",
-                command: [folder.appendingPathComponent("bin/paperboy-transport-ipfs").standardizedFileURL.path,
+                command: [folder.url.appendingPathComponent("bin/paperboy-transport-ipfs").standardizedFileURL.path,
                           "--gateway", "local"],
                 line: 55
             ),
@@ -173,7 +173,7 @@ import Testing
         #expect(first.line == 59)
         #expect(first.assets == [
             AssetEntry(
-                url: folder.appendingPathComponent("content/2026-11-21.pdf").standardizedFileURL,
+                url: folder.url.appendingPathComponent("content/2026-11-21.pdf").standardizedFileURL,
                 sha256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
                 path: "magazine.pdf", unpack: .zip, role: .content, priority: 10,
                 allowedNetworks: [.wifi], allowExpensive: false, allowConstrained: false, line: 63
@@ -261,14 +261,13 @@ import Testing
     }
 
     @Test func loadReadsAFileAndReportsAMissingOne() throws {
-        let folder = try makeTemporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("paperboy.toml")
+        let folder = TempFolder(prefix: "paperboy-config-tests")
+        let file = folder.url.appendingPathComponent("paperboy.toml")
         try "[scheduler]\nmax_concurrent = 2\n".write(to: file, atomically: true, encoding: .utf8)
         let config = try PaperboyConfiguration.load(contentsOf: file, environment: fixtureEnvironment)
         #expect(config.scheduler.maxConcurrent == 2)
 
-        let missing = folder.appendingPathComponent("nope.toml")
+        let missing = folder.url.appendingPathComponent("nope.toml")
         #expect {
             try PaperboyConfiguration.load(contentsOf: missing, environment: fixtureEnvironment)
         } throws: { error in
@@ -277,22 +276,20 @@ import Testing
     }
 
     @Test func parsingWritesNothing() throws {
-        let folder = try makeTemporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("paperboy.toml")
+        let folder = TempFolder(prefix: "paperboy-config-tests")
+        let file = folder.url.appendingPathComponent("paperboy.toml")
         _ = try PaperboyConfiguration.parse(
             "[library]\npath = \"lib\"\n[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"x/y.pdf\"\n",
             fileURL: file, environment: fixtureEnvironment
         )
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.url.path).isEmpty)
     }
 
     @Test func defaultConfigURLSearchOrder() throws {
-        let folder = try makeTemporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let cwd = folder.appendingPathComponent("work", isDirectory: true)
-        let xdg = folder.appendingPathComponent("xdg", isDirectory: true)
-        let home = folder.appendingPathComponent("home", isDirectory: true)
+        let folder = TempFolder(prefix: "paperboy-config-tests")
+        let cwd = folder.url.appendingPathComponent("work", isDirectory: true)
+        let xdg = folder.url.appendingPathComponent("xdg", isDirectory: true)
+        let home = folder.url.appendingPathComponent("home", isDirectory: true)
         try FileManager.default.createDirectory(at: cwd, withIntermediateDirectories: true)
         let environment = ["HOME": home.path, "XDG_CONFIG_HOME": xdg.path]
 

@@ -1,12 +1,12 @@
 import Foundation
+import PaperboyTesting
 import Testing
 @testable import PaperboyConfig
 
-@Suite struct SecretTests {
+@Suite(.timeLimit(.minutes(1))) struct SecretTests {
     @Test func configurationDescriptionsNeverRevealSecrets() throws {
-        let folder = try makeTemporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        try "file-secret-value\n".write(to: folder.appendingPathComponent("token.txt"), atomically: true, encoding: .utf8)
+        let folder = TempFolder(prefix: "paperboy-config-tests")
+        try "file-secret-value\n".write(to: folder.url.appendingPathComponent("token.txt"), atomically: true, encoding: .utf8)
         let text = """
             [[credentials]]
             match = "https://cdn.example.com/"
@@ -17,7 +17,7 @@ import Testing
             """
         let environment = ["HOME": "/home/reader", "CDN_PASSWORD": "env-secret-value", "KEY_PASSPHRASE": "phrase-secret-value"]
         let config = try PaperboyConfiguration.parse(
-            text, fileURL: folder.appendingPathComponent("paperboy.toml"), environment: environment
+            text, fileURL: folder.url.appendingPathComponent("paperboy.toml"), environment: environment
         )
         var dumped = ""
         dump(config, to: &dumped)
@@ -31,15 +31,14 @@ import Testing
         #expect(mirrored.isEmpty)
         let credential = try #require(config.credentials.first)
         #expect(String(describing: credential.password!) == "Secret(env: CDN_PASSWORD)")
-        #expect(String(reflecting: credential.token!) == "Secret(file: \(folder.appendingPathComponent("token.txt").standardizedFileURL.path))")
+        #expect(String(reflecting: credential.token!) == "Secret(file: \(folder.url.appendingPathComponent("token.txt").standardizedFileURL.path))")
         #expect(try credential.password?.reveal() == "env-secret-value")
         #expect(try credential.token?.reveal() == "file-secret-value")
     }
 
     @Test func fileSecretsAreReadLazilyAndLoseOneTrailingNewline() throws {
-        let folder = try makeTemporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("secret.txt")
+        let folder = TempFolder(prefix: "paperboy-config-tests")
+        let file = folder.url.appendingPathComponent("secret.txt")
         let secret = Secret(file: file)
         #expect(throws: ConfigError.self) { try secret.reveal() }
 
@@ -52,9 +51,8 @@ import Testing
     }
 
     @Test func unreadableSecretErrorNamesThePathOnly() throws {
-        let folder = try makeTemporaryFolder()
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let file = folder.appendingPathComponent("gone.txt")
+        let folder = TempFolder(prefix: "paperboy-config-tests")
+        let file = folder.url.appendingPathComponent("gone.txt")
         try "value-that-must-not-leak".write(to: file, atomically: true, encoding: .utf8)
         let secret = Secret(file: file)
         try FileManager.default.removeItem(at: file)

@@ -3,7 +3,7 @@ import Testing
 @testable import PaperboyConfig
 
 /// `options = { key = "value" }` on assets, `[[transports]]` entries and catalog assets.
-@Suite struct TransportOptionsTests {
+@Suite(.timeLimit(.minutes(1))) struct TransportOptionsTests {
     static let header = "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"ftp://files.example.com/a.pdf\"\n"
 
     @Test func optionsAreReadFromAssetsAndTransports() throws {

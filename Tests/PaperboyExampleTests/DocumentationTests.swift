@@ -8,7 +8,7 @@ import PaperboyTransportTesting
 import Testing
 
 /// Keeps the examples of docs/WritingTransports.md compiling and working.
-@Suite("WritingTransports.md")
+@Suite("WritingTransports.md", .timeLimit(.minutes(2)))
 struct DocumentationTests {
     static let root = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -8,14 +8,10 @@ import Testing
 
 /// The two embedding examples, run as an app would run them: Examples/Embedding with the engine
 /// in process, Examples/DaemonEmbedding against a `paperboy daemon` the test starts.
-@Suite("embedding examples, run", .serialized)
+@Suite("embedding examples, run", .serialized, .timeLimit(.minutes(2)))
 struct EmbeddingExampleTests {
-    let folder: URL
-
-    init() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-examples-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    }
+    let temporary = TempFolder(prefix: "paperboy-examples")
+    var folder: URL { temporary.url }
 
     /// Runs a built example with `arguments`; its exit status and standard output.
     func run(_ example: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
@@ -28,7 +24,6 @@ struct EmbeddingExampleTests {
     }
 
     @Test func theInProcessExampleDeliversTheIssueAndUpdatesTheShelf() async throws {
-        defer { try? FileManager.default.removeItem(at: folder) }
         let (status, output) = try await run("EmbeddingExample", [folder.path])
         #expect(status == 0, "\(output)")
         #expect(output.contains("saved \(folder.path)/library/Issues/2026-11-21/magazine.pdf"), "\(output)")
@@ -40,7 +35,6 @@ struct EmbeddingExampleTests {
     }
 
     @Test func theDaemonExampleDoesTheSameThroughPaperboyClient() async throws {
-        defer { try? FileManager.default.removeItem(at: folder) }
         let runtime = folder.appendingPathComponent("runtime")
         mkdir(runtime.path, 0o700)
         let config = folder.appendingPathComponent("paperboy.toml")

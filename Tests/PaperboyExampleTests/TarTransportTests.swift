@@ -36,7 +36,7 @@ final class TarFixture: TransportFixture, @unchecked Sendable {
     }
 }
 
-@Suite("TarTransport example")
+@Suite("TarTransport example", .timeLimit(.minutes(2)))
 struct TarTransportTests {
     @Test(arguments: TransportConformance.Check.allCases)
     func conformance(_ check: TransportConformance.Check) async {

@@ -51,7 +51,7 @@ final class TreeFixture: TransportFixture, @unchecked Sendable {
     }
 }
 
-@Suite("Python exec transport example")
+@Suite("Python exec transport example", .timeLimit(.minutes(2)))
 struct TreeHelperTests {
     @Test(arguments: TransportConformance.Check.allCases)
     func conformance(_ check: TransportConformance.Check) async {

@@ -7,13 +7,18 @@ import Testing
 
 /// What an app branches on, with real failures: nginx's 404, a checksum mismatch, a refused
 /// credential, a cancel; and what each leaves on disk.
-@Suite("API edges over HTTP")
+@Suite("API edges over HTTP", .timeLimit(.minutes(2)))
 struct APIEdgeTests {
-    let data = randomData(2 << 20 + 77)
+    /// The test file, made once on a thread of its own: megabytes take a debug build tens of
+    /// milliseconds, too long for the cooperative pool (and made by every test at once, even
+    /// for a thread each).
+    static let made = Task { try await offThePool { randomData(2 << 20 + 77) } }
+    static func makeData() async throws -> Data { try await made.value }
 
     /// nginx serving `data` as `/file.bin`, or nil when it is not installed.
     func startNginx() async throws -> NginxServer? {
-        try await PaperboyHTTPTests.startNginx(files: ["file.bin": data])
+        let data = try await Self.makeData()
+        return try await PaperboyHTTPTests.startNginx(files: ["file.bin": data])
     }
 
     struct Run {
@@ -23,7 +28,7 @@ struct APIEdgeTests {
         var partial: URL { root.appendingPathComponent(".partial/\(asset.identifier)") }
     }
 
-    func open(_ url: URL, in folder: TempFolder, sha256: String? = nil, configuration: Library.Configuration = testConfiguration()) throws -> Run {
+    func open(_ url: URL, in folder: TempFolder, sha256: String? = nil, configuration: Library.Configuration = .forTests(attempts: 1)) throws -> Run {
         let root = folder.file("library")
         let library = try Library.open(at: root, transports: TransportRegistry([HTTPTransport()]), configuration: configuration)
         let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
@@ -85,7 +90,7 @@ struct APIEdgeTests {
     }
 
     @Test func aRefusedCredentialIsAnAuthenticationFailure() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { request in
             guard ServerAuth.isBasic(request, user: "reader", password: "s3cret") else {
                 return ServerResponse(status: 401, headers: [("WWW-Authenticate", ServerAuth.basicChallenge(realm: "issues"))])
@@ -93,7 +98,7 @@ struct APIEdgeTests {
             return .serving(data, for: request)
         }
         defer { server.stop() }
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests(attempts: 1)
         configuration.credentials = OriginCredentials([
             .init(scope: URLScope(string: "http://127.0.0.1:\(server.port)/")!, credential: Credential(user: "reader", password: "wrong")),
         ])
@@ -111,14 +116,15 @@ struct APIEdgeTests {
 
     @Test func aCancelIsCancelledAndRemovesTheBytes() async throws {
         // The server sends 192 KiB and then nothing: the transfer is surely running when cancelled.
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { request in .serving(data, for: request, fault: .stallAfter(192 * 1024)) }
         defer { server.stop() }
         let folder = TempFolder()
-        let run = try open(server.url("/stalls.bin"), in: folder, configuration: testConfiguration(idleTimeout: .seconds(300)))
+        let run = try open(server.url("/stalls.bin"), in: folder, configuration: .forTests(attempts: 1, idleTimeout: .seconds(300)))
         let events = Task { await collect(run.asset.events()) }
-        let deadline = ContinuousClock.now + .seconds(120)
-        while run.asset.bytesOnDisk < 192 * 1024, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        try await eventually("the 192 KiB before the stall on disk", seen: "\(run.asset.bytesOnDisk) bytes on disk") {
+            run.asset.bytesOnDisk >= 192 * 1024
+        }
         #expect(run.asset.bytesOnDisk == 192 * 1024, "the partial file holds the bytes so far")
         #expect(run.asset.totalBytesWritten == 192 * 1024)
         run.asset.cancel()
@@ -134,11 +140,12 @@ struct APIEdgeTests {
     }
 
     @Test func aDeliveredAssetCountsItsSizeButHoldsNothingInTheLibrary() async throws {
+        let data = try await Self.makeData()
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let folder = TempFolder()
         let root = folder.file("library")
-        let library = try Library.open(at: root, transports: TransportRegistry([HTTPTransport()]), configuration: testConfiguration())
+        let library = try Library.open(at: root, transports: TransportRegistry([HTTPTransport()]), configuration: .forTests(attempts: 1))
         let asset = try library.addIssue(name: "issue", date: Date())
             .addAsset(AssetRequest(url: nginx.url("/file.bin"), sha256: sha256Hex(data), destinationPath: "file.bin"))
         let events = await collect(asset.events())
@@ -157,10 +164,10 @@ struct APIEdgeTests {
     /// Without a default route the monitor reports `none`: a loopback source still downloads
     /// (by address and by the name `localhost`), a remote one waits for a network.
     @Test func loopbackSourcesDoNotWaitForANetwork() async throws {
-        let data = self.data
+        let data = try await Self.makeData()
         let server = try FaultServer { request in .serving(data, for: request) }
         defer { server.stop() }
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests(attempts: 1)
         let monitor = FixedNetworkMonitor(NetworkStatus(kind: .none))
         configuration.networkMonitor = monitor
         let folder = TempFolder()

@@ -6,7 +6,7 @@ import PaperboyTesting
 import Synchronization
 import Testing
 
-@Suite("HTTP authentication")
+@Suite("HTTP authentication", .timeLimit(.minutes(2)))
 struct HTTPAuthenticationTests {
     let data = randomData(256 * 1024 + 3)
 
@@ -23,7 +23,7 @@ struct HTTPAuthenticationTests {
     @Test func answersABasicChallengeThroughTheSink() async throws {
         let server = try basicServer()
         let sink = RecordingSink { _ in .useCredential(Credential(user: "reader", password: "s3cret")) }
-        try await HTTPTransport().transfer(job(server.url("/private")), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/private")), into: sink)
         #expect(sha256Hex(sink.data) == sha256Hex(data))
         let challenge = try #require(sink.challenges.first)
         #expect(sink.challenges.count == 1)
@@ -37,7 +37,7 @@ struct HTTPAuthenticationTests {
     @Test func refusedCredentialsFailAfterThreeAttempts() async throws {
         let server = try basicServer()
         let sink = RecordingSink { _ in .useCredential(Credential(user: "reader", password: "wrong")) }
-        let error = await transportError { try await HTTPTransport().transfer(job(server.url("/private")), into: sink) }
+        let error = await transportError { try await HTTPTransport().transfer(.forTests(server.url("/private")), into: sink) }
         #expect(error?.code == .authenticationFailed)
         #expect(error?.isRetryable == false)
         #expect(error?.message.contains("HTTP 401") == true, "\(String(describing: error))")
@@ -48,7 +48,7 @@ struct HTTPAuthenticationTests {
     @Test func noCredentialFailsAtOnce() async throws {
         let server = try basicServer()
         let sink = RecordingSink()
-        let error = await transportError { try await HTTPTransport().transfer(job(server.url("/private")), into: sink) }
+        let error = await transportError { try await HTTPTransport().transfer(.forTests(server.url("/private")), into: sink) }
         #expect(error?.code == .authenticationFailed)
         #expect(sink.challenges.count == 1)
         #expect(server.requests.count == 1)
@@ -63,7 +63,7 @@ struct HTTPAuthenticationTests {
             return .serving(data, for: request)
         }
         let sink = RecordingSink { _ in .useCredential(Credential(user: "reader", password: "s3cret")) }
-        try await HTTPTransport().transfer(job(server.url("/private")), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/private")), into: sink)
         #expect(sink.challenges.map(\.kind) == [.httpDigest])
         #expect(sink.challenges.first?.realm == "vault")
         #expect(sha256Hex(sink.data) == sha256Hex(data))
@@ -76,7 +76,7 @@ struct HTTPAuthenticationTests {
             ServerResponse(status: 401, headers: [("WWW-Authenticate", "Basic realm=\"r\", Digest realm=\"r\", nonce=\"x\", qop=\"auth\"")])
         }
         let sink = RecordingSink()
-        _ = await transportError { try await HTTPTransport().transfer(job(server.url("/p")), into: sink) }
+        _ = await transportError { try await HTTPTransport().transfer(.forTests(server.url("/p")), into: sink) }
         #expect(sink.challenges.map(\.kind) == [.httpDigest])
     }
 
@@ -94,7 +94,7 @@ struct HTTPAuthenticationTests {
         let sink = RecordingSink { challenge in
             challenge.kind == .httpDigest ? .rejectProtectionSpace : .useCredential(Credential(user: "u", password: "p"))
         }
-        try await HTTPTransport().transfer(job(server.url("/p")), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/p")), into: sink)
         #expect(sink.challenges.map(\.kind) == [.httpDigest, .httpBasic])
         #expect(sha256Hex(sink.data) == sha256Hex(data))
     }
@@ -108,7 +108,7 @@ struct HTTPAuthenticationTests {
             return .serving(data, for: request)
         }
         let sink = RecordingSink { _ in .useCredential(Credential(token: "t0ken")) }
-        try await HTTPTransport().transfer(job(server.url("/api")), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/api")), into: sink)
         #expect(sink.challenges.map(\.kind) == [.httpBearer])
         #expect(sha256Hex(sink.data) == sha256Hex(data))
     }
@@ -123,7 +123,7 @@ struct HTTPAuthenticationTests {
             return .redirect(to: "http://localhost:\(request.host.split(separator: ":").last ?? "")/elsewhere")
         }
         let sink = RecordingSink { _ in .useCredential(Credential(user: "reader", password: "s3cret")) }
-        try await HTTPTransport().transfer(job(server.url("/private")), into: sink)
+        try await HTTPTransport().transfer(.forTests(server.url("/private")), into: sink)
         #expect(sha256Hex(sink.data) == sha256Hex(data))
         let forwarded = server.requests.filter { $0.host.hasPrefix("localhost") }
         #expect(forwarded.count == 1)
@@ -133,7 +133,7 @@ struct HTTPAuthenticationTests {
 
     @Test func theLibraryAnswersFromConfiguredCredentialsBeforeTheDelegate() async throws {
         let server = try basicServer()
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests(attempts: 1)
         configuration.credentials = OriginCredentials([
             .init(scope: URLScope(string: "http://127.0.0.1:\(server.port)/")!, credential: Credential(user: "reader", password: "s3cret")),
         ])
@@ -145,7 +145,7 @@ struct HTTPAuthenticationTests {
 
     @Test func theLibraryAsksTheDelegateWhenConfiguredCredentialsAreRefused() async throws {
         let server = try basicServer()
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests(attempts: 1)
         configuration.credentials = OriginCredentials([
             .init(scope: URLScope(string: "http://127.0.0.1:\(server.port)/")!, credential: Credential(user: "reader", password: "stale")),
         ])
@@ -172,7 +172,7 @@ struct HTTPAuthenticationTests {
             challenge.isProxy ? .useCredential(Credential(user: "bob", password: "proxy-pw")) : .cancelAuthenticationChallenge
         }
         let origin = try #require(URL(string: "http://magazine.invalid/private"))
-        try await transport.transfer(job(origin), into: sink)
+        try await transport.transfer(.forTests(origin), into: sink)
         #expect(sha256Hex(sink.data) == sha256Hex(data))
         let challenge = try #require(sink.challenges.first)
         #expect(sink.challenges.count == 1)

@@ -5,7 +5,7 @@ import PaperboyTesting
 import Testing
 
 /// Servers' numbers are range-checked: Content-Length, Content-Range and Retry-After.
-@Suite("HTTP headers from a hostile server")
+@Suite("HTTP headers from a hostile server", .timeLimit(.minutes(1)))
 struct HostileHeaderTests {
     let url = URL(string: "http://127.0.0.1/f")!
 

@@ -6,16 +6,22 @@ import PaperboyTesting
 import Testing
 
 /// Against a real nginx started by the test. Under `CI=true` a missing nginx is a failure.
-@Suite("nginx integration")
+@Suite("nginx integration", .timeLimit(.minutes(3)))
 struct NginxIntegrationTests {
-    let data = randomData(8 << 20 + 123)
+    /// The test file, made once on a thread of its own: megabytes take a debug build tens of
+    /// milliseconds, too long for the cooperative pool (and made by every test at once, even
+    /// for a thread each).
+    static let made = Task { try await offThePool { randomData(8 << 20 + 123) } }
+    static func makeData() async throws -> Data { try await made.value }
 
     /// Starts nginx serving `data` as `/file.bin`, or returns nil (skipping) when it is not installed.
     func startNginx(tls: (certificate: URL, key: URL)? = nil) async throws -> NginxServer? {
-        try await PaperboyHTTPTests.startNginx(files: ["file.bin": data], slowRate: "4m", tls: tls)
+        let data = try await Self.makeData()
+        return try await PaperboyHTTPTests.startNginx(files: ["file.bin": data], slowRate: "4m", tls: tls)
     }
 
     @Test func downloadsAFileWithTheLibrary() async throws {
+        let data = try await Self.makeData()
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let folder = TempFolder()
@@ -24,10 +30,11 @@ struct NginxIntegrationTests {
     }
 
     @Test func reportsNginxsStrongETagAndLength() async throws {
+        let data = try await Self.makeData()
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let sink = RecordingSink()
-        try await HTTPTransport().transfer(job(nginx.url("/file.bin")), into: sink)
+        try await HTTPTransport().transfer(.forTests(nginx.url("/file.bin")), into: sink)
         let response = try #require(sink.response)
         #expect(response.expectedLength == Int64(data.count))
         #expect(response.validator?.strength == .strong)
@@ -36,17 +43,19 @@ struct NginxIntegrationTests {
     }
 
     @Test func resumesAfterTheLibraryIsClosedMidTransfer() async throws {
+        let data = try await Self.makeData()
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let folder = TempFolder()
         let url = nginx.url("/slow/file.bin")
-        let configuration = testConfiguration()
+        let configuration = Library.Configuration.forTests(attempts: 1)
 
         var library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]), configuration: configuration)
         let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
         asset.download()
-        let deadline = ContinuousClock.now + .seconds(20)
-        while asset.totalBytesWritten < 1 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try await eventually("1 MiB written", seen: "\(asset.totalBytesWritten) bytes, state \(asset.state)") {
+            asset.totalBytesWritten >= 1 << 20
+        }
         await library.close()
         let kept = try #require(Library.openForReading(at: folder.file("library")).asset(identifier: asset.identifier)).totalBytesWritten
         #expect(kept >= 1 << 20)
@@ -64,39 +73,40 @@ struct NginxIntegrationTests {
     }
 
     @Test func resumesAfterATaskIsCancelledMidTransfer() async throws {
+        let data = try await Self.makeData()
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let url = nginx.url("/slow/file.bin")
         let first = RecordingSink()
-        let task = Task { try await HTTPTransport().transfer(job(url), into: first) }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while first.data.count < 1 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let task = Task { try await HTTPTransport().transfer(.forTests(url), into: first) }
+        try await eventually("1 MiB received", seen: "\(first.data.count) bytes") { first.data.count >= 1 << 20 }
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
         let prefix = first.data
         #expect(prefix.count >= 1 << 20 && prefix.count < data.count)
 
         let second = RecordingSink(startOffset: Int64(prefix.count))
-        try await HTTPTransport().transfer(job(url, offset: Int64(prefix.count), validator: first.response?.validator), into: second)
+        try await HTTPTransport().transfer(.forTests(url, offset: Int64(prefix.count), validator: first.response?.validator), into: second)
         #expect(second.response?.offset == Int64(prefix.count))
         #expect(sha256Hex(prefix + second.data) == sha256Hex(data))
         #expect(nginx.accessLog.contains("206 \"bytes=\(prefix.count)-\" \(data.count - prefix.count)"))
     }
 
     @Test func finishesWithA416WhenEverythingIsOnDisk() async throws {
+        let data = try await Self.makeData()
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let head = RecordingSink()
-        try await HTTPTransport().transfer(job(nginx.url("/file.bin")), into: head)
+        try await HTTPTransport().transfer(.forTests(nginx.url("/file.bin")), into: head)
         let sink = RecordingSink(startOffset: Int64(data.count))
-        try await HTTPTransport().transfer(job(nginx.url("/file.bin"), offset: Int64(data.count), validator: head.response?.validator), into: sink)
+        try await HTTPTransport().transfer(.forTests(nginx.url("/file.bin"), offset: Int64(data.count), validator: head.response?.validator), into: sink)
         #expect(sink.response?.offset == Int64(data.count))
         #expect(sink.response?.expectedLength == Int64(data.count))
         #expect(sink.data.isEmpty)
     }
 
     /// A self-signed certificate for 127.0.0.1 made with openssl, or nil (skipping) without it.
-    func makeCertificate(in folder: TempFolder) throws -> (certificate: URL, key: URL)? {
+    func makeCertificate(in folder: TempFolder) async throws -> (certificate: URL, key: URL)? {
         let certificate = folder.file("cert.pem")
         let key = folder.file("key.pem")
         guard let openssl = ["/usr/bin/openssl", "/bin/openssl"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
@@ -105,30 +115,33 @@ struct NginxIntegrationTests {
             print("skipping TLS test: openssl is not installed")
             return nil
         }
-        let made = try ChildProcess.run(openssl, [
-            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", key.path, "-out", certificate.path, "-days", "2", "-subj", "/CN=127.0.0.1",
-            "-addext", "subjectAltName=IP:127.0.0.1",
-        ])
-        try #require(made.status == 0)
+        let made = try await offThePool {
+            try ChildProcess.run(openssl, [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", key.path, "-out", certificate.path, "-days", "2", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1",
+            ])
+        }
+        try #require(made.status == 0, "openssl: \(made.output)")
         return (certificate, key)
     }
 
     @Test func verifiesTLSAndTrustsAConfiguredCAFile() async throws {
+        let data = try await Self.makeData()
         let folder = TempFolder()
-        guard let (certificate, key) = try makeCertificate(in: folder),
+        guard let (certificate, key) = try await makeCertificate(in: folder),
               let nginx = try await startNginx(tls: (certificate, key)), let url = nginx.tlsURL("/file.bin") else { return }
         defer { nginx.stop() }
 
-        let refused = await transportError { try await HTTPTransport().transfer(job(url), into: RecordingSink()) }
+        let refused = await transportError { try await HTTPTransport().transfer(.forTests(url), into: RecordingSink()) }
         #expect(refused?.code == .untrustedServer)
         #expect(refused?.isRetryable == false)
 
         let sink = RecordingSink()
-        try await HTTPTransport(caFile: certificate.path).transfer(job(url), into: sink)
+        try await HTTPTransport(caFile: certificate.path).transfer(.forTests(url), into: sink)
         #expect(sha256Hex(sink.data) == sha256Hex(data))
 
-        var withOption = job(url)
+        var withOption = TransferJob.forTests(url)
         withOption.options = ["ca_file": certificate.path]
         let other = RecordingSink()
         try await HTTPTransport().transfer(withOption, into: other)
@@ -136,8 +149,9 @@ struct NginxIntegrationTests {
     }
 
     @Test func refusesARedirectFromHTTPSToPlainHTTP() async throws {
+        let data = try await Self.makeData()
         let folder = TempFolder()
-        guard let (certificate, key) = try makeCertificate(in: folder),
+        guard let (certificate, key) = try await makeCertificate(in: folder),
               let nginx = try await startNginx(tls: (certificate, key)), let from = nginx.tlsURL("/to-http/file.bin") else { return }
         defer { nginx.stop() }
         let transport = HTTPTransport(caFile: certificate.path)
@@ -145,7 +159,7 @@ struct NginxIntegrationTests {
         // Straight from https, and from http by way of https: both leave https for http.
         for start in [from, nginx.url("/to-https/to-http/file.bin")] {
             let sink = RecordingSink()
-            let refused = await transportError { try await transport.transfer(job(start), into: sink) }
+            let refused = await transportError { try await transport.transfer(.forTests(start), into: sink) }
             #expect(refused?.code == .insecureRedirect, "\(start): \(String(describing: refused))")
             #expect(refused?.isRetryable == false)
             #expect(refused?.message.contains(from.absoluteString) == true, "\(refused?.message ?? "")")
@@ -156,17 +170,18 @@ struct NginxIntegrationTests {
 
         let allowed = RecordingSink()
         try await HTTPTransport(configuration: .init(caFile: certificate.path, allowsInsecureRedirects: true))
-            .transfer(job(from), into: allowed)
+            .transfer(.forTests(from), into: allowed)
         #expect(allowed.data.count == data.count)
     }
 
     @Test func followsARedirectFromHTTPToHTTPS() async throws {
+        let data = try await Self.makeData()
         let folder = TempFolder()
-        guard let (certificate, key) = try makeCertificate(in: folder),
+        guard let (certificate, key) = try await makeCertificate(in: folder),
               let nginx = try await startNginx(tls: (certificate, key)) else { return }
         defer { nginx.stop() }
         let sink = RecordingSink()
-        try await HTTPTransport(caFile: certificate.path).transfer(job(nginx.url("/to-https/file.bin")), into: sink)
+        try await HTTPTransport(caFile: certificate.path).transfer(.forTests(nginx.url("/to-https/file.bin")), into: sink)
         #expect(sha256Hex(sink.data) == sha256Hex(data))
     }
 }

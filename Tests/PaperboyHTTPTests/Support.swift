@@ -6,18 +6,6 @@ import PaperboyTesting
 import Synchronization
 import Testing
 
-func testConfiguration(attempts: Int = 1, idleTimeout: Duration = .seconds(10)) -> Library.Configuration {
-    var configuration = Library.Configuration()
-    // Independent of the host's network: policies are tested on their own.
-    configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .wired))
-    configuration.retry = RetryPolicy(maxAttempts: attempts, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))
-    configuration.progressInterval = .milliseconds(20)
-    configuration.syncsToDisk = false
-    configuration.idleTimeout = idleTimeout
-    configuration.connectTimeout = .seconds(5)
-    return configuration
-}
-
 /// nginx started for a test with `files` in its document root, or nil (the test skips) when it is
 /// not installed; under `CI=true` a missing nginx is a failure.
 func startNginx(files: [String: Data], slowRate: String = "2m", tls: (certificate: URL, key: URL)? = nil) async throws -> NginxServer? {
@@ -34,11 +22,6 @@ func startNginx(files: [String: Data], slowRate: String = "2m", tls: (certificat
     return nginx
 }
 
-/// A job with short timeouts, as tests want them.
-func job(_ url: URL, offset: Int64 = 0, validator: ResourceValidator? = nil, idleTimeout: Duration = .seconds(10)) -> TransferJob {
-    TransferJob(url: url, offset: offset, validator: validator, connectTimeout: .seconds(5), idleTimeout: idleTimeout)
-}
-
 /// A transport; `writingBehind` writes every body behind, through a ring small enough to fill.
 func httpTransport(bufferSize: Int = 64 * 1024, writingBehind: Bool) -> HTTPTransport {
     HTTPTransport(configuration: .init(
@@ -48,7 +31,7 @@ func httpTransport(bufferSize: Int = 64 * 1024, writingBehind: Bool) -> HTTPTran
 
 /// Downloads `url` through a real library and returns the delegate after the end.
 func downloadThroughLibrary(
-    _ url: URL, in folder: TempFolder, configuration: Library.Configuration = testConfiguration(),
+    _ url: URL, in folder: TempFolder, configuration: Library.Configuration = .forTests(attempts: 1),
     sha256: String? = nil, delegate: RecordingDelegate = RecordingDelegate(), transport: HTTPTransport = HTTPTransport()
 ) async throws -> RecordingDelegate {
     let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([transport]), configuration: configuration)

@@ -6,7 +6,7 @@ import PaperboyTesting
 import Testing
 
 /// The SFTP transport under the core's back-pressure, against sshd.
-@Suite("SFTP back-pressure")
+@Suite("SFTP back-pressure", .serialized, .timeLimit(.minutes(2)))
 struct SFTPBackPressureTests {
     /// A reader that has read everything and waits for the file writes to drain (here slowed by
     /// a bandwidth limit) is waiting for the disk, not the server: no idle timeout.
@@ -14,14 +14,8 @@ struct SFTPBackPressureTests {
         guard let setup = try await SFTPServerSetup.start() else { return }
         let small = randomData(1_500_000, seed: 12)
         let url = try setup.publish(small, as: "slow-disk.bin")
-        var configuration = Library.Configuration()
-        configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .wired))
-        configuration.retry = RetryPolicy(maxAttempts: 1)
-        configuration.syncsToDisk = false
-        configuration.idleTimeout = .seconds(1)
-        configuration.credentials = OriginCredentials([
-            .init(scope: URLScope(string: "sftp://127.0.0.1:\(setup.server.port)/")!, credential: Credential(privateKey: setup.clientKey)),
-        ])
+        // The idle timeout is the session thread's, in real time: a 1 s one against 2.5 s of writes.
+        let configuration = setup.configuration(attempts: 1, idleTimeout: .seconds(1))
         let library = try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([setup.transport()]),
                                        configuration: configuration)
         // About 2.5 s of writes behind a read that ends at once.

@@ -8,7 +8,7 @@ import Testing
 /// The shared transport contract, against a real sshd: files published in the server's folder
 /// and fetched as `sftp://127.0.0.1:PORT/…`. Checks the fixture cannot support (ignored
 /// ranges, refused credentials, drops at a given byte) are skipped with a note.
-@Suite("SFTP transport conformance")
+@Suite("SFTP transport conformance", .timeLimit(.minutes(3)))
 struct SFTPConformanceTests {
     @Test(arguments: TransportConformance.Check.allCases)
     func conformance(_ check: TransportConformance.Check) async throws {

@@ -6,13 +6,10 @@ import PaperboyTesting
 import Testing
 
 /// What an app sees when an SFTP download fails, against sshd: `LibraryError.reason`.
-@Suite("SFTP error reasons")
+@Suite("SFTP error reasons", .timeLimit(.minutes(2)))
 struct SFTPErrorReasonTests {
     func failure(_ setup: SFTPServerSetup, path: String, credential: Credential) async throws -> (LibraryError?, partialLeft: Bool) {
-        var configuration = Library.Configuration()
-        configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .wired))
-        configuration.retry = RetryPolicy(maxAttempts: 1)
-        configuration.syncsToDisk = false
+        var configuration = Library.Configuration.forTests(attempts: 1)
         configuration.credentials = OriginCredentials([
             .init(scope: URLScope(string: "sftp://127.0.0.1:\(setup.server.port)/")!, credential: credential),
         ])

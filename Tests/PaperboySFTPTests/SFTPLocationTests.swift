@@ -3,7 +3,7 @@ import Paperboy
 @testable import PaperboySFTP
 import Testing
 
-@Suite("sftp URLs")
+@Suite("sftp URLs", .timeLimit(.minutes(1)))
 struct SFTPLocationTests {
     @Test func parsesUserHostPortAndDecodesThePath() throws {
         let location = try SFTPLocation(URL(string: "sftp://alice@files.example.com:2222/pub/a%20b%C3%A9.pdf")!)

@@ -6,25 +6,22 @@ import PaperboyTesting
 import Testing
 
 /// Large files read over two connections into a segment of the core's sink, against sshd.
-@Suite("SFTP split over two connections")
+@Suite("SFTP split over two connections", .timeLimit(.minutes(2)))
 struct SFTPSplitTests {
-    let data = randomData(8 << 20 + 777, seed: 11)
+    /// The test file, made once on a thread of its own: megabytes take a debug build tens of
+    /// milliseconds, too long for the cooperative pool (and made by every test at once, even
+    /// for a thread each).
+    static let made = Task { try await offThePool { randomData(8 << 20 + 777, seed: 11) } }
+    static func makeData() async throws -> Data { try await made.value }
 
     func library(_ setup: SFTPServerSetup, attempts: Int = 1) throws -> Library {
-        var configuration = Library.Configuration()
-        configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .wired))
-        configuration.retry = RetryPolicy(maxAttempts: attempts, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20))
-        configuration.syncsToDisk = false
-        configuration.progressInterval = .milliseconds(20)
-        configuration.credentials = OriginCredentials([
-            .init(scope: URLScope(string: "sftp://127.0.0.1:\(setup.server.port)/")!, credential: Credential(privateKey: setup.clientKey)),
-        ])
         // Split anything of 1 MiB or more; small reads so that an interruption finds work left.
         let transport = setup.transport(readSize: 256 << 10, splitThreshold: 1 << 20)
-        return try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([transport]), configuration: configuration)
+        return try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([transport]), configuration: setup.configuration(attempts: attempts))
     }
 
     @Test func aLargeFileIsReadOverTwoConnectionsAndIsIntact() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "large.bin")
         let library = try library(setup)
@@ -38,6 +35,7 @@ struct SFTPSplitTests {
     }
 
     @Test func anInterruptedSplitDownloadResumesFromTheBytesBeforeTheGap() async throws {
+        let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "large.bin")
         let library = try library(setup, attempts: 2)
@@ -46,8 +44,9 @@ struct SFTPSplitTests {
         let asset = try library.addIssue(name: "issue", date: Date()).addAsset(request)
         let delegate = RecordingDelegate()
         asset.download(delegate: delegate)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while asset.totalBytesWritten < 2 << 20, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        try await eventually("2 MiB written", seen: "\(asset.totalBytesWritten) bytes, state \(asset.state)") {
+            asset.totalBytesWritten >= 2 << 20
+        }
         #expect(setup.acceptedLogins == 2)
         setup.server.dropConnections()
         await delegate.waitForEnd()
@@ -68,11 +67,11 @@ struct SFTPSplitTests {
         let small = randomData(300_000, seed: 3)
         let url = try setup.publish(small, as: "small.bin")
         let transport = setup.transport()
-        try await transport.transfer(job(url), into: RecordingSink(answer: setup.keyAnswer))
+        try await transport.transfer(.forTests(url), into: RecordingSink(answer: setup.keyAnswer))
         // The server drops the idle connection; the next transfer may still be handed it.
         setup.server.dropConnections()
         let sink = RecordingSink(answer: setup.keyAnswer)
-        try await transport.transfer(job(url), into: sink)
+        try await transport.transfer(.forTests(url), into: sink)
         #expect(sha256Hex(sink.data) == sha256Hex(small))
         #expect(setup.acceptedLogins == 2)
     }

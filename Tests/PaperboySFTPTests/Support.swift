@@ -61,14 +61,24 @@ final class SFTPServerSetup: @unchecked Sendable {
         }
     }
 
+    /// A library configuration for tests whose credentials log in to this server with the
+    /// client key.
+    func configuration(attempts: Int = 1, idleTimeout: Duration = .seconds(10)) -> Library.Configuration {
+        var configuration = Library.Configuration.forTests(attempts: attempts, idleTimeout: idleTimeout)
+        configuration.credentials = OriginCredentials([
+            .init(scope: URLScope(string: "sftp://127.0.0.1:\(server.port)/")!, credential: Credential(privateKey: clientKey)),
+        ])
+        return configuration
+    }
+
+    /// Makes a client key the server accepts (ssh-keygen runs off the cooperative pool).
+    func makeClientKey(named name: String, type: String, passphrase: String) async throws -> URL {
+        let server = server
+        return try await offThePool { try server.makeClientKey(named: name, type: type, passphrase: passphrase) }
+    }
+
     /// Successful public key logins so far, from sshd's log (one per SSH connection).
     var acceptedLogins: Int {
         server.log.components(separatedBy: "Accepted publickey").count - 1
     }
 }
-
-/// A job with short timeouts, as tests want them.
-func job(_ url: URL, offset: Int64 = 0, validator: ResourceValidator? = nil) -> TransferJob {
-    TransferJob(url: url, offset: offset, validator: validator, connectTimeout: .seconds(5), idleTimeout: .seconds(10))
-}
-

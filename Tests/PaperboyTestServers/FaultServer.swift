@@ -23,6 +23,7 @@ public final class FaultServer: Sendable {
         var open: Set<Int32> = []
         var stopped = false
         var listenerClosed = false
+        var bodyBytesSent = 0
         /// accept(2)'s failures by errno (EBADF or ENOTSOCK: something else closed the listener).
         var acceptFailures: [Int32: Int] = [:]
     }
@@ -61,6 +62,28 @@ public final class FaultServer: Sendable {
 
     /// Connections accepted so far.
     public var connectionCount: Int { state.withLock { $0.connections } }
+
+    /// Body bytes sent so far, on every connection (a fault's cut included, nothing after it).
+    public var bodyBytesSent: Int { state.withLock { $0.bodyBytesSent } }
+
+    /// Bytes sent on open connections that their clients have not read yet: still in this
+    /// server's send queues, or waiting in the clients' receive queues (loopback clients, seen
+    /// in /proc/net/tcp).
+    ///
+    /// With ``bodyBytesSent`` it tells a test that the client took every byte the server sent
+    /// (an event, where a sleep would guess how long that takes on a loaded machine).
+    public var unreadBytes: Int {
+        var peers: [UInt16] = []
+        var queued = 0
+        state.withLock { state in
+            // Under the lock: no descriptor is closed (and its number reused) meanwhile.
+            for fd in state.open {
+                queued += Self.sendQueue(fd)
+                if let port = Self.peerPort(fd) { peers.append(port) }
+            }
+        }
+        return queued + Self.receiveQueues(ofLoopbackClients: Set(peers), server: UInt16(port))
+    }
 
     /// What went wrong in accept(2) so far, as `strerror ×count` (empty when nothing did): for
     /// a test that saw no connection.
@@ -215,6 +238,7 @@ public final class FaultServer: Sendable {
                 ? send(fd, Data(String(end - position, radix: 16).utf8) + Data("\r\n".utf8) + slice + Data("\r\n".utf8))
                 : send(fd, Data(slice))
             guard ok else { return .close }
+            state.withLock { $0.bodyBytesSent += end - position }
             position = end
             if let delay = response.chunkDelay { Thread.sleep(forTimeInterval: delay) }
         }
@@ -225,13 +249,22 @@ public final class FaultServer: Sendable {
         case .closeAfter:
             return .close
         case .resetAfter:
-            // Let the client read what was sent before the reset discards it (a loaded machine
-            // may take a while to schedule the reader).
-            Thread.sleep(forTimeInterval: 0.5)
+            // A reset discards what is still in the send queue, but the client's kernel keeps
+            // what it received readable: reset once every byte sent has arrived there.
+            waitUntilDelivered(fd)
             return .reset
         case .stallAfter:
             waitUntilClosed(fd)
             return .close
+        }
+    }
+
+    /// Returns once the client's kernel has acknowledged every byte sent on `fd`, the server
+    /// stops, or 10 s pass (a client that stopped reading is reset with bytes unsent).
+    private func waitUntilDelivered(_ fd: Int32) {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while Self.sendQueue(fd) > 0, !isStopped, ContinuousClock.now < deadline {
+            usleep(1_000)   // this connection's own thread: polling the kernel's queue
         }
     }
 
@@ -256,6 +289,41 @@ public final class FaultServer: Sendable {
             }
             return true
         }
+    }
+}
+
+extension FaultServer {
+    /// Bytes of `fd`'s send queue not yet acknowledged by the peer (SIOCOUTQ).
+    static func sendQueue(_ fd: Int32) -> Int {
+        var count: Int32 = 0
+        return ioctl(fd, UInt(TIOCOUTQ), &count) == 0 ? Int(count) : 0
+    }
+
+    /// The port of `fd`'s peer.
+    static func peerPort(_ fd: Int32) -> UInt16? {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let found = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) == 0 }
+        }
+        return found ? UInt16(bigEndian: address.sin_port) : nil
+    }
+
+    /// The receive queues of the loopback sockets on `clients` ports connected to `server`, from
+    /// /proc/net/tcp (`sl local remote st tx_queue:rx_queue …`, ports in hexadecimal).
+    static func receiveQueues(ofLoopbackClients clients: Set<UInt16>, server: UInt16) -> Int {
+        guard !clients.isEmpty, let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return 0 }
+        var total = 0
+        for line in table.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 4,
+                  let local = fields[1].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) }),
+                  let remote = fields[2].split(separator: ":").last.flatMap({ UInt16($0, radix: 16) }),
+                  clients.contains(local), remote == server,
+                  let received = fields[4].split(separator: ":").last.flatMap({ Int($0, radix: 16) }) else { continue }
+            total += received
+        }
+        return total
     }
 }
 

@@ -33,12 +33,16 @@ public final class NginxServer: @unchecked Sendable {
         return nil
     }
 
-    /// Starts nginx.
+    /// Starts nginx and returns once its port answers.
+    ///
+    /// It blocks while nginx starts: call it off the cooperative pool (``offThePool(_:)``).
     ///
     /// - Parameters:
     ///   - binary: the nginx executable.
     ///   - slowRate: the `limit_rate` of the `/slow/` location, such as `2m`.
     ///   - tls: a PEM certificate and key to serve HTTPS with, on ``tlsPort``.
+    /// - Throws: ``ServerError`` naming the port and quoting nginx's error log when nginx exits
+    ///   or does not answer within 30 s.
     public init(binary: String, slowRate: String = "2m", tls: (certificate: URL, key: URL)? = nil) throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-nginx-\(UUID().uuidString)")
         documentRoot = folder.appendingPathComponent("www")
@@ -100,12 +104,14 @@ public final class NginxServer: @unchecked Sendable {
         process = try ChildProcess(binary, ["-p", dir, "-c", configURL.path, "-e", "\(dir)/logs/error.log"])
         ServerReaper.track(process.processIdentifier)
 
-        let deadline = Date().addingTimeInterval(10)
+        // A guard against a hang only: nginx answers within a second even on a loaded machine.
+        let deadline = ContinuousClock.now + .seconds(30)
         while !Self.accepts(port: port) {
-            if !process.isRunning || Date() > deadline {
+            let exited = !process.isRunning
+            if exited || ContinuousClock.now > deadline {
                 let log = (try? String(contentsOf: folder.appendingPathComponent("logs/error.log"), encoding: .utf8)) ?? ""
                 stop()
-                throw ServerError("nginx did not start on port \(port): \(log)")
+                throw ServerError("nginx did not start on port \(port) (\(exited ? "it exited" : "no answer in 30 s")); error.log: \(log)")
             }
             usleep(20_000)
         }
@@ -113,7 +119,12 @@ public final class NginxServer: @unchecked Sendable {
 
     deinit {
         stop()
-        try? FileManager.default.removeItem(at: folder)
+        // Removed once nginx has exited (it writes its logs until then), by a thread of its own.
+        let (process, folder) = (process, folder)
+        Thread {
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(at: folder)
+        }.start()
     }
 
     /// `http://127.0.0.1:PORT/PATH`.
@@ -132,12 +143,11 @@ public final class NginxServer: @unchecked Sendable {
         return text.split(separator: "\n").map(String.init)
     }
 
-    /// Stops nginx by its PID and waits for it to exit.
+    /// Stops nginx by its PID (SIGTERM), without waiting for it to exit: the caller may be on
+    /// the cooperative pool. The process is reaped by ``ChildProcess``'s own thread.
     public func stop() {
-        defer { ServerReaper.untrack(process.processIdentifier) }
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        process.signal(SIGTERM)
+        ServerReaper.untrack(process.processIdentifier)
     }
 
     static func freePort() throws -> Int {

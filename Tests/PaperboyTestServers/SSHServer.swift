@@ -35,7 +35,10 @@ public final class SSHServer: @unchecked Sendable {
         ["/usr/bin/ssh-keygen", "/usr/local/bin/ssh-keygen"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
-    /// Starts sshd.
+    /// Starts sshd and returns once it says it listens.
+    ///
+    /// It blocks while keys are made and sshd starts: call it off the cooperative pool
+    /// (``offThePool(_:)``).
     ///
     /// - Parameters:
     ///   - binary: the sshd executable (an absolute path: sshd re-executes itself).
@@ -43,6 +46,8 @@ public final class SSHServer: @unchecked Sendable {
     ///   - port: a port to listen on (a free one when nil), to restart a server with a new key.
     ///   - extraConfiguration: lines put first in sshd_config (for sshd the first value of a
     ///     keyword wins, so they override the defaults below).
+    /// - Throws: ``ServerError`` naming the port and quoting sshd's log when sshd exits or does
+    ///   not listen within 30 s.
     public init(binary: String, hostKeyType: String = "ed25519", port: Int? = nil, extraConfiguration: String = "") throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-sshd-\(UUID().uuidString)")
         root = folder.appendingPathComponent("files")
@@ -102,19 +107,20 @@ public final class SSHServer: @unchecked Sendable {
             pid = child
             ServerReaper.track(child)
 
-            let deadline = Date().addingTimeInterval(10)
+            // A guard against a hang only: sshd listens within a second even on a loaded machine.
+            let deadline = ContinuousClock.now + .seconds(30)
             while !self.log.contains("Server listening on 127.0.0.1 port \(self.port).") {
                 let exited = waitpid(pid, nil, WNOHANG) == pid
                 if exited {
                     ServerReaper.untrack(pid)
                     pid = 0
                 }
-                if exited || Date() > deadline {
+                if exited || ContinuousClock.now > deadline {
                     stop()
                     if port == nil, attempt < 3, self.log.contains("Bind to port \(self.port)") { break }
-                    throw ServerError("sshd did not start on port \(self.port): \(self.log)")
+                    throw ServerError("sshd did not start on port \(self.port) (\(exited ? "it exited" : "not listening after 30 s")); sshd.log: \(self.log)")
                 }
-                usleep(20_000)
+                usleep(20_000)   // the caller's own thread (see above)
             }
             if pid != 0 { return }
         }
@@ -122,8 +128,7 @@ public final class SSHServer: @unchecked Sendable {
     }
 
     deinit {
-        stop()
-        try? FileManager.default.removeItem(at: folder)
+        stop(thenRemove: folder)
     }
 
     /// `sftp://[user@]127.0.0.1:PORT` followed by the absolute path of `name` under ``root``.
@@ -159,14 +164,27 @@ public final class SSHServer: @unchecked Sendable {
         return key
     }
 
-    /// Stops sshd by its PID (the listener; sessions it forked end with their connections).
+    /// Stops sshd by its PID (the listener; sessions it forked end with their connections),
+    /// without waiting for it to exit: the caller may be on the cooperative pool.
     public func stop() {
-        guard pid > 0 else { return }
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
-        ServerReaper.untrack(pid)
+        stop(thenRemove: nil)
+    }
+
+    /// Sends SIGTERM, then reaps sshd on a thread of its own and removes `folder`, if any, once
+    /// sshd has exited (it writes its log until then).
+    private func stop(thenRemove folder: URL?) {
+        let child = pid
         pid = 0
+        if child > 0 {
+            kill(child, SIGTERM)
+            ServerReaper.untrack(child)
+        }
+        guard child > 0 || folder != nil else { return }
+        Thread {
+            var status: Int32 = 0
+            while child > 0, waitpid(child, &status, 0) < 0, errno == EINTR {}
+            if let folder { try? FileManager.default.removeItem(at: folder) }
+        }.start()
     }
 
     /// Kills the processes serving open connections (the listener stays): clients see their

@@ -4,7 +4,7 @@ import PaperboyFile
 import PaperboyTransportTesting
 import Testing
 
-@Suite("TransportConformance")
+@Suite("TransportConformance", .timeLimit(.minutes(2)))
 struct TransportConformanceTests {
     typealias Check = TransportConformance.Check
 
@@ -57,7 +57,7 @@ struct TransportConformanceTests {
     }
 }
 
-@Suite("FileTransport conformance")
+@Suite("FileTransport conformance", .timeLimit(.minutes(2)))
 struct FileTransportConformanceTests {
     static let unsupported: Set<TransportConformance.Check> = [
         .ignoredRangeRestarts, .authenticationRefused, .droppedConnection, .challenges,

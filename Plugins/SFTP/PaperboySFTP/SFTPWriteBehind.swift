@@ -82,6 +82,9 @@ final class SFTPWriteBehind: @unchecked Sendable {
     /// Whether every submitted chunk has been written (nothing queued).
     var isIdle: Bool { state.withLock { $0.queued.isEmpty } }
 
+    /// Whether ``close(flushing:)`` has begun: nothing is queued any more.
+    var isClosed: Bool { state.withLock { $0.closed } }
+
     /// A free buffer, or `nil` after arranging for `onFree` to run once one is free again.
     func takeBuffer(orWhenFree onFree: @escaping @Sendable () -> Void) -> Buffer? {
         let buffer = state.withLock { state -> Buffer? in
