@@ -41,7 +41,7 @@ final class ChallengeAnswerer: RemoteDownloadDelegate {
 
 /// Authentication challenges of a daemon's transfer answered by the client that claimed the
 /// asset, against a server that demands Basic credentials the configuration does not have.
-@Suite("paperboy daemon: challenges answered by the client", .serialized)
+@Suite("paperboy daemon: challenges answered by the client", .serialized, .timeLimit(.minutes(3)))
 struct DaemonChallengeTests {
     let workspace = Workspace()
     let content = randomData(150_000, seed: 21)
@@ -160,7 +160,7 @@ struct DaemonChallengeTests {
             await setup.stop()
             return
         }
-        #expect(try await eventually { delegate.seen.withLock { !$0.failures.isEmpty } })
+        try await eventually("the delegate to hear of the failure") { delegate.seen.withLock { !$0.failures.isEmpty } }
         let seen = delegate.seen.withLock { $0 }
         #expect(seen.challenges.count == 1)
         #expect(seen.failures.first?.isAuthenticationFailure == true, "\(seen.failures)")
@@ -177,7 +177,7 @@ struct DaemonChallengeTests {
             return .cancelAuthenticationChallenge
         }
         let setup = try await start(delegate, config: "[daemon]\nchallenge_timeout = \"1s\"\n")
-        #expect(try await eventually { delegate.seen.withLock { !$0.challenges.isEmpty } })
+        try await eventually("the client to be asked") { delegate.seen.withLock { !$0.challenges.isEmpty } }
         let asked = ContinuousClock.now
         let outcome = try await setup.asset.waitUntilFinished()
         let waited = ContinuousClock.now - asked
@@ -187,8 +187,10 @@ struct DaemonChallengeTests {
             return
         }
         #expect(error.isAuthenticationFailure, "\(error)")
-        #expect(waited > .milliseconds(500) && waited < .seconds(10), "\(waited)")
+        // The daemon's log names the decision; the delegate would answer after 120 s, so an end
+        // well before was the timeout's (the bound is for a loaded machine).
         #expect(try String(contentsOf: setup.daemon.log, encoding: .utf8).contains("default handling (no answer within 1"))
+        #expect(waited < .seconds(60), "\(waited)")
         await setup.stop()
     }
 
@@ -201,7 +203,7 @@ struct DaemonChallengeTests {
         }
         let setup = try await start(delegate)
         let (server, daemon, client, asset) = (setup.server, setup.daemon, setup.client, setup.asset)
-        #expect(try await eventually { delegate.seen.withLock { !$0.challenges.isEmpty } })
+        try await eventually("the client to be asked") { delegate.seen.withLock { !$0.challenges.isEmpty } }
 
         // The challenge's id is in the daemon's log; another connection cannot answer it.
         let log = try String(contentsOf: daemon.log, encoding: .utf8)
@@ -219,10 +221,10 @@ struct DaemonChallengeTests {
         let started = ContinuousClock.now
         client.disconnect()
         let observer = try await PaperboyClient.connect(socket: daemon.socket)
-        #expect(try await eventually(20) {
+        try await eventually("the asset to fail once its client left") {
             if case .failed = try await observer.asset(identifier: asset.identifier)?.state { return true }
             return false
-        })
+        }
         #expect(ContinuousClock.now - started < .seconds(30))
         #expect(server.requests.allSatisfy { $0.header("authorization") == nil })
         #expect(!FileManager.default.fileExists(atPath: workspace.path("lib/Issues/locked/issue.pdf").path))
@@ -232,7 +234,7 @@ struct DaemonChallengeTests {
 }
 
 /// What a server puts in a challenge (realm, prompts) is bounded before it reaches a client.
-@Suite("CHALLENGE frames")
+@Suite("CHALLENGE frames", .timeLimit(.minutes(1)))
 struct ChallengeMessageTests {
     @Test func aServersRealmAndPromptsAreBoundedAndNoFrameNearsTheLimit() throws {
         let huge = String(repeating: "p", count: 100_000)

@@ -4,19 +4,11 @@ import Glibc
 import Foundation
 import Paperboy
 import PaperboyExec
+import PaperboyTesting
 import Synchronization
 import Testing
 
-/// A temporary folder removed when the test ends.
-final class TempFolder: @unchecked Sendable {
-    let url: URL
-    init() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-exec-\(UUID().uuidString)")
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-
+extension TempFolder {
     /// Writes an executable script.
     @discardableResult
     func script(_ name: String, _ text: String) -> URL {
