@@ -167,7 +167,11 @@ final class Workspace: @unchecked Sendable {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-cli-\(UUID().uuidString)")
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
-    deinit { try? FileManager.default.removeItem(at: url) }
+
+    /// Removed by an `rm -rf` of its own, not waited for: the crash loop's workspace (a dozen
+    /// libraries of unpacked pages) took 30 s to remove on a loaded disk, on a thread of the
+    /// cooperative pool, where the test released it.
+    deinit { _ = try? ChildProcess("/bin/rm", ["-rf", url.path]) }
 
     func write(_ text: String, to name: String) -> URL {
         let file = url.appendingPathComponent(name)
