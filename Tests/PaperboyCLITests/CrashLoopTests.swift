@@ -5,7 +5,11 @@ import Testing
 
 /// `paperboy sync` killed with SIGKILL at any point of a delivery (transfer, checkpoint, unpack,
 /// rename, record): the next run recovers, nothing is left behind, nothing is wedged.
-@Suite("crash loop", .serialized, .timeLimit(.minutes(5)))
+///
+/// Not serialized: nothing here is timed (the kill points are random, their span follows the
+/// machine's pace), and the two tests, each in a workspace of its own, were the target's longest
+/// path one after the other.
+@Suite("crash loop", .timeLimit(.minutes(5)))
 struct CrashLoopTests {
     let workspace = Workspace()
 
