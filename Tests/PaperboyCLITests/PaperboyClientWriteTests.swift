@@ -14,7 +14,7 @@ import Testing
 
 /// `PaperboyClient` against a daemon that answers `HELLO` and then stops reading: its requests
 /// fill the socket, and nothing else of the app may stop with them.
-@Suite("PaperboyClient: a daemon that stops reading", .timeLimit(.minutes(2)))
+@Suite("PaperboyClient: a daemon that stops reading", .serialized, .timeLimit(.minutes(2)))
 struct PaperboyClientWriteTests {
     let workspace = Workspace()
 

@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import CPaperboySystem
-import Dispatch
 import Foundation
 import Logging
 import Paperboy
@@ -393,8 +392,4 @@ extension Duration {
         return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
 }
