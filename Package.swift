@@ -192,7 +192,7 @@ let package = Package(
         // Loopback servers for tests: a scriptable fault-injecting HTTP server, an nginx launcher.
         .target(
             name: "PaperboyTestServers",
-            dependencies: ["Paperboy", "PaperboyDaemon", "CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Paperboy", "PaperboyDaemon", "PaperboyTesting", "CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/PaperboyTestServers",
             swiftSettings: swiftSettings
         ),

@@ -176,11 +176,11 @@ final class ClientConnection: Sendable {
 
     /// Connects and exchanges `HELLO` on a thread of its own (a daemon that accepts and never
     /// answers must not hold a thread of the cooperative pool).
-    static func connect(socket: URL, name: String) async throws(LibraryError) -> ClientConnection {
+    static func connect(socket: URL, name: String, clock: any LibraryClock) async throws(LibraryError) -> ClientConnection {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ClientConnection, LibraryError>, Never>) in
             let thread = Thread {
                 do throws(LibraryError) {
-                    continuation.resume(returning: .success(try handshake(socket: socket, name: name)))
+                    continuation.resume(returning: .success(try handshake(socket: socket, name: name, clock: clock)))
                 } catch {
                     continuation.resume(returning: .failure(error))
                 }
@@ -194,7 +194,7 @@ final class ClientConnection: Sendable {
     /// How long the daemon has to answer `HELLO`.
     static let handshakeTimeout: Duration = .seconds(10)
 
-    private static func handshake(socket: URL, name: String) throws(LibraryError) -> ClientConnection {
+    private static func handshake(socket: URL, name: String, clock: any LibraryClock) throws(LibraryError) -> ClientConnection {
         let fd = try DaemonSocket.connect(to: socket)
         guard fd >= 0 else {
             throw LibraryError(.transport, "no daemon listens on \(socket.path) (start one with 'paperboy daemon')", isRetryable: true)
@@ -213,8 +213,7 @@ final class ClientConnection: Sendable {
             var reader = FrameReader()
             // Something that accepts and never answers (a wedged daemon) is not waited for forever.
             let frame = try reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { fd throws(FrameIOError) in
-                var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                if poll(&descriptor, 1, Int32(handshakeTimeout.components.seconds * 1000)) == 0 { throw .timedOut(handshakeTimeout) }
+                try FrameWait.untilReady(fd, events: Int16(POLLIN), timeout: handshakeTimeout, sleep: { try await clock.sleep(for: $0) })
             })
             guard frame.kind == DaemonProtocol.Kind.hello else {
                 let wire = try? DaemonProtocol.decoder.decode(WireError.self, from: frame.payload)
@@ -228,6 +227,9 @@ final class ClientConnection: Sendable {
             hello = answer
         } catch let error as LibraryError {
             throw error
+        } catch FrameIOError.timedOut(let limit) {
+            Glibc.close(fd)
+            throw LibraryError(.transport, "the daemon at \(socket.path) did not answer HELLO within \(limit)", isRetryable: true)
         } catch {
             Glibc.close(fd)
             throw LibraryError(.transport, "cannot talk to the daemon at \(socket.path): \(error)", isRetryable: true)

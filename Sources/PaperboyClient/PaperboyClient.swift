@@ -51,9 +51,15 @@ public final class PaperboyClient: Sendable {
 
     /// Connects to the daemon listening on `socket`.
     ///
-    /// - Throws: ``LibraryError`` `.transport` when no daemon listens there or it refuses.
-    public static func connect(socket: URL, name: String = "PaperboyClient") async throws(LibraryError) -> PaperboyClient {
-        PaperboyClient(connection: try await ClientConnection.connect(socket: socket, name: name))
+    /// - Parameters:
+    ///   - name: how the daemon's log names this client.
+    ///   - clock: where the wait for the daemon's `HELLO` (at most 10 s) is measured; tests pass
+    ///     PaperboyTesting's `TestClock`.
+    /// - Throws: ``LibraryError`` `.transport` when no daemon listens there, it refuses, or it
+    ///   does not answer `HELLO` in time.
+    public static func connect(socket: URL, name: String = "PaperboyClient",
+                               clock: any LibraryClock = SystemClock()) async throws(LibraryError) -> PaperboyClient {
+        PaperboyClient(connection: try await ClientConnection.connect(socket: socket, name: name, clock: clock))
     }
 
     /// Connects to the daemon serving the configuration file `config` (its `[daemon] socket`).

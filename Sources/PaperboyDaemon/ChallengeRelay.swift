@@ -25,10 +25,13 @@ final class ChallengeRelay: Sendable {
     private let logger: Logger
     /// How long a client has to answer.
     let timeout: Duration
+    /// Where ``timeout`` is measured.
+    let clock: any LibraryClock
 
-    init(logger: Logger, timeout: Duration) {
+    init(logger: Logger, timeout: Duration, clock: any LibraryClock) {
         self.logger = logger
         self.timeout = timeout
+        self.clock = clock
     }
 
     /// Sends `challenge` to `connection` (when there is one) and returns its answer, or
@@ -44,10 +47,9 @@ final class ChallengeRelay: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<AuthChallengeDisposition, Never>) in
                 waiting.withLock { $0[id] = Waiting(connection: connection.number, asset: asset.identifier, continuation: continuation) }
-                let timeout = timeout
+                let (timeout, clock) = (timeout, clock)
                 let timer = Task { [weak self] in
-                    try? await Task.sleep(for: timeout)
-                    guard !Task.isCancelled else { return }
+                    guard (try? await clock.sleep(for: timeout)) != nil else { return }
                     self?.settle(id, .performDefaultHandling, why: "no answer within \(timeout)")
                 }
                 let pending = waiting.withLock { waiting -> Bool in

@@ -55,15 +55,17 @@ public final class DaemonServer: Sendable {
     ///   - daemonUID: the only user admitted (the process's own by default).
     ///   - challengeTimeout: how long the client that claimed an asset has to answer one of its
     ///     authentication challenges before it gets default handling.
+    ///   - clock: where `challengeTimeout` is measured (the library configuration's clock).
     public init(library: Library, socket: URL, logger: Logger, daemonUID: uid_t = getuid(),
-                challengeTimeout: Duration = .seconds(60), reload: @escaping @Sendable () async throws -> Int) {
+                challengeTimeout: Duration = .seconds(60), clock: any LibraryClock = SystemClock(),
+                reload: @escaping @Sendable () async throws -> Int) {
         self.library = library
         self.socket = socket
         self.logger = logger
         self.reload = reload
         self.daemonUID = daemonUID
         let registry = registry
-        let challenges = ChallengeRelay(logger: logger, timeout: challengeTimeout)
+        let challenges = ChallengeRelay(logger: logger, timeout: challengeTimeout, clock: clock)
         self.challenges = challenges
         desk = DeliveryDesk(libraryRoot: library.root, logger: logger, broadcast: { event in
             let subscribed = registry.state.withLock { Array($0.connections.values) }

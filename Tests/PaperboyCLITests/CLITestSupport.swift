@@ -1,5 +1,7 @@
+import Dispatch
 import Foundation
 import PaperboyTestServers
+import PaperboyTesting
 import Testing
 
 /// Runs the built `paperboy` tool and captures what it printed.
@@ -59,19 +61,41 @@ enum CLI {
     /// python3, for pseudo-terminals and zip archives made to measure.
     static let python3 = URL(fileURLWithPath: "/usr/bin/python3")
 
-    /// Runs `paperboy` and sends it SIGKILL after `delay` microseconds (from a thread of its
-    /// own: punctual even when the test pool is busy); returns the process once it has exited.
-    static func runKilled(_ arguments: [String], after delay: useconds_t, environment: [String: String] = [:],
-                          standardError: FileHandle = .nullDevice) async throws -> ChildProcess {
+    /// Runs `paperboy` and sends it SIGKILL `delay` microseconds after `ready` holds (at once
+    /// when there is none): a random kill point, timed from a thread of its own so that it is
+    /// punctual even when the test pool is busy. Returns the process once it has exited.
+    ///
+    /// - Parameter ready: the event the kill point is counted from (the run wrote its first
+    ///   bytes, say), checked every few milliseconds; a run that exits first is not killed.
+    static func runKilled(_ arguments: [String], after delay: useconds_t, once ready: (@Sendable () -> Bool)? = nil,
+                          environment: [String: String] = [:], standardError: FileHandle = .nullDevice) async throws -> ChildProcess {
         let process = try ChildProcess(
             executable.path, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
             standardError: standardError.fileDescriptor)
+        if let ready {
+            do {
+                try await eventually("paperboy \(arguments.first ?? "") to be ready for its kill point") { ready() || !process.isRunning }
+            } catch {
+                process.signal(SIGKILL)
+                await process.exited()
+                throw error
+            }
+        }
         Thread {
             usleep(delay)
             process.signal(SIGKILL)
         }.start()
         await process.exited()
         return process
+    }
+
+    /// The length of the largest partial file in `library`'s `.partial` folder (0 when there is none).
+    static func partialBytes(in library: URL) -> Int {
+        let folder = library.appendingPathComponent(".partial")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.compactMap { name in
+            (try? FileManager.default.attributesOfItem(atPath: folder.appendingPathComponent(name).path)[.size]) as? Int
+        }.max() ?? 0
     }
 
     /// Waits for a process on a thread of its own.
@@ -106,11 +130,14 @@ enum CLI {
         // Read both pipes concurrently with the process, so a full pipe never blocks it.
         nonisolated(unsafe) var errData = Data()
         let errFD = err[0]
-        let reader = Thread { errData = readToEnd(errFD) }
-        reader.start()
+        let errorsRead = DispatchSemaphore(value: 0)
+        Thread {
+            errData = readToEnd(errFD)
+            errorsRead.signal()
+        }.start()
         let outData = readToEnd(out[0])
         process.waitUntilExit()
-        while !reader.isFinished { usleep(1000) }
+        errorsRead.wait()
         close(out[0]); close(err[0])
         return CLIResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
                          stderr: String(decoding: errData, as: UTF8.self))
@@ -140,7 +167,11 @@ final class Workspace: @unchecked Sendable {
         url = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-cli-\(UUID().uuidString)")
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
-    deinit { try? FileManager.default.removeItem(at: url) }
+
+    /// Removed by an `rm -rf` of its own, not waited for: the crash loop's workspace (a dozen
+    /// libraries of unpacked pages) took 30 s to remove on a loaded disk, on a thread of the
+    /// cooperative pool, where the test released it.
+    deinit { _ = try? ChildProcess("/bin/rm", ["-rf", url.path]) }
 
     func write(_ text: String, to name: String) -> URL {
         let file = url.appendingPathComponent(name)

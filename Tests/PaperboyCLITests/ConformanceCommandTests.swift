@@ -4,7 +4,7 @@ import Testing
 
 /// `paperboy conformance`: the transport suite from the command line, as a helper author in any
 /// language runs it.
-@Suite("paperboy conformance")
+@Suite("paperboy conformance", .timeLimit(.minutes(2)))
 struct ConformanceCommandTests {
     let workspace = Workspace()
 

@@ -6,14 +6,15 @@ import Testing
 /// Kills `paperboy sync` with SIGKILL at random moments of a rate-limited download, then lets a
 /// last run finish: the delivered file must be byte-identical, and the bytes transferred twice
 /// (written after the last durable checkpoint of a killed run) must stay bounded.
-@Suite("crash-proof resume", .serialized)
+@Suite("crash-proof resume", .serialized, .timeLimit(.minutes(3)))
 struct CrashResumeTests {
     let workspace = Workspace()
     let rate = 6_000_000
     let size = 16_000_000
 
-    func randomBytes(_ count: Int) -> Data {
-        FileHandle(forReadingAtPath: "/dev/urandom")!.readData(ofLength: count)
+    /// Read on a thread of its own: 16 MB from /dev/urandom is long work for the pool.
+    func randomBytes(_ count: Int) async throws -> Data {
+        try await offThePool { FileHandle(forReadingAtPath: "/dev/urandom")!.readData(ofLength: count) }
     }
 
     struct AssetView {
@@ -34,8 +35,8 @@ struct CrashResumeTests {
     }
 
     /// Random source bytes and a rate-limited config syncing them into issue `issue`.
-    func rateLimitedSource(issue: String, assetLines: (Data) -> String) -> (Data, URL) {
-        let data = randomBytes(size)
+    func rateLimitedSource(issue: String, assetLines: (Data) -> String) async throws -> (Data, URL) {
+        let data = try await randomBytes(size)
         _ = workspace.write(data, to: "source/big.bin")
         let config = workspace.write("""
             [library]
@@ -53,7 +54,7 @@ struct CrashResumeTests {
     }
 
     @Test func killedSyncsResumeAndDeliverAnIdenticalFile() async throws {
-        let (data, config) = rateLimitedSource(issue: "crash") { data in
+        let (data, config) = try await rateLimitedSource(issue: "crash") { data in
             "  sha256 = \"\(sha256Hex(data))\"\n  path = \"big.bin\""
         }
 
@@ -93,12 +94,15 @@ struct CrashResumeTests {
     }
 
     @Test func interruptStopsCleanlyAndTheNextSyncResumes() async throws {
-        let (data, config) = rateLimitedSource(issue: "int") { _ in "" }
+        let (data, config) = try await rateLimitedSource(issue: "int") { _ in "" }
         let process = try ChildProcess(CLI.executable.path, ["sync", "-q", "--config", config.path])
-        Thread {
-            usleep(800_000)
-            process.signal(SIGINT)
-        }.start()
+        defer { process.signal(SIGKILL) }
+        // Interrupted once it has written bytes (before, there would be nothing to record).
+        let library = workspace.path("lib")
+        try await eventually("the sync to write its first bytes", seen: "\(CLI.partialBytes(in: library)) bytes") {
+            CLI.partialBytes(in: library) > 0 || !process.isRunning
+        }
+        process.signal(SIGINT)
         await CLI.waitForExit(process)
         #expect(process.terminationStatus == 130)
         let view = try await status(config)

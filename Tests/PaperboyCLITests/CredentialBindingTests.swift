@@ -5,7 +5,7 @@ import Testing
 
 /// `[[credentials]]` reach only their own origin, a proxy's challenge never gets the origin's
 /// password, and no password in a URL reaches the library's database.
-@Suite("credentials bound to origins (paperboy sync, add)")
+@Suite("credentials bound to origins (paperboy sync, add)", .timeLimit(.minutes(2)))
 struct CredentialBindingTests {
     let workspace = Workspace()
     let content = randomData(40_000, seed: 15)

@@ -11,7 +11,7 @@ import Testing
 
 /// systemd socket activation: the daemon serves the socket it is handed as descriptor 3
 /// (`LISTEN_FDS`, `LISTEN_PID`) instead of binding its own.
-@Suite("paperboy daemon: socket activation", .serialized)
+@Suite("paperboy daemon: socket activation", .serialized, .timeLimit(.minutes(2)))
 struct DaemonActivationTests {
     let workspace = Workspace()
 

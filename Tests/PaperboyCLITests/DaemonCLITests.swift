@@ -12,7 +12,7 @@ import Testing
 /// The `paperboy` commands with a daemon serving their library: they go through it (real
 /// daemon processes, real nginx), and without one, or with a socket not to be trusted, they
 /// behave as they say.
-@Suite("paperboy commands through a daemon", .serialized,
+@Suite("paperboy commands through a daemon", .serialized, .timeLimit(.minutes(4)),
        .enabled(if: NginxServer.binary != nil || ProcessInfo.processInfo.environment["CI"] == "true"))
 struct DaemonCLITests {
     let workspace = Workspace()
@@ -32,15 +32,6 @@ struct DaemonCLITests {
 
     func run(_ arguments: [String], runtime: URL) async throws -> CLIResult {
         try await CLI.run(arguments, environment: ["XDG_RUNTIME_DIR": runtime.path, "PAPERBOY_NETWORK": "wired"])
-    }
-
-    func eventually(_ seconds: Double = 15, _ body: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if try await body() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return false
     }
 
     /// The listings `status` and `issues` print, text and JSON.
@@ -84,9 +75,15 @@ struct DaemonCLITests {
         #expect(assets.count == 3 && assets.allSatisfy { $0.state == .delivered })
         other.disconnect()
 
-        // The limiter's statistics are recorded once a second while bytes flow: let the last
-        // record be written, so that both listings show the same one.
-        try await Task.sleep(for: .milliseconds(1_200))
+        // The limiter's statistics are recorded about once a second while bytes flow: wait for
+        // the record of every byte (none can follow), so that both listings show the same one.
+        var granted: Int64 = 0
+        try await eventually("the limiter's statistics to record all \(sources.map(\.count).reduce(0, +)) bytes", seen: "\(granted)") {
+            let status = try await run(["status", "--json", "--config", config.path], runtime: runtime)
+            let json = try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+            granted = ((json?["bandwidth"] as? [String: Any])?["bytesGranted"] as? NSNumber)?.int64Value ?? 0
+            return granted >= Int64(sources.map(\.count).reduce(0, +))
+        }
         let throughDaemon = try await listings(config, runtime: runtime)
         #expect(throughDaemon[0].contains("part-2.bin  delivered  300.0 kB"), "\(throughDaemon[0])")
         _ = await daemon.stop()
@@ -123,11 +120,10 @@ struct DaemonCLITests {
         close(fd)
         defer { sync.signal(SIGKILL) }
         let client = try await PaperboyClient.connect(socket: daemon.socket)
-        let started = try await eventually {
+        try await eventually("the daemon to start the sync's download") {
             let asset = try await client.issue(named: "detach")?.assets().first
             return (asset?.totalBytesWritten ?? 0) > 0 || asset?.state == .downloading
         }
-        #expect(started)
         sync.signal(SIGINT)
         await sync.exited()
         #expect(sync.terminationReason == .exit && sync.terminationStatus == 130)

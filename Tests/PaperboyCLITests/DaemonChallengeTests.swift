@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Logging
 import Paperboy
 import PaperboyClient
 import PaperboyDaemon
@@ -10,6 +11,7 @@ import PaperboyTestServers
 import PaperboyTesting
 import Synchronization
 import Testing
+@testable import paperboy
 
 /// A ``RemoteDownloadDelegate`` that answers challenges as it is told, recording what it saw.
 final class ChallengeAnswerer: RemoteDownloadDelegate {
@@ -41,7 +43,7 @@ final class ChallengeAnswerer: RemoteDownloadDelegate {
 
 /// Authentication challenges of a daemon's transfer answered by the client that claimed the
 /// asset, against a server that demands Basic credentials the configuration does not have.
-@Suite("paperboy daemon: challenges answered by the client", .serialized)
+@Suite("paperboy daemon: challenges answered by the client", .serialized, .timeLimit(.minutes(3)))
 struct DaemonChallengeTests {
     let workspace = Workspace()
     let content = randomData(150_000, seed: 21)
@@ -160,7 +162,7 @@ struct DaemonChallengeTests {
             await setup.stop()
             return
         }
-        #expect(try await eventually { delegate.seen.withLock { !$0.failures.isEmpty } })
+        try await eventually("the delegate to hear of the failure") { delegate.seen.withLock { !$0.failures.isEmpty } }
         let seen = delegate.seen.withLock { $0 }
         #expect(seen.challenges.count == 1)
         #expect(seen.failures.first?.isAuthenticationFailure == true, "\(seen.failures)")
@@ -177,18 +179,22 @@ struct DaemonChallengeTests {
             return .cancelAuthenticationChallenge
         }
         let setup = try await start(delegate, config: "[daemon]\nchallenge_timeout = \"1s\"\n")
-        #expect(try await eventually { delegate.seen.withLock { !$0.challenges.isEmpty } })
+        try await eventually("the client to be asked") { delegate.seen.withLock { !$0.challenges.isEmpty } }
         let asked = ContinuousClock.now
         let outcome = try await setup.asset.waitUntilFinished()
         let waited = ContinuousClock.now - asked
-        guard case .failed(let error) = outcome else {
+        guard case .failed = outcome else {
             Issue.record("expected a failure, got \(outcome)")
             await setup.stop()
             return
         }
-        #expect(error.isAuthenticationFailure, "\(error)")
-        #expect(waited > .milliseconds(500) && waited < .seconds(10), "\(waited)")
+        try await eventually("the delegate to hear of the failure") { delegate.seen.withLock { !$0.failures.isEmpty } }
+        let failure = delegate.seen.withLock { $0.failures.first }
+        #expect(failure?.isAuthenticationFailure == true, "\(String(describing: failure))")
+        // The daemon's log names the decision; the delegate would answer after 120 s, so an end
+        // well before was the timeout's (the bound is for a loaded machine).
         #expect(try String(contentsOf: setup.daemon.log, encoding: .utf8).contains("default handling (no answer within 1"))
+        #expect(waited < .seconds(60), "\(waited)")
         await setup.stop()
     }
 
@@ -201,7 +207,7 @@ struct DaemonChallengeTests {
         }
         let setup = try await start(delegate)
         let (server, daemon, client, asset) = (setup.server, setup.daemon, setup.client, setup.asset)
-        #expect(try await eventually { delegate.seen.withLock { !$0.challenges.isEmpty } })
+        try await eventually("the client to be asked") { delegate.seen.withLock { !$0.challenges.isEmpty } }
 
         // The challenge's id is in the daemon's log; another connection cannot answer it.
         let log = try String(contentsOf: daemon.log, encoding: .utf8)
@@ -219,10 +225,10 @@ struct DaemonChallengeTests {
         let started = ContinuousClock.now
         client.disconnect()
         let observer = try await PaperboyClient.connect(socket: daemon.socket)
-        #expect(try await eventually(20) {
+        try await eventually("the asset to fail once its client left") {
             if case .failed = try await observer.asset(identifier: asset.identifier)?.state { return true }
             return false
-        })
+        }
         #expect(ContinuousClock.now - started < .seconds(30))
         #expect(server.requests.allSatisfy { $0.header("authorization") == nil })
         #expect(!FileManager.default.fileExists(atPath: workspace.path("lib/Issues/locked/issue.pdf").path))
@@ -232,7 +238,7 @@ struct DaemonChallengeTests {
 }
 
 /// What a server puts in a challenge (realm, prompts) is bounded before it reaches a client.
-@Suite("CHALLENGE frames")
+@Suite("CHALLENGE frames", .timeLimit(.minutes(1)))
 struct ChallengeMessageTests {
     @Test func aServersRealmAndPromptsAreBoundedAndNoFrameNearsTheLimit() throws {
         let huge = String(repeating: "p", count: 100_000)
@@ -245,5 +251,62 @@ struct ChallengeMessageTests {
         #expect((message.realm?.count ?? 0) <= ChallengeMessage.maxText + 1)
         #expect(!String(decoding: frame, as: UTF8.self).contains("secret"))
         #expect(message.authChallenge.kind == .sshKeyboardInteractive && message.authChallenge.url.user == nil)
+    }
+}
+
+/// `[daemon] challenge_timeout` decided on a ``TestClock``: a ``DaemonServer`` in this process
+/// (the daemon's own process test above checks the configured value reaches it).
+@Suite("The daemon's challenge timeout on a test clock", .timeLimit(.minutes(2)))
+struct ChallengeTimeoutTests {
+    let workspace = Workspace()
+    let clock = TestClock()
+
+    @Test func aChallengeNobodyAnswersGetsDefaultHandlingExactlyAtTheTimeout() async throws {
+        let content = randomData(10_000, seed: 22)
+        let server = try FaultServer { request in
+            guard ServerAuth.isBasic(request, user: "alice", password: DaemonChallengeTests.password) else {
+                return ServerResponse(status: 401, headers: [("WWW-Authenticate", ServerAuth.basicChallenge(realm: "magazine"))])
+            }
+            return .serving(content, for: request)
+        }
+        defer { server.stop() }
+        var configuration = Library.Configuration.forTests(attempts: 1)
+        configuration.deliversFinishedFilesOnOpen = false
+        let library = try Library.open(at: workspace.path("lib"), transports: Transports.registry(), configuration: configuration)
+        let runtime = workspace.path("runtime")
+        mkdir(runtime.path, 0o700)
+        let socket = runtime.appendingPathComponent("daemon.sock")
+        let daemon = DaemonServer(library: library, socket: socket, logger: Logger(label: "test"),
+                                  challengeTimeout: .seconds(60), clock: clock) { 0 }
+        try daemon.start()
+        let client = try await PaperboyClient.connect(socket: socket)
+        // A client that would answer after two minutes of real time: only the timeout ends the wait.
+        let delegate = ChallengeAnswerer { _ in
+            try? await Task.sleep(for: .seconds(120))
+            return .cancelAuthenticationChallenge
+        }
+        let asset = try await client.addIssue(name: "locked", date: Date())
+            .addAsset(AssetRequest(url: server.url("/issue.pdf"), destinationPath: "issue.pdf"))
+        try await asset.download(delegate: delegate)
+        try await eventually("the client to be asked") { delegate.seen.withLock { !$0.challenges.isEmpty } }
+        try await clock.waitForSleepers(1)
+        #expect(clock.pendingSleeps == [.seconds(60)])
+        clock.advance(by: .seconds(60) - .milliseconds(1))
+        #expect(clock.pendingSleeps == [.milliseconds(1)], "the challenge timed out early")
+        clock.advance(by: .milliseconds(1))
+        let outcome = try await asset.waitUntilFinished()
+        guard case .failed = outcome else {
+            Issue.record("expected a failure, got \(outcome)")
+            return
+        }
+        // The delegate's error has the reason (an outcome settled by a `state` event has only
+        // the message: see the report of issue 25).
+        try await eventually("the delegate to hear of the failure") { delegate.seen.withLock { !$0.failures.isEmpty } }
+        let failure = delegate.seen.withLock { $0.failures.first }
+        #expect(failure?.isAuthenticationFailure == true, "\(String(describing: failure))")
+        #expect(server.requests.allSatisfy { $0.header("authorization") == nil })
+        client.disconnect()
+        daemon.stop()
+        await library.close()
     }
 }

@@ -12,7 +12,7 @@ import Testing
 /// `daemon-claims.json` across restarts: a claimed file waits for a client (it does not deliver
 /// itself at open); a claims file that cannot be read is kept aside and the claims are rebuilt
 /// from the inbox, never read as "no claims".
-@Suite("paperboy daemon: the claims file", .serialized)
+@Suite("paperboy daemon: the claims file", .serialized, .timeLimit(.minutes(3)))
 struct DaemonClaimsTests {
     let workspace = Workspace()
 
@@ -34,7 +34,7 @@ struct DaemonClaimsTests {
         try await asset.download(delegate: Refusing())
         app.disconnect()
         let observer = try await PaperboyClient.connect(socket: daemon.socket)
-        #expect(try await eventually { try await observer.asset(identifier: asset.identifier)?.state == .finished })
+        try await eventually("the refused file to be finished and held") { try await observer.asset(identifier: asset.identifier)?.state == .finished }
         observer.disconnect()
         _ = await daemon.stop()
         #expect(try String(contentsOf: claims, encoding: .utf8).contains(asset.identifier))
@@ -52,8 +52,10 @@ struct DaemonClaimsTests {
             }
             // Claimed again before any client came: the file still waits for one. (The socket
             // answers from the start; the claims are attached just after, before the first accept.)
-            #expect(try await eventually { (try? String(contentsOf: claims, encoding: .utf8))?.contains(asset.identifier) == true },
-                    "restart \(number)")
+            try await eventually("restart \(number): the claim to be recorded again",
+                                 seen: (try? String(contentsOf: claims, encoding: .utf8)) ?? "no claims file") {
+                (try? String(contentsOf: claims, encoding: .utf8))?.contains(asset.identifier) == true
+            }
             let check = try await PaperboyClient.connect(socket: daemon.socket)
             #expect(try await check.asset(identifier: asset.identifier)?.state == .finished, "restart \(number)")
             check.disconnect()

@@ -8,7 +8,7 @@ import Testing
 
 /// `sync` through a daemon reads the configuration's `[[feeds]]` itself, as in-process, and
 /// the daemon downloads their issues.
-@Suite("paperboy sync through a daemon: feeds", .serialized)
+@Suite("paperboy sync through a daemon: feeds", .serialized, .timeLimit(.minutes(2)))
 struct DaemonFeedSyncTests {
     let workspace = Workspace()
 

@@ -9,7 +9,7 @@ import PaperboyTesting
 import Testing
 
 /// The daemon runs `[hooks] on_issue_available` itself, once per issue that becomes available.
-@Suite("paperboy daemon: the issue hook", .serialized)
+@Suite("paperboy daemon: the issue hook", .serialized, .timeLimit(.minutes(2)))
 struct DaemonHookTests {
     let workspace = Workspace()
 
@@ -41,10 +41,14 @@ struct DaemonHookTests {
         let second = try await client.addIssue(name: "second", date: Date())
         try await second.addAsset(AssetRequest(url: workspace.write(randomData(10_000), to: "src/c.bin"), destinationPath: "c.bin")).download()
         let lines = { (try? String(contentsOf: marks, encoding: .utf8))?.split(separator: "\n").map(String.init) ?? [] }
-        #expect(try await eventually { lines().count >= 2 })
-        // A moment for a wrong second run of either to show.
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(lines().map { $0.split(separator: " ").first.map(String.init) ?? "" }.sorted() == ["first", "second"], "\(lines())")
+        try await eventually("the hook to run for both issues", seen: "\(lines())") { lines().count >= 2 }
+        // Hooks run one at a time, in the order issues become available: once a third issue's
+        // run is written, a wrong second run of either of the first two would be there too.
+        let third = try await client.addIssue(name: "third", date: Date())
+        try await third.addAsset(AssetRequest(url: workspace.write(randomData(1_000), to: "src/d.bin"), destinationPath: "d.bin")).download()
+        try await eventually("the hook to run for the third issue", seen: "\(lines())") { lines().contains { $0.hasPrefix("third ") } }
+        let names = lines().map { $0.split(separator: " ").first.map(String.init) ?? "" }
+        #expect(names.count == 3 && names.last == "third" && names.dropLast().sorted() == ["first", "second"], "\(lines())")
         #expect(lines().allSatisfy { Int($0.split(separator: " ").last ?? "") ?? 0 >= 1 }, "badge: \(lines())")
         client.disconnect()
         _ = await daemon.stop()

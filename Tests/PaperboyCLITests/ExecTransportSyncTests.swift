@@ -6,7 +6,7 @@ import PaperboyTestServers
 import PaperboyTesting
 import Testing
 
-@Suite("paperboy sync with out-of-process transports")
+@Suite("paperboy sync with out-of-process transports", .timeLimit(.minutes(2)))
 struct ExecTransportSyncTests {
     let workspace = Workspace()
 
@@ -90,22 +90,18 @@ struct ExecTransportSyncTests {
             command = ["\(helper.path)"]
             """, sha: String(repeating: "0", count: 64))
         let process = try ChildProcess(CLI.executable.path, ["sync", "-q", "--config", file.path])
+        defer { process.signal(SIGKILL) }
         var helperPID: Int32?
-        let deadline = ContinuousClock.now + .seconds(30)
-        while helperPID == nil, ContinuousClock.now < deadline {
+        try await eventually("the helper to start and write its pid") {
             helperPID = (try? String(contentsOf: pidFile, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-            try await Task.sleep(for: .milliseconds(20))
+            return helperPID != nil
         }
-        let pid = try #require(helperPID, "the helper never started")
+        let pid = try #require(helperPID)
+        defer { if !Self.isDeadOrZombie(pid) { kill(pid, SIGKILL) } }
         #expect(kill(pid, 0) == 0)
         process.signal(SIGKILL)
         await CLI.waitForExit(process)
-        let gone = ContinuousClock.now + .seconds(3)
-        while !Self.isDeadOrZombie(pid), ContinuousClock.now < gone {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        #expect(Self.isDeadOrZombie(pid), "helper \(pid) outlived the core")
-        if !Self.isDeadOrZombie(pid) { kill(pid, SIGKILL) }
+        try await eventually("helper \(pid) to die with the core") { Self.isDeadOrZombie(pid) }
     }
 
     static func isDeadOrZombie(_ pid: Int32) -> Bool {

@@ -5,7 +5,7 @@ import Testing
 
 /// `retry_attempts` counts attempts without progress: a link that drops every few megabytes
 /// never exhausts it while each attempt gets further (issue 16, case 1).
-@Suite("paperboy sync on a flaky link")
+@Suite("paperboy sync on a flaky link", .timeLimit(.minutes(2)))
 struct FlakyLinkTests {
     let workspace = Workspace()
 

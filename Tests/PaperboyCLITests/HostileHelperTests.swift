@@ -6,7 +6,7 @@ import PaperboyTesting
 import Testing
 
 /// Helpers are not trusted: they get no secrets, and what they say reaches the terminal escaped.
-@Suite("paperboy sync with a hostile helper")
+@Suite("paperboy sync with a hostile helper", .timeLimit(.minutes(2)))
 struct HostileHelperTests {
     let workspace = Workspace()
 
@@ -14,7 +14,7 @@ struct HostileHelperTests {
     /// request with an `ERROR` whose message holds terminal escapes and a bidi override.
     static let hostileHelper = #"""
         #!/usr/bin/env python3
-        import json, os, sys, time
+        import fcntl, json, os, select, struct, sys, termios
         stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
 
         def read_frame():
@@ -35,8 +35,10 @@ struct HostileHelperTests {
         read_frame()
         send_json("HELLO", {"protocol": 1, "name": "hostile", "schemes": ["hostile"]})
         print("log line \x1b]0;pwned-log\x07 \u202etxt.exe", file=sys.stderr, flush=True)
-        # Time for the core's stderr reader to log the line before the sync ends.
-        time.sleep(0.3)
+        # The core's stderr reader logs a line as soon as it has read it: the sync (which ends at
+        # the ERROR below) goes on only once the pipe is empty. Looked at every millisecond.
+        while struct.unpack("i", fcntl.ioctl(2, termios.FIONREAD, b"\0\0\0\0"))[0] > 0:
+            select.select([], [], [], 0.001)
         while True:
             kind, payload = read_frame()
             rid = json.loads(payload)["id"]
@@ -96,7 +98,7 @@ struct HostileHelperTests {
     }
 }
 
-@Suite("paperboy status and issues with hostile names")
+@Suite("paperboy status and issues with hostile names", .timeLimit(.minutes(2)))
 struct HostileNameOutputTests {
     let workspace = Workspace()
 

@@ -6,7 +6,7 @@ import Testing
 /// Kills `paperboy sync` with SIGKILL during a download from nginx and measures, at the server,
 /// where the next run continues: in the same boot, from the partial file's length at the kill
 /// (the kernel kept every byte the process wrote); after a reboot, from the durable checkpoint.
-@Suite("kill -9 resume, measured at the server", .serialized, .enabled(if: NginxServer.binary != nil))
+@Suite("kill -9 resume, measured at the server", .serialized, .timeLimit(.minutes(3)), .enabled(if: NginxServer.binary != nil))
 struct KillResumeTests {
     let workspace = Workspace()
     let size = 40_000_000
@@ -32,7 +32,8 @@ struct KillResumeTests {
     func slowSource() async throws -> (NginxServer, Data, URL) {
         let binary = try #require(NginxServer.binary)
         let nginx = try await offThePool { try NginxServer(binary: binary, slowRate: "16m") }
-        let data = randomData(size, seed: UInt64.random(in: 1...UInt64.max))
+        let size = self.size
+        let data = try await offThePool { randomData(size, seed: UInt64.random(in: 1...UInt64.max)) }
         try data.write(to: nginx.documentRoot.appendingPathComponent("big.bin"))
         let config = workspace.write("""
             [library]
@@ -48,12 +49,14 @@ struct KillResumeTests {
         return (nginx, data, config)
     }
 
-    /// Runs `paperboy sync` in boot `boot` and kills it after a random 0.5–0.9 s. Returns the
-    /// partial file's length and the recorded byte count after the kill, or nil if the run
-    /// ended by itself.
-    func killedSync(_ config: URL, boot: String) async throws -> (onDisk: Int, recorded: Int)? {
+    /// Runs `paperboy sync` in boot `boot` and kills it a random 0–0.4 s after it wrote bytes
+    /// past `previous` (so that every killed run made its request). Returns the partial file's
+    /// length and the recorded byte count after the kill, or nil if the run ended by itself.
+    func killedSync(_ config: URL, boot: String, past previous: Int = 0) async throws -> (onDisk: Int, recorded: Int)? {
+        let library = workspace.path("lib")
         let process = try await CLI.runKilled(
-            ["sync", "-q", "--config", config.path], after: useconds_t.random(in: 500_000...900_000), environment: ["PAPERBOY_BOOT_ID": boot])
+            ["sync", "-q", "--config", config.path], after: useconds_t.random(in: 0...400_000),
+            once: { CLI.partialBytes(in: library) > previous }, environment: ["PAPERBOY_BOOT_ID": boot])
         guard process.terminationReason == .uncaughtSignal else { return nil }
         let status = try await CLI.run(["status", "--json", "--config", config.path])
         let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
@@ -75,7 +78,7 @@ struct KillResumeTests {
         defer { nginx.stop() }
         var lengths: [Int] = []
         for _ in 0..<3 {
-            guard let killed = try await killedSync(config, boot: "boot-a") else { break }
+            guard let killed = try await killedSync(config, boot: "boot-a", past: lengths.last ?? 0) else { break }
             lengths.append(killed.onDisk)
         }
         try await finishSync(config, boot: "boot-a", data: data)

@@ -3,7 +3,7 @@ import PaperboyTesting
 import Testing
 
 /// What `sync` prints while it works: a live block on a terminal, plain log lines on a pipe.
-@Suite("paperboy progress output")
+@Suite("paperboy progress output", .timeLimit(.minutes(2)))
 struct ProgressOutputTests {
     let workspace = Workspace()
 

@@ -3,7 +3,7 @@ import PaperboyTesting
 import Testing
 
 /// The publisher cycle through the tool: feeds, unpacking, covers, hooks, triggers, the shelf.
-@Suite("paperboy publisher workflow")
+@Suite("paperboy publisher workflow", .timeLimit(.minutes(3)))
 struct PublisherTests {
     let workspace = Workspace()
     static let repositoryRoot = URL(fileURLWithPath: #filePath)

@@ -6,7 +6,7 @@ import Testing
 
 /// `paperboy status` reads assets a page (1,000) at a time and writes as it reads: an issue
 /// longer than a page is listed whole, in the order its assets were added, in text and JSON.
-@Suite("paperboy status, page by page")
+@Suite("paperboy status, page by page", .timeLimit(.minutes(3)))
 struct StatusListingTests {
     let workspace = Workspace()
 

@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// `paperboy sync` plans in batches and transfers while it plans (issue 17).
-@Suite("sync streams its plan")
+@Suite("sync streams its plan", .timeLimit(.minutes(3)))
 struct SyncStreamingTests {
     let workspace = Workspace()
 

@@ -3,7 +3,7 @@ import PaperboyTesting
 import Testing
 
 /// `Examples/systemd/paperboy.service`, checked by systemd itself where it is installed.
-@Suite("systemd unit")
+@Suite("systemd unit", .timeLimit(.minutes(2)))
 struct SystemdUnitTests {
     let workspace = Workspace()
     static let unit = PublisherTests.repositoryRoot.appendingPathComponent("Examples/systemd/paperboy.service")

@@ -4,9 +4,12 @@ import PaperboyExec
 import PaperboyTesting
 import Testing
 
-@Suite("ExecTransport")
+/// The exec transport against real helper processes, its timeouts on a ``TestClock``: each test
+/// waits for the transport to start a timer, moves time past it, and sees the decision.
+@Suite("ExecTransport", .timeLimit(.minutes(3)))
 struct ExecTransportTests {
     let folder = TempFolder()
+    let clock = TestClock()
     let url = URL(string: "fake://host/file.bin")!
 
     func job(idle: Duration = .seconds(10)) -> TransferJob {
@@ -14,7 +17,7 @@ struct ExecTransportTests {
     }
 
     @Test func aCorrectHelperServesSeveralTransfersFromOneProcess() async throws {
-        let transport = folder.fakeTransport("serve")
+        let transport = folder.fakeTransport("serve", clock: clock)
         // 0...255 repeated, what the fake helper serves (filled in place: a debug build's
         // `flatMap` over a million bytes held a thread of the test pool for long).
         var data = Data(count: 4096 * 256)
@@ -32,24 +35,44 @@ struct ExecTransportTests {
         #expect(pids.count == 1)
         let pid = try #require(pids.first)
         transport.retireIdleHelpers()
-        try await eventually("the retired helper to exit on end of input and be reaped", timeout: .seconds(20)) { processIsGone(pid) }
+        // Without moving the clock: it exits on end of input, before any signal is due.
+        try await eventually("the retired helper to exit on end of input and be reaped",
+                             seen: "pid \(pid) running, sleeps due in \(clock.pendingSleeps)") { processIsGone(pid) }
+    }
+
+    @Test func anIdleHelperIsRetiredWhenItsKeepAlivePasses() async throws {
+        let transport = folder.fakeTransport("serve", clock: clock)
+        try await transport.transfer(job(), into: RecordingSink())
+        let pid = try #require(transport.helperProcessIDs.first)
+        // The only timer left is the kept helper's retirement, 30 s after the transfer ended.
+        try await eventually("the idle helper's retirement to be timed", seen: "\(clock.pendingSleeps)") {
+            clock.pendingSleeps == [.seconds(30)]
+        }
+        clock.advance(by: .seconds(30) - .milliseconds(1))
+        #expect(transport.helperProcessIDs == [pid], "retired before its keep-alive passed")
+        clock.advance(by: .milliseconds(1))
+        try await eventually("the helper to get end of input, exit and be reaped", seen: "\(transport.helperProcessIDs)") {
+            processIsGone(pid)
+        }
+        #expect(transport.helperProcessIDs.isEmpty)
     }
 
     @Test func aCrashNamesTheHelperQuotesItsStderrAndIsRetryable() async throws {
-        let transport = folder.fakeTransport("crash")
+        let transport = folder.fakeTransport("crash", clock: clock)
         let sink = RecordingSink()
+        // The clock stands still: the exit status and the last words are awaited, not timed out.
         let error = try #require(await failure(of: transport, job(), into: sink) as? TransportError)
         #expect(error.code == .connectionLost)
         #expect(error.isRetryable)
         #expect(error.message.contains("transport helper 'fake-helper'"))
-        #expect(error.message.contains("exited with status 3"))
-        #expect(error.message.contains("disk on fire, giving up"))
+        #expect(error.message.contains("exited with status 3"), "\(error.message)")
+        #expect(error.message.contains("disk on fire, giving up"), "\(error.message)")
         #expect(sink.data.count == 3 * 65536)
-        try await eventually("the crashed helper to be reaped", timeout: .seconds(20)) { transport.helperProcessIDs.isEmpty }
+        try await eventually("the crashed helper to be reaped", seen: "\(transport.helperProcessIDs)") { transport.helperProcessIDs.isEmpty }
     }
 
     @Test func garbageOnStdoutIsAFatalProtocolError() async throws {
-        let transport = folder.fakeTransport("garbage")
+        let transport = folder.fakeTransport("garbage", clock: clock)
         let error = try #require(await failure(of: transport, job(), into: RecordingSink()) as? TransportError)
         #expect(error.code == .protocolError)
         #expect(!error.isRetryable)
@@ -58,7 +81,7 @@ struct ExecTransportTests {
     }
 
     @Test func moreBytesThanAnnouncedIsAProtocolError() async throws {
-        let transport = folder.fakeTransport("overflow")
+        let transport = folder.fakeTransport("overflow", clock: clock)
         let sink = RecordingSink()
         let error = try #require(await failure(of: transport, job(), into: sink) as? TransportError)
         #expect(error.code == .protocolError)
@@ -67,61 +90,77 @@ struct ExecTransportTests {
     }
 
     @Test func anotherProtocolVersionIsRefused() async throws {
-        let transport = folder.fakeTransport("version")
+        let transport = folder.fakeTransport("version", clock: clock)
         let error = try #require(await failure(of: transport, job(), into: RecordingSink()) as? TransportError)
         #expect(error.code == .protocolError)
         #expect(!error.isRetryable)
         #expect(error.message.contains("speaks protocol version 2; this Paperboy speaks version 1"))
     }
 
-    @Test func aHangingHelperTimesOutAndIsReaped() async throws {
-        let transport = folder.fakeTransport("hang")
-        let started = ContinuousClock.now
-        let error = try #require(await failure(of: transport, job(idle: .milliseconds(500)), into: RecordingSink()) as? TransportError)
+    @Test func aHangingHelperTimesOutExactlyAtTheIdleTimeoutAndIsReaped() async throws {
+        let transport = folder.fakeTransport("hang", clock: clock)
+        let sink = RecordingSink()
+        let transfer = Task { try await transport.transfer(job(idle: .milliseconds(500)), into: sink) }
+        // After BEGIN the helper sends nothing: the wait for DATA is the one timer.
+        try await eventually("the helper to begin and the wait for DATA to be timed",
+                             seen: "begin \(sink.beginCount), sleeps due in \(clock.pendingSleeps)") {
+            sink.beginCount == 1 && clock.pendingSleeps == [.milliseconds(500)]
+        }
+        clock.advance(by: .milliseconds(499))
+        #expect(clock.pendingSleeps == [.milliseconds(1)], "the idle timeout fired early")
+        clock.advance(by: .milliseconds(1))
+        let error = try #require(await transfer.result.failure as? TransportError)
         #expect(error.code == .timedOut)
         #expect(error.isRetryable)
-        #expect(error.message.contains("sent nothing for"))
-        // Generous: starting Python on a loaded machine takes seconds; the idle timeout is 0.5 s.
-        #expect(ContinuousClock.now - started < .seconds(20))
-        try await eventually("the stopped helper to be reaped", timeout: .seconds(20)) { transport.helperProcessIDs.isEmpty }
+        #expect(error.message.contains("sent nothing for 0.5 seconds during the transfer, after 0 bytes; it was stopped"), "\(error.message)")
+        // SIGTERM at once: it dies of it before SIGKILL is due.
+        #expect(error.message.contains("killed by signal 15"), "\(error.message)")
+        try await eventually("the stopped helper to be reaped", seen: "\(transport.helperProcessIDs)") { transport.helperProcessIDs.isEmpty }
     }
 
-    @Test func cancellationStopsAHelperIgnoringSIGTERMWithSIGKILL() async throws {
-        let transport = folder.fakeTransport("stubborn")
+    @Test func cancellationStopsAHelperIgnoringSIGTERMWithSIGKILLAfterTheGrace() async throws {
+        let transport = folder.fakeTransport("stubborn", clock: clock)
         let sink = RecordingSink()
         let task = Task { try await transport.transfer(job(), into: sink) }
-        try await eventually("the helper to begin", timeout: .seconds(30)) { sink.beginCount == 1 }
-        let pids = transport.helperProcessIDs
-        #expect(pids.count == 1)
-        let cancelled = ContinuousClock.now
+        try await eventually("the helper to begin", seen: "begin \(sink.beginCount)") { sink.beginCount == 1 }
+        let pid = try #require(transport.helperProcessIDs.first)
+        // The clock stands still: the cancellation ends the transfer, not a timeout.
         task.cancel()
         let result = await task.result
-        #expect(ContinuousClock.now - cancelled < .seconds(2))
         #expect(throws: CancellationError.self) { try result.get() }
-        for pid in pids {
-            try await eventually("helper \(pid) to be killed and reaped", timeout: .seconds(20)) { processIsGone(pid) }
+        // SIGTERM was sent and ignored; SIGKILL waits for the 300 ms grace.
+        try await eventually("SIGKILL to be timed after the grace", seen: "\(clock.pendingSleeps)") {
+            clock.pendingSleeps == [.milliseconds(300)]
         }
+        #expect(!processIsDeadOrZombie(pid), "helper \(pid) ignores SIGTERM, yet it is gone before SIGKILL")
+        clock.advance(by: .milliseconds(300))
+        try await eventually("helper \(pid) to be killed and reaped", seen: "\(transport.helperProcessIDs)") { processIsGone(pid) }
     }
 
     @Test func backPressureReachesTheHelperThroughThePipe() async throws {
         let counter = folder.file("count")
-        let transport = folder.fakeTransport("count", environment: ["COUNT_FILE": counter.path])
-        let sink = RecordingSink(writeDelay: .milliseconds(400))
+        let transport = folder.fakeTransport("count", environment: ["COUNT_FILE": counter.path], clock: clock)
+        let sink = GatedSink()
         let task = Task { try await transport.transfer(job(), into: sink) }
-        try await eventually("two chunks to reach the slow sink", timeout: .seconds(20)) { sink.writeCount >= 2 }
-        // Time enough for a helper that is not held back to write everything.
-        try await Task.sleep(for: .milliseconds(300))
-        let written = Int((try? String(contentsOf: counter, encoding: .utf8)) ?? "0") ?? 0
-        // The rest waits in at most the pipe (64 KiB), the
-        // core's read buffer (64 KiB) and one frame: nowhere near the 16 MiB it has to send.
-        #expect(written > 0)
-        #expect(written - sink.data.count <= 512 * 1024, "the helper got \(written - sink.data.count) bytes ahead of the sink")
-        task.cancel()
-        _ = await task.result
+        // The core is held in the sink's first write: it reads nothing more. The helper writes
+        // until the pipe is full and records how far it got (it writes without blocking).
+        try await eventually("the core to be held in the sink's first write", seen: "\(sink.bytesTaken) bytes taken") { sink.isHolding }
+        try await eventually("the helper to find the pipe full", seen: "no \(counter.lastPathComponent) file") {
+            FileManager.default.fileExists(atPath: counter.path)
+        }
+        let handed = try #require(Int(String(contentsOf: counter, encoding: .utf8)))
+        // Between the sink and the helper: the pipe (64 KiB), the core's read buffer (64 KiB) and
+        // one frame, nowhere near the 4 MiB it has to send.
+        #expect(handed > 0)
+        #expect(handed - sink.bytesTaken <= 512 * 1024, "the helper got \(handed - sink.bytesTaken) bytes ahead of the sink")
+        sink.open()
+        try await task.value
+        #expect(sink.data.count == 4 * 1024 * 1024)
+        transport.retireIdleHelpers()
     }
 
     @Test func aMissingExecutableIsAFatalErrorNamingIt() async throws {
-        let transport = ExecTransport(scheme: "fake", command: ["paperboy-transport-does-not-exist"])
+        let transport = ExecTransport(scheme: "fake", command: ["paperboy-transport-does-not-exist"], clock: clock)
         let error = try #require(await failure(of: transport, job(), into: RecordingSink()) as? TransportError)
         #expect(error.code == .connectionFailed)
         #expect(!error.isRetryable)
@@ -139,5 +178,33 @@ struct ExecTransportTests {
     @Test func framesAreTextHeadersWithRawPayloads() {
         let frame = ExecProtocol.frame("DATA", Data([0, 10, 255]))
         #expect(Bytes(frame) == Bytes(Data("DATA 3\n".utf8) + Data([0, 10, 255])))
+    }
+}
+
+/// The one real-time test of the exec transport: a helper that hangs is really stopped after a
+/// short idle timeout on the system clock. Serialized, with bounds for a loaded 2-core machine.
+@Suite("ExecTransport in real time", .serialized, .timeLimit(.minutes(2)))
+struct ExecTransportRealTimeTests {
+    let folder = TempFolder()
+
+    @Test func aHangingHelperIsStoppedAfterARealIdleTimeoutAndReaped() async throws {
+        let transport = folder.fakeTransport("hang", clock: SystemClock())
+        let job = TransferJob(url: URL(string: "fake://host/file.bin")!, connectTimeout: .seconds(30), idleTimeout: .milliseconds(500))
+        let started = ContinuousClock.now
+        let error = try #require(await failure(of: transport, job, into: RecordingSink()) as? TransportError)
+        let took = ContinuousClock.now - started
+        #expect(error.code == .timedOut, "\(error)")
+        #expect(error.message.contains("sent nothing for 0.5 seconds"), "\(error.message)")
+        // The helper sleeps 60 s after BEGIN: ended well before, it was the timeout that ended
+        // it (starting Python on a loaded machine takes seconds, hence the margin).
+        #expect(took < .seconds(45), "\(took)")
+        try await eventually("the stopped helper to be reaped", seen: "\(transport.helperProcessIDs)") { transport.helperProcessIDs.isEmpty }
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

@@ -4,18 +4,11 @@ import Glibc
 import Foundation
 import Paperboy
 import PaperboyExec
+import PaperboyTesting
+import Synchronization
 import Testing
 
-/// A temporary folder removed when the test ends.
-final class TempFolder: @unchecked Sendable {
-    let url: URL
-    init() {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-exec-\(UUID().uuidString)")
-        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    deinit { try? FileManager.default.removeItem(at: url) }
-    func file(_ name: String) -> URL { url.appendingPathComponent(name) }
-
+extension TempFolder {
     /// Writes an executable script.
     @discardableResult
     func script(_ name: String, _ text: String) -> URL {
@@ -29,11 +22,12 @@ final class TempFolder: @unchecked Sendable {
 /// A helper that misbehaves in the way its first argument names; generated at test time.
 ///
 /// Modes: serve (correct), crash, garbage, overflow, version, hang, stubborn (ignores SIGTERM
-/// and hangs), count (serves 4 MiB and records in $COUNT_FILE how many bytes it wrote so far),
-/// error (answers `ERROR` with the JSON fields given as the second argument).
+/// and hangs), count (serves 4 MiB without blocking writes; each time the pipe is full it
+/// records in $COUNT_FILE how many bytes it had written, then waits for room), error (answers
+/// `ERROR` with the JSON fields given as the second argument).
 let fakeHelper = #"""
 #!/usr/bin/env python3
-import json, os, signal, sys, time
+import json, os, select, signal, sys, time
 mode = sys.argv[1]
 stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
 
@@ -50,6 +44,22 @@ def send(kind, payload=b""):
 
 def send_json(kind, message):
     send(kind, json.dumps(message).encode())
+
+handed = 0
+def send_counting(kind, payload=b""):
+    # Non-blocking: a full pipe is an event to record, not a wait to guess.
+    global handed
+    view = memoryview(b"%s %d\n" % (kind.encode(), len(payload)) + payload)
+    while view:
+        try:
+            written = os.write(stdout.fileno(), view)
+            view, handed = view[written:], handed + written
+        except BlockingIOError:
+            path = os.environ["COUNT_FILE"]
+            with open(path + ".new", "w") as file:
+                file.write(str(handed))
+            os.rename(path + ".new", path)
+            select.select([], [stdout.fileno()], [])
 
 read_frame()
 if mode == "garbage":
@@ -77,26 +87,108 @@ while True:
                         "validator": {"value": "v1", "strength": "strong"}})
     if mode in ("hang", "stubborn"):
         time.sleep(60)
-    written = 0
+    if mode == "count":
+        os.set_blocking(stdout.fileno(), False)
+        for start in range(0, len(data), 65536):
+            send_counting("DATA", data[start:start + 65536])
+        send_counting("DONE", json.dumps({"id": rid}).encode())
+        os.set_blocking(stdout.fileno(), True)
+        continue
     for start in range(0, len(data), 65536):
         if mode == "crash" and start >= 3 * 65536:
             print("fake helper: disk on fire, giving up", file=sys.stderr, flush=True)
             os._exit(3)
         send("DATA", data[start:start + 65536])
-        written += 65536
-        if mode == "count":
-            with open(os.environ["COUNT_FILE"], "w") as file:
-                file.write(str(written))
     send_json("DONE", {"id": rid})
 """#
 
 extension TempFolder {
-    /// An ``ExecTransport`` for scheme `fake` running the fake helper in `mode`.
-    func fakeTransport(_ mode: String, _ arguments: [String] = [], environment: [String: String] = [:]) -> ExecTransport {
+    /// An ``ExecTransport`` for scheme `fake` running the fake helper in `mode`, its timeouts on
+    /// `clock` (a termination grace of 300 ms, idle helpers kept 30 s).
+    func fakeTransport(_ mode: String, _ arguments: [String] = [], environment: [String: String] = [:],
+                       clock: any LibraryClock) -> ExecTransport {
         let helper = script("fake-helper", fakeHelper)
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
-        return ExecTransport(scheme: "fake", command: [helper.path, mode] + arguments, environment: env, terminationGrace: .milliseconds(300))
+        return ExecTransport(scheme: "fake", command: [helper.path, mode] + arguments, environment: env,
+                             terminationGrace: .milliseconds(300), clock: clock)
+    }
+}
+
+/// A sink that holds its first `write` until ``open()``: the core is then stuck in the sink, as
+/// behind a slow disk, for as long as the test wants, and nothing is timed.
+final class GatedSink: TransferSink {
+    private struct State {
+        var data = Data()
+        var response: TransferResponse?
+        var open = false
+        var held: Data?
+        var gate: CheckedContinuation<Void, Never>?
+        var writable: [@Sendable () -> Void] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// The bytes written, the held write's included.
+    var bytesTaken: Int { state.withLock { $0.data.count + ($0.held?.count ?? 0) } }
+    /// Whether a write waits at the gate.
+    var isHolding: Bool { state.withLock { $0.held != nil } }
+    var data: Data { state.withLock { $0.data } }
+
+    /// Lets the held write and all later ones through.
+    func open() {
+        let (gate, writable) = state.withLock { state in
+            state.open = true
+            defer { state.writable = [] }
+            return (state.gate.take(), state.writable)
+        }
+        gate?.resume()
+        for callback in writable { callback() }
+    }
+
+    func begin(_ response: TransferResponse) throws { state.withLock { $0.response = response } }
+
+    func write(_ bytes: UnsafeRawBufferPointer) async throws {
+        let chunk = Data(bytes)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let passes = state.withLock { state -> Bool in
+                guard !state.open else { return true }
+                state.held = chunk
+                state.gate = continuation
+                return false
+            }
+            if passes { continuation.resume() }
+        }
+        state.withLock { state in
+            state.held = nil
+            state.data.append(chunk)
+        }
+    }
+
+    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
+        state.withLock { state in
+            guard state.open else { return false }
+            state.data.append(contentsOf: bytes)
+            return true
+        }
+    }
+
+    func whenWritable(_ callback: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if !state.open { state.writable.append(callback) }
+            return state.open
+        }
+        if now { callback() }
+    }
+
+    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { .performDefaultHandling }
+}
+
+/// Runs `body` on a thread of its own (CPU-bound test work stays off the cooperative pool,
+/// whose threads are as few as the cores).
+func onAThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import PaperboyDaemon
+import PaperboyTesting
 
 /// A `paperboy daemon` process started by a test, stopped by PID (killed when released).
 public final class DaemonProcess: Sendable {
@@ -13,7 +14,10 @@ public final class DaemonProcess: Sendable {
     public let log: URL
 
     /// Starts the daemon on `config` with `XDG_RUNTIME_DIR` set to `runtime`, and waits until its
-    /// socket accepts connections.
+    /// socket accepts connections (or, activated, until it logs that it serves).
+    ///
+    /// - Throws: ``TimedOut`` with the daemon's log when it does not listen within 60 s, or
+    ///   ``ServerError`` when it exits first.
     ///
     /// - Parameters:
     ///   - environment: more variables for the daemon.
@@ -42,16 +46,17 @@ public final class DaemonProcess: Sendable {
         }
         self.log = log
         ServerReaper.track(process.processIdentifier)
-        for _ in 0..<500 {
-            if listening != nil, (try? String(contentsOf: log, encoding: .utf8))?.contains("serving") == true { return }
-            if listening == nil, case let probe = try DaemonSocket.connect(to: socket), probe >= 0 {
-                close(probe)
-                return
+        let (process, socket, activated) = (process, socket, listening != nil)
+        let said = { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+        try await eventually("the daemon to listen on \(socket.path)", timeout: .seconds(60), seen: "its log: \(said())") {
+            guard process.isRunning else {
+                throw ServerError("the daemon exited before it listened on \(socket.path): \(said())")
             }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(10))
+            if activated { return said().contains("serving") }
+            let probe = try DaemonSocket.connect(to: socket)
+            if probe >= 0 { close(probe) }
+            return probe >= 0
         }
-        throw ServerError("the daemon did not listen on \(socket.path): \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
     }
 
     /// Sends `signal` and returns how long the daemon took to exit.
@@ -66,14 +71,4 @@ public final class DaemonProcess: Sendable {
     deinit {
         process.signal(SIGKILL)
     }
-}
-
-/// Waits until `body` returns true (checked every 20 ms, at most `seconds`).
-public func eventually(_ seconds: Double = 10, _ body: () async throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline {
-        if try await body() { return true }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    return false
 }

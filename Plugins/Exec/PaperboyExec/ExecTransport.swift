@@ -15,6 +15,11 @@ import Paperboy
 /// with the process that started it, even one killed with SIGKILL, and it always sees end of
 /// input when the core goes away.
 ///
+/// Every timeout is measured on one clock, given at creation (the system's by default): the
+/// job's connect and idle timeouts while waiting for a helper, the termination grace, an idle
+/// helper's `keepAlive`, and the short waits for a failed helper's exit status and last words.
+/// A test passes PaperboyTesting's `TestClock` and moves time past each of them by hand.
+///
 /// ```swift
 /// var registry = TransportRegistry([FileTransport()])
 /// registry.register(ExecTransport(scheme: "tree", command: ["/opt/bin/tree-helper", "--root", "/srv"]))
@@ -42,19 +47,21 @@ public struct ExecTransport: Transport {
     ///     so that a host's transfers never start more helpers than run at once.
     ///   - keepAlive: how long an idle helper is kept.
     ///   - terminationGrace: time between SIGTERM and SIGKILL when stopping a helper.
+    ///   - clock: where every timeout above and the job's are measured.
     ///   - logger: where the helper's stderr lines go (level info).
     public init(
         scheme: String, command: [String], schemes: Set<String> = [],
         capabilities: TransportCapabilities = [.resume, .validators, .challenges],
         environment: [String: String]? = nil, maxIdleHelpers: Int = 4, keepAlive: Duration = .seconds(30),
-        terminationGrace: Duration = .seconds(1), logger: Logger = Logger(label: "paperboy.exec")
+        terminationGrace: Duration = .seconds(1), clock: any LibraryClock = SystemClock(),
+        logger: Logger = Logger(label: "paperboy.exec")
     ) {
         self.command = command
         self.schemes = Set(([scheme] + schemes).map { $0.lowercased() })
         self.capabilities = capabilities
         pool = HelperPool(
             command: command, environment: environment ?? ProcessInfo.processInfo.environment,
-            maxIdle: max(0, maxIdleHelpers), keepAlive: keepAlive, grace: terminationGrace, logger: logger)
+            maxIdle: max(0, maxIdleHelpers), keepAlive: keepAlive, grace: terminationGrace, clock: clock, logger: logger)
     }
 
     /// The executable name looked up on `PATH` for `scheme`: `paperboy-transport-SCHEME`.
@@ -66,15 +73,16 @@ public struct ExecTransport: Transport {
     ///   - searchPath: folders separated by `:` (default: this process's `PATH`).
     ///   - environment: the helper's environment (default: this process's); leave out variables
     ///     holding secrets (`PaperboyConfiguration.childEnvironment(from:)` does).
-    ///   - maxIdleHelpers, keepAlive: as in ``init(scheme:command:schemes:capabilities:environment:maxIdleHelpers:keepAlive:terminationGrace:logger:)``.
+    ///   - maxIdleHelpers, keepAlive, clock: as in ``init(scheme:command:schemes:capabilities:environment:maxIdleHelpers:keepAlive:terminationGrace:clock:logger:)``.
     public static func discover(
         scheme: String, searchPath: String? = nil, environment: [String: String]? = nil,
-        maxIdleHelpers: Int = 4, keepAlive: Duration = .seconds(30), logger: Logger = Logger(label: "paperboy.exec")
+        maxIdleHelpers: Int = 4, keepAlive: Duration = .seconds(30), clock: any LibraryClock = SystemClock(),
+        logger: Logger = Logger(label: "paperboy.exec")
     ) -> ExecTransport? {
         let path = searchPath ?? ProcessInfo.processInfo.environment["PATH"]
         guard let executable = HelperProcess.resolve(executableName(for: scheme), searchPath: path) else { return nil }
         return ExecTransport(scheme: scheme, command: [executable], environment: environment, maxIdleHelpers: maxIdleHelpers,
-                             keepAlive: keepAlive, logger: logger)
+                             keepAlive: keepAlive, clock: clock, logger: logger)
     }
 
     /// The pids of this transport's helpers that are running (busy or idle), for tests and diagnostics.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Paperboy
 import Synchronization
 
 /// Helper processes of one command: started on demand, kept for the next transfer to the same
@@ -10,10 +11,21 @@ import Synchronization
 /// to `maxIdle` are kept per origin; with the scheduler's per-host limit as `maxIdle`, every
 /// helper a burst of transfers started is kept, so N files from one host cost at most that many
 /// helper starts (and logins) while they keep coming within `keepAlive` of each other.
+///
+/// An idle helper's retirement is a sleep of `keepAlive` on the transport's clock, cancelled
+/// when the helper is taken for a transfer or retired earlier.
 final class HelperPool: Sendable {
+    private struct Idle {
+        var id: Int
+        var origin: String
+        var helper: HelperProcess
+        var retirement: Task<Void, Never>?
+    }
+
     private struct State {
-        var idle: [(origin: String, helper: HelperProcess, since: ContinuousClock.Instant)] = []
+        var idle: [Idle] = []
         var live: [pid_t: HelperProcess] = [:]
+        var nextID = 0
     }
 
     let command: [String]
@@ -21,15 +33,18 @@ final class HelperPool: Sendable {
     let maxIdle: Int
     let keepAlive: Duration
     let grace: Duration
+    let clock: any LibraryClock
     let logger: Logger
     private let state = Mutex<State>(State())
 
-    init(command: [String], environment: [String: String], maxIdle: Int, keepAlive: Duration, grace: Duration, logger: Logger) {
+    init(command: [String], environment: [String: String], maxIdle: Int, keepAlive: Duration, grace: Duration,
+         clock: any LibraryClock, logger: Logger) {
         self.command = command
         self.environment = environment
         self.maxIdle = maxIdle
         self.keepAlive = keepAlive
         self.grace = grace
+        self.clock = clock
         self.logger = logger
     }
 
@@ -48,10 +63,12 @@ final class HelperPool: Sendable {
 
     /// An idle helper kept for `origin` that is still running, if any (the most recently used).
     func takeIdle(for origin: String) -> HelperProcess? {
-        while let helper = state.withLock({ state -> HelperProcess? in
+        while let idle = state.withLock({ state -> Idle? in
             guard let index = state.idle.lastIndex(where: { $0.origin == origin }) else { return nil }
-            return state.idle.remove(at: index).helper
+            return state.idle.remove(at: index)
         }) {
+            idle.retirement?.cancel()
+            let helper = idle.helper
             if helper.exit == nil { return helper }
             helper.shutdown(graceful: false, grace: grace)
         }
@@ -60,7 +77,7 @@ final class HelperPool: Sendable {
 
     /// Starts a new helper (the handshake is the caller's).
     func launch() async throws -> HelperProcess {
-        let helper = try await HelperProcess.launch(command: command, environment: environment, logger: logger)
+        let helper = try await HelperProcess.launch(command: command, environment: environment, clock: clock, logger: logger)
         state.withLock { $0.live[helper.pid] = helper }
         return helper
     }
@@ -71,24 +88,37 @@ final class HelperPool: Sendable {
             helper.shutdown(graceful: false, grace: grace)
             return
         }
-        let since = ContinuousClock.now
-        let kept = state.withLock { state -> Bool in
-            guard state.idle.count(where: { $0.origin == origin }) < maxIdle else { return false }
-            state.idle.append((origin, helper, since))
-            return true
+        let kept = state.withLock { state -> Int? in
+            guard state.idle.count(where: { $0.origin == origin }) < maxIdle else { return nil }
+            state.nextID += 1
+            state.idle.append(Idle(id: state.nextID, origin: origin, helper: helper))
+            return state.nextID
         }
-        guard kept else {
+        guard let id = kept else {
             helper.shutdown(graceful: true, grace: grace)
             return
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + keepAlive.timeInterval) { [self] in
-            let expired = state.withLock { state -> Bool in
-                guard let index = state.idle.firstIndex(where: { $0.helper === helper && $0.since == since }) else { return false }
-                state.idle.remove(at: index)
-                return true
-            }
-            if expired { helper.shutdown(graceful: true, grace: grace) }
+        let (clock, keepAlive) = (self.clock, self.keepAlive)
+        let retirement = Task { [weak self] in
+            guard (try? await clock.sleep(for: keepAlive)) != nil else { return }
+            self?.retire(id)
         }
+        let waiting = state.withLock { state -> Bool in
+            guard let index = state.idle.firstIndex(where: { $0.id == id }) else { return false }
+            state.idle[index].retirement = retirement
+            return true
+        }
+        // Taken again (or retired) before its timer was recorded.
+        if !waiting { retirement.cancel() }
+    }
+
+    /// Retires the idle helper kept as `id`, if it is still idle (its `keepAlive` passed).
+    private func retire(_ id: Int) {
+        let expired = state.withLock { state -> HelperProcess? in
+            guard let index = state.idle.firstIndex(where: { $0.id == id }) else { return nil }
+            return state.idle.remove(at: index).helper
+        }
+        expired?.shutdown(graceful: true, grace: grace)
     }
 
     /// Stops a helper that will not serve another transfer.
@@ -102,6 +132,9 @@ final class HelperPool: Sendable {
             defer { state.idle = [] }
             return state.idle
         }
-        for (_, helper, _) in idle { helper.shutdown(graceful: true, grace: grace) }
+        for entry in idle {
+            entry.retirement?.cancel()
+            entry.helper.shutdown(graceful: true, grace: grace)
+        }
     }
 }

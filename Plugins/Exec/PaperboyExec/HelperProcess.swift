@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import CPaperboySystem
-import Dispatch
 import Foundation
 import Logging
 import Paperboy
@@ -40,14 +39,17 @@ final class HelperProcess: @unchecked Sendable {
     private let abandoned = Atomic<Bool>(false)
     private let lifecycle: Lifecycle
     private let stderr: StderrTail
+    /// Where the timeouts and the termination grace are measured (the transport's clock).
+    let clock: any LibraryClock
     /// The helper's `HELLO`, once the handshake succeeded.
     let hello = Mutex<HelperHello?>(nil)
 
-    private init(name: String, pid: pid_t, input: Int32, output: Int32, errors: Int32, logger: Logger) {
+    private init(name: String, pid: pid_t, input: Int32, output: Int32, errors: Int32, clock: any LibraryClock, logger: Logger) {
         self.name = name
         self.pid = pid
         self.input = input
         self.output = output
+        self.clock = clock
         io = WorkerThread(name: "paperboy-exec-io-\(pid)", blocksSIGPIPE: true)
         let lifecycle = Lifecycle(pid: pid)
         self.lifecycle = lifecycle
@@ -68,7 +70,8 @@ final class HelperProcess: @unchecked Sendable {
     /// Starts `command` (resolved against `PATH` when its first word has no `/`).
     ///
     /// - Throws: ``HelperLaunchError`` when the executable cannot be found or started.
-    static func launch(command: [String], environment: [String: String], logger: Logger) async throws -> HelperProcess {
+    static func launch(command: [String], environment: [String: String], clock: any LibraryClock,
+                       logger: Logger) async throws -> HelperProcess {
         let name = (command.first.map { ($0 as NSString).lastPathComponent }) ?? "?"
         guard let program = command.first, !program.isEmpty else {
             throw HelperLaunchError(name: name, reason: "the command is empty")
@@ -79,7 +82,7 @@ final class HelperProcess: @unchecked Sendable {
         }
         let (pid, input, output, errors) = try await Spawner.shared.spawn(
             path: path, arguments: command, environment: environment, name: name)
-        return HelperProcess(name: name, pid: pid, input: input, output: output, errors: errors, logger: logger)
+        return HelperProcess(name: name, pid: pid, input: input, output: output, errors: errors, clock: clock, logger: logger)
     }
 
     /// The full path of `program`: as is when it contains a `/`, else the first match on `searchPath`.
@@ -100,21 +103,23 @@ final class HelperProcess: @unchecked Sendable {
 
     // MARK: Talking
 
-    /// Writes one frame, waiting at most `timeout` for the helper to make room.
+    /// Writes one frame, waiting at most `timeout` (on ``clock``) for the helper to make room.
     func send(_ frame: Data, timeout: Duration) async throws {
         let fd = input
         let abandoned = self.abandonedFlag
+        let clock = self.clock
         try await io.run {
-            try FrameWriter.write(frame, to: fd, timeout: timeout, abandoned: abandoned)
+            try FrameWriter.write(frame, to: fd, timeout: timeout, clock: clock, abandoned: abandoned)
         }
     }
 
-    /// Reads the next frame; `idleTimeout` bounds the wait for each byte.
+    /// Reads the next frame; `idleTimeout` (on ``clock``) bounds the wait for each byte.
     func receive(idleTimeout: Duration) async throws -> Frame {
         let fd = output
         let abandoned = self.abandonedFlag
+        let clock = self.clock
         return try await io.run { [self] in
-            try reader.next(from: fd, idleTimeout: idleTimeout, abandoned: abandoned)
+            try reader.next(from: fd, idleTimeout: idleTimeout, clock: clock, abandoned: abandoned)
         }
     }
 
@@ -128,19 +133,20 @@ final class HelperProcess: @unchecked Sendable {
     /// The last lines the helper wrote to stderr, trimmed.
     var stderrTail: String { stderr.text }
 
-    /// Waits up to `timeout` for the helper's stderr to end (see ``StderrTail/waitForEnd(timeout:)``).
-    func waitForStderrEnd(timeout: Duration) async { await stderr.waitForEnd(timeout: timeout) }
+    /// Waits up to `timeout` (on ``clock``) for the helper's stderr to end (see ``StderrTail``).
+    func waitForStderrEnd(timeout: Duration) async { await stderr.waitForEnd(timeout: timeout, clock: clock) }
 
-    /// Waits until the helper exits, at most `timeout`.
+    /// Waits until the helper exits, at most `timeout` (on ``clock``).
     @discardableResult
     func waitForExit(timeout: Duration) async -> HelperExit? {
-        await lifecycle.wait(timeout: timeout)
+        await lifecycle.wait(timeout: timeout, clock: clock)
     }
 
     /// Stops the helper: pending I/O is abandoned and its stdin closed at once; then SIGTERM to
     /// its process group (after `grace` when `graceful`, giving it time to exit on EOF), and
-    /// SIGKILL `grace` later if it is still there. Its descriptors and threads are released
-    /// once it exited and the I/O queued before is done.
+    /// SIGKILL `grace` later if it is still there. The grace is measured on ``clock``, and the
+    /// timer ends as soon as the helper exits. Its descriptors and threads are released once it
+    /// exited and the I/O queued before is done.
     func shutdown(graceful: Bool, grace: Duration) {
         guard lifecycle.beginShutdown() else { return }
         if !graceful { abandoned.store(true, ordering: .relaxed) }
@@ -153,15 +159,17 @@ final class HelperProcess: @unchecked Sendable {
             io.enqueue { Glibc.close(output) }
             io.stop()
         }
-        if graceful {
-            DispatchQueue.global().asyncAfter(deadline: .now() + grace.timeInterval) {
+        if !graceful { lifecycle.signal(SIGTERM) }
+        let clock = self.clock
+        let escalation = Task {
+            if graceful {
+                try await clock.sleep(for: grace)
                 lifecycle.signal(SIGTERM)
-                DispatchQueue.global().asyncAfter(deadline: .now() + grace.timeInterval) { lifecycle.signal(SIGKILL) }
             }
-        } else {
-            lifecycle.signal(SIGTERM)
-            DispatchQueue.global().asyncAfter(deadline: .now() + grace.timeInterval) { lifecycle.signal(SIGKILL) }
+            try await clock.sleep(for: grace)
+            lifecycle.signal(SIGKILL)
         }
+        lifecycle.whenExited { escalation.cancel() }
     }
 
     /// Makes the read or write in progress give up within a tenth of a second (for cancellation).
@@ -181,7 +189,8 @@ final class Lifecycle: Sendable {
     private struct State {
         var exit: HelperExit?
         var shuttingDown = false
-        var waiters: [CheckedContinuation<HelperExit?, Never>] = []
+        var waiters: [Int: CheckedContinuation<HelperExit?, Never>] = [:]
+        var nextWaiter = 0
         var onExit: [@Sendable () -> Void] = []
     }
 
@@ -202,10 +211,10 @@ final class Lifecycle: Sendable {
             let signalled = status & 0x7F
             state.exit = signalled == 0 ? .exited((status >> 8) & 0xFF) : .signalled(signalled)
             defer {
-                state.waiters = []
+                state.waiters = [:]
                 state.onExit = []
             }
-            return (state.waiters, state.onExit)
+            return (Array(state.waiters.values), state.onExit)
         }
         let exit = self.exit
         for waiter in waiters { waiter.resume(returning: exit) }
@@ -237,22 +246,21 @@ final class Lifecycle: Sendable {
         if now { callback() }
     }
 
-    func wait(timeout: Duration) async -> HelperExit? {
-        let timer = Task { [self] in
-            try? await Task.sleep(for: timeout)
-            let waiters = state.withLock { state in
-                defer { state.waiters = [] }
-                return state.waiters
-            }
-            for waiter in waiters { waiter.resume(returning: nil) }
-        }
-        defer { timer.cancel() }
+    /// Waits until the helper exits, at most `timeout` on `clock`; `nil` when it did not.
+    func wait(timeout: Duration, clock: any LibraryClock) async -> HelperExit? {
+        var timer: Task<Void, Never>?
+        defer { timer?.cancel() }
         return await withCheckedContinuation { (continuation: CheckedContinuation<HelperExit?, Never>) in
-            let exit = state.withLock { state -> HelperExit? in
-                if state.exit == nil { state.waiters.append(continuation) }
-                return state.exit
+            let (id, exit) = state.withLock { state -> (Int, HelperExit?) in
+                state.nextWaiter += 1
+                if state.exit == nil { state.waiters[state.nextWaiter] = continuation }
+                return (state.nextWaiter, state.exit)
             }
-            if let exit { continuation.resume(returning: exit) }
+            if let exit { return continuation.resume(returning: exit) }
+            timer = Task { [self] in
+                guard (try? await clock.sleep(for: timeout)) != nil else { return }
+                state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: nil)
+            }
         }
     }
 }
@@ -261,15 +269,26 @@ final class Lifecycle: Sendable {
 final class StderrTail: Sendable {
     private static let keep = 4096
     private let bytes = Mutex<[UInt8]>([])
-    /// Set once the helper's stderr reached end of file (it exited, or closed it).
-    private let ended = Mutex(false)
+    /// Whether the helper's stderr reached end of file (it exited, or closed it), and who waits for it.
+    private let end = Mutex<(ended: Bool, waiters: [Int: CheckedContinuation<Void, Never>])>((false, [:]))
+    private let nextWaiter = Atomic<Int>(0)
 
-    /// Waits up to `timeout` for the end of the helper's stderr, so that a crash report quotes
-    /// its last words (they may still be in the pipe when its exit is noticed).
-    func waitForEnd(timeout: Duration) async {
-        let deadline = ContinuousClock.now + timeout
-        while !ended.withLock({ $0 }), ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
+    /// Waits up to `timeout` (on `clock`) for the end of the helper's stderr, so that a crash
+    /// report quotes its last words (they may still be in the pipe when its exit is noticed).
+    func waitForEnd(timeout: Duration, clock: any LibraryClock) async {
+        let id = nextWaiter.add(1, ordering: .relaxed).oldValue
+        var timer: Task<Void, Never>?
+        defer { timer?.cancel() }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ended = end.withLock { end -> Bool in
+                if !end.ended { end.waiters[id] = continuation }
+                return end.ended
+            }
+            if ended { return continuation.resume() }
+            timer = Task { [self] in
+                guard (try? await clock.sleep(for: timeout)) != nil else { return }
+                end.withLock { $0.waiters.removeValue(forKey: id) }?.resume()
+            }
         }
     }
 
@@ -307,7 +326,12 @@ final class StderrTail: Sendable {
         }
         if !line.isEmpty { logger.info("\(name)[\(pid)]: \(TerminalText.escape(String(decoding: line, as: UTF8.self)))") }
         close(fd)
-        ended.withLock { $0 = true }
+        let waiters = end.withLock { end in
+            end.ended = true
+            defer { end.waiters = [:] }
+            return Array(end.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
     }
 }
 
@@ -368,8 +392,4 @@ extension Duration {
         return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
 }

@@ -10,22 +10,35 @@ import PaperboyDaemon
 ///
 /// One timer waits for the earliest due feed (at most an hour at a time, so that a changed
 /// wall clock is noticed); nothing polls. The schedule is written to ``FeedSchedule/fileName``
-/// after every change.
+/// after every change. Dates and the timer's sleep come from one clock, so that a test with a
+/// `TestClock` sees the timer as a sleeper and moves time to the refresh.
 actor FeedDuty {
+    /// The longest the timer sleeps before looking at the wall clock again.
+    static let longestSleep: TimeInterval = 3600
+
     private let library: Library
     private let logger: Logger
     private let start: @Sendable (AssetDownload) -> Void
+    private let clock: any LibraryClock
+    private let random: @Sendable () -> Double
     private let file: URL
     private var config: PaperboyConfiguration
     private var schedule = FeedSchedule()
     private var timer: Task<Void, Never>?
     private var stopped = false
 
-    /// - Parameter start: starts the download of an asset a refresh added or found undelivered.
-    init(library: Library, config: PaperboyConfiguration, logger: Logger, start: @escaping @Sendable (AssetDownload) -> Void) {
+    /// - Parameters:
+    ///   - clock: the dates the schedule is computed from, and the timer's sleep.
+    ///   - random: a number in 0...1 for each feed's jitter (``FeedSchedule``).
+    ///   - start: starts the download of an asset a refresh added or found undelivered.
+    init(library: Library, config: PaperboyConfiguration, logger: Logger, clock: any LibraryClock = SystemClock(),
+         random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
+         start: @escaping @Sendable (AssetDownload) -> Void) {
         self.library = library
         self.config = config
         self.logger = logger
+        self.clock = clock
+        self.random = random
         self.start = start
         file = library.root.appendingPathComponent(FeedSchedule.fileName)
     }
@@ -92,7 +105,7 @@ actor FeedDuty {
     // MARK: The timer
 
     private func reschedule(_ feeds: [FeedEntry]) {
-        schedule.reconcile(with: feeds, now: Date(), random: { Double.random(in: 0...1) })
+        schedule.reconcile(with: feeds, now: clock.now, random: random)
         persist()
         for (name, due) in schedule.next.sorted(by: { $0.value < $1.value }) {
             logger.notice("feed '\(name)': next refresh at \(due.utcTimeText)")
@@ -106,16 +119,17 @@ actor FeedDuty {
             timer = nil
             return
         }
-        let wait = min(max(earliest.timeIntervalSinceNow, 0), 3600)
+        let wait = min(max(earliest.timeIntervalSince(clock.now), 0), Self.longestSleep)
+        logger.info("feeds: the timer wakes at \(clock.now.addingTimeInterval(wait).utcTimeText)")
+        let clock = self.clock
         timer = Task { [weak self] in
-            try? await Task.sleep(for: .milliseconds(Int64(wait * 1000)))
-            guard !Task.isCancelled else { return }
+            guard (try? await clock.sleep(seconds: wait)) != nil, !Task.isCancelled else { return }
             await self?.fire()
         }
     }
 
     private func fire() async {
-        let due = Set(schedule.due(at: Date()))
+        let due = Set(schedule.due(at: clock.now))
         let feeds = config.feeds.filter { due.contains($0.name) }
         if !feeds.isEmpty {
             logger.notice("refreshing \(feeds.count) feed(s) on schedule: \(feeds.map(\.name).joined(separator: ", "))")
@@ -146,9 +160,9 @@ actor FeedDuty {
         }
         for asset in plan.toDownload where !asset.state.isActive { start(asset) }
         for failure in failures { logger.error("\(failure)") }
-        let now = Date()
+        let now = clock.now
         for feed in feeds {
-            schedule.refreshed(feed, now: now, random: Double.random(in: 0...1))
+            schedule.refreshed(feed, now: now, random: random())
             if let next = schedule.next[feed.name] { logger.notice("feed '\(feed.name)': next refresh at \(next.utcTimeText)") }
         }
         persist()
