@@ -14,7 +14,9 @@ import Synchronization
 /// own timeout: with the system clock the two are the same, and with a test clock the thread
 /// blocked here ends exactly when the test moves time past the deadline, and the test sees the
 /// wait as one sleeper of the full timeout. The task is started only when the descriptor is not
-/// ready at once, so a flowing stream costs one `poll` per wait.
+/// ready within the first 100 ms slice, so a flowing stream costs one `poll` per wait and no
+/// task (a timeout of the system clock is thus up to 100 ms longer than asked: the timeouts
+/// here are seconds).
 public enum FrameWait {
     /// Waits until `fd` is ready for `events` (`POLLIN`, `POLLOUT`).
     ///
@@ -28,7 +30,9 @@ public enum FrameWait {
         abandoned: () -> Bool = { false }
     ) throws(FrameIOError) {
         if abandoned() { throw .abandoned }
-        if try isReady(fd, events, milliseconds: 0) { return }
+        // A stream that flows is ready within a slice: no task for it.
+        if try isReady(fd, events, milliseconds: 100) { return }
+        if abandoned() { throw .abandoned }
         let deadline = Deadline(after: timeout, sleep: sleep)
         defer { deadline.cancel() }
         while true {
