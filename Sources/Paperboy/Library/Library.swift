@@ -187,7 +187,8 @@ public final class Library: Sendable {
             schedule: configuration.bandwidthSchedule,
             networkMonitor: monitor,
             networkPolicy: configuration.networkPolicy ?? (configuration.mode == .background ? .unmeteredOnly : .any),
-            bootID: configuration.bootIdentity())
+            bootID: configuration.bootIdentity(),
+            clock: configuration.clock)
         let scheduler = Scheduler(
             store: store, layout: layout, transports: transports, settings: settings,
             durability: Durability(root: layout.root, enabled: configuration.syncsToDisk),
@@ -252,7 +253,7 @@ public final class Library: Sendable {
     @discardableResult
     public func addIssue(name: String, date: Date) throws(LibraryError) -> Issue {
         try PathRules.validateIssueName(name)
-        let record = IssueRecord(name: name, date: date, addedAt: Date(), isNew: false, coverPath: nil)
+        let record = IssueRecord(name: name, date: date, addedAt: scheduler.clock.now, isNew: false, coverPath: nil)
         try scheduler.store.insertIssue(record)
         return Issue(record: record, scheduler: scheduler)
     }

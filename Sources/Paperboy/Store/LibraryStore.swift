@@ -278,7 +278,7 @@ final class LibraryStore: Sendable {
 
     /// The earliest retry among the assets waiting to retry but those of `except` (held in
     /// memory), `nil` when there is none; a retry of unreadable date is due now.
-    func earliestRetry(except: [String] = []) throws(LibraryError) -> Date? {
+    func earliestRetry(now: Date, except: [String] = []) throws(LibraryError) -> Date? {
         flush()
         let filter = except.isEmpty ? "" : " AND id NOT IN (\(databaseQuestionMarks(count: except.count)))"
         return try reading("cannot read the retries of library database \(fileURL.path)") { db -> Date? in
@@ -287,7 +287,7 @@ final class LibraryStore: Sendable {
                 FROM asset WHERE state = 'retry'\(filter)
                 """, arguments: StatementArguments(except)), let count = row.storedInteger(atIndex: 0), count > 0 else { return nil }
             let readable = row.storedInteger(atIndex: 2) ?? 0
-            guard readable == count, let earliest = (try? row.decode(StoredDate?.self, atIndex: 1))??.date else { return Date() }
+            guard readable == count, let earliest = (try? row.decode(StoredDate?.self, atIndex: 1))??.date else { return now }
             return earliest
         }
     }
