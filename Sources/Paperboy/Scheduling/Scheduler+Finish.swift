@@ -236,7 +236,7 @@ extension Scheduler {
                     entry.detail = error.message
                     patch.detail = .some(error.message)
                     let retry = settings.retry
-                    let delay = retry.delay(afterFailedAttempts: entry.attempts, retryAfter: retryAfter)
+                    let delay = retry.delay(afterFailedAttempts: entry.attempts, retryAfter: retryAfter, random: settings.retryJitter)
                     let stalled = entry.progressClock.map { now - $0 } ?? .zero
                     let outOfTime = retry.noProgressTimeout.map { stalled + delay > $0 } ?? false
                     if error.isRetryable && entry.attempts < retry.maxAttempts && !outOfTime {

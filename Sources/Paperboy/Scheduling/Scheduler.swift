@@ -39,6 +39,8 @@ final class Scheduler: Sendable {
         var bootID: String? = nil
         /// Where every decision taken at a time reads it (see ``LibraryClock``).
         var clock: any LibraryClock = SystemClock()
+        /// The random part of retry delays (see ``Library/Configuration``).
+        var retryJitter: @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
     }
 
     /// The global bandwidth limit, shared by every transfer.
