@@ -160,12 +160,14 @@ struct ScaleTests {
 
     /// A read of the store's backlog that fails is no empty backlog: the assets left in the
     /// store run once it can be read again (they were dropped: the library looked idle with
-    /// about 340 assets queued, and they never ran).
+    /// about 340 assets queued, and they never ran). The read is tried again a second later on
+    /// the library's clock.
     @Test func aBacklogThatCannotBeReadIsReadAgainNotDropped() async throws {
         let transport = InMemoryTransport()
+        let clock = TestClock()
         let stalled = transport.serve(Data(count: 10), at: "stall", script: [.stallAfter(0)])
         let source = transport.serve(Data(count: 10), at: "small")
-        var configuration = Library.Configuration.forTests()
+        var configuration = Library.Configuration.forTests(clock: clock)
         configuration.maxConcurrentTransfers = 1
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
         let issue = try library.addIssue(name: "i", date: Date())
@@ -181,6 +183,15 @@ struct ScaleTests {
         try await eventually("the window drained") { library.scheduler.entriesInMemory == 0 }
         #expect(try library.activity.queued > 300)
         try await library.scheduler.store.pool.write { db in try db.execute(sql: "ALTER TABLE asset RENAME COLUMN damaged TO priority") }
+        // Two sleeps of a second since open: the statistics recorder's and the read's retry.
+        let retrying = { library.scheduler.state.withLock { $0.refillRetry != nil } }
+        try await eventually("the read's retry timed", seen: "\(clock.pendingSleeps)") {
+            retrying() && clock.freshSleeps(of: Scheduler.refillRetryDelay) == 2
+        }
+        clock.advance(by: Scheduler.refillRetryDelay - .milliseconds(1))
+        #expect(retrying() && clock.pendingSleeps == [.milliseconds(1), .milliseconds(1)], "\(clock.pendingSleeps)")
+        #expect(try library.activity.queued > 300)
+        clock.advance(by: .milliseconds(1))
         await library.waitUntilIdle()
         let left = assets.filter { $0.state != .delivered }.count
         #expect(left == 0, "\(left) of 600 assets never ran")
@@ -237,10 +248,10 @@ struct ScaleTests {
             try issue.addAssets(urls.enumerated().map { (AssetRequest(url: $1, destinationPath: "f\($0)"), nil) }, downloading: true)
         }
         // Every first attempt fails at once (the clock stands still): all 600 wait to retry 3 s on.
-        try await eventually("600 retries waiting", seen: "\(transport.jobs.count) attempts, \(String(describing: try? library.activity))") {
+        try await eventually("600 first attempts", seen: "\(transport.jobs.count) attempts") { transport.jobs.count == 600 }
+        try await eventually("600 retries waiting", seen: "\(String(describing: try? library.activity))") {
             (try? library.activity.waitingForRetry) == 600
         }
-        #expect(transport.jobs.count == 600)
         #expect(library.scheduler.entriesInMemory <= Scheduler.windowSize + configuration.maxConcurrentTransfers,
                 "\(library.scheduler.entriesInMemory) assets in memory")
         #expect(assets[599].state == .waiting(.retry(until: clock.now.addingTimeInterval(3), attempt: 2)))
