@@ -35,8 +35,8 @@ final class LibraryStore: Sendable {
     /// between two doubles from the batch delay (25, 50, 100, 200, 400 ms by default).
     static let commitAttempts = 6
     private let commitFailures = Mutex<Int>(0)
-    /// Failed commits of queued updates since the last that succeeded (tests wait for one).
-    var consecutiveCommitFailures: Int { commitFailures.withLock { $0 } }
+    /// Commits of queued updates that failed since the store was opened (tests wait for one).
+    let failedCommits = Atomic<Int>(0)
     /// Told (on a queue of its own) when queued updates could not be committed after
     /// ``commitAttempts`` tries: the error and the assets whose updates are not recorded. The
     /// updates stay queued and are written with the next batch that succeeds.
@@ -493,6 +493,7 @@ final class LibraryStore: Sendable {
             commitFailures.withLock { $0 = 0 }
             return (nil, waiters)
         } catch {
+            failedCommits.add(1, ordering: .relaxed)
             let failures = commitFailures.withLock { count -> Int in
                 count += 1
                 return count
