@@ -28,11 +28,17 @@ struct ChildRunTests {
 
     @Test func runsInTheFolderWithOnlyTheGivenEnvironment() async throws {
         let folder = TempFolder()
-        try Data("#!/bin/sh\npwd; env\n".utf8).write(to: folder.file("probe.sh"))
-        chmod(folder.file("probe.sh").path, 0o755)
+        try Self.writeScript("#!/bin/sh\npwd; env\n", to: folder.file("probe.sh"))
         // A relative path is the folder's; nothing of this process's environment leaks in.
         let run = ChildRun("./probe.sh", environment: ["ONLY": "this"], folder: folder.url, outputLimit: 4096)
-        let (ending, output) = try await offThePool { run.run() }
+        var (ending, output) = try await offThePool { run.run() }
+        // Another test's child forked while the script was open for writing holds it until its
+        // exec (ETXTBSY): run again once it has.
+        try await eventually("the script free to run", seen: "\(ending)") {
+            guard case .couldNotStart(let reason) = ending, reason.contains("Text file busy") else { return true }
+            (ending, output) = try await offThePool { run.run() }
+            return false
+        }
         let lines = String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
         #expect(ending == .exited(0))
         #expect(lines.first.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path } == folder.url.resolvingSymlinksInPath().path)
@@ -112,6 +118,16 @@ struct ChildRunTests {
         let grandchild = try #require(Int32(String(decoding: Data(contentsOf: pidFile), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)))
         try await eventually("the grandchild \(grandchild) gone") { !Self.isAlive(grandchild) }
+    }
+
+    /// Writes an executable script through a descriptor closed on exec, so that only a child
+    /// between its fork and its exec can hold it open for writing.
+    static func writeScript(_ text: String, to url: URL) throws {
+        let fd = open(url.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o755)
+        guard fd >= 0 else { throw ServerError("cannot create \(url.path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let bytes = Array(text.utf8)
+        guard write(fd, bytes, bytes.count) == bytes.count else { throw ServerError("cannot write \(url.path)") }
     }
 
     /// Running and not a zombie waiting for whoever adopted it to reap it.
