@@ -37,15 +37,20 @@ public final class InMemoryTransport: Transport, Sendable {
     }
 
     private let state = Mutex<State>(State())
+    /// Broadcast when a job arrives, for ``blockUntilJobs(_:timeout:)``.
+    private let jobArrived = NSCondition()
     /// Bytes per `write` call.
     public let chunkSize: Int
     /// Delay before each chunk (makes transfers overlap in concurrency tests).
     public let chunkDelay: Duration?
+    /// Where the chunk delay is waited: a ``TestClock`` makes each chunk the test's to time.
+    public let clock: any LibraryClock
 
     /// Creates an empty transport.
-    public init(chunkSize: Int = 64 * 1024, chunkDelay: Duration? = nil) {
+    public init(chunkSize: Int = 64 * 1024, chunkDelay: Duration? = nil, clock: any LibraryClock = SystemClock()) {
         self.chunkSize = chunkSize
         self.chunkDelay = chunkDelay
+        self.clock = clock
     }
 
     public var schemes: Set<String> { ["mem"] }
@@ -73,6 +78,19 @@ public final class InMemoryTransport: Transport, Sendable {
     /// Every job received, in order.
     public var jobs: [TransferJob] { state.withLock { $0.jobs } }
 
+    /// Blocks the calling thread until `count` jobs have arrived, or `timeout` passes: for code
+    /// that must wait synchronously (a hook on the library's durability queue), never for a
+    /// thread of the cooperative pool. Returns whether they arrived.
+    public func blockUntilJobs(_ count: Int, timeout: Duration) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18)
+        jobArrived.lock()
+        defer { jobArrived.unlock() }
+        while jobs.count < count {
+            guard jobArrived.wait(until: deadline) else { return jobs.count >= count }
+        }
+        return true
+    }
+
     /// The most transfers seen running at once against `host`.
     public func maxConcurrent(host: String) -> Int { state.withLock { $0.maxRunning[host] ?? 0 } }
 
@@ -93,6 +111,7 @@ public final class InMemoryTransport: Transport, Sendable {
             state.resources[key] = resource
             return (resource, step)
         }
+        jobArrived.withLock { jobArrived.broadcast() }
         defer {
             state.withLock { state in
                 state.running[host, default: 1] -= 1
@@ -114,7 +133,7 @@ public final class InMemoryTransport: Transport, Sendable {
         var sent = 0
         while position < resource.data.count {
             try Task.checkCancellation()
-            if let chunkDelay { try await Task.sleep(for: chunkDelay) }
+            if let chunkDelay { try await clock.sleep(for: chunkDelay) }
             switch step {
             case .failAfter(let limit, let error) where sent >= limit:
                 throw error

@@ -23,6 +23,8 @@ import Synchronization
 public final class TestClock: LibraryClock, Sendable {
     private struct Sleeper {
         var deadline: Duration
+        /// How long the task asked to sleep.
+        var duration: Duration
         var continuation: CheckedContinuation<Void, any Error>
     }
 
@@ -71,7 +73,7 @@ public final class TestClock: LibraryClock, Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let (cancelled, waiters) = state.withLock { state -> (Bool, [CheckedContinuation<Void, any Error>]) in
                     if state.cancelled.remove(id) != nil { return (true, []) }
-                    state.sleepers[id] = Sleeper(deadline: state.uptime + duration, continuation: continuation)
+                    state.sleepers[id] = Sleeper(deadline: state.uptime + duration, duration: duration, continuation: continuation)
                     return (false, state.takeSatisfiedWaiters())
                 }
                 if cancelled { continuation.resume(throwing: CancellationError()) }
@@ -156,6 +158,30 @@ public final class TestClock: LibraryClock, Sendable {
             }
         } onCancel: {
             state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Waits until a task sleeps for exactly `duration` from the current time (a sleep started
+    /// since the clock last moved), and returns how many such sleeps there are.
+    ///
+    /// A test that knows the decision to come (a retry timed 100 ms from now) waits for it so,
+    /// whatever else sleeps on the clock meanwhile (the library's statistics recorder).
+    ///
+    /// - Throws: ``TimedOut`` naming the sleeps seen when `timeout` passed, or `CancellationError`.
+    @discardableResult
+    public func waitForSleep(of duration: Duration, timeout: Duration = .seconds(30)) async throws -> Int {
+        var count = 0
+        try await eventually("a sleep of \(duration) on the test clock", timeout: timeout, seen: "sleeps with \(self.pendingSleeps) left") {
+            count = self.freshSleeps(of: duration)
+            return count > 0
+        }
+        return count
+    }
+
+    /// Sleeps of exactly `duration` started at the current time.
+    public func freshSleeps(of duration: Duration) -> Int {
+        state.withLock { state in
+            state.sleepers.values.filter { $0.duration == duration && $0.deadline - state.uptime == duration }.count
         }
     }
 

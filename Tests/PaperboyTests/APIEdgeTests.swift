@@ -5,7 +5,7 @@ import PaperboyTesting
 
 /// The flattened error reasons, `==` on the public value types, the renamed issue status, and
 /// sources that need no network.
-@Suite("API edges")
+@Suite("API edges", .timeLimit(.minutes(2)))
 struct APIEdgeTests {
     @Test func transportCodesFlattenToReasons() {
         let expected: [(TransportError.Code, LibraryError.Reason)] = [
@@ -82,7 +82,7 @@ struct APIEdgeTests {
 
     @Test func libraryEventsCompareWithEquals() async throws {
         let folder = TempFolder()
-        let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
+        let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
         let issue = try library.addIssue(name: "i", date: Date())
         let asset = try issue.addAsset(AssetRequest(url: URL(string: "mem://example/a")!))
         #expect(LibraryEvent.issueDownloadCompleted(issue) == .issueDownloadCompleted(try #require(library.issue(named: "i"))))
@@ -93,7 +93,7 @@ struct APIEdgeTests {
 
     @Test func anIssueWithNothingDownloadedIsNotDownloadedNotNil() async throws {
         let folder = TempFolder()
-        let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
+        let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/a")!))
         // Through an optional, as apps write it: `.none` used to be Optional.none here.
         #expect(asset.issue?.status == .notDownloaded)
@@ -129,7 +129,7 @@ struct APIEdgeTests {
         let local = transport.serve(data, at: "local.bin", host: "127.0.0.1")
         let remote = transport.serve(data, at: "remote.bin", host: "example")
         let monitor = FixedNetworkMonitor(NetworkStatus(kind: .none))
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests()
         configuration.networkMonitor = monitor
         configuration.mode = .background
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([transport]), configuration: configuration)

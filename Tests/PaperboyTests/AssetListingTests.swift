@@ -7,14 +7,14 @@ import PaperboyTesting
 /// `paperboy status` lists assets from the columns it prints (``AssetListing``) instead of
 /// decoding every request: it must read every row exactly as ``AssetStatus`` does, unusual and
 /// damaged rows included, and a library that cannot be read must say so, not list nothing.
-@Suite("Asset listings")
+@Suite("Asset listings", .timeLimit(.minutes(2)))
 struct AssetListingTests {
     let folder = TempFolder()
 
     /// Rows of every kind a listing meets, read both ways.
     @Test func aListingReadsEveryRowAsTheFullStatusDoes() async throws {
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([InMemoryTransport()]),
-                                       configuration: testConfiguration())
+                                       configuration: Library.Configuration.forTests())
         let issue = try library.addIssue(name: "i", date: Date())
         let urls = [
             "https://user@example.com/a.pdf", "https://example.com/a%20b.pdf", "HTTPS://Example.com/c.pdf",
@@ -71,7 +71,7 @@ struct AssetListingTests {
     /// the database's error instead of answering "no assets".
     @Test func aLibraryThatCannotBeReadThrowsInsteadOfListingNothing() async throws {
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([InMemoryTransport()]),
-                                       configuration: testConfiguration())
+                                       configuration: Library.Configuration.forTests())
         let issue = try library.addIssue(name: "i", date: Date())
         _ = try issue.addAssets([(AssetRequest(url: URL(string: "https://example.com/a")!), nil)], downloading: false)
         try await library.scheduler.store.pool.write { db in try db.execute(sql: "ALTER TABLE asset RENAME COLUMN state TO damaged") }

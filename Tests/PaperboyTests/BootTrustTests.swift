@@ -8,13 +8,13 @@ import PaperboyTesting
 /// A partial file longer than its last checkpoint: trusted to its length in the boot that
 /// recorded the checkpoint (a process crash loses no byte `write(2)` took), cut back to the
 /// checkpoint after a reboot, and never trusted once bytes were written out of order.
-@Suite("Partial files trusted by boot")
+@Suite("Partial files trusted by boot", .timeLimit(.minutes(2)))
 struct BootTrustTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
 
     func configuration(boot: String?) -> Library.Configuration {
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests()
         configuration.resumesOnOpen = false
         configuration.bootIdentity = { boot }
         return configuration
@@ -47,6 +47,16 @@ struct BootTrustTests {
         #expect(try Data(contentsOf: partial).count == onDisk, "the partial file itself is left as it is")
         await library.close()
         return (memory, stored)
+    }
+
+    /// Reads the committed `checkpointBoot` of an asset.
+    static func committedBoot(in library: Library) -> @Sendable (String) -> String? {
+        let store = library.scheduler.store
+        return { id in
+            (try? store.pool.read { db in
+                try String?.fetchOne(db, sql: "SELECT checkpointBoot FROM asset WHERE id = ?", arguments: [id])
+            }) ?? nil
+        }
     }
 
     @Test func inTheSameBootThePartialFileIsTrustedToItsLength() async throws {
@@ -90,14 +100,7 @@ struct BootTrustTests {
         configuration.resumesOnOpen = true
         configuration.checkpointInterval = .zero
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
-        let store = library.scheduler.store
-        transport.committedBoot.withLock { probe in
-            probe = { id in
-                (try? store.pool.read { db in
-                    try String?.fetchOne(db, sql: "SELECT checkpointBoot FROM asset WHERE id = ?", arguments: [id])
-                }) ?? nil
-            }
-        }
+        transport.committedBoot.withLock { $0 = Self.committedBoot(in: library) }
         let issue = try library.addIssue(name: "seg", date: Date())
         let delegate = RecordingDelegate()
         try issue.addAsset(AssetRequest(url: URL(string: "probe://host/file")!)).download(delegate: delegate)
@@ -125,6 +128,7 @@ extension BootTrustTests {
                 BEGIN SELECT RAISE(ABORT, 'injected: disk I/O error'); END
                 """)
         }
+        transport.committedBoot.withLock { $0 = Self.committedBoot(in: library) }
         let issue = try library.addIssue(name: "seg", date: Date())
         let delegate = RecordingDelegate()
         try issue.addAsset(AssetRequest(url: URL(string: "probe://host/file")!)).download(delegate: delegate)
@@ -136,11 +140,13 @@ extension BootTrustTests {
     }
 }
 
-/// Writes half a resource in order, asks for a segment for the rest, and writes the rest in
-/// order when the sink declines it.
+/// Writes half a resource in order, waits for a checkpoint to carry the boot, asks for a
+/// segment for the rest, and writes the rest in order when the sink declines it.
 final class SegmentAskingTransport: Transport, @unchecked Sendable {
     let data: Data
     let segmentGranted = Mutex<Bool?>(nil)
+    /// Reads the committed `checkpointBoot` of an asset.
+    let committedBoot = Mutex<@Sendable (String) -> String?>({ _ in nil })
 
     init(_ data: Data) { self.data = data }
 
@@ -152,8 +158,10 @@ final class SegmentAskingTransport: Transport, @unchecked Sendable {
         let middle = data.count / 2
         for start in stride(from: 0, to: middle, by: 10_000) {
             #expect(try data[start..<min(start + 10_000, middle)].withUnsafeBytes { try sink.tryWrite($0) })
-            try await Task.sleep(for: .milliseconds(2))
         }
+        // The boot recorded, so that the segment has a trust to withdraw.
+        let probe = committedBoot.withLock { $0 }
+        try await eventually("a checkpoint with the boot committed") { probe(job.assetIdentifier) != nil }
         let segment = try sink.segment(Int64(middle)..<Int64(data.count))
         segmentGranted.withLock { $0 = segment != nil }
         if let segment {
@@ -183,14 +191,10 @@ final class BootProbingTransport: Transport, @unchecked Sendable {
         let middle = data.count / 2
         let id = job.assetIdentifier
         let probe = committedBoot.withLock { $0 }
-        var position = 0
-        let deadline = ContinuousClock.now + .seconds(10)
-        // Small writes (each may checkpoint) until a checkpoint with the boot is committed.
-        while position < middle - 1_000, probe(id) == nil, ContinuousClock.now < deadline {
-            try write(data[position..<(position + 1_000)], into: sink)
-            position += 1_000
-            try await Task.sleep(for: .milliseconds(5))
-        }
+        // A write takes a checkpoint (the interval is zero), which records the boot.
+        try write(data[0..<1_000], into: sink)
+        let position = 1_000
+        try await eventually("a checkpoint with the boot committed") { probe(id) != nil }
         seen.withLock { $0.inOrder = probe(id) }
         guard let segment = try sink.segment(Int64(middle)..<Int64(data.count)) else { return }
         seen.withLock { $0.afterSegment = .some(probe(id)) }

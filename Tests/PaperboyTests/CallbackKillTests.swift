@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import PaperboyTestServers
 import PaperboyTesting
 import Testing
@@ -7,15 +8,23 @@ import Testing
 /// At least once, when the app dies inside `didFinishDownloadingTo`: a real app process
 /// (`CallbackKillApp`) is killed with SIGKILL inside the callback, then the library is reopened
 /// and the README's relaunch loop must get the file.
-@Suite("Killed inside didFinish")
+@Suite("Killed inside didFinish", .timeLimit(.minutes(2)))
 struct CallbackKillTests {
     let folder = TempFolder()
 
     static var app: URL { BuiltExecutable.url(named: "CallbackKillApp") }
 
-    /// Runs the app on `library` and kills it `delay` microseconds after its `didFinish` began
-    /// (0: at once). Returns whether the callback was reached.
-    func runKilledInsideCallback(library: URL, source: URL, delay: useconds_t) async throws -> Bool {
+    /// Where in `didFinish` the app is killed: as soon as its callback began (before the library
+    /// has recorded the file as finished, as a rule), or once the database says `finished`.
+    enum KillPoint: String, CustomStringConvertible {
+        case atOnce = "at once"
+        case afterFinishedIsRecorded = "after 'finished' is recorded"
+        var description: String { rawValue }
+    }
+
+    /// Runs the app on `library` and kills it at `point` of its `didFinish`. Returns whether the
+    /// callback was reached.
+    func runKilledInsideCallback(library: URL, source: URL, at point: KillPoint) async throws -> Bool {
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { throw ServerError("pipe: \(String(cString: strerror(errno)))") }
         for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
@@ -34,10 +43,20 @@ struct CallbackKillTests {
                 var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
                 var byte: UInt8 = 0
                 let reached = poll(&poller, 1, 30_000) == 1 && read(readEnd, &byte, 1) == 1
-                if reached, delay > 0 { usleep(delay) }
-                process.signal(SIGKILL)
+                if !reached || point == .atOnce { process.signal(SIGKILL) }
                 continuation.resume(returning: reached)
             }.start()
+        }
+        if reached, point == .afterFinishedIsRecorded {
+            var configuration = GRDB.Configuration()
+            configuration.readonly = true
+            let database = try DatabaseQueue(path: LibraryLayout(root: library).database.path, configuration: configuration)
+            var state: String?
+            try await eventually("'finished' recorded", seen: "\(state ?? "no row")") {
+                state = try await database.read { db in try String.fetchOne(db, sql: "SELECT state FROM asset") }
+                return state == PersistedState.finished.rawValue
+            }
+            process.signal(SIGKILL)
         }
         await process.exited()
         close(readEnd)
@@ -48,24 +67,24 @@ struct CallbackKillTests {
         let data = randomData(300_000)
         let source = folder.file("source.bin")
         try data.write(to: source)
-        for delay: useconds_t in [0, 0, 1_000, 5_000, 20_000, 80_000] {
-            let root = folder.file("library-\(delay)-\(UUID().uuidString.prefix(4))")
-            let reached = try await runKilledInsideCallback(library: root, source: source, delay: delay)
-            try #require(reached, "the app never reached didFinish (delay \(delay) µs)")
+        for point: KillPoint in [.atOnce, .afterFinishedIsRecorded, .atOnce, .afterFinishedIsRecorded] {
+            let root = folder.file("library-\(UUID().uuidString.prefix(8))")
+            let reached = try await runKilledInsideCallback(library: root, source: source, at: point)
+            try #require(reached, "the app never reached didFinish (kill \(point))")
 
             // The relaunch, as README's Embedding section writes it.
-            let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
+            let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
             let pending = library.downloadingAssets
-            #expect(pending.count == 1, "kill \(delay) µs into didFinish: \(pending.count) assets listed")
-            #expect(pending.first?.state == .finished, "kill \(delay) µs into didFinish: \(String(describing: pending.first?.state))")
+            #expect(pending.count == 1, "killed \(point) in didFinish: \(pending.count) assets listed")
+            #expect(pending.first?.state == .finished, "killed \(point) in didFinish: \(String(describing: pending.first?.state))")
             #expect(pending.first?.totalBytesWritten == Int64(data.count))
             let delegate = RecordingDelegate()
             for asset in library.downloadingAssets { asset.download(delegate: delegate) }
             if let asset = pending.first {
                 let outcome = try await asset.waitUntilFinished()
-                if case .delivered = outcome {} else { Testing.Issue.record("kill \(delay) µs into didFinish: \(outcome)") }
+                if case .delivered = outcome {} else { Testing.Issue.record("killed \(point) in didFinish: \(outcome)") }
             }
-            #expect(delegate.keptFiles == [data], "kill \(delay) µs into didFinish")
+            #expect(delegate.keptFiles == [data], "killed \(point) in didFinish")
             await library.close()
         }
     }

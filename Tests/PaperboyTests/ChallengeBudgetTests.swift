@@ -5,7 +5,7 @@ import Testing
 import PaperboyTesting
 
 /// A transfer may raise at most `ChallengeBudget.limit` challenges (issue 16, case 5).
-@Suite("Challenge budget")
+@Suite("Challenge budget", .timeLimit(.minutes(2)))
 struct ChallengeBudgetTests {
     let folder = TempFolder()
 
@@ -42,7 +42,7 @@ struct ChallengeBudgetTests {
     func aSourceThatKeepsChallengingFailsAfterTheLimit(honoursCancel: Bool) async throws {
         let transport = ChallengingTransport(honoursCancel: honoursCancel)
         let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([transport]),
-                                       configuration: testConfiguration(attempts: 3))
+                                       configuration: Library.Configuration.forTests(attempts: 3))
         let url = URL(string: "ask://example.com/issue.pdf")!
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         // An app that answers every challenge with a credential.
@@ -68,7 +68,7 @@ struct ChallengeBudgetTests {
     @Test func fetchingDataIsBoundedToo() async throws {
         let transport = ChallengingTransport(honoursCancel: false)
         let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([transport]),
-                                       configuration: testConfiguration(attempts: 3))
+                                       configuration: Library.Configuration.forTests(attempts: 3))
         let url = URL(string: "ask://example.com/catalog.json")!
         await #expect {
             _ = try await library.fetchData(from: url)

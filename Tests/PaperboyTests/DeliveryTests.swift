@@ -3,12 +3,12 @@ import Testing
 @testable import Paperboy
 import PaperboyTesting
 
-@Suite("Delivery")
+@Suite("Delivery", .timeLimit(.minutes(2)))
 struct DeliveryTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
 
-    func open(_ transport: InMemoryTransport, _ configuration: Library.Configuration = testConfiguration()) throws -> Library {
+    func open(_ transport: InMemoryTransport, _ configuration: Library.Configuration = Library.Configuration.forTests()) throws -> Library {
         try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
     }
 

@@ -5,13 +5,13 @@ import Testing
 import PaperboyTesting
 
 /// A damaged or hostile library database: numbers out of range read as safe values, never a trap.
-@Suite("Library rows out of range")
+@Suite("Library rows out of range", .timeLimit(.minutes(2)))
 struct HostileRowTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
 
     func open() throws -> Library {
-        try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
+        try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
     }
 
     @Test func hugeNegativeAndNonNumericValuesInAnAssetRowOpenWithoutATrap() async throws {

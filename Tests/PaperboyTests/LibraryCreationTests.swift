@@ -4,7 +4,7 @@ import Testing
 import PaperboyTesting
 
 /// A new library database is created whole: migrated next to its place, then renamed there.
-@Suite("Library creation")
+@Suite("Library creation", .timeLimit(.minutes(2)))
 struct LibraryCreationTests {
     let folder = TempFolder()
 
@@ -14,7 +14,7 @@ struct LibraryCreationTests {
         // What a process killed while creating a library leaves: a half-written file aside.
         let leftover = root.appendingPathComponent(".library.sqlite.new")
         try Data("not a database".utf8).write(to: leftover)
-        let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
+        let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
         _ = try library.addIssue(name: "one", date: Date())
         await library.close()
         #expect(!FileManager.default.fileExists(atPath: leftover.path))

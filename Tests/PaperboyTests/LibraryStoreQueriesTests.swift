@@ -6,7 +6,7 @@ import PaperboyTesting
 
 /// The aggregate queries behind `status`, `issues` and the badge, against rows generated
 /// through the store (no downloads).
-@Suite("Library store queries")
+@Suite("Library store queries", .timeLimit(.minutes(2)))
 struct LibraryStoreQueriesTests {
     let folder = TempFolder()
 
@@ -138,7 +138,7 @@ struct LibraryStoreQueriesTests {
 
     @Test func issueStatusAndCountsThroughTheLibrary() async throws {
         let root = folder.file("library")
-        let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
+        let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
         let issue = try library.addIssue(name: "i", date: Date())
         #expect(try issue.status == .notDownloaded && issue.assetCounts == AssetCounts())
         let store = library.scheduler.store

@@ -5,14 +5,14 @@ import PaperboyTesting
 
 /// Updates the database refuses are retried, never dropped, and never reported as recorded.
 /// The failures are real SQLite errors, raised by a trigger the test installs.
-@Suite("Library store")
+@Suite("Library store", .timeLimit(.minutes(2)))
 struct LibraryStoreTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
     let data = randomData(3 << 20)
 
     func open(_ transport: InMemoryTransport = InMemoryTransport()) throws -> Library {
-        try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration(attempts: 1))
+        try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests(attempts: 1))
     }
 
     /// Makes every update of an asset row fail while `meta.fail` is set (and `condition` holds).
@@ -39,20 +39,18 @@ struct LibraryStoreTests {
         patch.bytesOnDisk = 1234
         patch.state = .paused
         library.scheduler.store.submit(patch)
-        try await Task.sleep(for: .milliseconds(60))     // the first commit has failed
+        let store = library.scheduler.store
+        try await eventually("the first commit failed") { store.failedCommits.load(ordering: .relaxed) > 0 }
         var later = AssetPatch(id: asset.identifier)
         later.bytesOnDisk = 5678
         library.scheduler.store.submit(later)
         try await library.scheduler.store.pool.write { db in try db.execute(sql: "DELETE FROM meta WHERE key = 'fail'") }
         // Written by a retry, the first update merged under the later one.
         var record: AssetRecord?
-        let deadline = ContinuousClock.now + .seconds(5)
-        while ContinuousClock.now < deadline {
+        try await eventually("the updates written by a retry", seen: "\(String(describing: record))") {
             record = try await stored(library, asset.identifier)
-            if record?.bytesOnDisk == 5678 { break }
-            try await Task.sleep(for: .milliseconds(10))
+            return record?.bytesOnDisk == 5678
         }
-        #expect(record?.bytesOnDisk == 5678)
         #expect(record?.state == PersistedState.paused.rawValue)
         await library.close()
     }

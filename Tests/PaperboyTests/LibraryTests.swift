@@ -4,13 +4,13 @@ import Testing
 import PaperboyTestServers
 import PaperboyTesting
 
-@Suite("Library")
+@Suite("Library", .timeLimit(.minutes(2)))
 struct LibraryTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
 
     func open(_ transport: InMemoryTransport = InMemoryTransport()) throws -> Library {
-        try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration())
+        try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests())
     }
 
     @Test func issuesPersistAcrossReopen() async throws {
@@ -109,7 +109,7 @@ struct LibraryTests {
         try Data("x".utf8).write(to: folder.file("plain-file"))
         for path in ["plain-file/library", "plain-file"] {
             do {
-                _ = try Library.open(at: folder.file(path), transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
+                _ = try Library.open(at: folder.file(path), transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
                 Testing.Issue.record("opened a library at \(path)")
             } catch {
                 #expect(error.message == "cannot create folder \(folder.file(path).path): Not a directory")
@@ -117,7 +117,7 @@ struct LibraryTests {
         }
         // Missing parents are made, private to the user.
         let nested = try Library.open(at: folder.file("a/b/library"), transports: TransportRegistry([InMemoryTransport()]),
-                                      configuration: testConfiguration())
+                                      configuration: Library.Configuration.forTests())
         await nested.close()
         for path in ["a", "a/b", "a/b/library"] {
             let attributes = try FileManager.default.attributesOfItem(atPath: folder.file(path).path)
@@ -132,7 +132,7 @@ struct LibraryTests {
         let root = self.root
         let refusal = try await offThePool { () -> String in
             do {
-                _ = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
+                _ = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
                 return "opened"
             } catch let error as LibraryError {
                 return error.message
@@ -271,7 +271,7 @@ struct LibraryTests {
     }
 }
 
-@Suite("Asset identifiers")
+@Suite("Asset identifiers", .timeLimit(.minutes(2)))
 struct AssetIdentifierTests {
     @Test func areLowercaseVersion4UUIDsAndDistinct() {
         let identifiers = (0..<2000).map { _ in Issue.newAssetIdentifier() }

@@ -5,14 +5,14 @@ import GRDB
 import PaperboyTesting
 
 /// A library written by a newer Paperboy is refused, by writers and readers alike, untouched.
-@Suite("Migrations")
+@Suite("Migrations", .timeLimit(.minutes(2)))
 struct MigrationsTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
     var database: URL { root.appendingPathComponent("library.sqlite") }
 
     func open() throws(LibraryError) -> Library {
-        try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
+        try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
     }
 
     /// A library whose database records a migration this build does not know, closed (its

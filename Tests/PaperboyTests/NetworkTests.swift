@@ -3,7 +3,7 @@ import Testing
 @testable import Paperboy
 import PaperboyTesting
 
-@Suite("Network")
+@Suite("Network", .timeLimit(.minutes(2)))
 struct NetworkTests {
     @Test(arguments: NetworkStatus.Kind.allCases)
     func policyMatrix(_ kind: NetworkStatus.Kind) {
@@ -101,7 +101,7 @@ struct NetworkTests {
         // The first attempt stalls after 512 KiB, so the switch always finds it running.
         let url = transport.serve(data, at: "issue.zip", script: [.stallAfter(512 * 1024)])
         let monitor = FixedNetworkMonitor(NetworkStatus(kind: .wifi))
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests()
         configuration.networkMonitor = monitor
         configuration.checkpointInterval = .milliseconds(50)
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([transport]), configuration: configuration)
@@ -129,7 +129,7 @@ struct NetworkTests {
         let folder = TempFolder()
         let source = folder.file("source.txt")
         try Data("local".utf8).write(to: source)
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests()
         configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .none))
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([LocalTransport()]), configuration: configuration)
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "x.txt"))
@@ -143,7 +143,7 @@ struct NetworkTests {
         let folder = TempFolder()
         let transport = InMemoryTransport()
         let url = transport.serve(Data("x".utf8), at: "x")
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests()
         configuration.mode = .background
         configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .cellular, isExpensive: true))
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([transport]), configuration: configuration)

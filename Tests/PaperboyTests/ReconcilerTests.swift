@@ -4,13 +4,13 @@ import Testing
 import PaperboyTesting
 
 /// Opening a library: what the reconciler may remove, and what it must leave alone.
-@Suite("Reconciler")
+@Suite("Reconciler", .timeLimit(.minutes(2)))
 struct ReconcilerTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
 
     func open() throws(LibraryError) -> Library {
-        try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
+        try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
     }
 
     /// A library with two idle assets, one with a partial file on disk, one with an inbox file

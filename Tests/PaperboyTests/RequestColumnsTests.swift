@@ -6,14 +6,14 @@ import PaperboyTesting
 
 /// Requests are typed columns since migration v3: a library written with JSON requests (the
 /// schema of v1 and v2) opens with every field intact, and failures keep their codes.
-@Suite("Request columns")
+@Suite("Request columns", .timeLimit(.minutes(2)))
 struct RequestColumnsTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
     var database: URL { root.appendingPathComponent("library.sqlite") }
 
     func open(_ transport: InMemoryTransport = InMemoryTransport()) throws -> Library {
-        try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration(attempts: 1))
+        try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests(attempts: 1))
     }
 
     /// Requests of every shape: all fields, none, text that JSON escapes, a network override
@@ -62,7 +62,7 @@ struct RequestColumnsTests {
 
     @Test func everyFieldOfARequestStoredAsJSONSurvivesTheMigration() async throws {
         let ids = try writeOldLibrary()
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests()
         configuration.resumesOnOpen = false
         let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: configuration)
         let columns = try await library.scheduler.store.pool.read { db in try db.columns(in: "asset").map(\.name) }

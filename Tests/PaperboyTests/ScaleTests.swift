@@ -1,11 +1,12 @@
 import Foundation
 import Testing
 @testable import Paperboy
+import PaperboyTestServers
 import PaperboyTesting
 
 /// A library of 100,000 assets opens without reading them, and the scheduler holds only its
 /// working set: the store is the state (issue 17).
-@Suite("Libraries of 100,000 assets")
+@Suite("Libraries of 100,000 assets", .timeLimit(.minutes(5)))
 struct ScaleTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
@@ -16,12 +17,8 @@ struct ScaleTests {
     /// Written on a thread of its own: seconds of synchronous writes would hold one of the few
     /// threads of the cooperative pool that other tests' timeouts need.
     func writeLibrary(source: URL) async throws -> (queuedFirst: Set<String>, delivered: String, failed: String) {
-        let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: testConfiguration())
-        let written = try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(with: Result { try Self.insertRows(library.scheduler.store, source: source) })
-            }.start()
-        }
+        let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
+        let written = try await offThePool { try Self.insertRows(library.scheduler.store, source: source) }
         await library.close()
         return written
     }
@@ -68,9 +65,12 @@ struct ScaleTests {
         let source = transport.serve(Data(count: 10), at: "stall", script: Array(repeating: .stallAfter(0), count: 100))
         let (queuedFirst, deliveredID, failedID) = try await writeLibrary(source: source)
 
-        let started = ContinuousClock.now
-        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration())
-        let opening = ContinuousClock.now - started
+        // Timed on a thread of its own: the pool's delay in resuming this test is not the open's.
+        let (library, opening) = try await offThePool {
+            let started = ContinuousClock.now
+            let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests())
+            return (library, ContinuousClock.now - started)
+        }
         #expect(opening < .seconds(5), "opening took \(opening)")
         try await eventually("four transfers running") { transport.jobs.count == 4 }
 
@@ -108,11 +108,13 @@ struct ScaleTests {
     func aHigherPriorityAskedForWhileTheWindowIsFullRunsNext(addedDownloading: Bool) async throws {
         let transport = InMemoryTransport()
         let source = transport.serve(Data(count: 10), at: "stall", script: Array(repeating: .stallAfter(0), count: 10))
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests()
         configuration.maxConcurrentTransfers = 1
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
         let issue = try library.addIssue(name: "i", date: Date())
-        let low = try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
+        let low = try await offThePool {
+            try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
+        }
         try await eventually("the first transfer") { transport.jobs.count == 1 }
         #expect(library.scheduler.entriesInMemory <= Scheduler.windowSize + 1)
         let request = AssetRequest(url: source, priority: 9, destinationPath: "high")
@@ -138,7 +140,7 @@ struct ScaleTests {
         let transport = InMemoryTransport()
         let stalled = transport.serve(Data(count: 10), at: "stall", script: [.stallAfter(0), .stallAfter(0)])
         let source = transport.serve(Data(count: 10), at: "small")
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests()
         configuration.maxConcurrentTransfers = 3
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
         let issue = try library.addIssue(name: "i", date: Date())
@@ -146,7 +148,9 @@ struct ScaleTests {
         _ = try issue.addAssets([(AssetRequest(url: stalled, destinationPath: "s0"), nil), (AssetRequest(url: stalled, destinationPath: "s1"), nil)],
                                 downloading: true)
         try await eventually("the stalled transfers") { transport.jobs.count >= 2 }
-        let assets = try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
+        let assets = try await offThePool {
+            try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
+        }
         for asset in assets { asset.download() }
         try await eventually("600 assets delivered", timeout: .seconds(30)) { assets.allSatisfy { $0.state == .delivered } }
         let left = assets.filter { $0.state != .delivered }.count
@@ -156,18 +160,22 @@ struct ScaleTests {
 
     /// A read of the store's backlog that fails is no empty backlog: the assets left in the
     /// store run once it can be read again (they were dropped: the library looked idle with
-    /// about 340 assets queued, and they never ran).
+    /// about 340 assets queued, and they never ran). The read is tried again a second later on
+    /// the library's clock.
     @Test func aBacklogThatCannotBeReadIsReadAgainNotDropped() async throws {
         let transport = InMemoryTransport()
+        let clock = TestClock()
         let stalled = transport.serve(Data(count: 10), at: "stall", script: [.stallAfter(0)])
         let source = transport.serve(Data(count: 10), at: "small")
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests(clock: clock)
         configuration.maxConcurrentTransfers = 1
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
         let issue = try library.addIssue(name: "i", date: Date())
         let first = try issue.addAssets([(AssetRequest(url: stalled, destinationPath: "s"), nil)], downloading: true)[0]
         try await eventually("the stalled transfer") { transport.jobs.count == 1 }
-        let assets = try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
+        let assets = try await offThePool {
+            try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
+        }
         // The queued assets cannot be read any more (a damaged schema): the window drains, and
         // reading the rest fails.
         try await library.scheduler.store.pool.write { db in try db.execute(sql: "ALTER TABLE asset RENAME COLUMN priority TO damaged") }
@@ -175,6 +183,15 @@ struct ScaleTests {
         try await eventually("the window drained") { library.scheduler.entriesInMemory == 0 }
         #expect(try library.activity.queued > 300)
         try await library.scheduler.store.pool.write { db in try db.execute(sql: "ALTER TABLE asset RENAME COLUMN damaged TO priority") }
+        // Two sleeps of a second since open: the statistics recorder's and the read's retry.
+        let retrying = { library.scheduler.state.withLock { $0.refillRetry != nil } }
+        try await eventually("the read's retry timed", seen: "\(clock.pendingSleeps)") {
+            retrying() && clock.freshSleeps(of: Scheduler.refillRetryDelay) == 2
+        }
+        clock.advance(by: Scheduler.refillRetryDelay - .milliseconds(1))
+        #expect(retrying() && clock.pendingSleeps == [.milliseconds(1), .milliseconds(1)], "\(clock.pendingSleeps)")
+        #expect(try library.activity.queued > 300)
+        clock.advance(by: .milliseconds(1))
         await library.waitUntilIdle()
         let left = assets.filter { $0.state != .delivered }.count
         #expect(left == 0, "\(left) of 600 assets never ran")
@@ -188,14 +205,19 @@ struct ScaleTests {
         let transport = InMemoryTransport()
         let source = transport.serve(Data(count: 10), at: "small")
         let monitor = FixedNetworkMonitor(NetworkStatus(kind: .cellular, isExpensive: true))
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests()
         configuration.networkMonitor = monitor
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
         let issue = try library.addIssue(name: "i", date: Date())
         let wifiOnly = NetworkPolicyOverride(allowedKinds: [.wifi])
-        let assets = try issue.addAssets((0..<2_000).map { (AssetRequest(url: source, destinationPath: "f\($0)", network: wifiOnly), nil) },
-                                         downloading: true)
-        try await eventually("all waiting for Wi-Fi") { (try? library.activity.waitingForNetwork) == 2_000 }
+        // 2,000 rows written synchronously: off the cooperative pool.
+        let assets = try await offThePool {
+            try issue.addAssets((0..<2_000).map { (AssetRequest(url: source, destinationPath: "f\($0)", network: wifiOnly), nil) },
+                                downloading: true)
+        }
+        try await eventually("all waiting for Wi-Fi", seen: "\(String(describing: try? library.activity))") {
+            (try? library.activity.waitingForNetwork) == 2_000
+        }
         #expect(library.scheduler.entriesInMemory <= Scheduler.windowSize, "\(library.scheduler.entriesInMemory) assets in memory")
         #expect(transport.jobs.isEmpty)
         #expect(assets[1_999].state == .waiting(.network))
@@ -210,24 +232,36 @@ struct ScaleTests {
     }
 
     /// Assets waiting to retry wait in the store, not in memory with a timer each: 600 of them
-    /// keep the window bounded (they all stayed in memory), and they all run when they are due.
+    /// keep the window bounded (they all stayed in memory), and they all run when they are due,
+    /// on the library's clock: none a millisecond before the store's timer wakes.
     @Test func assetsWaitingToRetryWaitInTheStoreAndAllRunWhenDue() async throws {
         let transport = InMemoryTransport()
+        let clock = TestClock()
         let lost = TransportError(.connectionLost, "connection reset")
         let urls = (0..<600).map { transport.serve(Data("\($0)".utf8), at: "r\($0)", script: [.fail(lost), .serve]) }
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests(clock: clock)
         configuration.retry = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(3), maxDelay: .seconds(3))
+        configuration.retryJitter = { _ in 1 }
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
         let issue = try library.addIssue(name: "i", date: Date())
-        let assets = try issue.addAssets(urls.enumerated().map { (AssetRequest(url: $1, destinationPath: "f\($0)"), nil) }, downloading: true)
-        // Every first attempt failed (on a loaded machine the first retries may be running; in a
-        // full parallel test run the 600 first attempts took up to 20 s).
-        try await eventually("600 first attempts", timeout: .seconds(90)) { transport.jobs.count >= 600 }
+        let assets = try await offThePool {
+            try issue.addAssets(urls.enumerated().map { (AssetRequest(url: $1, destinationPath: "f\($0)"), nil) }, downloading: true)
+        }
+        // Every first attempt fails at once (the clock stands still): all 600 wait to retry 3 s on.
+        try await eventually("600 first attempts", seen: "\(transport.jobs.count) attempts") { transport.jobs.count == 600 }
+        try await eventually("600 retries waiting", seen: "\(String(describing: try? library.activity))") {
+            (try? library.activity.waitingForRetry) == 600
+        }
         #expect(library.scheduler.entriesInMemory <= Scheduler.windowSize + configuration.maxConcurrentTransfers,
                 "\(library.scheduler.entriesInMemory) assets in memory")
-        #expect(try library.activity.waitingForRetry > 0)
-        if case .waiting(.retry(_, let attempt)) = assets[599].state { #expect(attempt == 2) }
+        #expect(assets[599].state == .waiting(.retry(until: clock.now.addingTimeInterval(3), attempt: 2)))
 
+        // One timer for all (the store keeps dates to the millisecond: it wakes 1 ms after them).
+        try await clock.waitForSleep(of: .milliseconds(3_001))
+        clock.advance(by: .seconds(3))
+        #expect(clock.pendingSleeps.contains(.milliseconds(1)), "\(clock.pendingSleeps)")
+        #expect(transport.jobs.count == 600)
+        clock.advance(by: .milliseconds(1))
         await library.waitUntilIdle()   // retries waiting in the store are work
         let left = assets.filter { $0.state != .delivered }.count
         #expect(left == 0, "\(left) of 600 assets not delivered")

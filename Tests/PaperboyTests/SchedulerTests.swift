@@ -4,58 +4,99 @@ import Testing
 @testable import Paperboy
 import PaperboyTesting
 
-@Suite("Scheduler")
+@Suite("Scheduler", .timeLimit(.minutes(2)))
 struct SchedulerTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
 
     func open(_ transport: InMemoryTransport, _ change: (inout Library.Configuration) -> Void = { _ in }) throws -> Library {
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests()
         change(&configuration)
         return try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
     }
 
+    /// Retries on a test clock with full delays (no jitter): each one's date is known.
+    func openTimed(_ transport: InMemoryTransport, _ clock: TestClock, retry: RetryPolicy) throws -> Library {
+        try open(transport) {
+            $0.clock = clock
+            $0.retry = retry
+            $0.retryJitter = { _ in 1 }
+        }
+    }
+
     @Test func retryableErrorsAreRetriedWithBackoff() async throws {
         let transport = InMemoryTransport()
+        let clock = TestClock()
         let error = TransportError(.serverError, "HTTP 503")
         let url = transport.serve(Data("ok".utf8), at: "r", script: [.fail(error), .fail(error), .serve])
-        let library = try open(transport) { $0.retry = RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(20), maxDelay: .milliseconds(40)) }
+        let library = try openTimed(transport, clock, retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(20), maxDelay: .milliseconds(40)))
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url, destinationPath: "r"))
-        let start = ContinuousClock.now
         asset.download()
-        try await eventually("retry state") {
-            if case .waiting(.retry) = asset.state { return true }
-            return asset.state == .delivered
+        // Attempt 2 after 20 ms, attempt 3 after twice that; each starts at its date, not 1 ms before.
+        for (attempt, delay) in [(2, Duration.milliseconds(20)), (3, .milliseconds(40))] {
+            let shown = try await clock.retryShown(by: asset)
+            #expect(shown.attempt == attempt && shown.left == delay, "\(shown)")
+            try await clock.runRetry(after: shown.left, of: transport, jobs: attempt - 1)
         }
         await library.waitUntilIdle()
         #expect(asset.state == .delivered)
         #expect(transport.jobs.count == 3)
-        // Two waits of at least half the exponential delay each (10 ms, then 20 ms).
-        #expect(ContinuousClock.now - start >= .milliseconds(30))
+        #expect(clock.uptime == .milliseconds(60))
         await library.close()
     }
 
     @Test func attemptsAreBounded() async throws {
         let transport = InMemoryTransport()
+        let clock = TestClock()
         let error = TransportError(.timedOut, "no byte for 60 s")
         let url = transport.serve(Data("x".utf8), at: "t", script: Array(repeating: .fail(error), count: 10))
-        let library = try open(transport)
+        let library = try openTimed(transport, clock, retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20)))
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
-        let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
-        await delegate.waitForEnd()
-        #expect(transport.jobs.count == 3)
-        guard case .failed(let code, let message) = delegate.events.last else {
-            Testing.Issue.record("expected failure")
-            return
+        for round in 0..<2 {
+            // Asking again starts a fresh round of attempts: 5 ms, then 10 ms apart.
+            let delegate = RecordingDelegate()
+            asset.download(delegate: delegate)
+            for (attempt, delay) in [(2, Duration.milliseconds(5)), (3, .milliseconds(10))] {
+                let shown = try await clock.retryShown(by: asset)
+                #expect(shown.attempt == attempt && shown.left == delay, "round \(round): \(shown)")
+                try await clock.runRetry(after: shown.left, of: transport, jobs: 3 * round + attempt - 1)
+            }
+            await delegate.waitForEnd()
+            #expect(transport.jobs.count == 3 * (round + 1))
+            // Given up at the third failure, at once: no fourth attempt is timed.
+            #expect(clock.uptime == .milliseconds(15 * (round + 1)))
+            #expect(clock.freshSleeps(of: .milliseconds(20)) == 0, "\(clock.pendingSleeps)")
+            guard case .failed(let code, let message) = delegate.events.last else {
+                Testing.Issue.record("expected failure, got \(delegate.events)")
+                return
+            }
+            #expect(code == "transport")
+            #expect(message.contains("gave up after 3 attempts"))
         }
-        #expect(code == "transport")
-        #expect(message.contains("gave up after 3 attempts"))
-        // Asking again starts a fresh round of attempts.
-        let again = RecordingDelegate()
-        asset.download(delegate: again)
-        await again.waitForEnd()
-        #expect(transport.jobs.count == 6)
+        await library.close()
+    }
+
+    /// A retry waiting in the store (due in a second or more) runs when its timer, armed on the
+    /// library's clock, wakes: one millisecond after its date, never before it.
+    @Test func aRetryWaitingInTheStoreRunsWhenItsTimerWakes() async throws {
+        let transport = InMemoryTransport()
+        let clock = TestClock()
+        let url = transport.serve(Data("ok".utf8), at: "r", script: [.fail(TransportError(.serverError, "HTTP 503")), .serve])
+        let library = try openTimed(transport, clock, retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(2), maxDelay: .seconds(2)))
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url, destinationPath: "r"))
+        asset.download()
+        let shown = try await clock.retryShown(by: asset)
+        #expect(shown.attempt == 2 && shown.left == .seconds(2), "\(shown)")
+        try await eventually("the retry let go to the store") { library.scheduler.entriesInMemory == 0 }
+        // The store keeps dates to the millisecond: its timer wakes 1 ms after the date.
+        try await clock.waitForSleep(of: .milliseconds(2_001))
+        clock.advance(by: .milliseconds(2_000))
+        #expect(clock.pendingSleeps.contains(.milliseconds(1)), "\(clock.pendingSleeps)")
+        #expect(transport.jobs.count == 1)
+        clock.advance(by: .milliseconds(1))
+        await library.waitUntilIdle()
+        #expect(asset.state == .delivered)
+        #expect(transport.jobs.count == 2)
         await library.close()
     }
 
@@ -120,9 +161,8 @@ struct SchedulerTests {
         library.scheduler.durability.beforeSync.withLock { hook in
             hook = { [transport] in
                 guard overlapped.withLock({ $0 == nil }) else { return }  // the first file only
-                let deadline = ContinuousClock.now + .seconds(10)
-                while transport.jobs.count < 2, ContinuousClock.now < deadline { usleep(1000) }
-                overlapped.withLock { $0 = transport.jobs.count >= 2 }
+                let started = transport.blockUntilJobs(2, timeout: .seconds(30))
+                overlapped.withLock { $0 = started }
             }
         }
         let issue = try library.addIssue(name: "i", date: Date())

@@ -110,7 +110,7 @@ final class SegmentingTransport: Transport, @unchecked Sendable {
     }
 }
 
-@Suite("Sink segments")
+@Suite("Sink segments", .timeLimit(.minutes(2)))
 struct SegmentTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
@@ -118,7 +118,7 @@ struct SegmentTests {
     var digest: String { SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined() }
 
     func download(_ transport: SegmentingTransport, attempts: Int = 1, sha256: String? = nil) async throws -> (AssetDownload, RecordingDelegate, Library) {
-        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration(attempts: attempts))
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests(attempts: attempts))
         let asset = try library.addIssue(name: "i", date: Date())
             .addAsset(AssetRequest(url: URL(string: "seg://example/file.bin")!, sha256: sha256))
         let delegate = RecordingDelegate()
@@ -167,7 +167,7 @@ struct SegmentTests {
         await library.close()
 
         // Reopened as after a crash: the download continues from the gap, and is intact.
-        let reopened = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration())
+        let reopened = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests())
         let again = try #require(reopened.asset(identifier: id))
         let delegate = RecordingDelegate()
         again.download(delegate: delegate)
@@ -198,7 +198,7 @@ struct SegmentTests {
     }
 }
 
-@Suite("Gather buffers")
+@Suite("Gather buffers", .timeLimit(.minutes(2)))
 struct GatherBufferPoolTests {
     @Test func aBufferGivenBackIsHandedOutAgain() {
         let pool = GatherBufferPool(kept: 2)

@@ -3,7 +3,7 @@ import Testing
 @testable import Paperboy
 import PaperboyTesting
 
-@Suite("Shelf: unpack, cover, triggers, purge")
+@Suite("Shelf: unpack, cover, triggers, purge", .timeLimit(.minutes(2)))
 struct ShelfTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
@@ -15,7 +15,7 @@ struct ShelfTests {
     }
 
     func deliver(_ archive: Data, into issueName: String = "i",
-                 configuration: Library.Configuration = testConfiguration()) async throws -> (Library, Paperboy.Issue, AssetDownload) {
+                 configuration: Library.Configuration = Library.Configuration.forTests()) async throws -> (Library, Paperboy.Issue, AssetDownload) {
         let transport = InMemoryTransport()
         let url = transport.serve(archive, at: "issue.zip")
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
@@ -88,7 +88,7 @@ struct ShelfTests {
     @Test func aCoverAssetSetsTheCover() async throws {
         let transport = InMemoryTransport()
         let url = transport.serve(Data("png".utf8), at: "cover.png")
-        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration())
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests())
         let issue = try library.addIssue(name: "i", date: Date())
         #expect(issue.coverURL == nil)
         try issue.addAsset(AssetRequest(url: url, destinationPath: "art/cover.png", role: .cover)).download()
@@ -99,13 +99,13 @@ struct ShelfTests {
 
     @Test func contentAvailableIsThrottledAcrossRestartsUnlessOverridden() async throws {
         let start = Date(timeIntervalSince1970: 1_800_000_000)
-        var library = try Library.open(at: root, transports: TransportRegistry(), configuration: testConfiguration())
+        var library = try Library.open(at: root, transports: TransportRegistry(), configuration: Library.Configuration.forTests())
         #expect(try library.contentAvailable(payload: ["aps": ["content-available": 1]], now: start) == .refresh)
         #expect(try library.contentAvailable(payload: ["content-available": 1], now: start.addingTimeInterval(3600))
             == .throttled(nextAllowed: start.addingTimeInterval(86_400)))
         #expect(try library.contentAvailable(payload: ["alert": "hello"], now: start) == .ignored)
         await library.close()
-        library = try Library.open(at: root, transports: TransportRegistry(), configuration: testConfiguration())
+        library = try Library.open(at: root, transports: TransportRegistry(), configuration: Library.Configuration.forTests())
         #expect(library.lastContentRefresh == start)
         #expect(try library.contentAvailable(now: start.addingTimeInterval(7200)) == .throttled(nextAllowed: start.addingTimeInterval(86_400)))
         #expect(try library.contentAvailable(dontThrottle: true, now: start.addingTimeInterval(7200)) == .refresh)
@@ -115,7 +115,7 @@ struct ShelfTests {
 
     @Test func purgeRemovesTheOldestButNeverTheCurrentlyReadingIssue() async throws {
         let transport = InMemoryTransport()
-        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration())
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests())
         for day in 1...5 {
             let url = transport.serve(randomData(100_000, seed: UInt64(day)), at: "d\(day)")
             let issue = try library.addIssue(name: "day\(day)", date: Date(timeIntervalSince1970: Double(day) * 86_400))

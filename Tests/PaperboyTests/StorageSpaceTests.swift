@@ -17,13 +17,13 @@ private struct AnnouncingTransport: Transport {
     }
 }
 
-@Suite("Storage space")
+@Suite("Storage space", .timeLimit(.minutes(2)))
 struct StorageSpaceTests {
     let folder = TempFolder()
 
     func failure(announcing length: Int64, sent: Int) async throws -> (state: AssetState, events: [RecordingDelegate.Event], partial: Int64?) {
         let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([AnnouncingTransport(length: length, sent: sent)]),
-                                       configuration: testConfiguration(attempts: 3))
+                                       configuration: Library.Configuration.forTests(attempts: 3))
         let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "announce://host/huge.bin")!))
         let delegate = RecordingDelegate()
         asset.download(delegate: delegate)

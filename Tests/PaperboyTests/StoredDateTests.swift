@@ -3,7 +3,7 @@ import GRDB
 import Testing
 @testable import Paperboy
 
-@Suite("Stored dates")
+@Suite("Stored dates", .timeLimit(.minutes(2)))
 struct StoredDateTests {
     /// GRDB's own storage formatter, as configured in GRDB (the form libraries already hold).
     static let grdbFormatter: DateFormatter = {

@@ -1,7 +1,7 @@
 import Paperboy
 import Testing
 
-@Suite("TerminalText")
+@Suite("TerminalText", .timeLimit(.minutes(2)))
 struct TerminalTextTests {
     @Test func controlAndBidiCharactersAreSpelledOutPrintableTextStays() {
         #expect(TerminalText.escape("a\u{1B}]0;pwned\u{07}b") == #"a\u{1B}]0;pwned\u{7}b"#)

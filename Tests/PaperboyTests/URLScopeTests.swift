@@ -2,7 +2,7 @@ import Foundation
 import Paperboy
 import Testing
 
-@Suite("URLScope: credentials bound to origins")
+@Suite("URLScope: credentials bound to origins", .timeLimit(.minutes(2)))
 struct URLScopeTests {
     func scope(_ text: String) throws -> URLScope { try #require(URLScope(string: text), "\(text) is a scope") }
     func url(_ text: String) throws -> URL { try #require(URL(string: text)) }

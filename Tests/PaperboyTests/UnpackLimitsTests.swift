@@ -8,7 +8,7 @@ import PaperboyTesting
 /// sizes) or stopped while writing (an entry inflating past its declared size).
 extension ShelfTests {
     /// Delivers `archive` and returns the failure message, checking that nothing of it stayed.
-    func refusal(of archive: Data, configuration: Library.Configuration = testConfiguration()) async throws -> String? {
+    func refusal(of archive: Data, configuration: Library.Configuration = Library.Configuration.forTests()) async throws -> String? {
         let (library, issue, asset) = try await deliver(archive, configuration: configuration)
         defer { Task { await library.close() } }
         guard case .failed(let message) = asset.state else {
@@ -30,7 +30,7 @@ extension ShelfTests {
     }
 
     @Test func aConfiguredLimitIsApplied() async throws {
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests()
         configuration.maxUnpackedBytes = 1 << 20
         let message = try #require(try await refusal(of: try zip([.file("a.bin", randomData(2 << 20))]), configuration: configuration))
         #expect(message.contains("declares 2097152 bytes (2.1 MB) unpacked; the limit for one archive is 1048576 bytes"), "\(message)")
@@ -64,7 +64,7 @@ extension ShelfTests {
             return
         }
         let count = Int(free / Int64(UInt32.max)) + 2
-        var configuration = testConfiguration()
+        var configuration = Library.Configuration.forTests()
         configuration.maxUnpackedBytes = .max
         configuration.maxUnpackRatio = .max
         let items = (1...count).map { ZipItem.file("part\($0).bin", Data("small".utf8)) }

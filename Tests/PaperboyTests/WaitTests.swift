@@ -5,13 +5,13 @@ import PaperboyTesting
 
 /// `AssetDownload.waitUntilFinished()` and `Issue.waitUntilAvailable()`: each outcome, and a
 /// cancelled waiting task.
-@Suite("Waits")
+@Suite("Waits", .timeLimit(.minutes(2)))
 struct WaitTests {
     let folder = TempFolder()
     var root: URL { folder.file("library") }
 
     func open(_ transport: InMemoryTransport) throws -> Library {
-        try Library.open(at: root, transports: TransportRegistry([transport]), configuration: testConfiguration(attempts: 1))
+        try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests(attempts: 1))
     }
 
     @Test func deliveredAssetsMakeAnAvailableIssue() async throws {
@@ -86,17 +86,16 @@ struct WaitTests {
         let asset = try issue.addAsset(AssetRequest(url: url))
         asset.download()
         try await eventually("stall") { asset.totalBytesWritten == 100_000 }
+        let waiters = { library.scheduler.state.withLock { $0.assetWaiters[asset.identifier]?.count ?? 0 } }
         let assetWait = Task { try await asset.waitUntilFinished() }
         let issueWait = Task { try await issue.waitUntilAvailable() }
-        try await Task.sleep(for: .milliseconds(20))
-        let start = ContinuousClock.now
+        try await eventually("both tasks waiting", seen: "\(waiters()) waiting") { waiters() == 2 }
         assetWait.cancel()
         issueWait.cancel()
+        // The transfer is stalled for good: returning at all shows the wait did not wait for it.
         await #expect(throws: CancellationError.self) { try await assetWait.value }
         await #expect(throws: CancellationError.self) { try await issueWait.value }
-        // The transfer is stalled for good: returning at all shows the wait did not wait for it
-        // (the bound only leaves room for a busy test machine).
-        #expect(ContinuousClock.now - start < .seconds(10))
+        #expect(waiters() == 0)
         #expect(asset.state == .downloading)
         // A task cancelled before it waits does not wait either.
         let early = Task {
@@ -108,7 +107,7 @@ struct WaitTests {
 
         // Closing the library ends the waits that remain.
         let closing = Task { try await asset.waitUntilFinished() }
-        try await Task.sleep(for: .milliseconds(20))
+        try await eventually("a task waiting", seen: "\(waiters()) waiting") { waiters() == 1 }
         await library.close()
         guard case .closed = try await closing.value else {
             Testing.Issue.record("expected closed")

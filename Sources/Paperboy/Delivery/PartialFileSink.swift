@@ -79,6 +79,9 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         var expectedSHA256: String?
         var progressInterval: Duration
         var checkpointInterval: Duration
+        /// The library's clock: when progress is reported and checkpoints are taken. Read once per
+        /// write (the system clock's uptime takes no lock).
+        var clock: any LibraryClock = SystemClock()
         /// The current boot, recorded with each checkpoint while the file is written in order.
         var bootID: String?
         var store: LibraryStore
@@ -116,8 +119,9 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     private(set) var written: Int64 = 0
     private var reported: Int64 = 0
     private var reportedOnce = false
-    private var lastReport = ContinuousClock.now
-    private var nextCheckpoint: ContinuousClock.Instant
+    /// In the clock's ``LibraryClock/uptime``.
+    private var lastReport: Duration
+    private var nextCheckpoint: Duration
     private(set) var expected: Int64?
     private(set) var validator: ResourceValidator?
     var hasher: SHA256?
@@ -156,7 +160,9 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     init(fd: Int32, context: Context) {
         self.fd = fd
         self.context = context
-        nextCheckpoint = ContinuousClock.now + context.checkpointInterval
+        let now = context.clock.uptime
+        lastReport = now
+        nextCheckpoint = now + context.checkpointInterval
         if context.expectedSHA256 != nil { hasher = SHA256() }
         credits = Mutex((Array(repeating: 0, count: context.limiters.count), nil))
         flows = context.limiters.map { $0.makeFlow() }
@@ -356,7 +362,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// After bytes landed: live counters, coalesced progress, periodic checkpoint.
     func counted() {
         context.live.written.store(progressTotal, ordering: .relaxed)
-        let now = ContinuousClock.now
+        let now = context.clock.uptime
         if now - lastReport >= context.progressInterval {
             reportProgress(now: now)
         }
@@ -366,7 +372,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         }
     }
 
-    private func reportProgress(now: ContinuousClock.Instant) {
+    private func reportProgress(now: Duration) {
         lastReport = now
         // Nobody to tell: the bytes count in the first report a delegate gets.
         guard let hub = context.hub(), hub.hasDelegates else { return }

@@ -38,7 +38,7 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
         if let live = scheduler.snapshot(identifier) { return live.state }
         guard let record = scheduler.store.asset(id: identifier) else { return .cancelled }
         return Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
-                                     attempts: record.attempts, detail: record.detail)
+                                     attempts: record.attempts, detail: record.detail, now: scheduler.clock.now)
     }
 
     /// The progress count: bytes of the file fetched and kept so far, from which a transfer

@@ -50,7 +50,7 @@ extension AssetListing {
     /// Reads a row of ``columnNames`` by position when it is plainly well formed (a URL of
     /// printable ASCII, no unpack format, headers or options to check); `nil` when it must be
     /// read in full (``AssetRecord/init(row:)`` decides what a damaged row reads as).
-    init?(plainRow row: Row) throws {
+    init?(plainRow row: Row, now: Date) throws {
         let stored: DatabaseValue = row[2]
         guard case .string(let url) = stored.storage, url != AssetRecord.unreadableURL.absoluteString,
               Self.isPlainURL(url), row.hasNull(atIndex: 4), row.hasNull(atIndex: 5), row.hasNull(atIndex: 6),
@@ -62,18 +62,18 @@ extension AssetListing {
         attempts = Int(min(max(0, row.storedInteger(atIndex: 10) ?? 0), AssetRecord.maxStoredAttempts))
         let retryAt = state == .retry ? (try? row.decode(StoredDate?.self, atIndex: 9))??.date : nil
         let detail = state == .failed ? try? row.decode(String?.self, atIndex: 8) : nil
-        self.state = Scheduler.publicState(state, retryAt: retryAt, attempts: attempts, detail: detail)
+        self.state = Scheduler.publicState(state, retryAt: retryAt, attempts: attempts, detail: detail, now: now)
         totalBytesWritten = max(0, row.storedInteger(atIndex: 11) ?? 0)
         expectedTotalBytes = row.storedInteger(atIndex: 12).flatMap { $0 >= 0 ? $0 : nil }
     }
 
-    init(_ record: AssetRecord) {
+    init(_ record: AssetRecord, now: Date) {
         identifier = record.id
         urlString = record.request.url.absoluteString
         destinationPath = record.request.destinationPath
         attempts = record.attempts
         state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
-                                      attempts: record.attempts, detail: record.detail)
+                                      attempts: record.attempts, detail: record.detail, now: now)
         totalBytesWritten = record.bytesOnDisk
         expectedTotalBytes = record.expectedBytes
     }
@@ -109,7 +109,7 @@ extension Issue {
     /// a page (1,000 assets) at a time, with the live state of transfers the library runs; as
     /// ``forEachAssetStatus(_:)``, cheaper. Throws ``LibraryError`` when the library cannot be read.
     public func forEachAssetListing(_ body: (AssetListing) throws -> Void) throws {
-        try scheduler.store.forEachAssetListing(issueName: name) { listing in
+        try scheduler.store.forEachAssetListing(issueName: name, now: scheduler.clock.now) { listing in
             guard let live = scheduler.snapshot(listing.identifier) else { return try body(listing) }
             var listing = listing
             listing.state = live.state

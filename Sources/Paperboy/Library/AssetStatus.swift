@@ -88,7 +88,7 @@ extension Issue {
                                totalBytesWritten: live.written, expectedTotalBytes: live.expected, attempts: record.attempts)
         }
         let state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
-                                          attempts: record.attempts, detail: record.detail)
+                                          attempts: record.attempts, detail: record.detail, now: scheduler.clock.now)
         return AssetStatus(identifier: record.id, request: record.request, state: state, totalBytesWritten: record.bytesOnDisk,
                            expectedTotalBytes: record.expectedBytes, attempts: record.attempts)
     }

@@ -15,7 +15,8 @@ extension Library {
         let settings = scheduler.settings
         return try await Self.fetch(url, maxBytes: maxBytes, options: options, transports: scheduler.transports,
                                     credentials: settings.credentials, retry: settings.retry,
-                                    connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout)
+                                    connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout, clock: settings.clock,
+                                    jitter: settings.retryJitter)
     }
 
     /// Fetches a small resource as ``fetchData(from:maxBytes:options:)`` does, without an open
@@ -24,12 +25,14 @@ extension Library {
     public static func fetchData(from url: URL, transports: TransportRegistry, configuration: Configuration,
                                  maxBytes: Int = 4 << 20, options: [String: String] = [:]) async throws(LibraryError) -> Data {
         try await fetch(url, maxBytes: maxBytes, options: options, transports: transports, credentials: configuration.credentials,
-                        retry: configuration.retry, connectTimeout: configuration.connectTimeout, idleTimeout: configuration.idleTimeout)
+                        retry: configuration.retry, connectTimeout: configuration.connectTimeout, idleTimeout: configuration.idleTimeout,
+                        clock: configuration.clock, jitter: configuration.retryJitter)
     }
 
     private static func fetch(_ url: URL, maxBytes: Int, options: [String: String], transports: TransportRegistry,
                               credentials: (any CredentialProvider)?, retry: RetryPolicy,
-                              connectTimeout: Duration, idleTimeout: Duration) async throws(LibraryError) -> Data {
+                              connectTimeout: Duration, idleTimeout: Duration, clock: any LibraryClock,
+                              jitter: (ClosedRange<Double>) -> Double) async throws(LibraryError) -> Data {
         let transport: any Transport
         do {
             transport = try transports.transport(for: url)
@@ -47,8 +50,8 @@ extension Library {
                 return sink.data
             } catch let error as TransportError where error.isRetryable && attempt < retry.maxAttempts {
                 lastError = error
-                let delay = retry.delay(afterFailedAttempts: attempt, retryAfter: error.retryAfter)
-                do { try await Task.sleep(for: delay) } catch { throw LibraryError(.cancelled, "fetching \(url.redactedString) was cancelled") }
+                let delay = retry.delay(afterFailedAttempts: attempt, retryAfter: error.retryAfter, random: jitter)
+                do { try await clock.sleep(for: delay) } catch { throw LibraryError(.cancelled, "fetching \(url.redactedString) was cancelled") }
             } catch {
                 throw Scheduler.libraryError(error)
             }

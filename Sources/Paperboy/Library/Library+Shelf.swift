@@ -19,10 +19,12 @@ extension Library {
     /// - Parameters:
     ///   - payload: the push payload; `content-available` may be at the top level or under `aps`.
     ///     `nil` counts as a trigger (a manual `paperboy notify`).
+    ///   - now: the time of the push; by default the library's clock's.
     /// - Throws: ``LibraryError`` when the decision cannot be recorded.
     public func contentAvailable(payload: JSONValue? = nil, throttle: Duration = .seconds(86_400),
-                                 dontThrottle: Bool = false, now: Date = Date()) throws(LibraryError) -> ContentAvailableResult {
+                                 dontThrottle: Bool = false, now: Date? = nil) throws(LibraryError) -> ContentAvailableResult {
         if let payload, !Self.saysContentAvailable(payload) { return .ignored }
+        let now = now ?? scheduler.clock.now
         if !dontThrottle, let last = lastContentRefresh {
             let next = last.addingTimeInterval(throttle.seconds)
             if now < next { return .throttled(nextAllowed: next) }

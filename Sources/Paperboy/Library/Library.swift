@@ -69,6 +69,10 @@ public final class Library: Sendable {
         public var syncsToDisk: Bool = true
         /// Tests only: the current boot's identifier (see ``BootIdentity``).
         var bootIdentity: @Sendable () -> String? = { BootIdentity.current() }
+        /// Tests only: the random part of each retry's delay, in `0...1` (see
+        /// ``RetryPolicy/delay(afterFailedAttempts:retryAfter:random:)``); `{ _ in 1 }` makes
+        /// every delay the full exponential one, so that a test knows each retry's date.
+        var retryJitter: @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
         /// Credentials tried before the app's delegate is asked.
         public var credentials: (any CredentialProvider)?
         /// Where the library logs.
@@ -187,7 +191,9 @@ public final class Library: Sendable {
             schedule: configuration.bandwidthSchedule,
             networkMonitor: monitor,
             networkPolicy: configuration.networkPolicy ?? (configuration.mode == .background ? .unmeteredOnly : .any),
-            bootID: configuration.bootIdentity())
+            bootID: configuration.bootIdentity(),
+            clock: configuration.clock,
+            retryJitter: configuration.retryJitter)
         let scheduler = Scheduler(
             store: store, layout: layout, transports: transports, settings: settings,
             durability: Durability(root: layout.root, enabled: configuration.syncsToDisk),
@@ -252,7 +258,7 @@ public final class Library: Sendable {
     @discardableResult
     public func addIssue(name: String, date: Date) throws(LibraryError) -> Issue {
         try PathRules.validateIssueName(name)
-        let record = IssueRecord(name: name, date: date, addedAt: Date(), isNew: false, coverPath: nil)
+        let record = IssueRecord(name: name, date: date, addedAt: scheduler.clock.now, isNew: false, coverPath: nil)
         try scheduler.store.insertIssue(record)
         return Issue(record: record, scheduler: scheduler)
     }

@@ -70,7 +70,7 @@ public final class BandwidthLimiter: Sendable {
     }
 
     private let state: Mutex<State>
-    private let clock: any LimiterClock
+    private let clock: any LibraryClock
     private let nextID = Atomic<UInt64>(1)
     private let unlimited = Atomic<Bool>(true)
 
@@ -78,10 +78,10 @@ public final class BandwidthLimiter: Sendable {
     ///
     /// - Parameters:
     ///   - bytesPerSecond: the limit; `nil` for unlimited.
-    ///   - clock: where time comes from (tests pass a manual clock).
-    public init(bytesPerSecond: Int64? = nil, clock: any LimiterClock = ContinuousLimiterClock()) {
+    ///   - clock: where time comes from and the refill waits (tests pass PaperboyTesting's `TestClock`).
+    public init(bytesPerSecond: Int64? = nil, clock: any LibraryClock = SystemClock()) {
         self.clock = clock
-        state = Mutex(State(bucket: TokenBucket(rate: bytesPerSecond, now: clock.now)))
+        state = Mutex(State(bucket: TokenBucket(rate: bytesPerSecond, now: clock.uptimeSeconds)))
         unlimited.store(bytesPerSecond == nil, ordering: .relaxed)
     }
 
@@ -90,7 +90,7 @@ public final class BandwidthLimiter: Sendable {
 
     /// Changes the limit; running transfers follow at once.
     public func setBytesPerSecond(_ rate: Int64?) {
-        let now = clock.now
+        let now = clock.uptimeSeconds
         let woken = state.withLock { state -> [Wake] in
             state.bucket.setRate(rate.map { max(1, $0) }, now: now)
             unlimited.store(rate == nil, ordering: .relaxed)
@@ -109,7 +109,7 @@ public final class BandwidthLimiter: Sendable {
 
     /// What the limiter achieved so far.
     public var statistics: Statistics {
-        let now = clock.now
+        let now = clock.uptimeSeconds
         return state.withLock { state in
             let second = Int64(now.rounded(.down))
             let window = state.recent.filter { $0.second >= second - 2 && $0.second < second }
@@ -138,7 +138,7 @@ public final class BandwidthLimiter: Sendable {
     /// - Throws: `CancellationError` if the task is cancelled while waiting.
     public func acquire(_ bytes: Int, flow: UInt64 = 0) async throws {
         if unlimited.load(ordering: .relaxed) {
-            state.withLock { $0.record(bytes, now: clock.now) }
+            state.withLock { $0.record(bytes, now: clock.uptimeSeconds) }
             return
         }
         var remaining = bytes
@@ -164,7 +164,7 @@ public final class BandwidthLimiter: Sendable {
             let removed = state.withLock { state -> Wake? in
                 guard let index = state.queue.firstIndex(where: { $0.token.id == id }) else { return nil }
                 let waiter = state.queue.remove(at: index)
-                state.updateThrottled(now: clock.now)
+                state.updateThrottled(now: clock.uptimeSeconds)
                 return waiter.token.wake
             }
             if case .continuation(let continuation)? = removed { continuation.resume(throwing: CancellationError()) }
@@ -173,7 +173,7 @@ public final class BandwidthLimiter: Sendable {
 
     /// Takes `bytes` without waiting, if the limit allows it now and nobody waits before.
     public func tryAcquire(_ bytes: Int, flow: UInt64 = 0) -> Bool {
-        let now = clock.now
+        let now = clock.uptimeSeconds
         return state.withLock { state in
             if state.bucket.rate == nil || (state.queue.isEmpty && state.bucket.take(bytes, now: now)) {
                 if state.bucket.rate != nil {
@@ -199,7 +199,7 @@ public final class BandwidthLimiter: Sendable {
     }
 
     private func enqueue(_ bytes: Int, flow: UInt64, _ entry: Entry) {
-        let now = clock.now
+        let now = clock.uptimeSeconds
         let immediate = state.withLock { state -> Bool in
             if state.bucket.rate == nil {
                 state.record(bytes, now: now)
@@ -228,7 +228,7 @@ public final class BandwidthLimiter: Sendable {
         guard start else { return }
         Task.detached { [self] in
             while true {
-                let now = clock.now
+                let now = clock.uptimeSeconds
                 let (granted, wait) = state.withLock { state -> ([TokenBucket.Waiter<Entry>], Double?) in
                     let result = state.bucket.grant(&state.queue, now: now)
                     for waiter in result.granted { state.record(waiter.bytes, now: now) }
@@ -241,30 +241,5 @@ public final class BandwidthLimiter: Sendable {
                 try? await clock.sleep(seconds: wait)
             }
         }
-    }
-}
-
-/// Where a ``BandwidthLimiter`` reads time and sleeps.
-public protocol LimiterClock: Sendable {
-    /// Seconds since an arbitrary origin.
-    var now: Double { get }
-    /// Suspends for `seconds`.
-    func sleep(seconds: Double) async throws
-}
-
-/// The real clock (monotonic).
-public struct ContinuousLimiterClock: LimiterClock {
-    private let origin = ContinuousClock.now
-
-    /// Creates the clock.
-    public init() {}
-
-    public var now: Double {
-        let (seconds, attoseconds) = (ContinuousClock.now - origin).components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-
-    public func sleep(seconds: Double) async throws {
-        try await Task.sleep(for: .microseconds(Int64(seconds * 1_000_000)))
     }
 }

@@ -5,15 +5,16 @@ import Synchronization
 // Ending a transfer: the slot given back, the outcome recorded (finished, stopped, failed), a
 // retry timed, the delivery started.
 extension Scheduler {
-    func scheduleRetry(_ id: String, at date: Date, in state: inout State) {
-        // A stored date may be years away (a damaged row): a day at most, so the sleep's
-        // nanoseconds cannot overflow.
-        let delay = min(max(0, date.timeIntervalSinceNow), 86_400)
+    /// Times the retry of `id` for `date` (as seen at `now`, by default the clock's now) on the
+    /// clock, in memory.
+    func scheduleRetry(_ id: String, at date: Date, now: Date? = nil, in state: inout State) {
+        let delay = Self.delay(until: date, from: now ?? clock.now)
+        let clock = self.clock
         state.update(id) { entry in
             entry.retryTask?.cancel()
             entry.retryTask = Task { [self] in
                 do {
-                    try await Task.sleep(for: .milliseconds(Int64(delay * 1000)))
+                    try await clock.sleep(for: delay)
                 } catch {
                     return
                 }
@@ -22,16 +23,27 @@ extension Scheduler {
         }
     }
 
+    /// The time from `now` to `date`, to the microsecond (`Date` arithmetic leaves noise far
+    /// below it), at least zero and at most a day: a stored date may be years away (a damaged
+    /// row), and a sleep's nanoseconds must not overflow.
+    static func delay(until date: Date, from now: Date) -> Duration {
+        let microseconds = (date.timeIntervalSince(now) * 1_000_000).rounded()
+        return .microseconds(Int64(min(max(0, microseconds), 86_400 * 1_000_000)))
+    }
+
     /// Arms the timer of the retries waiting in the store for the earliest due (a day away at
     /// most: a damaged row's date may be years away), unless one is armed for earlier.
     func armRetryTimer(_ state: inout State) {
         guard !state.closed, let due = state.storedRetryDue else { return }
         if let armed = state.retryTimer, armed.due <= due { return }
         state.retryTimer?.task.cancel()
-        // Rounded up: waking before the stored (millisecond) date would find nothing due.
-        let delay = min(max(0, due.timeIntervalSinceNow), 86_400)
+        // In whole milliseconds, rounded up, and one more: the store keeps dates to the nearest
+        // millisecond, and waking before the stored date would find nothing due.
+        let exact = Self.delay(until: due, from: clock.now)
+        let milliseconds = (exact.seconds * 1000).rounded(.up)
+        let clock = self.clock
         let task = Task { [weak self] in
-            try? await Task.sleep(for: .milliseconds(Int64((delay * 1000).rounded(.up)) + 1))
+            try? await clock.sleep(for: .milliseconds(Int64(milliseconds) + 1))
             guard !Task.isCancelled, let self else { return }
             self.storedRetriesDue()
         }
@@ -44,13 +56,14 @@ extension Scheduler {
             guard !state.closed else { return }
             state.retryTimer = nil
             let held = state.entries.values.filter { $0.state == .retry }.map(\.id)
+            let now = clock.now
             do {
-                if try store.queueDueRetries(now: Date(), except: held) > 0 { state.backlog = true }
-                state.storedRetryDue = try store.earliestRetry(except: held)
+                if try store.queueDueRetries(now: now, except: held) > 0 { state.backlog = true }
+                state.storedRetryDue = try store.earliestRetry(now: now, except: held)
             } catch {
                 // Read again shortly: the retries are not given up.
                 logger.error("\((error as? LibraryError)?.message ?? "\(error)"); trying again in \(Self.refillRetryDelay)")
-                state.storedRetryDue = Date().addingTimeInterval(Self.refillRetryDelay.seconds)
+                state.storedRetryDue = now.addingTimeInterval(Self.refillRetryDelay.seconds)
             }
             if state.storedRetryDue == nil { state.retryClocks = [:] }
             pump(&state)
@@ -98,6 +111,8 @@ extension Scheduler {
         var deliverNow: (request: AssetRequest, issueName: String)?
         var failure: (AssetEventHub, LibraryError)?
         var requeue: (seq: Int64, priority: Int, host: String)?
+        // One reading for the retry's date and its timer, so that the timer ends exactly at the date.
+        let failedAt = clock.now
         state.withLock { state in
             if holdsSlot { Self.release(host, in: &state) }
             state.perTransferLimiters[id] = nil
@@ -205,7 +220,7 @@ extension Scheduler {
                     entry.stop = nil
                     entry.restartAfterStop = false
                 case .failed(let error, let retryAfter, let written, let validator):
-                    let now = ContinuousClock.now
+                    let now = clock.uptime
                     // Progress is what the next attempt will not fetch again: the durable offset.
                     let progressed = written > entry.bytesOnDisk
                     if progressed {
@@ -221,11 +236,11 @@ extension Scheduler {
                     entry.detail = error.message
                     patch.detail = .some(error.message)
                     let retry = settings.retry
-                    let delay = retry.delay(afterFailedAttempts: entry.attempts, retryAfter: retryAfter)
+                    let delay = retry.delay(afterFailedAttempts: entry.attempts, retryAfter: retryAfter, random: settings.retryJitter)
                     let stalled = entry.progressClock.map { now - $0 } ?? .zero
                     let outOfTime = retry.noProgressTimeout.map { stalled + delay > $0 } ?? false
                     if error.isRetryable && entry.attempts < retry.maxAttempts && !outOfTime {
-                        let date = Date().addingTimeInterval(delay.seconds)
+                        let date = failedAt.addingTimeInterval(delay.seconds)
                         entry.state = .retry
                         entry.retryAt = date
                         patch.state = .retry
@@ -254,7 +269,7 @@ extension Scheduler {
                 store.submit(patch)
             }
             if let entry = state.entries[id], entry.state == .retry {
-                scheduleRetry(id, at: entry.retryAt ?? Date(), in: &state)
+                scheduleRetry(id, at: entry.retryAt ?? failedAt, now: failedAt, in: &state)
             }
             if let requeue {
                 state.ready.push(id: id, seq: requeue.seq, priority: requeue.priority, host: requeue.host)

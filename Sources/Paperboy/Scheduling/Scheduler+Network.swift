@@ -9,6 +9,7 @@ extension Scheduler {
     /// schedule, and recording the limiter's statistics for `paperboy status`.
     func startBackgroundWork() {
         let changes = settings.networkMonitor.changes()
+        let clock = self.clock
         var tasks = [Task { [weak self] in
             for await status in changes {
                 guard let self else { return }
@@ -18,7 +19,7 @@ extension Scheduler {
         tasks.append(Task { [weak self] in
             var last: Int64 = -1
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
+                try? await clock.sleep(for: Self.statisticsInterval)
                 guard let granted = self?.recordLimiterStatistics(after: last) else { return }
                 if granted == last { await Scheduler.untilATransferStarts { [weak self] in self } }
                 last = granted
@@ -28,16 +29,21 @@ extension Scheduler {
         setSchedule(settings.schedule)
     }
 
+    /// How often the limiter's statistics are recorded while transfers run.
+    static let statisticsInterval = Duration.seconds(1)
+
     /// Follows a time-of-day schedule (replacing the previous one); `nil` stops following.
     func setSchedule(_ schedule: BandwidthSchedule?) {
+        let clock = self.clock
         let task: Task<Void, Never>? = schedule.map { schedule in
             Task { [weak self] in
                 while !Task.isCancelled {
                     guard let self else { return }
-                    let now = Date()
+                    let now = clock.now
                     self.limiter.setBytesPerSecond(schedule.bytesPerSecond(at: now))
                     guard let next = schedule.nextChange(after: now) else { return }
-                    try? await Task.sleep(for: .milliseconds(Int64(max(0.05, next.timeIntervalSinceNow) * 1000)))
+                    // At least 50 ms: a wall clock set back a moment must not make this spin.
+                    try? await clock.sleep(for: max(.milliseconds(50), Self.delay(until: next, from: now)))
                 }
             }
         }

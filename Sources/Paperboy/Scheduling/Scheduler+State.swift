@@ -13,8 +13,9 @@ extension Scheduler {
         /// Failed attempts since the last one that made progress.
         var attempts: Int
         /// When the asset last made progress, or started its first attempt since it was asked
-        /// for, resumed or reopened (`nil` until then): the ``RetryPolicy/noProgressTimeout`` clock.
-        var progressClock: ContinuousClock.Instant?
+        /// for, resumed or reopened (`nil` until then), in the clock's ``LibraryClock/uptime``: the
+        /// ``RetryPolicy/noProgressTimeout`` clock.
+        var progressClock: Duration?
         var retryAt: Date?
         var detail: String?
         var bytesOnDisk: Int64
@@ -70,11 +71,12 @@ extension Scheduler {
         /// does one waiting to retry (queued there when its retry is due), unless its retry is
         /// due within ``Scheduler/storedRetryMinimumDelay``: a retry read back from the store
         /// costs a few transactions, too many for backoffs of milliseconds.
-        var isAtRest: Bool {
+        func isAtRest(now: @autoclosure () -> Date) -> Bool {
             switch state {
             case .idle, .paused, .failed, .cancelled, .network: break
             case .retry:
-                guard (retryAt ?? Date()).timeIntervalSinceNow >= Scheduler.storedRetryMinimumDelay.seconds else { return false }
+                let now = now()
+                guard (retryAt ?? now).timeIntervalSince(now) >= Scheduler.storedRetryMinimumDelay.seconds else { return false }
             default: return false
             }
             return !pinned && !delivering && task == nil && retryTask == nil && stop == nil && !restartAfterStop
@@ -85,6 +87,8 @@ extension Scheduler {
     }
 
     struct State {
+        /// The scheduler's clock (see ``Scheduler/clock``): whether a retry is due soon.
+        let clock: any LibraryClock
         var entries: [String: Entry] = [:]
         var ready = ReadyQueue()
         var running = 0
@@ -109,7 +113,7 @@ extension Scheduler {
         var storedRetryDue: Date?
         var retryTimer: (task: Task<Void, Never>, due: Date)?
         /// The no-progress clocks of the retries let go, given back when they come back.
-        var retryClocks: [String: ContinuousClock.Instant] = [:]
+        var retryClocks: [String: Duration] = [:]
         var idleWaiters: [(includingNetwork: Bool, continuation: CheckedContinuation<Void, Never>)] = []
         var closed = false
         var network = NetworkStatus(kind: .other)
@@ -132,10 +136,10 @@ extension Scheduler {
             if entry.state != .failed { entry.failure = nil }
             entries[id] = entry
             if !assetWaiters.isEmpty, let outcome = Scheduler.settledOutcome(entry) { settle(id, outcome) }
-            if entry.isAtRest {
+            if entry.isAtRest(now: clock.now) {
                 if entry.state == .network { storedNetworkWaits += 1 }
                 if entry.state == .retry {
-                    let due = entry.retryAt ?? Date()
+                    let due = entry.retryAt ?? clock.now
                     storedRetryDue = min(storedRetryDue ?? due, due)
                     if let clock = entry.progressClock { retryClocks[id] = clock }
                 }

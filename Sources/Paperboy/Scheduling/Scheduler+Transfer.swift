@@ -182,7 +182,8 @@ extension Scheduler {
         let context = PartialFileSink.Context(
             assetID: run.id, partialFile: partial, url: request.url, requestedOffset: offset, recordedValidator: validator,
             expectedSHA256: request.sha256, progressInterval: settings.progressInterval,
-            checkpointInterval: settings.checkpointInterval, bootID: settings.bootID, store: store, durability: durability,
+            checkpointInterval: settings.checkpointInterval, clock: settings.clock, bootID: settings.bootID, store: store,
+            durability: durability,
             live: run.live, hub: hub,
             resumed: { [weak self] total, expected in self?.transferResumed(id, total: total, expected: expected) },
             limiters: run.limiters,

@@ -19,7 +19,7 @@ extension Scheduler {
         try store.changeStates(from: [.network] + (resume ? [.downloading] : []), to: .queued)
         if !resume { try store.changeStates(from: [.downloading], to: .paused) }
         // Retries wait in the store: the timer wakes for the earliest.
-        let retryDue = try store.earliestRetry()
+        let retryDue = try store.earliestRetry(now: clock.now)
         let records = try store.assets(inStates: [.finished])
         var deliveries: [String] = []
         state.withLock { state in
@@ -72,7 +72,7 @@ extension Scheduler {
         }
         if entry.state == .retry, state.entries[entry.id] != nil {
             // Its retry is due soon: timed here (the store's timer leaves what memory holds).
-            scheduleRetry(entry.id, at: entry.retryAt ?? Date(), in: &state)
+            scheduleRetry(entry.id, at: entry.retryAt ?? clock.now, in: &state)
         }
     }
 
@@ -119,8 +119,9 @@ extension Scheduler {
         } catch {
             // A failed read is no empty store: the backlog stays, and is read again shortly.
             logger.error("\(error.message); reading the queued assets again in \(Self.refillRetryDelay)")
+            let clock = self.clock
             state.refillRetry = Task { [weak self] in
-                try? await Task.sleep(for: Self.refillRetryDelay)
+                try? await clock.sleep(for: Self.refillRetryDelay)
                 guard !Task.isCancelled, let self else { return }
                 self.state.withLock { state in
                     state.refillRetry = nil
@@ -180,7 +181,7 @@ extension Scheduler {
         state.hostCounts[host, default: 0] += 1
         var limiters = [limiter]
         if let entry = state.entries[id], let rate = entry.request.maxBytesPerSecond ?? state.perTransferLimit {
-            let own = BandwidthLimiter(bytesPerSecond: rate)
+            let own = BandwidthLimiter(bytesPerSecond: rate, clock: clock)
             limiters.insert(own, at: 0)
             if entry.request.maxBytesPerSecond == nil { state.perTransferLimiters[id] = own }
         }
@@ -188,7 +189,7 @@ extension Scheduler {
             entry.state = .downloading
             entry.stop = nil
             entry.unannouncedResume = nil
-            if entry.progressClock == nil { entry.progressClock = .now }
+            if entry.progressClock == nil { entry.progressClock = clock.uptime }
             let slot = TransferSlot(host: host)
             let run = Run(
                 id: id, issueName: entry.issueName, request: entry.request, bytesOnDisk: entry.bytesOnDisk,

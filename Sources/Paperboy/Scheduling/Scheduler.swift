@@ -37,6 +37,10 @@ final class Scheduler: Sendable {
         var networkPolicy: NetworkPolicy = .any
         /// The current boot (``BootIdentity``), recorded with checkpoints; `nil` if unknown.
         var bootID: String? = nil
+        /// Where every decision taken at a time reads it (see ``LibraryClock``).
+        var clock: any LibraryClock = SystemClock()
+        /// The random part of retry delays (see ``Library/Configuration``).
+        var retryJitter: @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
     }
 
     /// The global bandwidth limit, shared by every transfer.
@@ -52,7 +56,9 @@ final class Scheduler: Sendable {
     let settings: Settings
     let logger: Logger
     let broadcaster = EventBroadcaster()
-    let state = Mutex<State>(State())
+    let state: Mutex<State>
+    /// The configured clock: retries, timeouts, the limiter and the schedule read it.
+    var clock: any LibraryClock { settings.clock }
 
     /// Why a running transfer is being stopped; `.storage`: its progress cannot be recorded.
     enum StopKind: Sendable { case pause, cancel, remove, network, close, storage }
@@ -65,11 +71,11 @@ final class Scheduler: Sendable {
         self.settings = settings
         self.durability = durability
         self.logger = logger
-        limiter = BandwidthLimiter(bytesPerSecond: settings.bandwidthLimit)
-        state.withLock { state in
-            state.network = settings.networkMonitor.current
-            state.perTransferLimit = settings.perTransferLimit
-        }
+        limiter = BandwidthLimiter(bytesPerSecond: settings.bandwidthLimit, clock: settings.clock)
+        var initial = State(clock: settings.clock)
+        initial.network = settings.networkMonitor.current
+        initial.perTransferLimit = settings.perTransferLimit
+        state = Mutex(initial)
         store.onCommitFailure.withLock { handler in
             handler = { [weak self] error, ids in self?.recordingFailed(error, ids: ids) }
         }
@@ -135,7 +141,7 @@ final class Scheduler: Sendable {
     func snapshot(_ id: String) -> Snapshot? {
         state.withLock { state in
             guard let entry = state.entries[id] else { return nil }
-            var public_ = Self.publicState(entry)
+            var public_ = Self.publicState(entry, now: clock.now)
             if entry.state == .queued, state.hostCounts[entry.host, default: 0] >= settings.maxPerHost,
                state.running < settings.maxConcurrent {
                 public_ = .waiting(.hostLimit(host: entry.host))
@@ -152,16 +158,18 @@ final class Scheduler: Sendable {
         }
     }
 
-    static func publicState(_ entry: Entry) -> AssetState {
-        publicState(entry.state, retryAt: entry.retryAt, attempts: entry.attempts, detail: entry.detail)
+    static func publicState(_ entry: Entry, now: @autoclosure () -> Date) -> AssetState {
+        publicState(entry.state, retryAt: entry.retryAt, attempts: entry.attempts, detail: entry.detail, now: now())
     }
 
-    static func publicState(_ state: PersistedState, retryAt: Date?, attempts: Int, detail: String?) -> AssetState {
+    /// What the app sees of an asset in `state`; a retry without a readable date is due `now`.
+    static func publicState(_ state: PersistedState, retryAt: Date?, attempts: Int, detail: String?,
+                            now: @autoclosure () -> Date) -> AssetState {
         switch state {
         case .idle: .idle
         case .queued: .waiting(.queued)
         case .paused: .waiting(.pausedByApp)
-        case .retry: .waiting(.retry(until: retryAt ?? Date(), attempt: attempts + 1))
+        case .retry: .waiting(.retry(until: retryAt ?? now(), attempt: attempts + 1))
         case .network: .waiting(.network)
         case .downloading: .downloading
         case .finished: .finished
@@ -232,7 +240,8 @@ final class Scheduler: Sendable {
             issueName = record.issueName
             // Waiting for a network or a retry, in the store: still told, as when held in memory.
             if current == nil, let stored = PersistedState(rawValue: record.state), stored == .network || stored == .retry {
-                current = Self.publicState(stored, retryAt: record.retryAt, attempts: record.attempts, detail: record.detail)
+                current = Self.publicState(stored, retryAt: record.retryAt, attempts: record.attempts, detail: record.detail,
+                                           now: clock.now)
             }
         }
         guard let current, let issueName else { return }

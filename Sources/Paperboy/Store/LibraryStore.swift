@@ -35,6 +35,8 @@ final class LibraryStore: Sendable {
     /// between two doubles from the batch delay (25, 50, 100, 200, 400 ms by default).
     static let commitAttempts = 6
     private let commitFailures = Mutex<Int>(0)
+    /// Commits of queued updates that failed since the store was opened (tests wait for one).
+    let failedCommits = Atomic<Int>(0)
     /// Told (on a queue of its own) when queued updates could not be committed after
     /// ``commitAttempts`` tries: the error and the assets whose updates are not recorded. The
     /// updates stay queued and are written with the next batch that succeeds.
@@ -278,7 +280,7 @@ final class LibraryStore: Sendable {
 
     /// The earliest retry among the assets waiting to retry but those of `except` (held in
     /// memory), `nil` when there is none; a retry of unreadable date is due now.
-    func earliestRetry(except: [String] = []) throws(LibraryError) -> Date? {
+    func earliestRetry(now: Date, except: [String] = []) throws(LibraryError) -> Date? {
         flush()
         let filter = except.isEmpty ? "" : " AND id NOT IN (\(databaseQuestionMarks(count: except.count)))"
         return try reading("cannot read the retries of library database \(fileURL.path)") { db -> Date? in
@@ -287,7 +289,7 @@ final class LibraryStore: Sendable {
                 FROM asset WHERE state = 'retry'\(filter)
                 """, arguments: StatementArguments(except)), let count = row.storedInteger(atIndex: 0), count > 0 else { return nil }
             let readable = row.storedInteger(atIndex: 2) ?? 0
-            guard readable == count, let earliest = (try? row.decode(StoredDate?.self, atIndex: 1))??.date else { return Date() }
+            guard readable == count, let earliest = (try? row.decode(StoredDate?.self, atIndex: 1))??.date else { return now }
             return earliest
         }
     }
@@ -491,6 +493,7 @@ final class LibraryStore: Sendable {
             commitFailures.withLock { $0 = 0 }
             return (nil, waiters)
         } catch {
+            failedCommits.add(1, ordering: .relaxed)
             let failures = commitFailures.withLock { count -> Int in
                 count += 1
                 return count

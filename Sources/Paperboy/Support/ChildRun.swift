@@ -37,9 +37,13 @@ package struct ChildRun: Sendable {
     package var outputLimit = 0
     /// Whether the child writes to this process's standard error (and output, when not kept).
     package var inheritsOutput = false
+    /// Where the timeout is measured: the run polls its ``LibraryClock/uptime`` (a test's clock
+    /// makes the stop the test's to time).
+    package var clock: any LibraryClock
 
     package init(_ executable: String, _ arguments: [String] = [], environment: [String: String], folder: URL? = nil,
-                 timeout: Duration? = nil, outputLimit: Int = 0, inheritsOutput: Bool = false) {
+                 timeout: Duration? = nil, outputLimit: Int = 0, inheritsOutput: Bool = false,
+                 clock: any LibraryClock = SystemClock()) {
         self.executable = executable
         self.arguments = arguments
         self.environment = environment
@@ -47,6 +51,37 @@ package struct ChildRun: Sendable {
         self.timeout = timeout
         self.outputLimit = outputLimit
         self.inheritsOutput = inheritsOutput
+        self.clock = clock
+    }
+
+    /// When a run past its timeout is signalled: SIGTERM to the group at the deadline, SIGKILL
+    /// a grace period later (a tenth of the timeout, between 100 ms and 5 s).
+    package struct Stopping: Sendable, Equatable {
+        /// When SIGTERM is due, in the clock's uptime.
+        package let deadline: Duration
+        /// How long after SIGTERM the group gets SIGKILL.
+        package let grace: Duration
+        /// The signals sent so far.
+        package private(set) var sent: [Int32] = []
+
+        /// A run started at `start` (uptime) with `timeout`.
+        package init(start: Duration, timeout: Duration) {
+            deadline = start + timeout
+            grace = min(max(timeout / 10, .milliseconds(100)), .seconds(5))
+        }
+
+        /// The signal due at `now` that was not sent yet, if any; it counts as sent.
+        package mutating func signalDue(at now: Duration) -> Int32? {
+            if sent.isEmpty, now >= deadline {
+                sent.append(SIGTERM)
+                return SIGTERM
+            }
+            if sent == [SIGTERM], now >= deadline + grace {
+                sent.append(SIGKILL)
+                return SIGKILL
+            }
+            return nil
+        }
     }
 
     /// Runs the program to its end: how it ended, and the standard output kept.
@@ -88,14 +123,11 @@ package struct ChildRun: Sendable {
         return (path, [path])
     }
 
-    /// Polls the child every 5 ms (reading its output meanwhile) until it ends, stopping it at the timeout.
+    /// Polls the child every 5 ms (reading its output meanwhile) until it ends, stopping it at
+    /// the timeout (see ``Stopping``) as the clock tells it.
     private func wait(for pid: pid_t, reading fd: Int32, into output: inout Data) -> Ending {
         if fd >= 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-        let clock = ContinuousClock()
-        let deadline = timeout.map { clock.now + $0 }
-        let grace = timeout.map { min(max($0 / 10, .milliseconds(100)), .seconds(5)) } ?? .zero
-        var terminated = false
-        var killed = false
+        var stopping = timeout.map { Stopping(start: clock.uptime, timeout: $0) }
         var status: Int32 = 0
         var buffer = [UInt8](repeating: 0, count: 4096)
         func drain() {
@@ -112,20 +144,12 @@ package struct ChildRun: Sendable {
             let reaped = waitpid(pid, &status, WNOHANG)
             if reaped == pid { break }
             if reaped < 0, errno != EINTR { return .exited(-1) }
-            if let deadline {
-                let now = clock.now
-                if !terminated, now >= deadline {
-                    kill(-pid, SIGTERM)
-                    terminated = true
-                } else if terminated, !killed, now >= deadline + grace {
-                    kill(-pid, SIGKILL)
-                    killed = true
-                }
-            }
+            if let signal = stopping?.signalDue(at: clock.uptime) { kill(-pid, signal) }
+            // The poll's period, not a decision: the clock above decides when to stop the child.
             usleep(5_000)
         }
         drain()
-        if terminated {
+        if stopping?.sent.isEmpty == false {
             // The group outlives its leader while a child is left in it: that child goes too.
             kill(-pid, SIGKILL)
             return .timedOut
