@@ -65,17 +65,21 @@ final class LibraryStore: Sendable {
             if !readOnly, FileManager.default.fileExists(atPath: fileURL.path) {
                 // Checked through a read-only connection first: closing a writer's connection may
                 // checkpoint the WAL into a database this build must leave untouched.
-                var reading = Configuration()
-                reading.readonly = true
-                // Another connection may hold a lock for a moment (a closing one checkpoints).
-                reading.busyMode = .timeout(10)
-                let connection = try DatabaseQueue(path: fileURL.path, configuration: reading)
-                defer { try? connection.close() }
-                try connection.read { db in try Migrations.check(db, file: fileURL, readOnly: false) }
+                try Self.recoveringIfNeeded(fileURL) {
+                    var reading = Configuration()
+                    reading.readonly = true
+                    // Another connection may hold a lock for a moment (a closing one checkpoints).
+                    reading.busyMode = .timeout(10)
+                    let connection = try DatabaseQueue(path: fileURL.path, configuration: reading)
+                    defer { try? connection.close() }
+                    try connection.read { db in try Migrations.check(db, file: fileURL, readOnly: false) }
+                }
             }
             let pool = try DatabasePool(path: fileURL.path, configuration: configuration)
             if readOnly {
-                try pool.read { db in try Migrations.check(db, file: fileURL, readOnly: true) }
+                try Self.recoveringIfNeeded(fileURL) {
+                    try pool.read { db in try Migrations.check(db, file: fileURL, readOnly: true) }
+                }
             } else {
                 try Migrations.migrator.migrate(pool)
             }
@@ -90,6 +94,26 @@ final class LibraryStore: Sendable {
         }
     }
 
+    /// Runs `read`, a read through a read-only connection; if SQLite says it cannot read without
+    /// writing (a process killed while writing left a hot journal to roll back, or a WAL index to
+    /// rebuild: `SQLITE_READONLY_ROLLBACK`, `_RECOVERY`, `_CANTINIT`), a read-write connection
+    /// opens the database once, which makes SQLite restore the last committed state, as any later
+    /// writer would, and `read` runs again. Without this, a `sync` killed at the wrong moment left
+    /// a library that neither `status` nor the next `sync` could open.
+    static func recoveringIfNeeded(_ fileURL: URL, _ read: () throws -> Void) throws {
+        do {
+            try read()
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {
+            var recovering = Configuration()
+            recovering.busyMode = .timeout(10)
+            let connection = try DatabaseQueue(path: fileURL.path, configuration: recovering)
+            // Reading the schema is what makes SQLite roll back or rebuild; nothing is written.
+            _ = try connection.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
+            try connection.close()
+            try read()
+        }
+    }
+
     /// Creates a new library database whole: migrated in a file of its own next to `fileURL`,
     /// then renamed into place (and the folder synced). A process killed meanwhile leaves no
     /// database, never one half migrated, which a read-only command (`status`) would refuse
@@ -99,6 +123,9 @@ final class LibraryStore: Sendable {
         for suffix in ["", "-wal", "-shm", "-journal"] { unlink(fresh.path + suffix) }
         let queue = try DatabaseQueue(path: fresh.path, configuration: configuration)
         chmod(fresh.path, 0o600)
+        // In WAL mode from its first byte: switching a database in place to WAL is a write with a
+        // rollback journal, and a kill then left a hot journal that read-only opens cannot roll back.
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
         try Migrations.migrator.migrate(queue)
         try queue.close()
         let fd = open(fresh.path, O_RDONLY | O_CLOEXEC)
