@@ -75,12 +75,12 @@ final class LibraryStore: Sendable {
                     try connection.read { db in try Migrations.check(db, file: fileURL, readOnly: false) }
                 }
             }
-            let pool = try DatabasePool(path: fileURL.path, configuration: configuration)
-            if readOnly {
-                try Self.recoveringIfNeeded(fileURL) {
-                    try pool.read { db in try Migrations.check(db, file: fileURL, readOnly: true) }
-                }
-            } else {
+            let pool = try Self.recoveringIfNeeded(fileURL, when: readOnly) {
+                let pool = try DatabasePool(path: fileURL.path, configuration: configuration)
+                if readOnly { try pool.read { db in try Migrations.check(db, file: fileURL, readOnly: true) } }
+                return pool
+            }
+            if !readOnly {
                 try Migrations.migrator.migrate(pool)
             }
             self.pool = pool
@@ -94,23 +94,23 @@ final class LibraryStore: Sendable {
         }
     }
 
-    /// Runs `read`, a read through a read-only connection; if SQLite says it cannot read without
+    /// Runs `read`, a read through a read-only connection (when `readOnly`); if SQLite says it cannot read without
     /// writing (a process killed while writing left a hot journal to roll back, or a WAL index to
     /// rebuild: `SQLITE_READONLY_ROLLBACK`, `_RECOVERY`, `_CANTINIT`), a read-write connection
     /// opens the database once, which makes SQLite restore the last committed state, as any later
     /// writer would, and `read` runs again. Without this, a `sync` killed at the wrong moment left
     /// a library that neither `status` nor the next `sync` could open.
-    static func recoveringIfNeeded(_ fileURL: URL, _ read: () throws -> Void) throws {
+    static func recoveringIfNeeded<T>(_ fileURL: URL, when readOnly: Bool = true, _ read: () throws -> T) throws -> T {
         do {
-            try read()
-        } catch let error as DatabaseError where error.resultCode == .SQLITE_READONLY {
+            return try read()
+        } catch let error as DatabaseError where readOnly && error.resultCode == .SQLITE_READONLY {
             var recovering = Configuration()
             recovering.busyMode = .timeout(10)
             let connection = try DatabaseQueue(path: fileURL.path, configuration: recovering)
             // Reading the schema is what makes SQLite roll back or rebuild; nothing is written.
             _ = try connection.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") }
             try connection.close()
-            try read()
+            return try read()
         }
     }
 
