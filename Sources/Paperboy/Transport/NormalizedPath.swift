@@ -6,7 +6,7 @@ import Foundation
 /// Normalizing:
 /// - a percent-escape of an unreserved character (`A`–`Z`, `a`–`z`, `0`–`9`, `-._~`) is the
 ///   character (`%2e` is `.`, `%7E` is `~`), every other escape is written in uppercase hex, and
-///   bytes outside ASCII are escaped (`ü` is `%C3%BC`);
+///   bytes that may not stand in a path (outside ASCII, `"`, `|`, …) are escaped (`ü` is `%C3%BC`);
 /// - `.` and `..` segments are resolved, encoded ones included (`%2e%2e`, `.%2E`), and `..`
 ///   at the root stays at the root;
 /// - empty segments (`//`) are dropped, as nginx merges slashes, unless a `..` would remove
@@ -109,8 +109,8 @@ package struct NormalizedPath: Sendable, Hashable, CustomStringConvertible {
             switch byte {
             case UInt8(ascii: "\\"): throw refuse("a `\\`, which some servers read as `/`")
             case 0..<0x21, 0x7F: throw refuse("a space or control character")
-            case 0x80...: normal += [UInt8(ascii: "%"), hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]]
-            default: normal.append(byte)
+            case _ where isPathCharacter(byte): normal.append(byte)
+            default: normal += [UInt8(ascii: "%"), hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]]
             }
             decoded.append(byte)
             index = piece.index(after: index)
@@ -126,7 +126,8 @@ package struct NormalizedPath: Sendable, Hashable, CustomStringConvertible {
         let readable = String(decoding: decoded, as: UTF8.self)
         let bare = readable.prefix { $0 != ";" }
         if bare == "." || bare == ".." { throw refuse("a dot segment with ;parameters, which Tomcat reads as `\(bare)`") }
-        let folded = String(bare).precomposedStringWithCompatibilityMapping
+        // Compatibility forms only change text outside ASCII.
+        let folded = bare.utf8.allSatisfy({ $0 < 0x80 }) ? String(bare) : String(bare).precomposedStringWithCompatibilityMapping
             .replacingOccurrences(of: "\u{3002}", with: ".").replacingOccurrences(of: "\u{FF61}", with: ".")
         if folded.contains("/") || folded.contains("\\") { throw refuse("a Unicode look-alike of `/` or `\\`") }
         if !folded.isEmpty, folded.allSatisfy({ $0 == "." || $0 == " " }) {
@@ -156,6 +157,11 @@ package struct NormalizedPath: Sendable, Hashable, CustomStringConvertible {
         default:
             byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
         }
+    }
+
+    /// Whether `byte` may stand unescaped in a path segment (RFC 3986 `pchar` without escapes).
+    private static func isPathCharacter(_ byte: UInt8) -> Bool {
+        isUnreserved(byte) || "!$&'()*+,;=:@".utf8.contains(byte)
     }
 
     /// Whether normalized bytes hold `%25` followed by two hex digits: a `%XX` once decoded.

@@ -74,11 +74,15 @@ public struct URLScope: Sendable, Hashable, CustomStringConvertible {
     public static func mostSpecific<Element>(
         _ candidates: some Sequence<Element>, for url: URL, scope: (Element) -> URLScope
     ) -> Element? {
-        let target = Target(url)
+        // Read on the first candidate: most lists (per-host options, SFTP rules) are empty.
+        var target: Target?
         var best: (element: Element, length: Int)?
         for candidate in candidates {
             let covering = scope(candidate)
-            guard covering.path.count > best?.length ?? -1, covering.contains(target) else { continue }
+            guard covering.path.count > best?.length ?? -1 else { continue }
+            let read = target ?? Target(url)
+            target = read
+            guard covering.contains(read) else { continue }
             best = (candidate, covering.path.count)
         }
         return best?.element
