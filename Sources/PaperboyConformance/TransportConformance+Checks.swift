@@ -267,6 +267,7 @@ extension TransportConformance {
         URLScope(url.deletingLastPathComponent()).map(ProtectedScope.scope) ?? .exactly(url)
     }
 
+    /// The URLs a protected resource's credential may answer.
     enum ProtectedScope: Sendable, CustomStringConvertible {
         case scope(URLScope)
         case exactly(URL)
