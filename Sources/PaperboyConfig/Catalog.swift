@@ -356,8 +356,16 @@ private struct CatalogReader {
         }
     }
 
-    /// Resolves a URL against the catalog's own URL (a plain path too).
+    /// Resolves a URL against the catalog's own URL (a plain path too), to the URL a server
+    /// reads: its path normalized as ``URLScope`` compares it (`a/%2e%2e/b` is `b`), so that
+    /// what is stored, shown and matched against `[[credentials]]` is what is fetched.
     func resolve(_ text: String, path: String) throws(CatalogError) -> URL {
+        // `\` is `/` to browsers' URL parsers and a character to Foundation's: `\\host\x` may
+        // name another server.
+        if text.contains("\\") {
+            throw fail(path, "'\(PathResolution.redacted(text))' holds a backslash, which URL parsers read differently "
+                       + "(as / or as a character): write / or %5C")
+        }
         var relative = URL(string: text, relativeTo: url)
         if relative == nil, let encoded = text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) {
             relative = URL(string: encoded, relativeTo: url)
@@ -379,16 +387,15 @@ private struct CatalogReader {
                        + "http, https and the catalog's own server (add '\(scheme)' to allowed_schemes of this "
                        + "[[feeds]] entry to allow it)")
         }
-        return absolute.standardized
+        // A path servers read differently stays as written: it never matches a credential's path.
+        return URLScope.normalized(absolute) ?? absolute.standardized
     }
 
-    /// Whether `other` has the catalog's scheme, host and port: a local catalog's local files,
-    /// or files next to an `sftp://` catalog on its own server.
+    /// Whether `other` has the catalog's scheme, host and port (``URLScope/isSameOrigin(_:_:)``)
+    /// and user: a local catalog's local files, or files next to an `sftp://` catalog on its own server.
     func sameOrigin(_ other: URL) -> Bool {
-        guard other.scheme?.lowercased() == url.scheme?.lowercased() else { return false }
-        if url.isFileURL { return true }
-        return other.host?.lowercased() == url.host?.lowercased() && other.port == url.port
-            && other.user == url.user
+        if url.isFileURL { return other.isFileURL }
+        return URLScope.isSameOrigin(other, url) && other.user == url.user
     }
 
     func date(_ text: String, path: String) throws(CatalogError) -> Date {

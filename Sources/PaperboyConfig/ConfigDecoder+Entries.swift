@@ -15,9 +15,10 @@ extension ConfigDecoder {
                 throw table.invalid("match", error)
             }
             guard let scope = URLScope(matchURL) else {
+                let problem = URLScope.problem(with: matchURL) ?? "names no host"
                 throw table.error(
                     .invalidValue, "match",
-                    "\"\(PathResolution.redacted(match))\" names no host: a match is the URL of an origin, such as https://cdn.example.com/ or sftp://files.example.com/"
+                    "\"\(PathResolution.redacted(match))\" \(problem): a match is the URL of an origin, such as https://cdn.example.com/ or sftp://files.example.com/"
                 )
             }
             // The same origin and path written twice (`https://a/` and `HTTPS://A:443`) is a duplicate.

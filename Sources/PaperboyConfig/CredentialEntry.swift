@@ -57,7 +57,7 @@ public struct CredentialEntry: Sendable {
     public var scope: URLScope? { URLScope(matchURL) }
 
     /// Whether this entry applies to `url`: same scheme, host and port, and a path under the
-    /// match's path on a `/` boundary (see ``URLScope``).
+    /// match's path on a `/` boundary, both normalized (see ``URLScope``).
     public func matches(_ url: URL) -> Bool {
         scope?.contains(url) ?? false
     }

@@ -227,15 +227,20 @@ extension TransportConformance {
             throw Skip(reason: "the fixture has no URL behind authentication (publishProtected)")
         }
         recorder.expect(transport.capabilities.contains(.challenges), "the transport raises challenges but does not declare the .challenges capability")
-        let sink = ConformanceSink(.init(answer: { _ in .useCredential(credential) }))
+        // The credential is for the protected folder: a challenge from anywhere else (where a
+        // redirect led) is not answered with it, and fails the check.
+        let protected = Self.protectedScope(of: url)
+        let sink = ConformanceSink(.init(answer: { challenge in
+            protected.contains(challenge.url) ? .useCredential(credential) : .cancelAuthenticationChallenge
+        }))
         let result = await transfer(job(url), into: sink)
+        for challenge in sink.challenges where !protected.contains(challenge.url) {
+            recorder.fail("the challenge names \(challenge.url.redactedString), outside \(protected): "
+                          + "the credential is given only to the protected URL's folder")
+        }
         if recorder.expect(result.isFinished, "with the right credential, the transfer failed: \(result)") {
             expectContract(sink, finished: true, recorder)
             recorder.expect(!sink.challenges.isEmpty, "the protected resource arrived without any challenge")
-            if let challenge = sink.challenges.first {
-                recorder.expect(challenge.url.scheme == url.scheme && challenge.url.host == url.host,
-                                "the challenge names \(challenge.url.redactedString), not the URL being fetched")
-            }
             recorder.expect(sink.data == data, "the protected resource's bytes differ from the published ones")
         }
 
@@ -255,6 +260,32 @@ extension TransportConformance {
     }
 
     // MARK: Helpers
+
+    /// Where the credential of a protected URL may go: the ``URLScope`` of its folder (for
+    /// ``ServedFolderFixture``, the protected base URL), or the URL itself when it has no host.
+    static func protectedScope(of url: URL) -> ProtectedScope {
+        URLScope(url.deletingLastPathComponent()).map(ProtectedScope.scope) ?? .exactly(url)
+    }
+
+    /// The URLs a protected resource's credential may answer.
+    enum ProtectedScope: Sendable, CustomStringConvertible {
+        case scope(URLScope)
+        case exactly(URL)
+
+        func contains(_ asking: URL) -> Bool {
+            switch self {
+            case .scope(let scope): scope.contains(asking)
+            case .exactly(let url): asking == url
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .scope(let scope): scope.description
+            case .exactly(let url): url.redactedString
+            }
+        }
+    }
 
     func job(_ url: URL, offset: Int64 = 0, validator: ResourceValidator? = nil) -> TransferJob {
         TransferJob(url: url, offset: offset, validator: validator, connectTimeout: options.connectTimeout,

@@ -45,7 +45,9 @@ public struct TransportConformance: Sendable {
         case backPressure = "back-pressure"
         /// Cancelling the task ends the transfer promptly, with no call to the sink afterwards.
         case cancellation
-        /// Challenges reach the sink, their answers are used, and a cancelled challenge fails.
+        /// Challenges reach the sink, their answers are used, and a cancelled challenge fails. The
+        /// credential answers only challenges from inside the protected URL's folder (its
+        /// ``URLScope``): one from where a redirect led fails the check, unanswered.
         case challenges
 
         public var description: String { rawValue }

@@ -4,7 +4,7 @@ import Testing
 
 /// `paperboy conformance`: the transport suite from the command line, as a helper author in any
 /// language runs it.
-@Suite("paperboy conformance", .timeLimit(.minutes(2)))
+@Suite("paperboy conformance", .timeLimit(.minutes(3)))
 struct ConformanceCommandTests {
     let workspace = Workspace()
 
@@ -62,6 +62,50 @@ struct ConformanceCommandTests {
         #expect(result.stdout.contains("  FAIL  resume: the bytes after offset 500002 differ from the published ones"), "\(result.stdout)")
         #expect(result.stdout.contains("  FAIL  not-found: a missing resource failed with code io-error"), "\(result.stdout)")
         #expect(result.stdout.contains("1 passed, 2 failed, 0 skipped"), "\(result.stdout)")
+    }
+
+    /// Issue 26, case 4: the challenge checks against the shipped HTTP transport and nginx. A
+    /// protected base URL that nginx protects itself passes; one that redirects to another
+    /// origin (another port) fails, and that origin never receives the password: it answers
+    /// 200 only to a request carrying it.
+    @Test func theTestPasswordGoesOnlyToTheProtectedBaseURL() async throws {
+        let binary = try #require(NginxServer.binary, "nginx is needed (CI=true)")
+        let password = "conformance-pw-5d2b"
+        let passwords = workspace.write("reader:{PLAIN}\(password)\n", to: "htpasswd")
+        let auth = "auth_basic \"locked\"; auth_basic_user_file \(passwords.path);"
+        let elsewhere = try await offThePool { try NginxServer(binary: binary, locations: "location /locked/ { \(auth) }") }
+        defer { elsewhere.stop() }
+        let server = try await offThePool {
+            try NginxServer(binary: binary, locations: """
+                location /locked/ { \(auth) }
+                location /moved/ { rewrite ^/moved/(.*)$ http://127.0.0.1:\(elsewhere.port)/locked/$1 redirect; }
+                """)
+        }
+        defer { server.stop() }
+        for folder in [server.documentRoot.appendingPathComponent("pub"), server.documentRoot.appendingPathComponent("locked"),
+                       elsewhere.documentRoot.appendingPathComponent("locked")] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
+        func conformance(protectedFolder: URL, protectedBaseURL: URL) async throws -> CLIResult {
+            try await CLI.run([
+                "conformance", "--check", "challenges",
+                "--served-folder", server.documentRoot.appendingPathComponent("pub").path, "--base-url", server.url("/pub/").absoluteString,
+                "--protected-folder", protectedFolder.path, "--protected-base-url", protectedBaseURL.absoluteString,
+                "--user", "reader", "--password-env", "CONFORMANCE_PASSWORD",
+            ], environment: ["CONFORMANCE_PASSWORD": password])
+        }
+
+        let direct = try await conformance(protectedFolder: server.documentRoot.appendingPathComponent("locked"), protectedBaseURL: server.url("/locked/"))
+        #expect(direct.status == 0, "\(direct.stdout)\n\(direct.stderr)")
+        #expect(direct.stdout.contains("  pass  challenges\n"), "\(direct.stdout)")
+
+        let moved = try await conformance(protectedFolder: elsewhere.documentRoot.appendingPathComponent("locked"), protectedBaseURL: server.url("/moved/"))
+        #expect(moved.status == 1, "\(moved.stdout)\n\(moved.stderr)")
+        #expect(moved.stdout.contains("  FAIL  challenges: "), "\(moved.stdout)")
+        #expect(moved.stdout.contains("127.0.0.1:\(elsewhere.port)/locked/"), "the failure names where the challenge came from: \(moved.stdout)")
+        #expect(!elsewhere.accessLog.isEmpty, "the redirect was followed")
+        #expect(!elsewhere.accessLog.contains { $0.hasPrefix("200 ") }, "the password reached the other origin: \(elsewhere.accessLog)")
+        #expect(!moved.stdout.contains(password) && !moved.stderr.contains(password))
     }
 
     @Test func aFolderThatIsNotThereIsAUsageError() async throws {

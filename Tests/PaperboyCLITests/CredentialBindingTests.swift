@@ -5,7 +5,7 @@ import Testing
 
 /// `[[credentials]]` reach only their own origin, a proxy's challenge never gets the origin's
 /// password, and no password in a URL reaches the library's database.
-@Suite("credentials bound to origins (paperboy sync, add)", .timeLimit(.minutes(2)))
+@Suite("credentials bound to origins (paperboy sync, add)", .timeLimit(.minutes(3)))
 struct CredentialBindingTests {
     let workspace = Workspace()
     let content = randomData(40_000, seed: 15)
@@ -80,6 +80,51 @@ struct CredentialBindingTests {
         let result = try await CLI.run(["sync", "--config", file.path], environment: secrets)
         #expect(result.status == 1)
         #expect(server.requests.allSatisfy { $0.header("authorization") == nil })
+    }
+
+    // MARK: Paths
+
+    /// Issue 26, case 3: a catalog asset `premium/%2e%2e/other/x.bin`, which nginx decodes and
+    /// serves from `/other/`, is not sent the password of a `[[credentials]]` entry for
+    /// `/premium/`. nginx answers 200 only to requests carrying it.
+    @Test func encodedDotsInACatalogURLDoNotLeaveTheCredentialsPath() async throws {
+        let binary = try #require(NginxServer.binary, "nginx is needed (CI=true)")
+        let passwords = workspace.write("alice:{PLAIN}\(Self.originPassword)\n", to: "htpasswd")
+        let auth = "auth_basic \"shop\"; auth_basic_user_file \(passwords.path);"
+        let nginx = try await offThePool {
+            try NginxServer(binary: binary, locations: "location /premium/ { \(auth) }\n location /other/ { \(auth) }")
+        }
+        defer { nginx.stop() }
+        for (folder, data) in [("premium", content), ("other", randomData(20_000, seed: 16))] {
+            let file = nginx.documentRoot.appendingPathComponent("\(folder)/\(folder == "premium" ? "y" : "x").bin")
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try data.write(to: file)
+        }
+        let origin = "http://127.0.0.1:\(nginx.port)"
+        _ = workspace.write("""
+            {"issues": [{"name": "weekly", "date": "2026-11-21", "assets": [
+              {"url": "\(origin)/premium/y.bin", "path": "y.bin"},
+              {"url": "\(origin)/premium/%2e%2e/other/x.bin", "path": "x.bin"}]}]}
+            """, to: "publisher/catalog.json")
+        let file = workspace.write("""
+            [library]
+            path = "lib"
+            [[feeds]]
+            name = "weekly"
+            url = "publisher/catalog.json"
+            [[credentials]]
+            match = "\(origin)/premium/"
+            username = "alice"
+            password_env = "PB_ORIGIN_PW"
+            """, to: "paperboy.toml")
+        let result = try await CLI.run(["sync", "--config", file.path], environment: secrets)
+
+        #expect(delivered("y.bin") == content, "the premium path still gets its credentials: \(result.stderr)")
+        #expect(delivered("x.bin") == nil, "/other/x.bin was fetched with the premium password")
+        #expect(nginx.accessLog.filter { $0.hasPrefix("200 ") }.count == 1, "the premium password reached /other/: \(nginx.accessLog)")
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("x.bin"), "\(result.stderr)")
+        #expect(!result.stderr.contains(Self.originPassword) && !result.stdout.contains(Self.originPassword))
     }
 
     // MARK: Proxies

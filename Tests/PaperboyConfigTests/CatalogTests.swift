@@ -55,6 +55,34 @@ struct CatalogTests {
         #expect(local.issues[0].assets[0].url.isFileURL)
     }
 
+    /// Issue 26: an asset's URL is stored as a server reads it (URLScope's normal form), so a
+    /// `[[credentials]]` path sees what is fetched; spellings servers read differently stay as
+    /// written (they never match a credential's path), and backslashes are refused.
+    @Test func assetURLsAreStoredAsTheServerReadsThem() throws {
+        let catalog = try parse("""
+            {"issues": [{"name": "a", "date": "2026-11-21", "assets": [
+              {"url": "%2e%2e/premium/%2E%2E/other/x.bin"},
+              {"url": "https://cdn.example.net/%7Ealice/b%c3%bc.zip?x=/%2e%2e/"},
+              {"url": "https://cdn.example.net/keys/A%2fB.zip"}]}]}
+            """)
+        #expect(catalog.issues[0].assets.map(\.url.absoluteString) == [
+            "https://news.example.com/other/x.bin",
+            "https://cdn.example.net/~alice/b%C3%BC.zip?x=/%2e%2e/",
+            "https://cdn.example.net/keys/A%2fB.zip",
+        ])
+        #expect(catalog.issues[0].assets.prefix(2).map(\.path) == ["x.bin", "bü.zip"])
+    }
+
+    /// "The catalog's own server" is one origin however it is spelled, and no other.
+    @Test func theCatalogsOwnServerIsComparedAsAnOrigin() throws {
+        let url = URL(string: "sftp://files.example.com/pub/catalog.json")!
+        let same = try parse(#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": "sftp://FILES.example.com.:22/pub/c.png"}]}"#, url: url)
+        #expect(same.issues[0].cover?.url.host == "FILES.example.com.")
+        #expect(throws: CatalogError.self) {
+            try parse(#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": "sftp://files.example.com:2222/pub/c.png"}]}"#, url: url)
+        }
+    }
+
     @Test(arguments: [
         ("{", nil, "not valid JSON"),
         ("[]", nil, "expected an object with an \"issues\" array, got an array"),
@@ -97,6 +125,8 @@ struct CatalogTests {
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "https://reader:s3cret@cdn.example.com/a.pdf"}]}]}"#,
          "issues[0].assets[0].url", "'https://…@cdn.example.com/a.pdf' holds a password"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": 5}]}"#, "issues[0].cover", "a URL string or an object"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": "\\\\evil.example\\c.png"}]}"#,
+         "issues[0].cover.url", "holds a backslash, which URL parsers read differently"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": {"url": "c.png", "role": "content"}}]}"#,
          "issues[0].cover.role", "a cover has the role 'cover'"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.zip", "priority": 1.5}]}]}"#,

@@ -270,6 +270,12 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             message: "needs a host"
         ),
         MalformedCase(
+            name: "credential match with a path servers read differently",
+            text: "[[credentials]]\nmatch = \"https://cdn.example.com/premium%2F..%2Fother/\"\n",
+            line: 2, key: "credentials[0].match", code: .invalidValue,
+            message: "has a path servers read differently: 'premium%2F..%2Fother' has an encoded `/` (%2F)"
+        ),
+        MalformedCase(
             name: "password in an asset URL",
             text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"https://alice:s3cret-pw@cdn.example.com/a.pdf\"\n",
             line: 5, key: "issues[0].assets[0].url", code: .invalidValue,

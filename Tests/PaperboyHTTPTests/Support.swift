@@ -8,7 +8,9 @@ import Testing
 
 /// nginx started for a test with `files` in its document root, or nil (the test skips) when it is
 /// not installed; under `CI=true` a missing nginx is a failure.
-func startNginx(files: [String: Data], slowRate: String = "2m", tls: (certificate: URL, key: URL)? = nil) async throws -> NginxServer? {
+func startNginx(
+    files: [String: Data], slowRate: String = "2m", tls: (certificate: URL, key: URL)? = nil, locations: String = ""
+) async throws -> NginxServer? {
     guard let binary = NginxServer.binary else {
         if ProcessInfo.processInfo.environment["CI"] == "true" {
             Testing.Issue.record("nginx is not installed: CI must install it (apt-get install nginx)")
@@ -17,8 +19,12 @@ func startNginx(files: [String: Data], slowRate: String = "2m", tls: (certificat
         }
         return nil
     }
-    let nginx = try await offThePool { try NginxServer(binary: binary, slowRate: slowRate, tls: tls) }
-    for (name, data) in files { try data.write(to: nginx.documentRoot.appendingPathComponent(name)) }
+    let nginx = try await offThePool { try NginxServer(binary: binary, slowRate: slowRate, tls: tls, locations: locations) }
+    for (name, data) in files {
+        let file = nginx.documentRoot.appendingPathComponent(name)
+        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: file)
+    }
     return nginx
 }
 

@@ -22,6 +22,20 @@ struct SFTPLocationTests {
         #expect(try SFTPLocation(URL(string: "sftp://h/abs/file")!).knownHostsName == "h")
     }
 
+    /// Host rules (user, known_hosts) are chosen by ``URLScope`` on the path the server reads:
+    /// `~/premium/%2e%2e/other` is not under `~/premium`.
+    @Test func aHostRuleAppliesToThePathTheServerReads() throws {
+        let premium = SFTPTransport.HostRule(scope: try #require(URLScope(string: "sftp://files.example.com/~/premium")), user: "premium")
+        let origin = SFTPTransport.HostRule(scope: try #require(URLScope(string: "sftp://files.example.com")), user: "guest")
+        let configuration = SFTPTransport.Configuration(identityFiles: [], usesAgent: false, hosts: [origin, premium])
+        func user(_ text: String) -> String? { configuration.rule(for: URL(string: text)!)?.user }
+        #expect(user("sftp://files.example.com/~/premium/a.pdf") == "premium")
+        #expect(user("sftp://FILES.example.com.:22/~/premium/./b.pdf") == "premium")
+        #expect(user("sftp://files.example.com/~/premium/%2e%2e/other/a.pdf") == "guest")
+        #expect(user("sftp://files.example.com/~/premium%2f..%2fother/a.pdf") == "guest")
+        #expect(user("sftp://files.example.com:2222/~/premium/a.pdf") == nil)
+    }
+
     @Test func rejectsURLsWithoutAFile() {
         for text in ["sftp://h/", "sftp://h", "sftp://h/folder/", "http://h/file"] {
             #expect(throws: TransportError.self, "\(text)") { try SFTPLocation(URL(string: text)!) }

@@ -41,9 +41,11 @@ public final class NginxServer: @unchecked Sendable {
     ///   - binary: the nginx executable.
     ///   - slowRate: the `limit_rate` of the `/slow/` location, such as `2m`.
     ///   - tls: a PEM certificate and key to serve HTTPS with, on ``tlsPort``.
+    ///   - locations: more directives for the plain port's `server` block, such as a
+    ///     `location /private/ { auth_basic …; }` or a `return 302 …` to another server.
     /// - Throws: ``ServerError`` naming the port and quoting nginx's error log when nginx exits
     ///   or does not answer within 30 s.
-    public init(binary: String, slowRate: String = "2m", tls: (certificate: URL, key: URL)? = nil) throws {
+    public init(binary: String, slowRate: String = "2m", tls: (certificate: URL, key: URL)? = nil, locations: String = "") throws {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("paperboy-nginx-\(UUID().uuidString)")
         documentRoot = folder.appendingPathComponent("www")
         for sub in ["www", "tmp", "logs"] {
@@ -93,6 +95,7 @@ public final class NginxServer: @unchecked Sendable {
                     limit_rate \(slowRate);
                 }
                 \(toHTTPS)
+                \(locations)
             }
         \(tlsServer)
         }

@@ -16,6 +16,8 @@ struct RequestPlan: Sendable {
     var proxyAnswer: HTTPAnswer?
     /// The proxy as written (`CURLOPT_PROXY`), `nil` for none.
     var proxy: String?
+    /// Whether libcurl follows redirects; when not, a redirect's head ends the request.
+    var followsRedirects: Bool
     var configuration: HTTPTransport.Configuration
     var caFile: String?
     var connectTimeout: Duration
@@ -140,9 +142,10 @@ final class CurlRequest: @unchecked Sendable {
         let keepsHTTPS = plan.url.scheme?.lowercased() == "https" && !configuration.allowsInsecureRedirects
         set(CURLOPT_REDIR_PROTOCOLS_STR, keepsHTTPS ? "https" : "http,https", "REDIR_PROTOCOLS_STR")
         set(CURLOPT_NOSIGNAL, 1, "NOSIGNAL")
-        set(CURLOPT_FOLLOWLOCATION, configuration.maxRedirects > 0 ? 1 : 0, "FOLLOWLOCATION")
+        set(CURLOPT_FOLLOWLOCATION, plan.followsRedirects ? 1 : 0, "FOLLOWLOCATION")
         set(CURLOPT_MAXREDIRS, configuration.maxRedirects, "MAXREDIRS")
-        // Credentials stay with the host they were given for.
+        // A request with credentials does not follow redirects (the transport does, without
+        // them); this keeps libcurl from sending them to another host should that change.
         set(CURLOPT_UNRESTRICTED_AUTH, 0, "UNRESTRICTED_AUTH")
         set(CURLOPT_SSL_VERIFYPEER, 1, "SSL_VERIFYPEER")
         set(CURLOPT_SSL_VERIFYHOST, 2, "SSL_VERIFYHOST")
@@ -262,7 +265,8 @@ final class CurlRequest: @unchecked Sendable {
                 sinkError = refused
                 return false
             }
-            // curl follows it (or stops with CURLE_TOO_MANY_REDIRECTS).
+            // curl follows it (or stops with CURLE_TOO_MANY_REDIRECTS), or the transport does.
+            if !plan.followsRedirects { final = head }
             phase = .discarding
             return true
         case 401, 407, 416:

@@ -16,7 +16,10 @@ import Paperboy
 /// - Authentication: a 401 or 407 with Basic, Digest or Bearer raises an ``AuthChallenge``
 ///   through the sink; the answer is handed to libcurl. A 407's challenge is a proxy's
 ///   (``AuthChallenge/isProxy``, naming the proxy), answered in `Proxy-Authorization` only.
-///   Credentials never follow a redirect to another host. After
+///   An answer goes only to the URL whose challenge it answered: a request carrying one does
+///   not let libcurl follow redirects, the transport follows them itself without the answer,
+///   and a challenge at the new URL is raised again (so the core's ``URLScope`` decides
+///   whether a configured credential covers it). After
 ///   ``Configuration/maxAuthenticationFailures`` refused answers the transfer fails with
 ///   `.authenticationFailed`.
 /// - Redirects: only to `http` and `https`, and never from `https` to `http`
@@ -108,13 +111,21 @@ public struct HTTPTransport: Transport {
         var proxyAnswer: HTTPAnswer?
         var refusedByOrigin = 0
         var refusedByProxy = 0
+        // The proxy `proxyAnswer` was given to, and the redirects followed without libcurl.
+        var answeredProxy: String?
+        var redirects = 0
 
         while true {
             try Task.checkCancellation()
             let proxy = HTTPProxy.proxy(for: target, configured: configuration.proxy)
+            if proxyAnswer != nil, proxy != answeredProxy {
+                // A redirect led to a URL reached through another proxy (or none).
+                (proxyAnswer, refusedByProxy) = (nil, 0)
+            }
             let plan = RequestPlan(
                 url: target, offset: offset, ifRange: ifRange, headers: job.headers,
                 originAnswer: originAnswer, proxyAnswer: proxyAnswer, proxy: proxy,
+                followsRedirects: configuration.maxRedirects > 0 && originAnswer == nil,
                 configuration: configuration, caFile: job.options["ca_file"] ?? configuration.caFile,
                 connectTimeout: job.connectTimeout, idleTimeout: job.idleTimeout)
             let outcome = try await engine.perform(CurlRequest(plan: plan, sink: sink, engine: engine))
@@ -157,6 +168,11 @@ public struct HTTPTransport: Transport {
                 if proxyAnswer != nil { refusedByProxy += 1 }
                 let proxyURL = proxy.flatMap(HTTPProxy.url(of:))
                 proxyAnswer = try await authenticate(head, proxy: proxyURL, url: answered, refused: refusedByProxy, sink: sink)
+                answeredProxy = proxy
+            case 300..<400 where originAnswer != nil && configuration.maxRedirects > 0:
+                target = try redirect(head, from: answered, count: &redirects)
+                // The answer was for the URL that asked: the new one is asked anew.
+                (originAnswer, refusedByOrigin) = (nil, 0)
             case 401:
                 if originAnswer != nil { refusedByOrigin += 1 }
                 originAnswer = try await authenticate(head, proxy: nil, url: answered, refused: refusedByOrigin, sink: sink)
@@ -166,6 +182,24 @@ public struct HTTPTransport: Transport {
                 throw TransportError.http(head, url: answered)
             }
         }
+    }
+
+    /// The URL a redirect of a request carrying an answer leads to (libcurl did not follow it).
+    ///
+    /// - Throws: ``TransportError`` for a redirect without `Location`, more than
+    ///   ``Configuration/maxRedirects`` of them, or one to a scheme other than http and https
+    ///   (https to http was refused as the head arrived).
+    private func redirect(_ head: ResponseHead, from current: URL, count: inout Int) throws -> URL {
+        guard let location = head.value("location"),
+              let next = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: current)?.absoluteURL else {
+            throw TransportError.http(head, url: current)
+        }
+        count += 1
+        guard count <= configuration.maxRedirects else {
+            throw TransportError(.tooManyRedirects, "too many redirects from \(current.redactedString) (more than \(configuration.maxRedirects))",
+                                 url: current, isRetryable: false)
+        }
+        return try Self.validated(next)
     }
 
     /// Raises the challenge of a 401 or 407 through the sink and returns the credential to send.

@@ -11,7 +11,8 @@ public protocol CredentialProvider: Sendable {
 /// A rule answers a challenge when its ``URLScope`` covers the URL that asks: the fetched URL
 /// for a server's challenge, the proxy's URL (``AuthChallenge/proxyURL``) for a proxy's. So a
 /// rule for an origin never answers its proxy, and a proxy is answered only by a rule written
-/// for the proxy's own URL. The rule with the longest path wins.
+/// for the proxy's own URL. The rule with the longest path wins. URLs are compared as
+/// ``URLScope`` reads them (normalized; `/premium/%2e%2e/other` is not under `/premium`).
 public struct OriginCredentials: CredentialProvider {
     /// One rule: URLs in `scope` use `credential`.
     public struct Rule: Sendable {
