@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 import PaperboyTestServers
 import PaperboyTesting
 import Testing
@@ -72,20 +73,27 @@ enum CLI {
         let process = try ChildProcess(
             executable.path, arguments, environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
             standardError: standardError.fileDescriptor)
-        if let ready {
-            do {
-                try await eventually("paperboy \(arguments.first ?? "") to be ready for its kill point") { ready() || !process.isRunning }
-            } catch {
-                process.signal(SIGKILL)
-                await process.exited()
-                throw error
-            }
-        }
+        // The wait for `ready` is on the killer's thread too: a test pool busy for seconds must not
+        // let the run finish before its kill point is even noticed.
+        let deadline = ContinuousClock.now + .seconds(60)
+        let missed = Atomic<Bool>(false)
         Thread {
+            if let ready {
+                while !ready(), process.isRunning {
+                    if ContinuousClock.now > deadline {
+                        missed.store(true, ordering: .relaxed)
+                        break
+                    }
+                    usleep(1_000)   // the killer's own thread, polling the run's files
+                }
+            }
             usleep(delay)
             process.signal(SIGKILL)
         }.start()
         await process.exited()
+        if missed.load(ordering: .relaxed) {
+            throw TimedOut("paperboy \(arguments.first ?? "") was not ready for its kill point within 60 s")
+        }
         return process
     }
 

@@ -77,9 +77,10 @@ struct NginxIntegrationTests {
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let url = nginx.url("/slow/file.bin")
-        let first = RecordingSink()
+        // Held full at 1 MiB: however late this task runs, the transfer cannot finish first.
+        let first = HoldingSink(holdingAfter: 1 << 20)
         let task = Task { try await HTTPTransport().transfer(.forTests(url), into: first) }
-        try await eventually("1 MiB received", seen: "\(first.data.count) bytes") { first.data.count >= 1 << 20 }
+        try await eventually("1 MiB received and the transfer paused", seen: "\(first.data.count) bytes") { first.isHolding }
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
         let prefix = first.data
