@@ -11,7 +11,7 @@ public struct TimedOut: Error, CustomStringConvertible, Sendable {
 
 /// Waits until `condition` holds, checking it every few milliseconds, for at most `timeout`.
 ///
-/// The deadline only stops a test that would otherwise hang: it is generous (30 s) so that a
+/// The deadline only stops a test that would otherwise hang: it is generous (60 s) so that a
 /// loaded machine never trips it, and nothing is decided by it. Prefer awaiting an event (a
 /// delegate's end, a ``TestClock`` sleeper) where the code under test offers one.
 ///
@@ -21,7 +21,7 @@ public struct TimedOut: Error, CustomStringConvertible, Sendable {
 ///   - seen: a description of the state when the deadline passed, for the failure's message.
 /// - Throws: ``TimedOut`` naming `what` and `seen()`, or `CancellationError`.
 public func eventually(
-    _ what: String, timeout: Duration = .seconds(30), seen: @autoclosure () -> String = "",
+    _ what: String, timeout: Duration = .seconds(60), seen: @autoclosure () -> String = "",
     _ condition: () async throws -> Bool
 ) async throws {
     let deadline = ContinuousClock.now + timeout

@@ -137,7 +137,7 @@ public final class TestClock: LibraryClock, Sendable {
     ///
     /// - Throws: ``TimedOut`` naming how many sleepers were seen when `timeout` passed, or
     ///   `CancellationError`.
-    public func waitForSleepers(_ count: Int = 1, timeout: Duration = .seconds(30)) async throws {
+    public func waitForSleepers(_ count: Int = 1, timeout: Duration = .seconds(60)) async throws {
         let id = state.withLock { state in
             state.nextID += 1
             return state.nextID

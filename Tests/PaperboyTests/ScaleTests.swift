@@ -152,7 +152,7 @@ struct ScaleTests {
             try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
         }
         for asset in assets { asset.download() }
-        try await eventually("600 assets delivered", timeout: .seconds(30)) { assets.allSatisfy { $0.state == .delivered } }
+        try await eventually("600 assets delivered") { assets.allSatisfy { $0.state == .delivered } }
         let left = assets.filter { $0.state != .delivered }.count
         #expect(left == 0, "\(left) of 600 assets never ran")
         await library.close()
