@@ -169,7 +169,7 @@ public final class TestClock: LibraryClock, Sendable {
     ///
     /// - Throws: ``TimedOut`` naming the sleeps seen when `timeout` passed, or `CancellationError`.
     @discardableResult
-    public func waitForSleep(of duration: Duration, timeout: Duration = .seconds(30)) async throws -> Int {
+    public func waitForSleep(of duration: Duration, timeout: Duration = .seconds(60)) async throws -> Int {
         var count = 0
         try await eventually("a sleep of \(duration) on the test clock", timeout: timeout, seen: "sleeps with \(self.pendingSleeps) left") {
             count = self.freshSleeps(of: duration)
