@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Paperboy
 import PaperboyTesting
@@ -41,11 +42,11 @@ struct StorageSpaceTests {
             Testing.Issue.record("expected a failure, got \(state)")
             return
         }
-        #expect(message.contains("not enough space for announce://host/huge.bin"))
-        #expect(message.contains("MB free for"))
-        #expect(message.contains("insufficient-storage"))
+        #expect(message.contains("not enough space for announce://host/huge.bin (writing "), "\(message)")
+        #expect(message.contains("MB free on the file system of"), "\(message)")
+        #expect(message.contains("(min_free_space)"), "\(message)")
         #expect(!message.contains("gave up after"))
-        #expect(events.filter { if case .failed = $0 { true } else { false } }.count == 1)
+        #expect(events.compactMap { if case .failed(let code, _) = $0 { code } else { nil } } == ["insufficient-storage"])
         #expect((partial ?? 0) == 0)
     }
 
@@ -64,13 +65,9 @@ struct StorageSpaceTests {
     @Test func aFileSystemThatReportsNoSizeIsNotCheckedAtAll() throws {
         // /proc reports 0 blocks, as some FUSE and network file systems do: no free space is
         // known, so nothing is refused (a check would read "0.0 MB free" and refuse everything).
-        let proc = open("/proc/self/stat", O_RDONLY)
-        defer { close(proc) }
-        #expect(proc >= 0)
-        #expect(POSIX.availableSpace(proc) == nil)
-        let here = open(folder.url.path, O_RDONLY)
-        defer { close(here) }
-        #expect((POSIX.availableSpace(here) ?? 0) > 0)
+        #expect(POSIX.fileSystemSpace("/proc/self/stat") == nil)
+        #expect(FreeSpaceGuard(root: URL(fileURLWithPath: "/proc/self"), floor: .percent(100)).space() == nil)
+        #expect((POSIX.fileSystemSpace(folder.url.path)?.available ?? 0) > 0)
     }
 
     @Test func aFullFileSystemOrQuotaIsNotRetryableAndNamesTheFile() throws {
@@ -80,10 +77,38 @@ struct StorageSpaceTests {
             #expect(error.code == .insufficientStorage)
             #expect(!error.isRetryable)
             #expect(error.message.contains(sink.context.partialFile.path))
+            // The library records its own code, whatever the transport makes of the error.
+            #expect(sink.storageRefusal?.code == .insufficientStorage)
+            #expect(sink.storageRefusal?.reason == .noSpace)
         }
         let other = sink.writeFailure(EIO)
         #expect(other.code == .ioError)
         #expect(other.isRetryable)
+    }
+
+    @Test func writersClaimEveryByteButTheFileSystemIsReadOncePerEightMegabytes() throws {
+        let space = FreeSpaceGuard(root: folder.url, floor: .bytes(0))
+        for _ in 0..<1024 { try space.claim(64 << 10, for: "x") }
+        // 64 MiB claimed: 8 readings, plus the first.
+        #expect(space.readings.load(ordering: .relaxed) <= 9, "\(space.readings.load(ordering: .relaxed)) readings")
+        #expect(space.readings.load(ordering: .relaxed) >= 8)
+    }
+
+    @Test func theFloorRefusesWhatWouldGoBelowIt() throws {
+        let free = try #require(FreeSpaceGuard(root: folder.url, floor: .bytes(0)).space()?.free)
+        // All of the file system kept free: not one byte may be written.
+        let full = FreeSpaceGuard(root: folder.url, floor: .percent(100))
+        #expect(throws: LibraryError.self) { try full.claim(1, for: "one byte") }
+        // A floor a gigabyte below what is free: that gigabyte fits, one more does not.
+        let floor = FreeSpaceGuard(root: folder.url, floor: .bytes(max(0, free - (1 << 30))))
+        try floor.check(1 << 20, for: "a megabyte")
+        #expect {
+            try floor.check(free, for: "all of it")
+        } throws: { error in
+            guard let error = error as? LibraryError else { return false }
+            return error.code == .insufficientStorage && error.reason == .noSpace && !error.isRetryable
+                && error.message.contains("not enough space for all of it: ") && error.message.contains("(min_free_space)")
+        }
     }
 
     /// A sink outside any library, for its error mapping (it writes nothing).
@@ -92,7 +117,8 @@ struct StorageSpaceTests {
         let context = PartialFileSink.Context(
             assetID: "a", partialFile: folder.file("scratch"), url: URL(string: "announce://host/x")!, requestedOffset: 0, recordedValidator: nil,
             expectedSHA256: nil, progressInterval: .seconds(1), checkpointInterval: .seconds(1), store: store,
-            durability: Durability(root: folder.url, enabled: false), live: LiveProgress(), hub: { nil }, limiters: [],
+            durability: Durability(root: folder.url, enabled: false), space: FreeSpaceGuard(root: folder.url, floor: .default),
+            live: LiveProgress(), hub: { nil }, limiters: [],
             answerChallenge: { _ in .performDefaultHandling })
         return PartialFileSink(fd: -1, context: context)
     }
