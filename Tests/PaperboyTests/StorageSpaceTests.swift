@@ -18,6 +18,20 @@ private struct AnnouncingTransport: Transport {
     }
 }
 
+/// A resumable transport whose source sends 64 KiB, then drops the connection.
+private struct DroppingTransport: Transport {
+    let validator: ResourceValidator?
+
+    var schemes: Set<String> { ["drop"] }
+    var capabilities: TransportCapabilities { [.resume] }
+
+    func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
+        try sink.begin(TransferResponse(offset: 0, expectedLength: nil, validator: validator))
+        try await sink.write(Data(repeating: 7, count: 64 << 10))
+        throw TransportError(.connectionLost, "dropped", url: job.url)
+    }
+}
+
 @Suite("Storage space", .timeLimit(.minutes(2)))
 struct StorageSpaceTests {
     let folder = TempFolder()
@@ -109,6 +123,28 @@ struct StorageSpaceTests {
             return error.code == .insufficientStorage && error.reason == .noSpace && !error.isRetryable
                 && error.message.contains("not enough space for all of it: ") && error.message.contains("(min_free_space)")
         }
+    }
+
+    @Test(arguments: [nil, ResourceValidator("etag:\"v1\"", strength: .strong)])
+    func aFailedTransfersBytesStayOnlyIfAValidatorCanResumeThem(validator: ResourceValidator?) async throws {
+        let root = folder.file(validator == nil ? "unvalidated" : "validated")
+        let library = try Library.open(at: root, transports: TransportRegistry([DroppingTransport(validator: validator)]),
+                                       configuration: Library.Configuration.forTests(attempts: 1))
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "drop://host/x.bin")!))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        let partial = root.appendingPathComponent(".partial/\(asset.identifier)")
+        let size = (try? FileManager.default.attributesOfItem(atPath: partial.path))?[.size] as? Int64
+        #expect(asset.state.name == "failed", "\(asset.state)")
+        if validator == nil {
+            // Nothing could ever continue from them: removed, with the disk space they held.
+            #expect(size == nil, "a partial of \(size ?? 0) bytes without a validator was kept")
+            #expect(asset.bytesOnDisk == 0)
+        } else {
+            #expect(size == 64 << 10, "the resumable bytes were not kept")
+        }
+        await library.close()
     }
 
     /// A sink outside any library, for its error mapping (it writes nothing).
