@@ -1,4 +1,5 @@
 import Foundation
+import Paperboy
 import TOMLKit
 
 /// Turns a parsed TOML document into a ``PaperboyConfiguration``, section by section.
@@ -37,7 +38,21 @@ struct ConfigDecoder {
         settings.syncToDisk = try table.bool("sync_to_disk") ?? settings.syncToDisk
         settings.maxUnpackedSize = try table.size("max_unpacked_size") ?? settings.maxUnpackedSize
         settings.maxUnpackRatio = try table.positiveInt("max_unpack_ratio") ?? settings.maxUnpackRatio
+        settings.minFreeSpace = try freeSpaceFloor("min_free_space", in: table) ?? settings.minFreeSpace
         return settings
+    }
+
+    /// A size (`"512MiB"`, a number of bytes) or a percentage of the file system (`"2%"`, more
+    /// than 0 and less than 100).
+    private func freeSpaceFloor(_ key: String, in table: TableReader) throws(ConfigError) -> FreeSpaceFloor? {
+        guard let text = table.value(key)?.string, text.hasSuffix("%") else {
+            return try table.size(key).map { FreeSpaceFloor.bytes($0) }
+        }
+        let number = text.dropLast().trimmingCharacters(in: .whitespaces)
+        guard let percent = Double(number), percent.isFinite, percent > 0, percent < 100, !number.hasPrefix("+") else {
+            throw table.error(.invalidValue, key, "expected a percentage of the file system from 0 to 100, such as \"2%\", or a size such as \"512MiB\", got \"\(text)\"")
+        }
+        return .percent(percent)
     }
 
     private func decodeScheduler(_ table: TableReader?) throws(ConfigError) -> SchedulerSettings {

@@ -4,7 +4,7 @@ enum ConfigSchema {
         "library", "scheduler", "bandwidth", "network", "notifications", "hooks", "daemon",
         "credentials", "feeds", "transports", "issues",
     ]
-    static let library = ["path", "mode", "sync_to_disk", "max_unpacked_size", "max_unpack_ratio"]
+    static let library = ["path", "mode", "sync_to_disk", "max_unpacked_size", "max_unpack_ratio", "min_free_space"]
     static let scheduler = ["max_concurrent", "max_per_host", "retry_attempts", "retry_base_delay", "retry_max_delay",
                             "no_progress_timeout", "connect_timeout", "idle_timeout"]
     static let bandwidth = ["limit", "per_transfer", "schedule"]

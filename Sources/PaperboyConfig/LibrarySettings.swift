@@ -1,4 +1,5 @@
 import Foundation
+import Paperboy
 
 /// The `[library]` section: where the library lives and how it runs.
 public struct LibrarySettings: Sendable, Equatable {
@@ -24,6 +25,10 @@ public struct LibrarySettings: Sendable, Equatable {
     /// The most an archive may unpack to as a multiple of its own size (`max_unpack_ratio`),
     /// 200 by default; archives unpacking to at most 1 MiB are not checked.
     public var maxUnpackRatio: Int = 200
+    /// The free space downloads and unpacking leave on the library's file system
+    /// (`min_free_space`: a size, or a percentage of the file system), by default 256 MiB or
+    /// 1 % of the file system, whichever is larger.
+    public var minFreeSpace: FreeSpaceFloor = .default
 
     /// Creates library settings.
     public init(path: URL, mode: Mode = .foreground) {

@@ -40,6 +40,7 @@ extension PaperboyConfiguration {
         configuration.syncsToDisk = library.syncToDisk
         configuration.maxUnpackedBytes = library.maxUnpackedSize
         configuration.maxUnpackRatio = library.maxUnpackRatio
+        configuration.minFreeSpace = library.minFreeSpace
         configuration.networkPolicy = NetworkPolicy(
             allowedKinds: Set(network.allowed.compactMap { NetworkStatus.Kind(rawValue: $0.rawValue) }),
             allowsExpensive: network.allowExpensive,

@@ -1,4 +1,5 @@
 import Foundation
+import Paperboy
 import PaperboyTesting
 import Testing
 @testable import PaperboyConfig
@@ -204,6 +205,28 @@ import Testing
         #expect(config.library.maxUnpackRatio == 50)
         let defaults = try PaperboyConfiguration.parse("", fileURL: fixtureFile, environment: fixtureEnvironment)
         #expect(defaults.library.maxUnpackedSize == 20 << 30 && defaults.library.maxUnpackRatio == 200)
+    }
+
+    @Test(arguments: [("\"512MiB\"", FreeSpaceFloor.bytes(512 << 20)), ("1000000", .bytes(1_000_000)), ("\"2%\"", .percent(2)),
+                      ("\"0.5 %\"", .percent(0.5))])
+    func theFreeSpaceFloorIsASizeOrAPercentage(value: String, floor: FreeSpaceFloor) throws {
+        let config = try PaperboyConfiguration.parse("[library]\nmin_free_space = \(value)\n", fileURL: fixtureFile, environment: fixtureEnvironment)
+        #expect(config.library.minFreeSpace == floor)
+        let defaults = try PaperboyConfiguration.parse("", fileURL: fixtureFile, environment: fixtureEnvironment)
+        #expect(defaults.library.minFreeSpace == FreeSpaceFloor(bytes: 256 << 20, percent: 1))
+        // The default on a 100 GB disk is its 1 %; on a 10 GB one, 256 MiB.
+        #expect(defaults.library.minFreeSpace.bytes(onFileSystemOfSize: 100_000_000_000) == 1_000_000_000)
+        #expect(defaults.library.minFreeSpace.bytes(onFileSystemOfSize: 10_000_000_000) == 256 << 20)
+    }
+
+    @Test(arguments: ["\"0%\"", "\"100%\"", "\"-1%\"", "\"lots%\"", "\"12 parsecs\"", "0", "-5"])
+    func aFreeSpaceFloorThatIsNeitherIsRefused(value: String) throws {
+        #expect {
+            try PaperboyConfiguration.parse("[library]\nmin_free_space = \(value)\n", fileURL: fixtureFile, environment: fixtureEnvironment)
+        } throws: { error in
+            guard let error = error as? ConfigError else { return false }
+            return error.line == 2 && error.key == "library.min_free_space"
+        }
     }
 
     @Test func absentSectionsTakeTheirDefaults() throws {

@@ -38,11 +38,12 @@ struct APIEdgeTests {
         let archive = folder.file("issue.zip")
         try Data("zip".utf8).write(to: archive)
         let limits = Unpacker.Limits(maxBytes: .max, maxRatio: .max)
+        let space = FreeSpaceGuard(root: folder.url, floor: .default)
         #expect {
-            try Unpacker.checkSize(.max / 2, of: archive, named: "mem://example/issue.zip", in: folder.url, limits: limits)
+            try Unpacker.checkSize(.max / 2, of: archive, named: "mem://example/issue.zip", in: folder.url, limits: limits, space: space)
         } throws: { error in
             guard let error = error as? LibraryError else { return false }
-            return error.code == .storage && error.reason == .noSpace && error.message.contains("not enough space to unpack")
+            return error.code == .insufficientStorage && error.reason == .noSpace && error.message.contains("not enough space for archive mem://")
         }
     }
 

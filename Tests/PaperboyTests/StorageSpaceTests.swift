@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Paperboy
 import PaperboyTesting
@@ -14,6 +15,20 @@ private struct AnnouncingTransport: Transport {
     func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
         try sink.begin(TransferResponse(offset: 0, expectedLength: length, validator: nil))
         try await sink.write(Data(repeating: 7, count: sent))
+    }
+}
+
+/// A resumable transport whose source sends 64 KiB, then drops the connection.
+private struct DroppingTransport: Transport {
+    let validator: ResourceValidator?
+
+    var schemes: Set<String> { ["drop"] }
+    var capabilities: TransportCapabilities { [.resume] }
+
+    func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
+        try sink.begin(TransferResponse(offset: 0, expectedLength: nil, validator: validator))
+        try await sink.write(Data(repeating: 7, count: 64 << 10))
+        throw TransportError(.connectionLost, "dropped", url: job.url)
     }
 }
 
@@ -41,11 +56,11 @@ struct StorageSpaceTests {
             Testing.Issue.record("expected a failure, got \(state)")
             return
         }
-        #expect(message.contains("not enough space for announce://host/huge.bin"))
-        #expect(message.contains("MB free for"))
-        #expect(message.contains("insufficient-storage"))
+        #expect(message.contains("not enough space for announce://host/huge.bin (writing "), "\(message)")
+        #expect(message.contains("MB free on the file system of"), "\(message)")
+        #expect(message.contains("(min_free_space)"), "\(message)")
         #expect(!message.contains("gave up after"))
-        #expect(events.filter { if case .failed = $0 { true } else { false } }.count == 1)
+        #expect(events.compactMap { if case .failed(let code, _) = $0 { code } else { nil } } == ["insufficient-storage"])
         #expect((partial ?? 0) == 0)
     }
 
@@ -64,13 +79,9 @@ struct StorageSpaceTests {
     @Test func aFileSystemThatReportsNoSizeIsNotCheckedAtAll() throws {
         // /proc reports 0 blocks, as some FUSE and network file systems do: no free space is
         // known, so nothing is refused (a check would read "0.0 MB free" and refuse everything).
-        let proc = open("/proc/self/stat", O_RDONLY)
-        defer { close(proc) }
-        #expect(proc >= 0)
-        #expect(POSIX.availableSpace(proc) == nil)
-        let here = open(folder.url.path, O_RDONLY)
-        defer { close(here) }
-        #expect((POSIX.availableSpace(here) ?? 0) > 0)
+        #expect(POSIX.fileSystemSpace("/proc/self/stat") == nil)
+        #expect(FreeSpaceGuard(root: URL(fileURLWithPath: "/proc/self"), floor: .percent(100)).space() == nil)
+        #expect((POSIX.fileSystemSpace(folder.url.path)?.available ?? 0) > 0)
     }
 
     @Test func aFullFileSystemOrQuotaIsNotRetryableAndNamesTheFile() throws {
@@ -80,10 +91,60 @@ struct StorageSpaceTests {
             #expect(error.code == .insufficientStorage)
             #expect(!error.isRetryable)
             #expect(error.message.contains(sink.context.partialFile.path))
+            // The library records its own code, whatever the transport makes of the error.
+            #expect(sink.storageRefusal?.code == .insufficientStorage)
+            #expect(sink.storageRefusal?.reason == .noSpace)
         }
         let other = sink.writeFailure(EIO)
         #expect(other.code == .ioError)
         #expect(other.isRetryable)
+    }
+
+    @Test func writersClaimEveryByteButTheFileSystemIsReadOncePerEightMegabytes() throws {
+        let space = FreeSpaceGuard(root: folder.url, floor: .bytes(0))
+        for _ in 0..<1024 { try space.claim(64 << 10, for: "x") }
+        // 64 MiB claimed: 8 readings, plus the first.
+        #expect(space.readings.load(ordering: .relaxed) <= 9, "\(space.readings.load(ordering: .relaxed)) readings")
+        #expect(space.readings.load(ordering: .relaxed) >= 8)
+    }
+
+    @Test func theFloorRefusesWhatWouldGoBelowIt() throws {
+        let free = try #require(FreeSpaceGuard(root: folder.url, floor: .bytes(0)).space()?.free)
+        // All of the file system kept free: not one byte may be written.
+        let full = FreeSpaceGuard(root: folder.url, floor: .percent(100))
+        #expect(throws: LibraryError.self) { try full.claim(1, for: "one byte") }
+        // A floor a gigabyte below what is free: that gigabyte fits, one more does not.
+        let floor = FreeSpaceGuard(root: folder.url, floor: .bytes(max(0, free - (1 << 30))))
+        try floor.check(1 << 20, for: "a megabyte")
+        #expect {
+            try floor.check(free, for: "all of it")
+        } throws: { error in
+            guard let error = error as? LibraryError else { return false }
+            return error.code == .insufficientStorage && error.reason == .noSpace && !error.isRetryable
+                && error.message.contains("not enough space for all of it: ") && error.message.contains("(min_free_space)")
+        }
+    }
+
+    @Test(arguments: [nil, ResourceValidator("etag:\"v1\"", strength: .strong)])
+    func aFailedTransfersBytesStayOnlyIfAValidatorCanResumeThem(validator: ResourceValidator?) async throws {
+        let root = folder.file(validator == nil ? "unvalidated" : "validated")
+        let library = try Library.open(at: root, transports: TransportRegistry([DroppingTransport(validator: validator)]),
+                                       configuration: Library.Configuration.forTests(attempts: 1))
+        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "drop://host/x.bin")!))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        let partial = root.appendingPathComponent(".partial/\(asset.identifier)")
+        let size = (try? FileManager.default.attributesOfItem(atPath: partial.path))?[.size] as? Int64
+        #expect(asset.state.name == "failed", "\(asset.state)")
+        if validator == nil {
+            // Nothing could ever continue from them: removed, with the disk space they held.
+            #expect(size == nil, "a partial of \(size ?? 0) bytes without a validator was kept")
+            #expect(asset.bytesOnDisk == 0)
+        } else {
+            #expect(size == 64 << 10, "the resumable bytes were not kept")
+        }
+        await library.close()
     }
 
     /// A sink outside any library, for its error mapping (it writes nothing).
@@ -92,7 +153,8 @@ struct StorageSpaceTests {
         let context = PartialFileSink.Context(
             assetID: "a", partialFile: folder.file("scratch"), url: URL(string: "announce://host/x")!, requestedOffset: 0, recordedValidator: nil,
             expectedSHA256: nil, progressInterval: .seconds(1), checkpointInterval: .seconds(1), store: store,
-            durability: Durability(root: folder.url, enabled: false), live: LiveProgress(), hub: { nil }, limiters: [],
+            durability: Durability(root: folder.url, enabled: false), space: FreeSpaceGuard(root: folder.url, floor: .default),
+            live: LiveProgress(), hub: { nil }, limiters: [],
             answerChallenge: { _ in .performDefaultHandling })
         return PartialFileSink(fd: -1, context: context)
     }

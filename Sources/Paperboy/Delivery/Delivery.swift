@@ -51,7 +51,8 @@ struct Delivery: Sendable {
                 do {
                     try POSIX.makeDirectory(folder)
                     try Unpacker.unzip(inbox, named: request.url.redactedString, into: folder,
-                                       staging: folder.appendingPathComponent(".unpack-\(id)"), limits: scheduler.settings.unpackLimits)
+                                       staging: folder.appendingPathComponent(".unpack-\(id)"), limits: scheduler.settings.unpackLimits,
+                                       space: scheduler.space)
                 } catch {
                     failure = error
                 }

@@ -143,6 +143,7 @@ extension PartialFileSink {
         guard let offset = segments.nextOffset(of: index, adding: count) else {
             throw TransportError(.protocolError, "transport wrote more than the \(range.count) bytes of segment \(range)", url: context.url, isRetryable: false)
         }
+        try claimSpace(count)
         if let failure = Self.positionalWrite(fd, bytes, at: offset) { throw writeFailure(failure) }
         segments.record(count, in: index)
         counted()

@@ -86,6 +86,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         var bootID: String?
         var store: LibraryStore
         var durability: Durability
+        /// Whether more bytes may be written: the library's free-space floor.
+        var space: FreeSpaceGuard
         var live: LiveProgress
         var hub: @Sendable () -> AssetEventHub?
         /// The transfer continues from this many bytes of the expected total: tells the delegates,
@@ -139,20 +141,38 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// Bodies up to this size (the part still to fetch) are gathered in memory.
     static let gatherLimit = 256 << 10
     /// Bodies of at least this size (the part still to fetch) are checked against the free space
-    /// of the library's file system by `begin`.
+    /// of the library's file system by `begin`; every byte is claimed from it as it is written.
     static let spaceCheckMinimum: Int64 = 1 << 20
 
-    /// `bytes` in megabytes with one decimal, for messages.
-    static func megabytes(_ bytes: Int64) -> String {
-        String(format: "%.1f MB", Double(bytes) / 1e6)
+    /// Why the library stopped the transfer for lack of space (the floor, or a full file
+    /// system), whatever the transport made of the error it was given: the scheduler records
+    /// this one.
+    var storageRefusal: LibraryError? { refusal.withLock { $0 } }
+    private let refusal = Mutex<LibraryError?>(nil)
+
+    /// Remembers `error` as ``storageRefusal`` and returns it as the transport sees it.
+    private func refuse(_ error: LibraryError) -> TransportError {
+        refusal.withLock { $0 = error }
+        return TransportError(.insufficientStorage, error.message, url: context.url, isRetryable: false, underlying: error)
+    }
+
+    /// Claims `count` bytes from the library's free-space floor before writing them.
+    func claimSpace(_ count: Int64) throws(TransportError) {
+        do {
+            try context.space.claim(count, for: "\(context.url.redactedString) (writing \(context.partialFile.path))")
+        } catch {
+            throw refuse(error)
+        }
     }
 
     /// The error for a failed write of the partial file (`errno` `code`): a full file system
     /// or quota is ``TransportError/Code/insufficientStorage`` (another attempt would fail the
-    /// same way), anything else a retryable `.ioError`.
+    /// same way; the library records ``LibraryError/Code/insufficientStorage``), anything else
+    /// a retryable `.ioError`.
     func writeFailure(_ code: Int32) -> TransportError {
         if code == ENOSPC || code == EDQUOT {
-            return TransportError(.insufficientStorage, "cannot write \(context.partialFile.path): \(POSIX.errorMessage(code))", url: context.url)
+            return refuse(LibraryError(.insufficientStorage, "cannot write \(context.partialFile.path) for \(context.url.redactedString): \(POSIX.errorMessage(code))",
+                                       underlying: POSIXErrorCode(rawValue: code).map { POSIXError($0) }))
         }
         return TransportError(.ioError, "cannot write \(context.partialFile.path): \(POSIX.errorMessage(code))", url: context.url)
     }
@@ -197,14 +217,14 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
                 throw TransferRestart(reason: "source is shorter (\(length) bytes) than the \(requested) bytes on disk")
             }
         }
-        if let length = response.expectedLength, case let needed = length - response.offset,
-           needed >= Self.spaceCheckMinimum, let free = POSIX.availableSpace(fd), needed > free {
-            // Refused before the first byte: filling the disk would also stop the library's
-            // database from recording anything, this transfer's failure included.
-            throw TransportError(
-                .insufficientStorage,
-                "not enough space for \(context.url.redactedString): \(Self.megabytes(needed)) to write, \(Self.megabytes(free)) free for \(context.partialFile.path)",
-                url: context.url)
+        if let length = response.expectedLength, case let needed = length - response.offset, needed >= Self.spaceCheckMinimum {
+            // Refused before the first byte rather than at the floor, after filling the disk
+            // with bytes that would have to be fetched again.
+            do {
+                try context.space.check(needed, for: "\(context.url.redactedString) (writing \(context.partialFile.path))")
+            } catch {
+                throw refuse(error)
+            }
         }
         began = true
         startOffset = response.offset
@@ -332,6 +352,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         if let limit = segments.sequentialLimit(from: written), written + count > limit {
             throw TransportError(.protocolError, "transport wrote past byte \(limit), where a segment starts", url: context.url, isRetryable: false)
         }
+        try claimSpace(count)
         if let gathered, gatheredCount + bytes.count <= gathered.count {
             UnsafeMutableRawBufferPointer(rebasing: gathered[gatheredCount...]).copyMemory(from: bytes)
             gatheredCount += bytes.count

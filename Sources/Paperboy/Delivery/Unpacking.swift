@@ -11,8 +11,9 @@ public enum UnpackFormat: String, Sendable, Hashable, Codable {
 ///
 /// The whole archive is checked before anything is written (``ArchivePlan``): entry paths, link
 /// targets resolved against the archive's own entries, and the declared unpacked size against
-/// the limits and the free space. While writing, no entry may inflate past its declared size,
-/// so the checked sum bounds what is written whatever the headers claim. Extraction goes to a
+/// the limits and the library's free-space floor (``FreeSpaceGuard``). While writing, no entry
+/// may inflate past its declared size, so the checked sum bounds what is written whatever the
+/// headers claim, and every chunk is claimed from the floor as it is written. Extraction goes to a
 /// staging folder inside the issue folder and is moved into place only when every entry
 /// succeeded: a refused or damaged archive leaves nothing behind.
 enum Unpacker {
@@ -30,12 +31,15 @@ enum Unpacker {
 
     /// Extracts the zip archive at `archiveURL` into `folder`, through `staging`.
     ///
-    /// - Parameter name: how messages name the archive (its URL).
+    /// - Parameters:
+    ///   - name: how messages name the archive (its URL).
+    ///   - space: the library's free-space floor, asked before and while writing.
     /// - Throws: ``LibraryError`` `.invalidPath` for an entry or link that would leave the folder,
-    ///   `.invalidRequest` for an unreadable, damaged or oversized archive, `.storage` when the
-    ///   file system has no room for it or refuses a write. Never retryable.
+    ///   `.invalidRequest` for an unreadable, damaged or oversized archive, `.insufficientStorage`
+    ///   when writing it would go below the floor or the file system is full, `.storage` when it
+    ///   refuses a write otherwise. Never retryable.
     static func unzip(_ archiveURL: URL, named name: String, into folder: URL, staging: URL,
-                      limits: Limits = Limits()) throws(LibraryError) {
+                      limits: Limits = Limits(), space: FreeSpaceGuard) throws(LibraryError) {
         do {
             let archive: Archive
             do {
@@ -44,7 +48,7 @@ enum Unpacker {
                 throw LibraryError(.invalidRequest, "\(name) is not a readable zip archive: \(error)")
             }
             let plan = try ArchivePlan(archive, name: name)
-            try checkSize(plan.declaredBytes, of: archiveURL, named: name, in: folder, limits: limits)
+            try checkSize(plan.declaredBytes, of: archiveURL, named: name, in: folder, limits: limits, space: space)
             // A staging folder left by a killed run is stale: start afresh, never through a link.
             try? FileManager.default.removeItem(at: staging)
             guard mkdir(staging.path, 0o700) == 0 else {
@@ -58,7 +62,7 @@ enum Unpacker {
                     try POSIX.makeDirectory(target)
                 case .file:
                     try POSIX.makeDirectory(target.deletingLastPathComponent())
-                    try extractFile(entry.entry, declared: entry.declaredBytes, from: archive, to: target, archiveName: name)
+                    try extractFile(entry.entry, declared: entry.declaredBytes, from: archive, to: target, archiveName: name, space: space)
                 case .symlink:
                     break
                 }
@@ -89,9 +93,9 @@ enum Unpacker {
     }
 
     /// Refuses an archive whose declared unpacked size is above the limit, the ratio to its own
-    /// size, or the free space of the file system holding `folder`.
+    /// size, or what the library's free-space floor lets it write.
     static func checkSize(_ declared: Int64, of archiveURL: URL, named name: String, in folder: URL,
-                          limits: Limits) throws(LibraryError) {
+                          limits: Limits, space: FreeSpaceGuard) throws(LibraryError) {
         let size = bytes(declared)
         if declared > limits.maxBytes {
             throw LibraryError(.invalidRequest, "archive \(name) declares \(size) unpacked; the limit for one archive is \(bytes(limits.maxBytes))")
@@ -102,23 +106,17 @@ enum Unpacker {
         if declared > ratioFloor, !overflow, declared > allowed {
             throw LibraryError(.invalidRequest, "archive \(name) declares \(size) unpacked from \(archiveBytes) bytes, more than the limit of \(limits.maxRatio) times its size")
         }
-        let fd = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        defer { POSIX.closeFile(fd) }
-        if let free = POSIX.availableSpace(fd), declared > free {
-            throw LibraryError(.storage, "not enough space to unpack \(name): it declares \(size), \(PartialFileSink.megabytes(free)) free for \(folder.path)",
-                               underlying: POSIXError(.ENOSPC))
-        }
+        try space.check(declared, for: "archive \(name) (unpacking \(size) into \(folder.path))")
     }
 
     /// `count` bytes, with megabytes from 1 MB on: `2000 bytes`, `4294967295 bytes (4295.0 MB)`.
     private static func bytes(_ count: Int64) -> String {
-        count < 1_000_000 ? "\(count) bytes" : "\(count) bytes (\(PartialFileSink.megabytes(count)))"
+        count < 1_000_000 ? "\(count) bytes" : "\(count) bytes (\(FreeSpaceGuard.megabytes(count)))"
     }
 
     /// Writes one file entry, stopping it as soon as it inflates past `declared` bytes.
     private static func extractFile(_ entry: Entry, declared: Int64, from archive: Archive, to url: URL,
-                                    archiveName: String) throws(LibraryError) {
+                                    archiveName: String, space: FreeSpaceGuard) throws(LibraryError) {
         // Library files are private to the user, whatever modes the archive carries.
         let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
@@ -133,9 +131,11 @@ enum Unpacker {
                 guard written <= declared else {
                     throw LibraryError(.invalidRequest, "archive entry '\(entry.path)' of \(archiveName) inflates past its declared \(declared) bytes; refusing the whole archive")
                 }
+                try space.claim(Int64(chunk.count), for: "archive \(archiveName) (writing \(url.path))")
                 if let code = chunk.withUnsafeBytes({ POSIX.writeAll(fd, $0) }) {
-                    let space = code == ENOSPC || code == EDQUOT ? "not enough space to unpack \(archiveName): " : ""
-                    throw LibraryError(.storage, "\(space)cannot write \(url.path) (archive entry '\(entry.path)'): \(POSIX.errorMessage(code))",
+                    let full = code == ENOSPC || code == EDQUOT
+                    throw LibraryError(full ? .insufficientStorage : .storage,
+                                       "\(full ? "not enough space to unpack \(archiveName): " : "")cannot write \(url.path) (archive entry '\(entry.path)'): \(POSIX.errorMessage(code))",
                                        underlying: POSIXErrorCode(rawValue: code).map { POSIXError($0) })
                 }
             }

@@ -19,6 +19,10 @@ public struct AssetListing: Sendable, Hashable {
     public var expectedTotalBytes: Int64?
     /// Failed attempts since the asset last made progress (or was asked for again).
     public var attempts: Int
+    /// Why a failed asset failed, as a code: the transport's (``TransportError/Code``, such as
+    /// `not-found`) when a transport failed, else the library's (``LibraryError/Code``, such as
+    /// `insufficient-storage` or `checksum-mismatch`); nil unless ``state`` is failed.
+    public var failureCode: String?
 
     /// ``urlString`` without user and password (the path only, for a file URL), as
     /// `URL.redactedString` gives it; plain URLs are not parsed.
@@ -44,7 +48,7 @@ extension AssetListing {
     /// The columns a listing reads, in the order ``init(plainRow:)`` reads them.
     static let columnNames = [
         "id", "seq", "url", "destinationPath", "unpack", "headers", "options", "state", "detail", "retryAt",
-        "attempts", "bytesOnDisk", "expectedBytes",
+        "attempts", "bytesOnDisk", "expectedBytes", "failureCode", "transportCode",
     ]
 
     /// Reads a row of ``columnNames`` by position when it is plainly well formed (a URL of
@@ -65,6 +69,16 @@ extension AssetListing {
         self.state = Scheduler.publicState(state, retryAt: retryAt, attempts: attempts, detail: detail, now: now)
         totalBytesWritten = max(0, row.storedInteger(atIndex: 11) ?? 0)
         expectedTotalBytes = row.storedInteger(atIndex: 12).flatMap { $0 >= 0 ? $0 : nil }
+        if state == .failed {
+            failureCode = Self.failureCode(library: try? row.decode(String?.self, atIndex: 13),
+                                           transport: try? row.decode(String?.self, atIndex: 14))
+        }
+    }
+
+    /// The code a listing shows for a failure stored with these codes.
+    static func failureCode(library: String?, transport: String?) -> String? {
+        if library == LibraryError.Code.transport.rawValue, let transport { return transport }
+        return library
     }
 
     init(_ record: AssetRecord, now: Date) {
@@ -76,6 +90,9 @@ extension AssetListing {
                                       attempts: record.attempts, detail: record.detail, now: now)
         totalBytesWritten = record.bytesOnDisk
         expectedTotalBytes = record.expectedBytes
+        if PersistedState(rawValue: record.state) == .failed {
+            failureCode = Self.failureCode(library: record.failure?.code, transport: record.failure?.transportCode)
+        }
     }
 
     /// A scheme (a letter, then letters, digits, `+`, `-`, `.`), a colon, and printable ASCII
@@ -112,6 +129,7 @@ extension Issue {
         try scheduler.store.forEachAssetListing(issueName: name, now: scheduler.clock.now) { listing in
             guard let live = scheduler.snapshot(listing.identifier) else { return try body(listing) }
             var listing = listing
+            if live.state.name != "failed" { listing.failureCode = nil }
             listing.state = live.state
             listing.totalBytesWritten = live.written
             listing.expectedTotalBytes = live.expected

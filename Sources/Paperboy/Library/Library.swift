@@ -57,6 +57,11 @@ public final class Library: Sendable {
         public static let defaultMaxUnpackedBytes: Int64 = 20 << 30
         /// The default of ``maxUnpackRatio``: 200.
         public static let defaultMaxUnpackRatio = 200
+        /// The free space the library leaves on its file system: downloads and unpacking stop
+        /// with ``LibraryError/Code/insufficientStorage`` before writing below it, so that the
+        /// database can still record why. By default 256 MiB or 1 % of the file system,
+        /// whichever is larger (``FreeSpaceFloor/default`` says why).
+        public var minFreeSpace: FreeSpaceFloor = .default
         /// Whether transfers interrupted by a crash or by ``Library/close()`` continue at open.
         public var resumesOnOpen: Bool = true
         /// Whether finished files with a destination path (or to unpack) that wait in the inbox
@@ -186,6 +191,7 @@ public final class Library: Sendable {
             credentials: configuration.credentials,
             maxUserInfoBytes: configuration.maxUserInfoBytes,
             unpackLimits: Unpacker.Limits(maxBytes: configuration.maxUnpackedBytes, maxRatio: configuration.maxUnpackRatio),
+            minFreeSpace: configuration.minFreeSpace,
             bandwidthLimit: configuration.bandwidthLimit,
             perTransferLimit: configuration.perTransferBandwidthLimit,
             schedule: configuration.bandwidthSchedule,

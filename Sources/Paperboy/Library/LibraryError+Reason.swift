@@ -24,10 +24,11 @@ extension LibraryError {
         public static let accessDenied = Reason("access-denied")
         /// The downloaded bytes do not have the expected SHA-256 (``LibraryError/Code/checksumMismatch``).
         public static let checksumMismatch = Reason("checksum-mismatch")
-        /// The library's file system has no room: less free space than the source announced or an
-        /// archive declares, or a write failed with `ENOSPC` or `EDQUOT`
-        /// (``TransportError/Code/insufficientStorage``, or a ``LibraryError/Code/storage`` error
-        /// whose underlying error is a `POSIXError` with one of those codes).
+        /// The library's file system has no room: writing would take its free space below the
+        /// library's floor, or a write failed with `ENOSPC` or `EDQUOT`
+        /// (``LibraryError/Code/insufficientStorage``, ``TransportError/Code/insufficientStorage``,
+        /// or a ``LibraryError/Code/storage`` error whose underlying error is a `POSIXError` with
+        /// one of those codes).
         public static let noSpace = Reason("no-space")
         /// The app cancelled the download (``LibraryError/Code/cancelled``).
         public static let cancelled = Reason("cancelled")
@@ -43,6 +44,7 @@ extension LibraryError {
         switch code {
         case .cancelled: return .cancelled
         case .checksumMismatch: return .checksumMismatch
+        case .insufficientStorage: return .noSpace
         case .storage:
             if let posix = underlying as? POSIXError, posix.code == .ENOSPC || posix.code == .EDQUOT { return .noSpace }
             return .other

@@ -34,6 +34,10 @@ public struct LibraryError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let storage = Code("storage")
         /// The download was cancelled.
         public static let cancelled = Code("cancelled")
+        /// The library's file system has no room: writing would take its free space below the
+        /// library's floor (``Library/Configuration/minFreeSpace``), or the file system or a
+        /// quota refused a write (`ENOSPC`, `EDQUOT`). Not retried: space must be freed first.
+        public static let insufficientStorage = Code("insufficient-storage")
     }
 
     /// What went wrong.

@@ -45,7 +45,9 @@ extension Scheduler {
     ///
     /// An attempt that did not finish and leaves an empty partial file (a 404, a refused
     /// credential, a checksum mismatch, a stop before the first byte) removes it: only bytes to
-    /// resume from are kept, and the next attempt creates the file again.
+    /// resume from are kept, and the next attempt creates the file again. A failed attempt's
+    /// bytes that nothing can resume from (no validator, or a transport that cannot resume)
+    /// are dropped with it.
     func transfer(_ run: Run) async -> Outcome {
         let outcome = await attempt(run)
         if case .finished = outcome {} else { POSIX.removeIfEmpty(layout.partialURL(asset: run.id)) }
@@ -157,14 +159,19 @@ extension Scheduler {
                     await sink.recordProgressDurably()
                     return .stopped(written: sink.written, validator: sink.validator)
                 }
-                let failure = Self.libraryError(error)
-                if failure.code == .checksumMismatch {
+                // The library's own refusal (no space) wins over what the transport made of it.
+                let failure = sink.storageRefusal ?? Self.libraryError(error)
+                let resumable = (sink.began ? sink.validator : validator) != nil && transport.capabilities.contains(.resume)
+                if failure.code == .checksumMismatch || !resumable {
+                    // Nothing can continue from these bytes (they are wrong, or no validator
+                    // could prove the next attempt fetches the same resource): the disk is freed
+                    // now, not when the next attempt starts, which may be never.
                     _ = POSIX.truncate(fd, to: 0)
                     var patch = AssetPatch(id: run.id)
                     patch.bytesOnDisk = 0
                     patch.validator = .some(nil)
                     store.submit(patch)
-                    return .failed(failure, retryAfter: nil, written: 0, validator: nil)
+                    return .failed(failure, retryAfter: (error as? TransportError)?.retryAfter, written: 0, validator: nil)
                 }
                 await sink.recordProgressDurably()
                 return .failed(failure, retryAfter: (error as? TransportError)?.retryAfter,
@@ -183,7 +190,7 @@ extension Scheduler {
             assetID: run.id, partialFile: partial, url: request.url, requestedOffset: offset, recordedValidator: validator,
             expectedSHA256: request.sha256, progressInterval: settings.progressInterval,
             checkpointInterval: settings.checkpointInterval, clock: settings.clock, bootID: settings.bootID, store: store,
-            durability: durability,
+            durability: durability, space: space,
             live: run.live, hub: hub,
             resumed: { [weak self] total, expected in self?.transferResumed(id, total: total, expected: expected) },
             limiters: run.limiters,
@@ -218,6 +225,9 @@ extension Scheduler {
     static func libraryError(_ error: any Error) -> LibraryError {
         switch error {
         case let error as LibraryError: error
+        case let error as TransportError where error.code == .insufficientStorage:
+            // One code for a full disk, whoever saw it.
+            LibraryError(.insufficientStorage, error.description, underlying: error)
         case let error as TransportError: LibraryError(error)
         default: LibraryError(.transport, String(describing: error), isRetryable: false, underlying: SendableError(error))
         }

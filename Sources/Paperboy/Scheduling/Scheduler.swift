@@ -30,6 +30,8 @@ final class Scheduler: Sendable {
         var credentials: (any CredentialProvider)?
         var maxUserInfoBytes: Int
         var unpackLimits = Unpacker.Limits()
+        /// The free space every writer leaves on the library's file system.
+        var minFreeSpace = FreeSpaceFloor.default
         var bandwidthLimit: Int64? = nil
         var perTransferLimit: Int64? = nil
         var schedule: BandwidthSchedule? = nil
@@ -54,6 +56,8 @@ final class Scheduler: Sendable {
     let durability: Durability
     let transports: TransportRegistry
     let settings: Settings
+    /// Whether more bytes may be written under the library: asked by every writer.
+    let space: FreeSpaceGuard
     let logger: Logger
     let broadcaster = EventBroadcaster()
     let state: Mutex<State>
@@ -69,6 +73,7 @@ final class Scheduler: Sendable {
         self.layout = layout
         self.transports = transports
         self.settings = settings
+        space = FreeSpaceGuard(root: layout.root, floor: settings.minFreeSpace)
         self.durability = durability
         self.logger = logger
         limiter = BandwidthLimiter(bytesPerSecond: settings.bandwidthLimit, clock: settings.clock)

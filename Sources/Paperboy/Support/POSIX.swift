@@ -29,13 +29,16 @@ enum POSIX {
         buffer.count <= 256 && paperboy_random_bytes(buffer.baseAddress, UInt(buffer.count)) == 0
     }
 
-    /// Bytes an unprivileged user may still write on the file system holding `fd`, or nil if
-    /// the file system does not say (some FUSE and network file systems report a size of 0).
-    static func availableSpace(_ fd: Int32) -> Int64? {
+    /// Bytes an unprivileged user may still write on the file system holding `path`, and the
+    /// file system's size; nil if it does not say (some FUSE and network file systems report a
+    /// size of 0).
+    static func fileSystemSpace(_ path: String) -> (available: Int64, size: Int64)? {
         var info = statvfs()
-        guard fstatvfs(fd, &info) == 0, info.f_blocks > 0 else { return nil }
-        let (bytes, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: UInt64(info.f_frsize))
-        return overflow ? .max : Int64(clamping: bytes)
+        guard statvfs(path, &info) == 0, info.f_blocks > 0 else { return nil }
+        let unit = UInt64(info.f_frsize)
+        let (available, overflow) = UInt64(info.f_bavail).multipliedReportingOverflow(by: unit)
+        let (size, sizeOverflow) = UInt64(info.f_blocks).multipliedReportingOverflow(by: unit)
+        return (overflow ? .max : Int64(clamping: available), sizeOverflow ? .max : Int64(clamping: size))
     }
 
     static func fileSize(_ fd: Int32) -> Int64 {

@@ -74,10 +74,12 @@ struct StatusListing {
         var path: String?
         var attempts: Int
 
-        /// An asset as the library lists it (``AssetListing``: only the columns printed).
+        /// An asset as the library lists it (``AssetListing``: only the columns printed); a
+        /// failed one's reason is its failure's code (`insufficient-storage`, `not-found`…).
         init(_ listing: AssetListing) {
             self.init(id: listing.identifier, url: listing.redactedURLString, path: listing.destinationPath, state: listing.state,
                       bytesWritten: listing.totalBytesWritten, expectedBytes: listing.expectedTotalBytes, attempts: listing.attempts)
+            if case .failed = listing.state { reason = listing.failureCode }
         }
 
         init(id: String, url: String, path: String?, state: AssetState, bytesWritten: Int64, expectedBytes: Int64?, attempts: Int) {
