@@ -89,6 +89,25 @@ struct HostileRowTests {
         try c.forEachAssetListing { listed.append($0) }
         #expect(listed.map(\.identifier) == [asset.identifier])
 
+        let damaged = try library.damagedRows
+        #expect(damaged.map(\.table) == [.issue, .issue, .asset])
+        #expect(damaged.map(\.key) == ["a", "b", asset.identifier])
+        #expect(damaged.map(\.column) == ["addedAt", "date", "state"])
+        #expect(damaged.map(\.value) == ["X'00FF'", "'10000-01-01 00:00:00.000'", "'bogus'"])
+        #expect(damaged[1].removal.hasPrefix("DELETE FROM issue WHERE rowid = "))
+        #expect(damaged[2].removal.hasPrefix("DELETE FROM asset WHERE rowid = "))
+        #expect(damaged[1].description.hasPrefix("issue 'b': its date '10000-01-01 00:00:00.000' cannot be read; remove the row with: sqlite3 "))
+        // Adding an issue under a damaged row's name says so, instead of a decoding error.
+        let error = try #require(throws: LibraryError.self) { try library.addIssue(name: "b", date: Date()) }
+        #expect(error.message.contains("issue 'b': its date '10000-01-01 00:00:00.000' cannot be read"), "\(error.message)")
+        // Purging passes over what it cannot read.
+        #expect(try await library.purge(keep: 0) == [])
+
+        // Removed as told, the rest reads clean.
+        try await library.scheduler.store.pool.write { db in
+            for row in damaged where row.table == .issue { try db.execute(sql: row.removal) }
+        }
+        #expect(try library.damagedRows.map(\.column) == ["state"])
         await library.close()
     }
 }

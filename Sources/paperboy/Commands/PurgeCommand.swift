@@ -67,6 +67,10 @@ struct PurgeCommand: AsyncParsableCommand {
             Console.error("paperboy: \(error.message)")
             code = 1
         }
+        // Purged around them: what cannot be read cannot be judged.
+        let damaged = DamagedRowReport.rows(of: library)
+        DamagedRowReport.tell(damaged)
+        if !damaged.isEmpty { code = 1 }
         await library.close()
         if code != 0 { throw ExitCode(code) }
     }
