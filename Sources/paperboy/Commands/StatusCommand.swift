@@ -20,8 +20,6 @@ struct StatusCommand: AsyncParsableCommand {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
         let source: any StatusSource
-    /// Written in the JSON document (`damagedRows`), told on stderr by the command.
-    var damagedRows: [DamagedRow] = []
         if let client = try await DaemonRoute.connect(config, options: options) {
             do {
                 source = try await DaemonStatusSource(client: client)
