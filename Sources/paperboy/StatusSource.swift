@@ -60,8 +60,7 @@ struct DaemonStatusSource: StatusSource {
 
     var libraryPath: String { shelf.libraryPath }
     var bandwidth: BandwidthLimiter.Statistics? { shelf.bandwidth }
-    /// The daemon lists the rows it can read; it does not report the others yet.
-    var damagedRows: [DamagedRow] { [] }
+    var damagedRows: [DamagedRow] { (shelf.damagedRows ?? []).compactMap(\.row) }
 
     var headers: [StatusListing.IssueHeader] {
         shelf.issues.map {

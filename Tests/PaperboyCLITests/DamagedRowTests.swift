@@ -1,5 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import GRDB
+import PaperboyTestServers
 import PaperboyTesting
 import Testing
 
@@ -155,5 +159,37 @@ struct DamagedRowTests {
         let repaired = try await CLI.run(["issues", "--json", "--config", file.path])
         #expect(repaired.status == 0, "\(repaired.stderr)")
         #expect(names(try json(repaired)) == ["c", "b"], "\(repaired.stdout)")
+    }
+
+    @Test func throughADaemonTheDamagedRowIsNamedToo() async throws {
+        publish([("a", "2026-11-01"), ("b", "2026-11-08")])
+        let file = config()
+        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 0)
+        let database = try DatabaseQueue(path: workspace.path("lib/library.sqlite").path)
+        try await database.write { db in
+            try db.execute(sql: "UPDATE issue SET date = '10000-01-01 00:00:00.000' WHERE name = 'b'")
+        }
+        try database.close()
+        let runtime = workspace.path("runtime")
+        mkdir(runtime.path, 0o700)
+        let daemonConfig = workspace.write("[library]\npath = \"lib\"\nsync_to_disk = false\n", to: "daemon.toml")
+        let daemon = try await DaemonProcess(config: daemonConfig, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        let environment = ["XDG_RUNTIME_DIR": runtime.path, "PAPERBOY_NETWORK": "wired"]
+        let line = "paperboy: damaged row in \(workspace.path("lib/library.sqlite").path): issue 'b': its date "
+            + "'10000-01-01 00:00:00.000' cannot be read; remove the row with: sqlite3 "
+        for arguments in [["issues", "--json"], ["status", "--json"]] {
+            let result = try await CLI.run(arguments + ["-v", "--config", daemonConfig.path], environment: environment)
+            #expect(result.status == 1, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("using the daemon on \(daemon.socket.path)"), "\(result.stderr)")
+            let document = try json(result)
+            #expect(names(document) == ["a"], "\(arguments): \(result.stdout)")
+            #expect((document["damagedRows"] as? [[String: Any]])?.first?["column"] as? String == "date", "\(result.stdout)")
+            #expect(result.stderr.contains(line), "\(arguments): \(result.stderr)")
+        }
+        let purge = try await CLI.run(["purge", "--keep", "0", "--config", daemonConfig.path], environment: environment)
+        #expect(purge.status == 1, "\(purge.stderr)")
+        #expect(purge.stdout.contains("removed a"), "\(purge.stdout)")
+        #expect(purge.stderr.contains(line), "\(purge.stderr)")
     }
 }

@@ -38,6 +38,16 @@ public struct DamagedRow: Sendable, Hashable, CustomStringConvertible {
             + "sqlite3 '\(databasePath)' \"\(removal)\""
     }
 
+    /// A row as another process reported it (the daemon's `SHELF`).
+    package init(table: Table, key: String, column: String, value: String, removal: String, databasePath: String) {
+        self.table = table
+        self.key = key
+        self.column = column
+        self.value = value
+        self.removal = removal
+        self.databasePath = databasePath
+    }
+
     init(table: Table, rowid: Int64, key: String?, column: String, value: DatabaseValue, databasePath: String) {
         self.table = table
         self.key = key.map { TerminalText.escape($0) } ?? "rowid \(rowid)"

@@ -46,12 +46,14 @@ struct IssuesCommand: AsyncParsableCommand {
             defer { client.disconnect() }
             do {
                 let served = try await client.shelf()
+                damaged = (served.damagedRows ?? []).compactMap(\.row)
                 shelf = Shelf(
                     libraryPath: served.libraryPath, badgeCount: served.badge, currentlyReading: served.reading,
                     issues: served.issues.map { issue in
                         Shelf.Entry(name: issue.name, date: issue.date.utcDayText, status: issue.status, isNew: issue.isNew,
                                     isReading: issue.name == served.reading, contentPath: issue.contentPath, coverPath: issue.coverPath)
                     })
+                if !damaged.isEmpty { shelf.damagedRows = damaged.map(DamagedRowReport.Entry.init) }
             } catch {
                 Console.error("paperboy: \(error.message)")
                 throw ExitCode(1)

@@ -50,11 +50,14 @@ struct PurgeCommand: AsyncParsableCommand {
                 // Read by the feed refresh of whoever syncs the library.
                 try? PurgedIssues(root: client.libraryURL).record(removed)
                 told(removed, reading: reading)
-                return
             } catch {
                 Console.error("paperboy: \(error.message)")
                 throw ExitCode(1)
             }
+            let damaged = ((try? await client.shelfPage(offset: 0))?.damagedRows ?? []).compactMap(\.row)
+            DamagedRowReport.tell(damaged)
+            if !damaged.isEmpty { throw ExitCode(1) }
+            return
         }
         let library = try SyncRun.openLibrary(config, resumes: false)
         let reading = library.currentlyReadingIssue?.name
