@@ -101,15 +101,14 @@ public struct Catalog: Sendable, Equatable {
     }
 
     /// A catalog date: `YYYY-MM-DD` (midnight UTC) or an ISO 8601 date-time; `nil` otherwise.
+    /// Not range-checked: ``LibraryDate/problem(with:)`` says whether the library can record it
+    /// (the catalog reader refuses what it cannot).
     public static func date(from text: String) -> Date? {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         if parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-           let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-           let date = calendar.date(from: DateComponents(year: year, month: month, day: day)),
-           calendar.component(.day, from: date) == day, calendar.component(.month, from: date) == month {
-            return date
+           parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+           let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]) {
+            return LibraryDate.utc(year: year, month: month, day: day)
         }
         return try? Date(text, strategy: .iso8601)
     }
@@ -402,6 +401,7 @@ private struct CatalogReader {
         guard let date = Catalog.date(from: text) else {
             throw fail(path, "expected a date such as \"2026-11-21\" or \"2026-11-21T06:00:00Z\", got \"\(text)\"")
         }
+        if let problem = LibraryDate.problem(with: date) { throw fail(path, "\"\(text)\": \(problem)") }
         return date
     }
 

@@ -1,7 +1,5 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
+import Paperboy
 import TOMLKit
 
 extension ConfigDecoder {
@@ -48,50 +46,34 @@ extension ConfigDecoder {
         return issues
     }
 
-    /// A TOML date (midnight UTC), a `"YYYY-MM-DD"` string, or a date-time (UTC when it has no offset).
+    /// A TOML date (midnight UTC), a `"YYYY-MM-DD"` string, or a date-time (UTC when it has no
+    /// offset), in years 1 to 9999 in UTC once its offset is applied (``LibraryDate``).
     private func issueDate(_ table: TableReader) throws(ConfigError) -> Date? {
         guard let value = table.value("date") else { return nil }
-        // UTC by hand (timegm), not through Calendar: Calendar and TimeZone load ICU's zone data.
-        func makeDate(_ year: Int, _ month: Int, _ day: Int, _ time: TOMLTime? = nil, offsetMinutes: Int = 0) -> Date? {
-            let hour = Int(time?.hour ?? 0), minute = Int(time?.minute ?? 0), second = Int(time?.second ?? 0)
-            guard (1...9999).contains(year), (1...12).contains(month), (1...31).contains(day),
-                  (0..<24).contains(hour), (0..<60).contains(minute), (0..<60).contains(second)
-            else { return nil }
-            var fields = tm()
-            fields.tm_year = Int32(year - 1900)
-            fields.tm_mon = Int32(month - 1)
-            fields.tm_mday = Int32(day)
-            fields.tm_hour = Int32(hour)
-            fields.tm_min = Int32(minute)
-            fields.tm_sec = Int32(second)
-            let seconds = timegm(&fields)
-            guard fields.tm_mday == Int32(day) else { return nil }  // 31 April rolled over
-            let nanoseconds = Double(time?.nanoSecond ?? 0) / 1e9
-            return Date(timeIntervalSince1970: Double(seconds) + nanoseconds - Double(offsetMinutes * 60))
-        }
+        let parsed: Date?
         if let date = value.date {
-            if let result = makeDate(date.year, date.month, date.day) { return result }
+            parsed = LibraryDate.utc(year: date.year, month: date.month, day: date.day)
         } else if let dateTime = value.dateTime {
-            let offset = dateTime.offset?.offset ?? 0
             // Typed, because TOMLValueConvertible.time (nil for a date-time) would otherwise win.
             let time: TOMLTime = dateTime.time
-            if let result = makeDate(
-                dateTime.date.year, dateTime.date.month, dateTime.date.day, time, offsetMinutes: offset
-            ) {
-                return result
-            }
+            parsed = LibraryDate.utc(year: dateTime.date.year, month: dateTime.date.month, day: dateTime.date.day,
+                                     hour: Int(time.hour), minute: Int(time.minute), second: Int(time.second),
+                                     nanosecond: Int(time.nanoSecond), offsetSeconds: Int(dateTime.offset?.offset ?? 0) * 60)
         } else if let text = value.string {
             let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-            if parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-               parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
-               let result = makeDate(Int(parts[0])!, Int(parts[1])!, Int(parts[2])!) {
-                return result
+            guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+                  parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+                  let date = LibraryDate.utc(year: Int(parts[0])!, month: Int(parts[1])!, day: Int(parts[2])!)
+            else {
+                throw table.error(.invalidValue, "date", "expected a date YYYY-MM-DD, got \"\(text)\"")
             }
-            throw table.error(.invalidValue, "date", "expected a date YYYY-MM-DD, got \"\(text)\"")
+            parsed = date
         } else {
             throw table.typeMismatch("date", expected: "a date (2026-11-21 or \"2026-11-21\")", got: value)
         }
-        throw table.error(.invalidValue, "date", "not a valid calendar date")
+        guard let parsed else { throw table.error(.invalidValue, "date", "not a valid calendar date") }
+        if let problem = LibraryDate.problem(with: parsed) { throw table.error(.invalidValue, "date", problem) }
+        return parsed
     }
 
     private func decodeAsset(_ table: TableReader) throws(ConfigError) -> AssetEntry {

@@ -48,6 +48,35 @@ package struct ShelfReply: Codable, Sendable {
     package var issues: [ShelfIssue]
     /// Where the next page starts; absent after the last.
     package var nextOffset: Int?
+    /// On the first page: the library's rows that cannot be read (``Library/damagedRows``), at
+    /// most ``DaemonServer/maxDamagedRows`` of them; absent when there are none.
+    package var damagedRows: [WireDamagedRow]?
+}
+
+/// A ``DamagedRow`` on the wire.
+package struct WireDamagedRow: Codable, Sendable {
+    package var table: String
+    package var key: String
+    package var column: String
+    package var value: String
+    package var removal: String
+    package var database: String
+
+    package init(_ row: DamagedRow) {
+        table = row.table.rawValue
+        key = row.key
+        column = row.column
+        value = row.value
+        removal = row.removal
+        database = row.databasePath
+    }
+
+    /// The row, or `nil` for a table this version does not know.
+    package var row: DamagedRow? {
+        DamagedRow.Table(rawValue: table).map {
+            DamagedRow(table: $0, key: key, column: column, value: value, removal: removal, databasePath: database)
+        }
+    }
 }
 
 /// `ASSETS`: a page of one issue's assets, after the cursor of the previous page.

@@ -47,6 +47,9 @@ extension DaemonServer {
         }
     }
 
+    /// The most damaged rows a `SHELF` reply names (each a few hundred bytes: the frame stays small).
+    static let maxDamagedRows = 100
+
     private func shelfPage(_ request: ShelfRequest) throws -> Data {
         let offset = max(0, request.offset ?? 0)
         let all = library.issues
@@ -58,6 +61,9 @@ extension DaemonServer {
         var reply = ShelfReply(id: request.id, libraryPath: library.root.path, badge: library.badgeCount,
                                reading: library.currentlyReadingIssue?.name, bandwidth: library.recordedBandwidthStatistics,
                                issues: Array(page))
+        if offset == 0, let damaged = try? library.damagedRows, !damaged.isEmpty {
+            reply.damagedRows = damaged.prefix(Self.maxDamagedRows).map(WireDamagedRow.init)
+        }
         return try Self.fitted(count: page.count) { count in
             reply.issues = Array(page.prefix(count))
             reply.nextOffset = offset + count < all.count ? offset + count : nil

@@ -300,6 +300,11 @@ public final class DaemonServer: Sendable {
         switch frame.kind {
         case Kind.addIssue:
             let request = try DaemonProtocol.decode(AddIssueRequest.self, frame)
+            do {
+                _ = try LibraryDate(request.date, door: "\(frame.kind) date")
+            } catch {
+                throw WireError(DaemonProtocol.ErrorCode.badRequest, error.message)
+            }
             let issue = try library.addIssue(name: request.name, date: request.date)
             var reply = OKReply(id: request.id)
             reply.issue = try Self.wire(issue, assets: false)

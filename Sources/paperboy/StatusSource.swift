@@ -13,6 +13,8 @@ protocol StatusSource {
     var headers: [StatusListing.IssueHeader] { get throws(LibraryError) }
     /// Each asset of the issue named `issue`, in the order added, read a page at a time.
     func forEachAsset(of issue: String, _ body: (StatusListing.AssetReport) -> Void) async throws
+    /// Rows of the library that cannot be read (left out of ``headers`` and the assets).
+    var damagedRows: [DamagedRow] { get }
 }
 
 /// The library's database, opened for reading (or nothing: no library yet).
@@ -26,6 +28,7 @@ struct LibraryStatusSource: StatusSource {
     }
 
     var bandwidth: BandwidthLimiter.Statistics? { library?.recordedBandwidthStatistics }
+    var damagedRows: [DamagedRow] { DamagedRowReport.rows(of: library) }
 
     var headers: [StatusListing.IssueHeader] {
         get throws(LibraryError) {
@@ -57,6 +60,7 @@ struct DaemonStatusSource: StatusSource {
 
     var libraryPath: String { shelf.libraryPath }
     var bandwidth: BandwidthLimiter.Statistics? { shelf.bandwidth }
+    var damagedRows: [DamagedRow] { (shelf.damagedRows ?? []).compactMap(\.row) }
 
     var headers: [StatusListing.IssueHeader] {
         shelf.issues.map {

@@ -127,9 +127,13 @@ struct SyncRun {
         let badge = library.badgeCount
         let jobs = becameAvailable.map { IssueHook.Job(issue: $0, badge: badge) }
         let network = library.networkStatus
+        let damaged = DamagedRowReport.rows(of: library)
         await library.close()
         await narration?.value
-        return await report.finish(becameAvailable: jobs, network: "\(network)")
+        let code = await report.finish(becameAvailable: jobs, network: "\(network)")
+        // The other issues were synced; the damaged rows are named, and the exit status says so.
+        DamagedRowReport.tell(damaged)
+        return damaged.isEmpty || code != 0 ? code : 1
     }
 }
 

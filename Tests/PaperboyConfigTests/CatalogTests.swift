@@ -95,6 +95,13 @@ struct CatalogTests {
         (#"{"issues": [{"name": "a/b", "date": "2026-11-21", "cover": "c.png"}]}"#, "issues[0].name", "must not contain '/'"),
         (#"{"issues": [{"name": "a", "cover": "c.png"}]}"#, "issues[0].date", "missing"),
         (#"{"issues": [{"name": "a", "date": "2026-02-30", "cover": "c.png"}]}"#, "issues[0].date", "expected a date"),
+        // Year 10000 in UTC, by its offset or its digits: the library could store it but never read it back.
+        (#"{"issues": [{"name": "a", "date": "9999-12-31T23:00:00-05:00", "cover": "c.png"}]}"#, "issues[0].date",
+         "\"9999-12-31T23:00:00-05:00\": 10000-01-01T04:00:00Z is outside the dates the library records (years 1 to 9999 in UTC"),
+        (#"{"issues": [{"name": "a", "date": "10000-01-01T00:00:00Z", "cover": "c.png"}]}"#, "issues[0].date",
+         "\"10000-01-01T00:00:00Z\": 10000-01-01T00:00:00Z is outside the dates the library records"),
+        (#"{"issues": [{"name": "a", "date": "0001-01-01T00:00:00+01:00", "cover": "c.png"}]}"#, "issues[0].date",
+         "is outside the dates the library records"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21"}]}"#, "issues[0].assets", "at least one asset or a cover"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": "x.pdf"}]}"#, "issues[0].assets", "expected an array, got a string"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": "c.png"}, {"name": "a", "date": "2026-11-22", "cover": "d.png"}]}"#,

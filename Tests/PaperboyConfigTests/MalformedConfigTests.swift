@@ -326,6 +326,18 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             message: "paperboy.toml:5: missing required key 'date' in [[issues]]"
         ),
         MalformedCase(
+            name: "a date-time whose offset puts it in year 10000 in UTC",
+            text: "[[issues]]\nname = \"a\"\ndate = 9999-12-31T23:00:00-05:00\n",
+            line: 3, key: "issues[0].date", code: .invalidValue,
+            message: "paperboy.toml:3: issues[0].date: 10000-01-01T04:00:00Z is outside the dates the library records (years 1 to 9999 in UTC"
+        ),
+        MalformedCase(
+            name: "a date-time whose offset puts it in year 0 in UTC",
+            text: "[[issues]]\nname = \"a\"\ndate = 0001-01-01T00:30:00+01:00\n",
+            line: 3, key: "issues[0].date", code: .invalidValue,
+            message: "paperboy.toml:3: issues[0].date: 0000-12-31T23:30:00Z is outside the dates the library records"
+        ),
+        MalformedCase(
             name: "a date that is not in the calendar",
             text: "[[issues]]\nname = \"a\"\ndate = \"2026-02-30\"\n",
             line: 3, key: "issues[0].date", code: .invalidValue,

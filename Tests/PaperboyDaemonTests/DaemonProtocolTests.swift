@@ -172,6 +172,9 @@ struct DaemonProtocolTests {
             let cases: [(kind: String, payload: String, message: String)] = [
                 ("STATUS", #"{"id":-5}"#, "STATUS: id -5 is out of range (0 to 2^53)"),
                 ("ADDISSUE", #"{"id":4,"date":"2026-01-01T00:00:00Z"}"#, "ADDISSUE: missing field 'name'"),
+                // Year 10000 in UTC: refused at the door (issue 26, case 2), the library never sees it.
+                ("ADDISSUE", #"{"id":7,"name":"far","date":"9999-12-31T23:00:00-05:00"}"#,
+                 "ADDISSUE date: 10000-01-01T04:00:00Z is outside the dates the library records (years 1 to 9999 in UTC, whatever the offset)"),
                 ("FROBNICATE", #"{"id":5}"#, "unknown message kind FROBNICATE"),
                 ("ACK", #"{"id":6,"asset":"nothing"}"#, "asset nothing has no file waiting for an acknowledgement"),
             ]

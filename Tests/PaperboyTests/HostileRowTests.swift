@@ -57,4 +57,57 @@ struct HostileRowTests {
         #expect(try #require(library.scheduler.store.asset(id: later.identifier)).seq > 0)
         await library.close()
     }
+
+    /// Issue 26, case 2: one unreadable row once hid every issue. Each damaged row is left out of
+    /// what is read and named in ``Library/damagedRows``; everything else reads as before.
+    @Test func oneDamagedRowHidesNothingElseAndIsNamed() async throws {
+        var library = try open()
+        for (name, day) in [("a", 1.0), ("b", 2.0), ("c", 3.0)] {
+            let issue = try library.addIssue(name: name, date: Date(timeIntervalSince1970: 1_790_000_000 + day * 86_400))
+            try issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/\(name)"), destinationPath: "x"))
+        }
+        try await library.scheduler.store.pool.write { db in
+            try db.execute(sql: "UPDATE issue SET date = '10000-01-01 00:00:00.000' WHERE name = 'b'")
+            try db.execute(sql: "UPDATE issue SET addedAt = X'00ff' WHERE name = 'a'")
+            try db.execute(sql: "UPDATE asset SET state = 'bogus' WHERE issueName = 'c'")
+        }
+        await library.close()
+
+        library = try open()
+        #expect(library.issues.map(\.name) == ["c"])
+        #expect(library.issue(named: "a") == nil)
+        let c = try #require(library.issue(named: "c"))
+        #expect(c.assets.count == 1)
+        let asset = try #require(c.assets.first)
+        guard case .failed(let message) = asset.state else {
+            Testing.Issue.record("a damaged state reads as failed, got \(asset.state)")
+            return
+        }
+        #expect(message.contains("its state 'bogus' cannot be read"), "\(message)")
+        #expect(c.status == .notDownloaded)
+        var listed: [AssetListing] = []
+        try c.forEachAssetListing { listed.append($0) }
+        #expect(listed.map(\.identifier) == [asset.identifier])
+
+        let damaged = try library.damagedRows
+        #expect(damaged.map(\.table) == [.issue, .issue, .asset])
+        #expect(damaged.map(\.key) == ["a", "b", asset.identifier])
+        #expect(damaged.map(\.column) == ["addedAt", "date", "state"])
+        #expect(damaged.map(\.value) == ["X'00FF'", "'10000-01-01 00:00:00.000'", "'bogus'"])
+        #expect(damaged[1].removal.hasPrefix("DELETE FROM issue WHERE rowid = "))
+        #expect(damaged[2].removal.hasPrefix("DELETE FROM asset WHERE rowid = "))
+        #expect(damaged[1].description.hasPrefix("issue 'b': its date '10000-01-01 00:00:00.000' cannot be read; remove the row with: sqlite3 "))
+        // Adding an issue under a damaged row's name says so, instead of a decoding error.
+        let error = try #require(throws: LibraryError.self) { try library.addIssue(name: "b", date: Date()) }
+        #expect(error.message.contains("issue 'b': its date '10000-01-01 00:00:00.000' cannot be read"), "\(error.message)")
+        // Purging passes over what it cannot read.
+        #expect(try await library.purge(keep: 0) == [])
+
+        // Removed as told, the rest reads clean.
+        try await library.scheduler.store.pool.write { db in
+            for row in damaged where row.table == .issue { try db.execute(sql: row.removal) }
+        }
+        #expect(try library.damagedRows.map(\.column) == ["state"])
+        await library.close()
+    }
 }

@@ -38,8 +38,9 @@ struct StoredDateTests {
         let date = Date(timeIntervalSince1970: seconds)
         let stored = StoredDate(date).databaseValue
         let read = StoredDate.fromDatabaseValue(stored)?.date
-        // Bit for bit what GRDB reads from the same text (nil where GRDB cannot read it either).
-        #expect(read == Date.fromDatabaseValue(stored))
+        // Bit for bit what GRDB reads from the same text (nil where GRDB cannot read it either,
+        // or reads a date outside years 1 to 9999 in UTC, which no door lets in).
+        #expect(read == Date.fromDatabaseValue(stored).flatMap { LibraryDate.problem(with: $0) == nil ? $0 : nil })
         if (-12_219_292_800...253_402_300_799.999).contains(seconds), let read {  // 1583...9999
             #expect(abs(read.timeIntervalSince1970 - (seconds * 1000).rounded() / 1000) < 0.000_001)
         }

@@ -58,7 +58,7 @@ extension AssetListing {
         let stored: DatabaseValue = row[2]
         guard case .string(let url) = stored.storage, url != AssetRecord.unreadableURL.absoluteString,
               Self.isPlainURL(url), row.hasNull(atIndex: 4), row.hasNull(atIndex: 5), row.hasNull(atIndex: 6),
-              let state = PersistedState(rawValue: try row.decode(String.self, atIndex: 7))
+              let state = (try? row.decode(String.self, atIndex: 7)).flatMap(PersistedState.init(rawValue:))
         else { return nil }
         identifier = try row.decode(String.self, atIndex: 0)
         urlString = url

@@ -29,14 +29,15 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
 
     init(record: IssueRecord, scheduler: Scheduler) {
         name = record.name
-        date = record.date
+        date = record.date.date
         self.scheduler = scheduler
     }
 
     /// The folder that holds the issue's delivered content.
     public var contentURL: URL { scheduler.layout.contentURL(issue: name) }
 
-    /// The issue's assets, in the order they were added.
+    /// The issue's assets, in the order they were added; a row that cannot be read is left out
+    /// (``Library/damagedRows`` names it).
     public var assets: [AssetDownload] {
         scheduler.store.assetIDs(issueName: name).map {
             AssetDownload(identifier: $0, issueName: name, scheduler: scheduler)

@@ -260,10 +260,12 @@ public final class Library: Sendable {
     ///
     /// - Throws: ``LibraryError`` `.duplicateIssue` if the name is taken; `.invalidIssueName` for a
     ///   name that cannot be a folder name (empty, `.`/`..`, `/`, NUL or control characters,
-    ///   leading `.`, more than 255 bytes).
+    ///   leading `.`, more than 255 bytes); `.invalidRequest` for a date outside years 1 to 9999
+    ///   in UTC (``LibraryDate``); `.storage` when a damaged row holds the name (``damagedRows``).
     @discardableResult
     public func addIssue(name: String, date: Date) throws(LibraryError) -> Issue {
         try PathRules.validateIssueName(name)
+        let date = try LibraryDate(date, door: "addIssue(name:date:) '\(name)'")
         let record = IssueRecord(name: name, date: date, addedAt: scheduler.clock.now, isNew: false, coverPath: nil)
         try scheduler.store.insertIssue(record)
         return Issue(record: record, scheduler: scheduler)
@@ -274,9 +276,21 @@ public final class Library: Sendable {
         scheduler.store.issue(named: name).map { Issue(record: $0, scheduler: scheduler) }
     }
 
-    /// Every issue, newest first.
+    /// Every issue, newest first. An issue whose row cannot be read is left out, never hides the
+    /// others: ``damagedRows`` names it.
     public var issues: [Issue] {
         scheduler.store.issues().map { Issue(record: $0, scheduler: scheduler) }
+    }
+
+    /// The rows of the library's database that cannot be read back (issues, then assets), each
+    /// with the SQL that removes it. Every other read leaves them out: ``issues``,
+    /// ``issue(named:)``, ``Issue/assets``, listings, counts and ``purge(keep:budgetBytes:)`` go on
+    /// with the rest, and an asset whose state cannot be read reads as failed. Empty for a sound
+    /// library; a listing shows these next to what it lists, and a sync reports them.
+    ///
+    /// - Throws: ``LibraryError`` `.storage` when the database cannot be read at all.
+    public var damagedRows: [DamagedRow] {
+        get throws(LibraryError) { try scheduler.store.damagedRows() }
     }
 
     /// Removes an issue: cancels its downloads, deletes its content folder and its records.

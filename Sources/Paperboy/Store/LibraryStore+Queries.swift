@@ -70,8 +70,9 @@ extension LibraryStore {
             """, arguments: arguments)
         var result: [StateRow] = []
         while let row = try rows.next() {
-            guard let issue = try? row.decode(String.self, atIndex: 0),
-                  let state = PersistedState(rawValue: (try? row.decode(String.self, atIndex: 1)) ?? "") else { continue }
+            guard let issue = try? row.decode(String.self, atIndex: 0) else { continue }
+            // A state that cannot be read counts as failed, as ``AssetRecord`` reads it.
+            let state = PersistedState(rawValue: (try? row.decode(String.self, atIndex: 1)) ?? "") ?? .failed
             let retryAt = state == .retry ? (try? row.decode(StoredDate?.self, atIndex: 5))??.date : nil
             result.append(StateRow(issue: issue, state: state, count: Int(row.storedInteger(atIndex: 2) ?? 0),
                                    written: row.storedInteger(atIndex: 3) ?? 0, expected: row.storedInteger(atIndex: 4) ?? 0,
@@ -155,10 +156,15 @@ extension LibraryStore {
                         var items: [Item] = []
                         let rows = try Row.fetchCursor(db, sql: sql, arguments: arguments)
                         while let row = try rows.next() {
-                            let patch = patches.isEmpty ? nil : patches[try row.decode(String.self, atIndex: 0)]
-                            items.append(try decode(row, patch, db))
                             last = (row.storedInteger(atIndex: seqIndex) ?? 0, row.storedInteger(atIndex: seqIndex + 1) ?? 0)
                             count += 1
+                            // A row whose identifier or issue cannot be read is left out (``damagedRows()``).
+                            guard let id = try? row.decode(String.self, atIndex: 0) else { continue }
+                            do {
+                                items.append(try decode(row, patches.isEmpty ? nil : patches[id], db))
+                            } catch is RowDamage {
+                                continue
+                            }
                         }
                         return items
                     }
@@ -181,11 +187,12 @@ extension LibraryStore {
                 try pool.read { db -> [AssetRecord] in
                     // A page is a range of the (issueName, seq) index; ties on seq (a damaged
                     // table) are broken by id, so the order is total.
-                    var request = AssetRecord.filter(Column("issueName") == issueName)
+                    // A damaged identifier (a blob) is left out here, so that it cannot shorten a page.
+                    var request = AssetRecord.filter(Column("issueName") == issueName).filter(sql: "typeof(id) = 'text'")
                     if let after {
                         request = request.filter(Column("seq") > after.seq || (Column("seq") == after.seq && Column("id") > after.id))
                     }
-                    var records = try request.order(Column("seq"), Column("id")).limit(limit).fetchAll(db)
+                    var records = try Self.readableAssets(request.order(Column("seq"), Column("id")).limit(limit), in: db)
                     guard !patches.isEmpty else { return records }
                     for index in records.indices {
                         if let patch = patches[records[index].id] { patch.apply(to: &records[index]) }

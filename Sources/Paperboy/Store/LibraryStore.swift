@@ -146,7 +146,10 @@ final class LibraryStore: Sendable {
     func insertIssue(_ record: IssueRecord) throws(LibraryError) {
         do {
             try pool.write { db in
-                if try IssueRecord.fetchOne(db, key: record.name) != nil {
+                if let damaged = try Self.damagedIssue(named: record.name, in: db, path: fileURL.path) {
+                    throw LibraryError(.storage, "damaged row in \(fileURL.path): \(damaged)")
+                }
+                if try IssueRecord.filter(key: record.name).fetchCount(db) > 0 {
                     throw LibraryError(.duplicateIssue, "an issue named '\(record.name)' already exists")
                 }
                 try record.insert(db)
@@ -162,9 +165,10 @@ final class LibraryStore: Sendable {
         try? pool.read { db in try IssueRecord.fetchOne(db, key: name) }
     }
 
+    /// The issues that can be read, newest first (see ``damagedRows()`` for the others).
     func issues() -> [IssueRecord] {
         (try? pool.read { db in
-            try IssueRecord.order(Column("date").desc, Column("name").desc).fetchAll(db)
+            try Self.readableIssues(Row.fetchCursor(db, sql: "SELECT * FROM issue ORDER BY date DESC, name DESC"))
         }) ?? []
     }
 
@@ -223,7 +227,7 @@ final class LibraryStore: Sendable {
     func assets(issueName: String) -> [AssetRecord] {
         overlaid {
             (try? pool.read { db in
-                try AssetRecord.filter(Column("issueName") == issueName).order(Column("seq")).fetchAll(db)
+                try Self.readableAssets(AssetRecord.filter(Column("issueName") == issueName).order(Column("seq")), in: db)
             }) ?? []
         }
     }
@@ -232,7 +236,9 @@ final class LibraryStore: Sendable {
     func assetIDs(issueName: String) -> [String] {
         // Rows are inserted and deleted with a flush, never through pending patches.
         (try? pool.read { db in
-            try String.fetchAll(db, sql: "SELECT id FROM asset WHERE issueName = ? ORDER BY seq", arguments: [issueName])
+            // A damaged identifier (a blob) is left out; ``damagedRows()`` names it.
+            try Row.fetchAll(db, sql: "SELECT id FROM asset WHERE issueName = ? AND typeof(id) = 'text' ORDER BY seq",
+                             arguments: [issueName]).compactMap { try? $0.decode(String.self, atIndex: 0) }
         }) ?? []
     }
 
@@ -243,7 +249,7 @@ final class LibraryStore: Sendable {
             var records: [AssetRecord] = []
             for start in stride(from: 0, to: ids.count, by: 500) {
                 let chunk = Array(ids[start..<min(start + 500, ids.count)])
-                records += try AssetRecord.filter(chunk.contains(Column("id"))).fetchAll(db)
+                records += try Self.readableAssets(AssetRecord.filter(chunk.contains(Column("id"))), in: db)
             }
             return records
         }
@@ -253,7 +259,7 @@ final class LibraryStore: Sendable {
     func assets(inStates states: [PersistedState]) throws(LibraryError) -> [AssetRecord] {
         flush()
         return try reading { db in
-            try AssetRecord.filter(states.map(\.rawValue).contains(Column("state"))).order(Column("seq")).fetchAll(db)
+            try Self.readableAssets(AssetRecord.filter(states.map(\.rawValue).contains(Column("state"))).order(Column("seq")), in: db)
         }
     }
 
@@ -262,7 +268,7 @@ final class LibraryStore: Sendable {
     func assetsHoldingFiles() throws(LibraryError) -> [AssetRecord] {
         flush()
         return try reading { db in
-            try AssetRecord.filter(sql: "state = 'finished' OR (bytesOnDisk > 0 AND state != 'delivered')").fetchAll(db)
+            try Self.readableAssets(AssetRecord.filter(sql: "state = 'finished' OR (bytesOnDisk > 0 AND state != 'delivered')"), in: db)
         }
     }
 
@@ -272,8 +278,8 @@ final class LibraryStore: Sendable {
     func queuedAssets(limit: Int, excluding excluded: Set<String>) throws(LibraryError) -> [AssetRecord] {
         flush()
         let rows = try reading("cannot read the queued assets of library database \(fileURL.path)") { db in
-            try AssetRecord.filter(Column("state") == PersistedState.queued.rawValue)
-                .order(Column("priority").desc, Column("seq")).limit(limit + excluded.count).fetchAll(db)
+            try Self.readableAssets(AssetRecord.filter(Column("state") == PersistedState.queued.rawValue)
+                .order(Column("priority").desc, Column("seq")).limit(limit + excluded.count), in: db)
         }
         return Array(rows.lazy.filter { !excluded.contains($0.id) }.prefix(limit))
     }

@@ -5,7 +5,8 @@ import GRDB
 struct IssueRecord: Sendable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "issue"
     var name: String
-    var date: Date
+    /// Made at the door (``LibraryDate``): only dates the store reads back are written.
+    var date: LibraryDate
     var addedAt: Date
     var isNew: Bool
     var coverPath: String?
@@ -16,17 +17,22 @@ extension IssueRecord {
     // Coded by hand, dates through ``StoredDate`` (GRDB's `Codable` path formats them with ICU).
     init(row: Row) throws {
         // Decoded with errors, not GRDB's trapping subscripts: an unreadable name or date fails
-        // the read, and a damaged flag or cover path reads as none.
-        name = try row.decode(String.self, forColumn: "name")
-        date = try row.decode(StoredDate.self, forColumn: "date").date
-        addedAt = try row.decode(StoredDate.self, forColumn: "addedAt").date
+        // the read of this row (``RowDamage``, reported as a ``DamagedRow``), and a damaged flag
+        // or cover path reads as none.
+        func damage(_ column: String) -> RowDamage { RowDamage(column: column, value: row[column]) }
+        guard let name = try? row.decode(String.self, forColumn: "name") else { throw damage("name") }
+        guard let date = try? row.decode(StoredDate.self, forColumn: "date") else { throw damage("date") }
+        guard let addedAt = try? row.decode(StoredDate.self, forColumn: "addedAt") else { throw damage("addedAt") }
+        self.name = name
+        self.date = LibraryDate(stored: date.date)
+        self.addedAt = addedAt.date
         isNew = row.storedInteger("isNew").map { $0 != 0 } ?? false
         coverPath = try? row.decode(String?.self, forColumn: "coverPath")
     }
 
     func encode(to container: inout PersistenceContainer) throws {
         container["name"] = name
-        container["date"] = StoredDate(date)
+        container["date"] = StoredDate(date.date)
         container["addedAt"] = StoredDate(addedAt)
         container["isNew"] = isNew
         container["coverPath"] = coverPath
@@ -95,8 +101,10 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     init(row: Row) throws {
         // Text through GRDB's throwing decoding, numbers leniently and range-checked: a damaged
         // or hostile row must not trap (GRDB's subscripts do on a value of another type).
-        id = try row.decode(String.self, atIndex: 0)
-        issueName = try row.decode(String.self, atIndex: 1)
+        guard let id = try? row.decode(String.self, atIndex: 0) else { throw RowDamage(column: "id", value: row[0]) }
+        guard let issueName = try? row.decode(String.self, atIndex: 1) else { throw RowDamage(column: "issueName", value: row[1]) }
+        self.id = id
+        self.issueName = issueName
         seq = row.storedInteger(atIndex: 2) ?? 0
         do {
             request = try Self.request(row)
@@ -105,8 +113,11 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
             request = AssetRequest(url: Self.unreadableURL)
             requestFailure = error.message
         }
-        userInfo = try row.decode(Data?.self, atIndex: 16)
-        state = try row.decode(String.self, atIndex: 17)
+        // A damaged userInfo reads as none; a damaged state reads as failed (below): the row is
+        // reported by ``LibraryStore/damagedRows()`` either way.
+        userInfo = (try? row.decode(Data?.self, atIndex: 16)) ?? nil
+        let storedState = try? row.decode(String.self, atIndex: 17)
+        state = storedState ?? PersistedState.failed.rawValue
         detail = try? row.decode(String?.self, atIndex: 18)
         failure = (try? row.decode(String?.self, atIndex: 19))?.map { code in
             StoredFailure(code: code, transportCode: try? row.decode(String?.self, atIndex: 20),
@@ -116,6 +127,11 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
             // A damaged row reads as failed: this asset cannot run, the others can.
             state = PersistedState.failed.rawValue
             detail = "the stored request of asset \(id) is unreadable (\(requestFailure)); remove and add the asset again"
+            failure = StoredFailure(code: LibraryError.Code.storage.rawValue, transportCode: nil, errno: nil)
+        } else if storedState.flatMap(PersistedState.init(rawValue:)) == nil {
+            // Asking for the asset again writes a state it can read.
+            state = PersistedState.failed.rawValue
+            detail = "its state \(DamagedRow.literal(row[17])) cannot be read; download the asset again, or remove it"
             failure = StoredFailure(code: LibraryError.Code.storage.rawValue, transportCode: nil, errno: nil)
         }
         // An unreadable or absurd retry date means "retry now".

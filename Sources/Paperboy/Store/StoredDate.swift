@@ -17,15 +17,12 @@ struct StoredDate: DatabaseValueConvertible, Equatable {
 
     var databaseValue: DatabaseValue { Self.text(date).databaseValue }
 
-    /// Dates read from the database lie within this many seconds of 2001-01-01 (years 1...9999).
-    static let maxSecondsFromReference: TimeInterval = 2.6e11
-
+    /// Reads the stored form, or GRDB's general reading of any other (a number, a shorter SQLite
+    /// date); `nil` for a date outside what ``LibraryDate`` allows (years 1 to 9999 in UTC), which
+    /// no door lets in: a damaged row's 1e300 or infinity would trap later arithmetic.
     static func fromDatabaseValue(_ dbValue: DatabaseValue) -> StoredDate? {
         if case .string(let text) = dbValue.storage, let date = date(text) { return StoredDate(date) }
-        // Anything else (a number, a shorter SQLite date): GRDB's general reading, refused
-        // outside years 1...9999 (a damaged row's 1e300 or infinity would trap later arithmetic).
-        guard let date = Date.fromDatabaseValue(dbValue), abs(date.timeIntervalSinceReferenceDate) <= maxSecondsFromReference
-        else { return nil }
+        guard let date = Date.fromDatabaseValue(dbValue), LibraryDate.problem(with: date) == nil else { return nil }
         return StoredDate(date)
     }
 

@@ -45,8 +45,11 @@ struct AddCommand: AsyncParsableCommand {
         if let sha256, sha256.count != 64 || !sha256.allSatisfy(\.isHexDigit) {
             throw ValidationError("--sha256 must be 64 hexadecimal digits")
         }
-        if let date, Self.parseDate(date) == nil {
-            throw ValidationError("--date: expected a date such as 2026-11-21, got '\(date)'")
+        if let date {
+            guard let parsed = Self.parseDate(date) else {
+                throw ValidationError("--date: expected a date such as 2026-11-21, got '\(date)'")
+            }
+            if let problem = LibraryDate.problem(with: parsed) { throw ValidationError("--date '\(date)': \(problem)") }
         }
         _ = try sourceURL()
     }

@@ -32,6 +32,8 @@ struct IssuesCommand: AsyncParsableCommand {
         var libraryPath: String
         var badgeCount: Int
         var currentlyReading: String?
+        /// Rows that cannot be read (absent when there are none).
+        var damagedRows: [DamagedRowReport.Entry]?
         var issues: [Entry]
     }
 
@@ -39,16 +41,19 @@ struct IssuesCommand: AsyncParsableCommand {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
         var shelf = Shelf(libraryPath: config.library.path.path, badgeCount: 0, issues: [])
+        var damaged: [DamagedRow] = []
         if let client = try await DaemonRoute.connect(config, options: options) {
             defer { client.disconnect() }
             do {
                 let served = try await client.shelf()
+                damaged = (served.damagedRows ?? []).compactMap(\.row)
                 shelf = Shelf(
                     libraryPath: served.libraryPath, badgeCount: served.badge, currentlyReading: served.reading,
                     issues: served.issues.map { issue in
                         Shelf.Entry(name: issue.name, date: issue.date.utcDayText, status: issue.status, isNew: issue.isNew,
                                     isReading: issue.name == served.reading, contentPath: issue.contentPath, coverPath: issue.coverPath)
                     })
+                if !damaged.isEmpty { shelf.damagedRows = damaged.map(DamagedRowReport.Entry.init) }
             } catch {
                 Console.error("paperboy: \(error.message)")
                 throw ExitCode(1)
@@ -57,6 +62,7 @@ struct IssuesCommand: AsyncParsableCommand {
             do {
                 let library = try Library.openForReading(at: config.library.path)
                 let reading = library.currentlyReadingIssue?.name
+                damaged = DamagedRowReport.rows(of: library)
                 // Every issue's status from one aggregate query, not from reading its assets.
                 let counts = try library.assetCountsByIssue()
                 shelf = Shelf(
@@ -67,6 +73,7 @@ struct IssuesCommand: AsyncParsableCommand {
                                     isNew: issue.isNew, isReading: issue.name == reading, contentPath: issue.contentURL.path,
                                     coverPath: issue.coverURL?.path)
                     })
+                if !damaged.isEmpty { shelf.damagedRows = damaged.map(DamagedRowReport.Entry.init) }
             } catch {
                 Console.error("paperboy: \(error.message)")
                 throw ExitCode(1)
@@ -76,10 +83,12 @@ struct IssuesCommand: AsyncParsableCommand {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             Console.json(try encoder.encode(shelf))
+            try Self.finish(damaged)
             return
         }
         if shelf.issues.isEmpty {
             Console.line("no issues in \(shelf.libraryPath)")
+            try Self.finish(damaged)
             return
         }
         let nameWidth = min(40, shelf.issues.map(\.name.count).max() ?? 0)
@@ -94,5 +103,13 @@ struct IssuesCommand: AsyncParsableCommand {
             Console.line(line.trimmingCharacters(in: .whitespaces))
         }
         Console.line("\(shelf.issues.count) issue(s), \(shelf.badgeCount) new")
+        try Self.finish(damaged)
+    }
+
+    /// After the listing: the damaged rows, and exit 1 when there are any.
+    private static func finish(_ damaged: [DamagedRow]) throws {
+        guard !damaged.isEmpty else { return }
+        DamagedRowReport.tell(damaged)
+        throw ExitCode(1)
     }
 }

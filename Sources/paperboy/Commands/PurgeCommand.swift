@@ -50,11 +50,14 @@ struct PurgeCommand: AsyncParsableCommand {
                 // Read by the feed refresh of whoever syncs the library.
                 try? PurgedIssues(root: client.libraryURL).record(removed)
                 told(removed, reading: reading)
-                return
             } catch {
                 Console.error("paperboy: \(error.message)")
                 throw ExitCode(1)
             }
+            let damaged = ((try? await client.shelfPage(offset: 0))?.damagedRows ?? []).compactMap(\.row)
+            DamagedRowReport.tell(damaged)
+            if !damaged.isEmpty { throw ExitCode(1) }
+            return
         }
         let library = try SyncRun.openLibrary(config, resumes: false)
         let reading = library.currentlyReadingIssue?.name
@@ -67,6 +70,10 @@ struct PurgeCommand: AsyncParsableCommand {
             Console.error("paperboy: \(error.message)")
             code = 1
         }
+        // Purged around them: what cannot be read cannot be judged.
+        let damaged = DamagedRowReport.rows(of: library)
+        DamagedRowReport.tell(damaged)
+        if !damaged.isEmpty { code = 1 }
         await library.close()
         if code != 0 { throw ExitCode(code) }
     }

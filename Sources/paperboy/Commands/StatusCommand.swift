@@ -39,7 +39,8 @@ struct StatusCommand: AsyncParsableCommand {
             }
             source = LibraryStatusSource(library: library, libraryPath: config.library.path.path)
         }
-        let listing = StatusListing(source: source)
+        let damaged = source.damagedRows
+        let listing = StatusListing(source: source, damagedRows: damaged)
         let output = BufferedOutput()
         do {
             if json {
@@ -54,6 +55,10 @@ struct StatusCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         output.flush()
+        if !damaged.isEmpty {
+            DamagedRowReport.tell(damaged)
+            throw ExitCode(1)
+        }
     }
 }
 
@@ -112,6 +117,8 @@ struct StatusListing {
     }
 
     let source: any StatusSource
+    /// Written in the JSON document (`damagedRows`), told on stderr by the command.
+    var damagedRows: [DamagedRow] = []
 
     func writeText(to output: BufferedOutput) async throws {
         output.line("library \(source.libraryPath)")
@@ -144,6 +151,20 @@ struct StatusListing {
         if let bandwidth = source.bandwidth {
             json.key("bandwidth")
             try json.encoded(bandwidth)
+        }
+        if !damagedRows.isEmpty {
+            json.key("damagedRows")
+            json.beginArray()
+            for row in damagedRows {
+                json.beginObject()
+                json.field("column", row.column)
+                json.field("key", row.key)
+                json.field("removal", row.removal)
+                json.field("table", row.table.rawValue)
+                json.field("value", row.value)
+                json.endObject()
+            }
+            json.endArray()
         }
         json.key("issues")
         json.beginArray()

@@ -1,0 +1,96 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A date the library can record and read back: an instant in years 1 to 9999 of the
+/// (proleptic Gregorian) calendar in UTC, to the millisecond, whatever offset it was written with.
+///
+/// The one range check for dates from outside. Every door that takes a date checks it here, once,
+/// and reports the problem in its own terms, naming itself and the value: a catalog
+/// (``problem(with:)``, as a catalog error naming the feed and the JSON path), the configuration
+/// (file, line, key), `paperboy add --date`, ``Library/addIssue(name:date:)`` and the daemon's
+/// `ADDISSUE` (``init(_:door:)``). The store's issue rows hold only such dates.
+///
+/// Why: an issue dated `9999-12-31T23:00:00-05:00` (year 10000 in UTC) was once accepted,
+/// stored, and could not be read back; from then on every listing of the shelf came back empty.
+public struct LibraryDate: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The instant.
+    public let date: Date
+
+    /// The earliest date the library records: 0001-01-01T00:00:00Z.
+    public static let earliest = Date(timeIntervalSince1970: Double(earliestMilliseconds) / 1000)
+    /// The latest date the library records: 9999-12-31T23:59:59.999Z.
+    public static let latest = Date(timeIntervalSince1970: Double(latestMilliseconds) / 1000)
+
+    static let earliestMilliseconds: Int64 = -62_135_596_800_000
+    static let latestMilliseconds: Int64 = 253_402_300_799_999
+
+    /// Checks `date` for the door named `door` (`"ADDISSUE date"`, `"addIssue(name:date:)"`).
+    ///
+    /// - Throws: ``LibraryError`` `.invalidRequest` naming the door and the date when the date
+    ///   lies outside years 1 to 9999 in UTC (after rounding to the millisecond, as it is stored).
+    public init(_ date: Date, door: String) throws(LibraryError) {
+        if let problem = Self.problem(with: date) {
+            throw LibraryError(.invalidRequest, "\(door): \(problem)")
+        }
+        self.date = date
+    }
+
+    /// A date read from the store, which reads only dates in range.
+    init(stored date: Date) { self.date = date }
+
+    /// Why `date` cannot be recorded (`"10000-01-01T04:00:00Z is in year 10000 in UTC; …"`), or
+    /// `nil` when it can. Doors with their own error type (catalogs, the configuration) put this
+    /// text in it, after the value as the source wrote it.
+    public static func problem(with date: Date) -> String? {
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        // NaN fails both comparisons.
+        if milliseconds >= Double(earliestMilliseconds), milliseconds <= Double(latestMilliseconds) { return nil }
+        return "\(utcText(date)) is outside the dates the library records (years 1 to 9999 in UTC, whatever the offset)"
+    }
+
+    /// The instant of a calendar date and time at `offsetSeconds` east of UTC (proleptic
+    /// Gregorian, as ISO 8601 counts), or `nil` when a field is out of range (31 April, 24:00).
+    /// Not range-checked: pass the result to ``problem(with:)`` or ``init(_:door:)``.
+    ///
+    /// By hand (`timegm`), not through `Calendar`, which loads ICU's zone data and switches to the
+    /// Julian calendar before 1582.
+    public static func utc(year: Int, month: Int, day: Int, hour: Int = 0, minute: Int = 0, second: Int = 0,
+                           nanosecond: Int = 0, offsetSeconds: Int = 0) -> Date? {
+        guard (1...9999).contains(year), (1...12).contains(month), (1...31).contains(day),
+              (0..<24).contains(hour), (0..<60).contains(minute), (0..<60).contains(second),
+              (0..<1_000_000_000).contains(nanosecond), abs(offsetSeconds) < 86_400
+        else { return nil }
+        var fields = tm()
+        fields.tm_year = Int32(year - 1900)
+        fields.tm_mon = Int32(month - 1)
+        fields.tm_mday = Int32(day)
+        fields.tm_hour = Int32(hour)
+        fields.tm_min = Int32(minute)
+        fields.tm_sec = Int32(second)
+        let seconds = timegm(&fields)
+        guard fields.tm_mday == Int32(day) else { return nil }  // 31 April rolled over
+        return Date(timeIntervalSince1970: Double(seconds) + Double(nanosecond) / 1e9 - Double(offsetSeconds))
+    }
+
+    /// `date` as `yyyy-MM-ddTHH:mm:ssZ` in UTC (the year may have more digits, or a sign), or
+    /// its seconds since 1970 when it is beyond any calendar.
+    static func utcText(_ date: Date) -> String {
+        let seconds = date.timeIntervalSince1970.rounded(.down)
+        guard seconds.isFinite, abs(seconds) < 1e15 else { return "\(date.timeIntervalSince1970) seconds since 1970" }
+        var time = time_t(seconds)
+        var fields = tm()
+        guard gmtime_r(&time, &fields) != nil else { return "\(date.timeIntervalSince1970) seconds since 1970" }
+        func padded(_ value: Int32, _ width: Int) -> String {
+            let digits = String(abs(value))
+            return (value < 0 ? "-" : "") + String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        return "\(padded(fields.tm_year + 1900, 4))-\(padded(fields.tm_mon + 1, 2))-\(padded(fields.tm_mday, 2))T"
+            + "\(padded(fields.tm_hour, 2)):\(padded(fields.tm_min, 2)):\(padded(fields.tm_sec, 2))Z"
+    }
+
+    public static func < (lhs: LibraryDate, rhs: LibraryDate) -> Bool { lhs.date < rhs.date }
+
+    public var description: String { Self.utcText(date) }
+}
