@@ -127,7 +127,7 @@ struct DamagedRowTests {
 
         let status = try await CLI.run(["status", "--config", file.path])
         #expect(status.status == 1)
-        #expect(status.stdout.contains("\nc  2026-11-15  none  new\n  magazine.pdf  failed  7 B  its state 'bogus' cannot be read"), "\(status.stdout)")
+        #expect(status.stdout.contains("\nc  2026-11-15  none  new\n  magazine.pdf  failed  7 B  (storage)  its state 'bogus' cannot be read"), "\(status.stdout)")
         #expect(status.stdout.contains("\na  2026-11-01  available  new\n  magazine.pdf  delivered"), "\(status.stdout)")
         #expect(status.stderr.contains(line), "\(status.stderr)")
         #expect(status.stderr.contains("its state 'bogus' cannot be read"), "\(status.stderr)")
