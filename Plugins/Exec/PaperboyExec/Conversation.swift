@@ -59,7 +59,7 @@ struct Conversation {
         let id = Self.nextID.add(1, ordering: .relaxed).oldValue
         let request = FetchRequest(
             id: id, url: job.url.absoluteString, offset: job.offset, validator: job.validator.map(WireValidator.init),
-            headers: job.headers, options: job.options, connectTimeout: job.connectTimeout.timeInterval,
+            headers: job.headers, options: OptionKey.withoutLookAlikes(job.options), connectTimeout: job.connectTimeout.timeInterval,
             idleTimeout: job.idleTimeout.timeInterval, asset: job.assetIdentifier)
         try await send(ExecProtocol.frame(ExecProtocol.Kind.fetch, json: request), phase: "before the request", stale: true)
 
