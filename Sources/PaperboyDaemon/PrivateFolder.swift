@@ -17,9 +17,9 @@ import Paperboy
 ///    user or root (who alone could have made it there);
 /// 2. the runtime folder belongs to this user or root, and if others can write it, it is sticky
 ///    (1777: nobody else can rename or remove what is ours in it);
-/// 3. the folder itself belongs to this user; with `repairing`, one that others may write is
-///    made 0700 through its descriptor (never a path that could have changed meanwhile),
-///    otherwise it is refused.
+/// 3. the folder itself belongs to this user; with `repairing`, it is made 0700 through its
+///    descriptor (never a path that could have changed meanwhile), otherwise one others may
+///    write is refused.
 ///
 /// The folders above the runtime folder are the configuration's choice and are followed.
 /// Files in the folder are opened relative to its descriptor with `O_NOFOLLOW`
@@ -85,7 +85,7 @@ package final class PrivateFolder: Sendable {
     /// - Parameters:
     ///   - creating: create the folder (mode 0700) and the runtime folder if missing (and the
     ///     folders above, 0700, as `mkdir -p` would).
-    ///   - repairing: make the folder 0700 if others may write it, instead of refusing it.
+    ///   - repairing: make the folder 0700 (instead of refusing one that others may write).
     /// - Throws: ``Failure`` naming the path and the problem.
     package static func open(_ url: URL, creating: Bool = false, repairing: Bool = false) throws(Failure) -> PrivateFolder {
         let path = url.standardizedFileURL.path
@@ -122,11 +122,13 @@ package final class PrivateFolder: Sendable {
             close(fd)
             throw Failure(path: path, problem: .owner(info.st_uid))
         }
-        if info.st_mode & 0o022 != 0 {
-            guard repairing, fchmod(fd, 0o700) == 0 else {
-                close(fd)
-                throw Failure(path: path, problem: .openToOthers(mode: info.st_mode))
-            }
+        if repairing, info.st_mode & 0o777 != 0o700, fchmod(fd, 0o700) != 0 {
+            close(fd)
+            throw Failure(path: path, problem: .system("cannot make it private: \(systemError())"))
+        }
+        if !repairing, info.st_mode & 0o022 != 0 {
+            close(fd)
+            throw Failure(path: path, problem: .openToOthers(mode: info.st_mode))
         }
         return PrivateFolder(path: path, fd: fd)
     }

@@ -207,11 +207,11 @@ extension Scheduler {
         mutating func takeIdleWaiters() -> [CheckedContinuation<Void, Never>] {
             guard !idleWaiters.isEmpty else { return [] }
             var ready: [CheckedContinuation<Void, Never>] = []
-            idleWaiters.removeAll { waiter in
-                guard isIdle(for: waiter) else { return false }
-                ready.append(waiter.continuation)
-                return true
+            var waiting: [IdleWaiter] = []
+            for waiter in idleWaiters {
+                if isIdle(for: waiter) { ready.append(waiter.continuation) } else { waiting.append(waiter) }
             }
+            idleWaiters = waiting
             return ready
         }
     }
