@@ -16,8 +16,8 @@ public enum DaemonSocket {
 
     /// Binds and listens on `url`; returns the listening descriptor (close-on-exec).
     ///
-    /// The folder is opened as a ``PrivateFolder`` (created, made 0700), and the socket is bound
-    /// in that very folder, through its descriptor.
+    /// The folder is opened as a ``PrivateFolder`` (created, made 0700); a stale socket in it is
+    /// removed through its descriptor.
     ///
     /// - Throws: ``LibraryError`` `.storage` naming the path and the reason (for a planted link
     ///   or a folder of another user's, its owner).
@@ -40,9 +40,9 @@ public enum DaemonSocket {
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw LibraryError(.storage, "cannot create the socket \(path): \(systemError())") }
-        // Bound through the folder's descriptor: the path checked is the path bound.
-        let pinned = folder.pinnedPath(of: name)
-        var address = try address(for: pinned.utf8.count <= maxPathLength ? pinned : path)
+        // Bound by its path (what `getsockname` and tools show): the folder, checked and held
+        // open, is this user's and 0700, in a runtime folder where nobody else can replace it.
+        var address = try address(for: path)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }

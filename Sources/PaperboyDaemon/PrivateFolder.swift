@@ -177,10 +177,6 @@ package final class PrivateFolder: Sendable {
     /// The path of `name` in this folder.
     package func path(of name: String) -> String { (path as NSString).appendingPathComponent(name) }
 
-    /// A path that reaches `name` in this very folder whatever happens to its path meanwhile
-    /// (`/proc/self/fd/N/name`), for calls that take only a path (`bind`).
-    package func pinnedPath(of name: String) -> String { "/proc/self/fd/\(fd)/\(name)" }
-
     /// What is at `name` in this folder, without following a link; `nil` when nothing is.
     package func entry(_ name: String) -> stat? {
         var info = stat()
