@@ -195,6 +195,11 @@ final class ClientConnection: Sendable {
     static let handshakeTimeout: Duration = .seconds(10)
 
     private static func handshake(socket: URL, name: String, clock: any LibraryClock) throws(LibraryError) -> ClientConnection {
+        // The same check as every client door: no socket reached through a planted link or a
+        // folder another user can change.
+        if case .refused(let reason) = DaemonSocket.trust(socket) {
+            throw LibraryError(.transport, "not using the daemon socket \(socket.path): \(reason)")
+        }
         let fd = try DaemonSocket.connect(to: socket)
         guard fd >= 0 else {
             throw LibraryError(.transport, "no daemon listens on \(socket.path) (start one with 'paperboy daemon')", isRetryable: true)

@@ -69,6 +69,7 @@ struct ConfigDecoder {
         }
         settings.connectTimeout = try timeout("connect_timeout", in: table) ?? settings.connectTimeout
         settings.idleTimeout = try timeout("idle_timeout", in: table) ?? settings.idleTimeout
+        settings.maxSyncWait = try table.duration("max_sync_wait") ?? settings.maxSyncWait
         if settings.retryBaseDelay > settings.retryMaxDelay {
             let key = table.value("retry_max_delay") != nil ? "retry_max_delay" : "retry_base_delay"
             throw table.error(

@@ -6,7 +6,7 @@ enum ConfigSchema {
     ]
     static let library = ["path", "mode", "sync_to_disk", "max_unpacked_size", "max_unpack_ratio", "min_free_space"]
     static let scheduler = ["max_concurrent", "max_per_host", "retry_attempts", "retry_base_delay", "retry_max_delay",
-                            "no_progress_timeout", "connect_timeout", "idle_timeout"]
+                            "no_progress_timeout", "connect_timeout", "idle_timeout", "max_sync_wait"]
     static let bandwidth = ["limit", "per_transfer", "schedule"]
     static let network = ["assume", "allowed", "allow_expensive", "allow_constrained"]
     static let notifications = ["throttle", "dont_throttle"]

@@ -19,6 +19,10 @@ public struct SchedulerSettings: Sendable, Equatable {
     /// How long a transfer may receive nothing before it fails as stalled (`idle_timeout`),
     /// default 60 s; waiting for the bandwidth limit or the disk does not count.
     public var idleTimeout: Duration
+    /// How long a one-shot command (`paperboy sync`) waits for a retry (`max_sync_wait`), default
+    /// 60 s: an asset whose retry is due later is left to wait in the library (the daemon, or the
+    /// next sync, takes it up) and the command exits with 75.
+    public var maxSyncWait: Duration
 
     /// Creates scheduler settings; the defaults are those of an absent `[scheduler]` section.
     public init(
@@ -29,7 +33,8 @@ public struct SchedulerSettings: Sendable, Equatable {
         retryMaxDelay: Duration = .seconds(300),
         noProgressTimeout: Duration? = nil,
         connectTimeout: Duration = .seconds(30),
-        idleTimeout: Duration = .seconds(60)
+        idleTimeout: Duration = .seconds(60),
+        maxSyncWait: Duration = .seconds(60)
     ) {
         self.maxConcurrent = maxConcurrent
         self.maxPerHost = maxPerHost
@@ -39,5 +44,6 @@ public struct SchedulerSettings: Sendable, Equatable {
         self.noProgressTimeout = noProgressTimeout
         self.connectTimeout = connectTimeout
         self.idleTimeout = idleTimeout
+        self.maxSyncWait = maxSyncWait
     }
 }

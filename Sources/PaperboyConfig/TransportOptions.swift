@@ -15,10 +15,9 @@ public enum TransportOptions {
     public static let maxKeyBytes = 64
     /// The longest value, in bytes of UTF-8.
     public static let maxValueBytes = 1024
-    /// Keys filled by the core from the `[[credentials]]` entry covering the URL.
-    public static let reservedKeys: Set<String> = ["ca_file", "known_hosts", "private_key", "user", "username"]
-    /// Words that make a key name a secret.
-    static let secretWords = ["password", "passphrase", "secret", "token"]
+    /// Keys filled by the core from the `[[credentials]]` entry covering the URL, in any letter
+    /// case or Unicode spelling (``OptionKey``).
+    public static let reservedKeys: Set<String> = OptionKey.reserved
 
     /// Why a table of `count` options is refused, if it is.
     static func countProblem(_ count: Int) -> String? {
@@ -32,10 +31,11 @@ public enum TransportOptions {
         else {
             return "an option key is 1 to \(maxKeyBytes) letters, digits, '_', '.' or '-', got \"\(TerminalText.escape(key))\""
         }
-        if reservedKeys.contains(key) {
-            return "'\(key)' is set by the core from [[credentials]]; set it there"
+        if let reserved = OptionKey.reservedKey(key) {
+            let spelled = reserved == key ? "" : " (spelled '\(reserved)' there)"
+            return "'\(key)' is set by the core from [[credentials]]\(spelled); set it there"
         }
-        if let word = secretWords.first(where: { key.lowercased().contains($0) }) {
+        if let word = OptionKey.secretWord(in: key) {
             return "options never hold secrets (they are stored and sent to the transport as they are); a \(word) goes in [[credentials]] and reaches the transport through a challenge"
         }
         if value.utf8.count > maxValueBytes {

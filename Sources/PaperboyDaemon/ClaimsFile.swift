@@ -7,9 +7,9 @@ import Paperboy
 /// `daemon-claims.json`: the identifiers of the claimed assets (a JSON array of strings), in the
 /// library folder.
 ///
-/// Written so that a crash or power loss at any instant leaves the old list or the new one:
-/// a temporary file in the same folder, `fsync`, `rename` over the old one, `fsync` of the
-/// folder. A file that does not read as a list is never taken for an empty one (that would
+/// Written so that a crash or power loss at any instant leaves the old list or the new one
+/// (``PrivateFolder/replaceFile(_:with:)``), never through a link. A file that does not read as
+/// a list is never taken for an empty one (that would
 /// silently drop every claim): it is kept aside as `daemon-claims.json.corrupt-N` for a person to
 /// look at, and the caller rebuilds the claims from what waits in the inbox.
 struct ClaimsFile {
@@ -22,28 +22,42 @@ struct ClaimsFile {
     }
 
     let url: URL
+    private let libraryRoot: URL
+    static let fileName = "daemon-claims.json"
 
     init(libraryRoot: URL) {
-        url = libraryRoot.appendingPathComponent("daemon-claims.json")
+        self.libraryRoot = libraryRoot
+        url = libraryRoot.appendingPathComponent(Self.fileName)
     }
 
-    /// Reads the claims, setting a corrupt file aside.
+    /// Reads the claims, setting a corrupt file aside. The file is read in the library folder
+    /// opened as a ``PrivateFolder``, never through a link; one that cannot be read so is kept
+    /// aside like a corrupt one.
     func read() -> Contents {
-        guard let data = FileManager.default.contents(atPath: url.path) else { return .claims([]) }
+        let data: Data
+        let folder: PrivateFolder
+        do {
+            folder = try PrivateFolder.open(libraryRoot)
+            guard let content = try folder.readFile(Self.fileName) else { return .claims([]) }
+            data = content
+        } catch {
+            return .corrupt(keptAs: nil, reason: error.message)
+        }
         do {
             return .claims(Set(try JSONDecoder().decode([String].self, from: data)))
         } catch {
             let reason = data.isEmpty ? "it is empty" : "it is not a JSON array of strings"
             for number in 1...1000 {
-                let aside = URL(fileURLWithPath: url.path + ".corrupt-\(number)")
-                guard access(aside.path, F_OK) != 0 else { continue }
-                return .corrupt(keptAs: rename(url.path, aside.path) == 0 ? aside : nil, reason: reason)
+                let aside = "\(Self.fileName).corrupt-\(number)"
+                guard folder.entry(aside) == nil else { continue }
+                let moved = renameat(folder.fd, Self.fileName, folder.fd, aside) == 0
+                return .corrupt(keptAs: moved ? URL(fileURLWithPath: folder.path(of: aside)) : nil, reason: reason)
             }
             return .corrupt(keptAs: nil, reason: reason)
         }
     }
 
-    /// Replaces the file with `claims`, durably.
+    /// Replaces the file with `claims`, durably (``PrivateFolder/replaceFile(_:with:)``).
     ///
     /// - Throws: ``LibraryError`` `.storage` naming the file and the reason.
     func write(_ claims: [String]) throws(LibraryError) {
@@ -53,34 +67,10 @@ struct ClaimsFile {
         } catch {
             throw LibraryError(.storage, "cannot encode the claims for \(url.path): \(error)")
         }
-        let folder = url.deletingLastPathComponent().path
-        let temporary = url.path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw LibraryError(.storage, "cannot write \(temporary): \(systemError())") }
-        var failure: String?
-        data.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = systemError()
-                    return
-                }
-                offset += written
-            }
-        }
-        if failure == nil, fsync(fd) != 0 { failure = systemError() }
-        close(fd)
-        if failure == nil, rename(temporary, url.path) != 0 { failure = systemError() }
-        if let failure {
-            unlink(temporary)
-            throw LibraryError(.storage, "cannot record the claimed assets in \(url.path): \(failure)")
-        }
-        let directory = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            _ = fsync(directory)
-            close(directory)
+        do {
+            try PrivateFolder.open(libraryRoot).replaceFile(Self.fileName, with: data)
+        } catch {
+            throw LibraryError(.storage, "cannot record the claimed assets in \(url.path): \(error.message)")
         }
     }
 }

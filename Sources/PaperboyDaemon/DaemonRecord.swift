@@ -17,23 +17,23 @@ public struct DaemonRecord: Codable, Sendable, Equatable {
         self.socket = socket
     }
 
-    static func file(in libraryRoot: URL) -> URL { libraryRoot.appendingPathComponent("daemon.json") }
+    static let fileName = "daemon.json"
 
-    /// Writes the record (atomically, private to the user).
+    /// Writes the record (atomically, private to the user from its first byte), in the library
+    /// folder opened as a ``PrivateFolder``.
     func write(in libraryRoot: URL) throws {
-        let url = Self.file(in: libraryRoot)
-        try JSONEncoder().encode(self).write(to: url, options: .atomic)
-        chmod(url.path, 0o600)
+        try PrivateFolder.open(libraryRoot).replaceFile(Self.fileName, with: JSONEncoder().encode(self))
     }
 
     static func remove(from libraryRoot: URL) {
-        unlink(file(in: libraryRoot).path)
+        (try? PrivateFolder.open(libraryRoot))?.remove(fileName)
     }
 
     /// The record of the daemon serving the library in `libraryRoot`, if one is written and its
     /// process still runs (a record left by a daemon killed with SIGKILL names a dead process).
+    /// A record reached through a link, or another user's, is not read.
     public static func running(in libraryRoot: URL) -> DaemonRecord? {
-        guard let data = try? Data(contentsOf: file(in: libraryRoot)),
+        guard let data = try? PrivateFolder.open(libraryRoot).readFile(fileName),
               let record = try? JSONDecoder().decode(DaemonRecord.self, from: data),
               record.pid > 0, kill(record.pid, 0) == 0 || errno == EPERM else { return nil }
         return record

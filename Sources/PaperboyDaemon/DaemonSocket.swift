@@ -6,8 +6,9 @@ import Paperboy
 
 /// The daemon's listening Unix socket: private to its user, in a private folder.
 ///
-/// The folder is created with mode 0700 (an existing one must belong to the daemon's user and
-/// is set to 0700), the socket with mode 0600. A socket file left by a daemon that died is
+/// The folder is a ``PrivateFolder``: created with mode 0700 (an existing one must belong to the
+/// daemon's user and is set to 0700), never reached through a link another user could have
+/// planted; the socket has mode 0600. A socket file left by a daemon that died is
 /// replaced; one that still answers is refused, so two daemons never share a path.
 public enum DaemonSocket {
     /// The longest path a Unix socket can have (`sun_path`, terminating zero excluded).
@@ -15,31 +16,83 @@ public enum DaemonSocket {
 
     /// Binds and listens on `url`; returns the listening descriptor (close-on-exec).
     ///
-    /// - Throws: ``LibraryError`` `.storage` naming the path and the reason.
+    /// The folder is opened as a ``PrivateFolder`` (created, made 0700); a stale socket in it is
+    /// removed through its descriptor.
+    ///
+    /// - Throws: ``LibraryError`` `.storage` naming the path and the reason (for a planted link
+    ///   or a folder of another user's, its owner).
     public static func listen(at url: URL) throws(LibraryError) -> Int32 {
         let path = url.path
-        let folder = url.deletingLastPathComponent().path
-        try makePrivateFolder(folder)
-        if access(path, F_OK) == 0 {
+        let name = url.lastPathComponent
+        let folder: PrivateFolder
+        do {
+            folder = try PrivateFolder.open(url.deletingLastPathComponent(), creating: true, repairing: true)
+        } catch {
+            throw LibraryError(.storage, "cannot use the socket folder: \(error.message)")
+        }
+        if folder.entry(name) != nil {
             let probe = try connect(to: url)
             if probe >= 0 {
                 close(probe)
                 throw LibraryError(.storage, "a daemon already serves \(path)")
             }
-            unlink(path)
+            folder.remove(name)
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw LibraryError(.storage, "cannot create the socket \(path): \(systemError())") }
+        // Bound by its path (what `getsockname` and tools show): the folder, checked and held
+        // open, is this user's and 0700, in a runtime folder where nobody else can replace it.
         var address = try address(for: path)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard bound == 0, chmod(path, 0o600) == 0, Glibc.listen(fd, 64) == 0 else {
+        guard bound == 0, fchmodat(folder.fd, name, 0o600, 0) == 0, Glibc.listen(fd, 64) == 0 else {
             let message = systemError()
             close(fd)
             throw LibraryError(.storage, "cannot listen on \(path): \(message)")
         }
         return fd
+    }
+
+    /// What is at a socket's path, for a client about to connect.
+    public enum Trust: Equatable, Sendable {
+        /// No socket there (nor its folder): nothing to connect to.
+        case absent
+        /// This user's socket, closed to others, in a folder only this user can change.
+        case trusted
+        /// Something is there that must not be trusted; why.
+        case refused(String)
+    }
+
+    /// Whether the socket at `url` and its folder may be trusted: the folder a ``PrivateFolder``
+    /// (not repaired: a client changes nothing), the socket this user's, mode 0600 or stricter,
+    /// found without following a link. Every client door asks this before connecting.
+    public static func trust(_ url: URL) -> Trust {
+        let folder: PrivateFolder
+        do {
+            folder = try PrivateFolder.open(url.deletingLastPathComponent())
+        } catch {
+            switch error.problem {
+            case .missing:
+                return .absent
+            case .openToOthers(let mode) where error.path == url.deletingLastPathComponent().standardizedFileURL.path:
+                return .refused(String(format: "its folder %@ has mode %03o: others could replace the socket (the daemon makes it 0700)",
+                                       error.path, mode & 0o777))
+            default:
+                return .refused(error.message)
+            }
+        }
+        guard let info = folder.entry(url.lastPathComponent) else {
+            return errno == ENOENT ? .absent : .refused("cannot read it: \(systemError())")
+        }
+        let me = getuid()
+        if info.st_mode & S_IFMT == S_IFLNK { return .refused("it is a symbolic link (owned by uid \(info.st_uid)): not followed") }
+        guard info.st_mode & S_IFMT == S_IFSOCK else { return .refused("it is not a socket") }
+        guard info.st_uid == me else { return .refused("it belongs to uid \(info.st_uid), not to this user (\(me))") }
+        guard info.st_mode & 0o077 == 0 else {
+            return .refused(String(format: "its mode is %03o; a daemon's socket is 0600 (nobody else may connect)", info.st_mode & 0o777))
+        }
+        return .trusted
     }
 
     /// Connects to the socket at `url`: a descriptor, or -1 when nothing listens there.
@@ -74,30 +127,6 @@ public enum DaemonSocket {
     public static func admits(peer: uid_t?, daemon: uid_t) -> Bool {
         guard let peer else { return false }
         return peer == daemon
-    }
-
-    /// Creates `folder` (and missing parents) with mode 0700, or makes an existing one 0700.
-    static func makePrivateFolder(_ folder: String) throws(LibraryError) {
-        var info = stat()
-        if stat(folder, &info) != 0 {
-            let parent = (folder as NSString).deletingLastPathComponent
-            if !parent.isEmpty, parent != folder, stat(parent, &info) != 0 { try makePrivateFolder(parent) }
-            guard mkdir(folder, 0o700) == 0 || errno == EEXIST else {
-                throw LibraryError(.storage, "cannot create the socket folder \(folder): \(systemError())")
-            }
-            guard stat(folder, &info) == 0 else {
-                throw LibraryError(.storage, "cannot read the socket folder \(folder): \(systemError())")
-            }
-        }
-        guard (info.st_mode & S_IFMT) == S_IFDIR else {
-            throw LibraryError(.storage, "the socket folder \(folder) is not a folder")
-        }
-        guard info.st_uid == getuid() else {
-            throw LibraryError(.storage, "the socket folder \(folder) belongs to uid \(info.st_uid), not to this user (\(getuid()))")
-        }
-        if info.st_mode & 0o777 != 0o700, chmod(folder, 0o700) != 0 {
-            throw LibraryError(.storage, "cannot make the socket folder \(folder) private: \(systemError())")
-        }
     }
 
     private static func address(for path: String) throws(LibraryError) -> sockaddr_un {

@@ -16,20 +16,13 @@ import PaperboyDaemon
 /// (a daemon that died): the command works in-process, as without a daemon. A socket that fails
 /// those checks is not trusted: the command says why and exits with 1.
 enum DaemonRoute {
-    /// What is at the socket's path.
-    enum Check: Equatable {
-        case absent
-        case trusted
-        case refused(String)
-    }
-
     /// The daemon serving `config`'s library, or `nil` to work in-process.
     ///
     /// - Throws: `ExitCode(1)` (having said why) for a socket that is not to be trusted or a
     ///   daemon that refuses the connection.
     static func connect(_ config: PaperboyConfiguration, options: GlobalOptions) async throws -> PaperboyClient? {
         let socket = config.daemon.socket
-        switch check(socket) {
+        switch DaemonSocket.trust(socket) {
         case .absent:
             if options.verbose { Console.error("paperboy: no daemon socket at \(socket.path); working in-process") }
             return nil
@@ -63,32 +56,6 @@ enum DaemonRoute {
         }
         if options.verbose { Console.error("paperboy: using the daemon on \(socket.path) (library \(served))") }
         return client
-    }
-
-    /// Whether the socket at `url` and its folder may be trusted.
-    static func check(_ url: URL) -> Check {
-        var info = stat()
-        guard lstat(url.path, &info) == 0 else {
-            if errno == ENOENT || errno == ENOTDIR { return .absent }
-            return .refused("cannot read it: \(String(cString: strerror(errno)))")
-        }
-        let me = getuid()
-        guard info.st_mode & S_IFMT == S_IFSOCK else { return .refused("it is not a socket") }
-        guard info.st_uid == me else { return .refused("it belongs to uid \(info.st_uid), not to this user (\(me))") }
-        guard info.st_mode & 0o077 == 0 else {
-            return .refused(String(format: "its mode is %03o; a daemon's socket is 0600 (nobody else may connect)", info.st_mode & 0o777))
-        }
-        let folder = url.deletingLastPathComponent().path
-        var parent = stat()
-        guard lstat(folder, &parent) == 0 else { return .refused("cannot read its folder \(folder): \(String(cString: strerror(errno)))") }
-        guard parent.st_mode & S_IFMT == S_IFDIR, parent.st_uid == me else {
-            return .refused("its folder \(folder) belongs to uid \(parent.st_uid), not to this user (\(me))")
-        }
-        guard parent.st_mode & 0o022 == 0 else {
-            return .refused(String(format: "its folder %@ has mode %03o: others could replace the socket (the daemon makes it 0700)",
-                                   folder, parent.st_mode & 0o777))
-        }
-        return .trusted
     }
 
     /// What to add to the error of a library that could not be opened when a daemon holds it:

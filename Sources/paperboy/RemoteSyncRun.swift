@@ -83,7 +83,7 @@ struct RemoteSyncRun {
             Console.error("paperboy: \(source): \(error.message)")
             return 2
         }
-        let tracker = Tracker(planned: Set(plan.names.keys), wait: wait)
+        let tracker = Tracker(planned: Set(plan.names.keys), wait: wait, retryWaitLimit: config.syncRetryWaitLimit)
         let narrator = options.quiet ? nil : SyncNarrator(display: nil, logger: Logger(label: "paperboy"), verbose: options.verbose)
         let narration = Task { [client, plan, verbose = options.verbose] in
             var announced: Set<String> = []
@@ -235,11 +235,13 @@ private final class Tracker: Sendable {
 
     private let planned: Set<String>
     private let wait: Bool
+    private let retryWaitLimit: RetryWaitLimit
     private let state = Mutex(State())
 
-    init(planned: Set<String>, wait: Bool) {
+    init(planned: Set<String>, wait: Bool, retryWaitLimit: RetryWaitLimit) {
         self.planned = planned
         self.wait = wait
+        self.retryWaitLimit = retryWaitLimit
     }
 
     /// Records an event's state; `false` for an asset this sync did not plan.
@@ -262,13 +264,16 @@ private final class Tracker: Sendable {
     var isSettled: Bool { isSettled(waitingForNetwork: !wait) }
 
     /// Whether no planned asset is on its way (`waitingForNetwork`: an asset waiting for a
-    /// network counts as settled).
+    /// network counts as settled; so does one whose retry is due later than the limit allows,
+    /// as in-process).
     func isSettled(waitingForNetwork: Bool) -> Bool {
-        state.withLock { state in
+        let now = Date()
+        return state.withLock { state in
             planned.allSatisfy { id in
                 switch state.states[id] {
                 case .waiting(.network)?: waitingForNetwork
-                case .waiting(.queued)?, .waiting(.retry)?, .waiting(.hostLimit)?, .downloading?, .finished?: false
+                case .waiting(.retry(let until, _))?: retryWaitLimit.endsWait(retryDueAt: until, now: now)
+                case .waiting(.queued)?, .waiting(.hostLimit)?, .downloading?, .finished?: false
                 default: true
                 }
             }

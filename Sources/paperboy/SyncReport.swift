@@ -35,6 +35,8 @@ struct SyncReport {
 
     private(set) var failures = 0
     private(set) var waitingForNetwork = 0
+    /// Assets left waiting for a retry due later than `[scheduler] max_sync_wait`.
+    private(set) var waitingForRetry = 0
     private(set) var delivered = 0
     private(set) var bytes: Int64 = 0
     /// Planned issues whose assets are all delivered.
@@ -103,6 +105,12 @@ struct SyncReport {
         case .waiting(.network):
             waitingForNetwork += 1
             if options.verbose { Console.error("waiting: \(name): waiting for an allowed network") }
+        case .waiting(.retry(let until, let attempt)):
+            // The run waited for every retry its limit allows (``RetryWaitLimit``): one left is
+            // due later, and waits in the library for the daemon or the next sync.
+            waitingForRetry += 1
+            Console.error("waiting: \(name): retry \(attempt) is due at \(until.utcTimeText), later than [scheduler] max_sync_wait "
+                          + "(\(DurationParser.string(for: config.scheduler.maxSyncWait))) allows a sync to wait")
         case let state:
             failures += 1
             Console.error("not delivered: \(name): \(state)")
@@ -119,6 +127,9 @@ struct SyncReport {
         if waitingForNetwork > 0 {
             let now = network.map { " (now: \($0))" } ?? ""
             Console.error("paperboy: \(waitingForNetwork) asset(s) wait for an allowed network\(now); run again, or use --wait")
+        }
+        if waitingForRetry > 0 {
+            Console.error("paperboy: \(waitingForRetry) asset(s) wait for a retry; run again later ('paperboy status' shows when each is due)")
         }
         if !options.quiet, toDownload > 0 {
             let seconds = max(elapsed.secondsValue, 0.001)
@@ -138,7 +149,13 @@ struct SyncReport {
             }
         }
         if failures > 0 || !problems.isEmpty { return 1 }
-        if waitingForNetwork > 0 { return 75 }
+        if waitingForNetwork > 0 || waitingForRetry > 0 { return 75 }
         return 0
     }
+}
+
+extension PaperboyConfiguration {
+    /// How long a one-shot command waits for a retry (`[scheduler] max_sync_wait`): both sync
+    /// engines wait with it, in-process and through a daemon.
+    var syncRetryWaitLimit: RetryWaitLimit { RetryWaitLimit(maxWait: scheduler.maxSyncWait) }
 }

@@ -95,13 +95,14 @@ struct SyncRun {
         }
 
         display?.start()
-        await library.waitUntilIdle()
+        // A retry due later than max_sync_wait is not waited for: it stays in the library.
+        await library.waitUntilIdle(retryWaitLimit: config.syncRetryWaitLimit)
         // A failed read waits for nothing more: the report below says what is not delivered.
         let networkWaits = (try? library.activity)?.waitingForNetwork ?? 0
         if networkWaits > 0, wait {
             let message = "\(networkWaits) asset(s) wait for an allowed network (now: \(library.networkStatus)); waiting"
             if let display { display.print("paperboy: \(message)") } else if !options.quiet { Console.error("paperboy: \(message)") }
-            await library.waitUntilIdle(includingNetworkWaits: true)
+            await library.waitUntilIdle(includingNetworkWaits: true, retryWaitLimit: config.syncRetryWaitLimit)
         }
         display?.stop()
         if InterruptHandler.interrupted.load(ordering: .relaxed) {

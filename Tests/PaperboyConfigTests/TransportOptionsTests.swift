@@ -81,4 +81,35 @@ import Testing
             }
         }
     }
+
+    /// Issue 26, case 7: the reserved and secret-looking keys in other letter cases, which a helper
+    /// reading its options without regard to case would take for the core's.
+    static let otherSpellings: [(key: String, message: String)] = [
+        ("CA_FILE", "is set by the core from [[credentials]]"), ("Ca_File", "is set by the core from [[credentials]]"),
+        ("KNOWN_HOSTS", "is set by the core from [[credentials]]"), ("Private_Key", "is set by the core from [[credentials]]"),
+        ("USER", "is set by the core from [[credentials]]"), ("Username", "is set by the core from [[credentials]]"),
+        ("API_Token", "options never hold secrets"), ("PassWord", "options never hold secrets"),
+    ]
+
+    @Test(arguments: otherSpellings.indices)
+    func reservedAndSecretKeysAreRefusedInEveryLetterCase(_ index: Int) throws {
+        let (key, message) = Self.otherSpellings[index]
+        do {
+            let config = try PaperboyConfiguration.parse(Self.header + "options = { \(key) = \"/tmp/evil.pem\" }\n",
+                                                         fileURL: fixtureFile, environment: fixtureEnvironment)
+            Issue.record("\(key) was accepted in paperboy.toml: \(config.issues.first?.assets.first?.options ?? [:])")
+        } catch {
+            #expect(error.key == "issues[0].assets[0].options.\(key)", "\(error)")
+            #expect(error.description.contains(message), "\(error)")
+        }
+        do {
+            let catalog = try Catalog.parse(Data("""
+                {"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.pdf", "options": {"\(key)": "/tmp/evil.pem"}}]}]}
+                """.utf8), feed: "daily", url: URL(string: "https://news.example.com/catalog.json")!)
+            Issue.record("\(key) was accepted in a catalog: \(catalog.issues.first?.assets.first?.options ?? [:])")
+        } catch {
+            #expect("\(error)".contains("issues[0].assets[0].options.\(key)"), "\(error)")
+            #expect("\(error)".contains(message), "\(error)")
+        }
+    }
 }

@@ -57,9 +57,10 @@ struct Conversation {
     /// afterwards. Errors thrown by the sink are rethrown unchanged (the helper is then not reusable).
     func run() async throws -> Bool {
         let id = Self.nextID.add(1, ordering: .relaxed).oldValue
+        // Only the core's own spelling of a reserved key reaches a helper (`OptionKey`).
         let request = FetchRequest(
             id: id, url: job.url.absoluteString, offset: job.offset, validator: job.validator.map(WireValidator.init),
-            headers: job.headers, options: job.options, connectTimeout: job.connectTimeout.timeInterval,
+            headers: job.headers, options: OptionKey.withoutLookAlikes(job.options), connectTimeout: job.connectTimeout.timeInterval,
             idleTimeout: job.idleTimeout.timeInterval, asset: job.assetIdentifier)
         try await send(ExecProtocol.frame(ExecProtocol.Kind.fetch, json: request), phase: "before the request", stale: true)
 

@@ -343,10 +343,13 @@ public final class Library: Sendable {
 
     /// Returns once nothing is queued, downloading, waiting for a retry or being delivered.
     ///
-    /// - Parameter includingNetworkWaits: also wait for assets waiting for an allowed network
-    ///   (by default they do not count: they may wait for hours).
-    public func waitUntilIdle(includingNetworkWaits: Bool = false) async {
-        await scheduler.waitUntilIdle(includingNetworkWaits: includingNetworkWaits)
+    /// - Parameters:
+    ///   - includingNetworkWaits: also wait for assets waiting for an allowed network
+    ///     (by default they do not count: they may wait for hours).
+    ///   - retryWaitLimit: retries due later than it allows do not count either (they keep
+    ///     waiting in the library); by default every retry is waited for.
+    public func waitUntilIdle(includingNetworkWaits: Bool = false, retryWaitLimit: RetryWaitLimit? = nil) async {
+        await scheduler.waitUntilIdle(includingNetworkWaits: includingNetworkWaits, retryWaitLimit: retryWaitLimit)
     }
 
     // MARK: Policies

@@ -114,7 +114,9 @@ extension Scheduler {
         var retryTimer: (task: Task<Void, Never>, due: Date)?
         /// The no-progress clocks of the retries let go, given back when they come back.
         var retryClocks: [String: Duration] = [:]
-        var idleWaiters: [(includingNetwork: Bool, continuation: CheckedContinuation<Void, Never>)] = []
+        var idleWaiters: [IdleWaiter] = []
+        /// Assets in memory waiting to retry (counted in ``busy`` too).
+        var retrying = 0
         var closed = false
         var network = NetworkStatus(kind: .other)
         var perTransferLimit: Int64?
@@ -170,6 +172,7 @@ extension Scheduler {
             if entry.isBusy { busy += sign }
             if entry.state == .network { waitingForNetwork += sign }
             if entry.state == .queued { queued += sign }
+            if entry.state == .retry { retrying += sign }
         }
 
         /// Resumes every task waiting for asset `id` with `outcome`.
@@ -181,14 +184,34 @@ extension Scheduler {
         /// Nothing in memory or in the store is on its way (network waits aside).
         var isIdle: Bool { busy == 0 && (closed || (!backlog && storedRetryDue == nil)) }
 
-        mutating func takeIdleWaiters() -> [CheckedContinuation<Void, Never>] {
-            guard isIdle else { return [] }
-            var ready: [CheckedContinuation<Void, Never>] = []
-            idleWaiters.removeAll { waiter in
-                guard !waiter.includingNetwork || waitingForNetwork + storedNetworkWaits == 0 else { return false }
-                ready.append(waiter.continuation)
-                return true
+        /// A task in ``Scheduler/waitUntilIdle(includingNetworkWaits:retryWaitLimit:)``.
+        struct IdleWaiter {
+            var includingNetwork: Bool
+            var retryWaitLimit: RetryWaitLimit?
+            var continuation: CheckedContinuation<Void, Never>
+        }
+
+        /// Whether `waiter` waits no more: nothing on its way but what it does not wait for.
+        func isIdle(for waiter: IdleWaiter) -> Bool {
+            if waiter.includingNetwork, waitingForNetwork + storedNetworkWaits > 0 { return false }
+            if isIdle { return true }
+            // Only retries left (in memory or in the store), each due later than the limit.
+            guard let limit = waiter.retryWaitLimit, !backlog, busy == retrying else { return false }
+            let now = clock.now
+            if let due = storedRetryDue, !limit.endsWait(retryDueAt: due, now: now) { return false }
+            return entries.values.allSatisfy { entry in
+                entry.state != .retry || limit.endsWait(retryDueAt: entry.retryAt ?? now, now: now)
             }
+        }
+
+        mutating func takeIdleWaiters() -> [CheckedContinuation<Void, Never>] {
+            guard !idleWaiters.isEmpty else { return [] }
+            var ready: [CheckedContinuation<Void, Never>] = []
+            var waiting: [IdleWaiter] = []
+            for waiter in idleWaiters {
+                if isIdle(for: waiter) { ready.append(waiter.continuation) } else { waiting.append(waiter) }
+            }
+            idleWaiters = waiting
             return ready
         }
     }

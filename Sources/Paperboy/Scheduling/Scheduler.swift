@@ -185,14 +185,16 @@ final class Scheduler: Sendable {
     }
 
     /// Returns when nothing is queued, running, waiting for a retry or being delivered (and,
-    /// if asked, nothing waits for an allowed network).
-    func waitUntilIdle(includingNetworkWaits: Bool = false) async {
+    /// if asked, nothing waits for an allowed network); with `retryWaitLimit`, retries due later
+    /// than it allows do not count.
+    func waitUntilIdle(includingNetworkWaits: Bool = false, retryWaitLimit: RetryWaitLimit? = nil) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let waiter = State.IdleWaiter(includingNetwork: includingNetworkWaits, retryWaitLimit: retryWaitLimit, continuation: continuation)
             let idle = state.withLock { state -> Bool in
                 // A backlog is work too (not yet in memory, or its read failed and is retried), and
                 // so are the retries waiting in the store.
-                if state.isIdle, !includingNetworkWaits || state.waitingForNetwork + state.storedNetworkWaits == 0 { return true }
-                state.idleWaiters.append((includingNetworkWaits, continuation))
+                if state.isIdle(for: waiter) { return true }
+                state.idleWaiters.append(waiter)
                 return false
             }
             if idle { continuation.resume() }
