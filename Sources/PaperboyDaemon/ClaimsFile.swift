@@ -29,18 +29,36 @@ struct ClaimsFile {
 
     /// Reads the claims, setting a corrupt file aside.
     func read() -> Contents {
-        guard let data = FileManager.default.contents(atPath: url.path) else { return .claims([]) }
+        let reader = JSONReader("claims file \(url.path)", limits: .stateFile)
+        let data: Data
         do {
-            return .claims(Set(try JSONDecoder().decode([String].self, from: data)))
+            guard let contents = try reader.contents(of: url) else { return .claims([]) }
+            data = contents
+        } catch let error as JSONInputError {
+            return .corrupt(keptAs: setAside(), reason: error.problem)
         } catch {
-            let reason = data.isEmpty ? "it is empty" : "it is not a JSON array of strings"
-            for number in 1...1000 {
-                let aside = URL(fileURLWithPath: url.path + ".corrupt-\(number)")
-                guard access(aside.path, F_OK) != 0 else { continue }
-                return .corrupt(keptAs: rename(url.path, aside.path) == 0 ? aside : nil, reason: reason)
-            }
-            return .corrupt(keptAs: nil, reason: reason)
+            return .claims([])
         }
+        do {
+            return .claims(Set(try reader.decode([String].self, from: data)))
+        } catch {
+            let reason = if let error = error as? JSONInputError, error.kind != .syntax {
+                error.problem
+            } else {
+                data.isEmpty ? "it is empty" : "it is not a JSON array of strings"
+            }
+            return .corrupt(keptAs: setAside(), reason: reason)
+        }
+    }
+
+    /// Moves the file aside as `daemon-claims.json.corrupt-N`; returns where (nil if that failed).
+    private func setAside() -> URL? {
+        for number in 1...1000 {
+            let aside = URL(fileURLWithPath: url.path + ".corrupt-\(number)")
+            guard access(aside.path, F_OK) != 0 else { continue }
+            return rename(url.path, aside.path) == 0 ? aside : nil
+        }
+        return nil
     }
 
     /// Replaces the file with `claims`, durably.

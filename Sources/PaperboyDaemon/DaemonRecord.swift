@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Paperboy
 
 /// Which daemon has a library open: its process and its socket, in `daemon.json` in the
 /// library folder (mode 0600) while it serves, so that a command that finds the library locked
@@ -33,8 +34,10 @@ public struct DaemonRecord: Codable, Sendable, Equatable {
     /// The record of the daemon serving the library in `libraryRoot`, if one is written and its
     /// process still runs (a record left by a daemon killed with SIGKILL names a dead process).
     public static func running(in libraryRoot: URL) -> DaemonRecord? {
-        guard let data = try? Data(contentsOf: file(in: libraryRoot)),
-              let record = try? JSONDecoder().decode(DaemonRecord.self, from: data),
+        let url = file(in: libraryRoot)
+        let reader = JSONReader("daemon record \(url.path)", limits: .stateFile)
+        guard let data = try? reader.contents(of: url),
+              let record = try? reader.decode(DaemonRecord.self, from: data),
               record.pid > 0, kill(record.pid, 0) == 0 || errno == EPERM else { return nil }
         return record
     }
