@@ -27,6 +27,6 @@ extension PaperboyClient {
     package func notify(payload: JSONValue?, feed: String?) async throws(LibraryError) -> NotifyReply {
         // The in-process library's check, so that both refuse the same payloads with the same error.
         if let payload { try Library.checkPushPayload(payload) }
-        try await connection.request(DaemonProtocol.Kind.notify, as: NotifyReply.self) { NotifyRequest(id: $0, feed: feed, payload: payload) }
+        return try await connection.request(DaemonProtocol.Kind.notify, as: NotifyReply.self) { NotifyRequest(id: $0, feed: feed, payload: payload) }
     }
 }

@@ -99,12 +99,16 @@ package struct JSONReader: Sendable {
     ///   (from 0).
     package func check(_ data: Data, capturing key: String? = nil) throws(JSONInputError) -> CheckedJSON {
         var scanner = JSONScan(limits: limits, capturing: key.map { Array($0.utf8) })
-        do {
-            try data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) throws(JSONScan.Failure) in
+        let failure = data.withUnsafeBytes { bytes -> JSONScan.Failure? in
+            do throws(JSONScan.Failure) {
                 try scanner.run(bytes)
+                return nil
+            } catch {
+                return error
             }
-        } catch {
-            throw JSONInputError(door: door, kind: error.kind, problem: error.problem, offset: error.offset, captured: scanner.captured)
+        }
+        if let failure {
+            throw JSONInputError(door: door, kind: failure.kind, problem: failure.problem, offset: failure.offset, captured: scanner.captured)
         }
         return CheckedJSON(data: data, door: door)
     }
