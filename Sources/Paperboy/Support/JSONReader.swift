@@ -11,7 +11,9 @@ import Foundation
 /// ``Limits/maxDepth``, more than ``Limits/maxBytes``, an array of more than
 /// ``Limits/maxElements`` elements, an object of more than ``Limits/maxMembers`` members, a
 /// string of more than ``Limits/maxStringBytes`` bytes (decoded, as UTF-8), a number no `Double`
-/// holds (`1e999`), a lone surrogate (`\ud800`), a control character in a string.
+/// holds (`1e999`, `5e-999`, a zero with an exponent), a lone surrogate (`\ud800`), a control character in a string. It is
+/// stricter than Foundation in two ways, as RFC 8259 is: no comma before `]` or `}`, nothing
+/// (not even a NUL byte) after the value.
 ///
 /// Only ``CheckedJSON`` can be decoded, so a door cannot skip the check; every door uses one
 /// (docs/Security.md lists them): daemon requests and replies, push payloads, `userInfo`,
@@ -375,7 +377,13 @@ private struct JSONScan {
             guard digits() > 0 else { throw syntax("a number needs a digit in its exponent", at: index) }
         }
         let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else {
+        // Too large for a Double, or so small that it reads as 0 without being 0 (`5e-999`):
+        // Foundation's decoders refuse both, and JSONDecoder some zeros with an exponent too
+        // (`0.000000e1`): a zero is written without one.
+        let hasExponent = text.contains { $0 == "e" || $0 == "E" }
+        let mantissa = text.prefix { $0 != "e" && $0 != "E" }
+        guard let value = Double(text), value.isFinite,
+              value != 0 || (!hasExponent && !mantissa.contains(where: { ("1"..."9").contains($0) })) else {
             let shown = text.count > 32 ? String(text.prefix(32)) + "…" : text
             throw Failure(kind: .number, problem: "JSON number \(shown) is out of range at byte \(start)", offset: start)
         }
