@@ -43,14 +43,13 @@ struct DaemonHostileJSONTests {
 
         // The same payload and a `user_info` 250 levels deep (600 bytes) sent straight to the
         // socket: each gets `bad-request` with its id, and the connection answers the next request.
-        let probe = DaemonTests()
         let userInfo = String(repeating: "[", count: 250) + String(repeating: "]", count: 250)
         let frames = Frame.encode("HELLO", Data(#"{"protocols":[1]}"#.utf8))
             + Frame.encode("NOTIFY", Data(#"{"id":2,"payload":\#(Self.deepPayload(300))}"#.utf8))
             + Frame.encode("ADDASSET", Data(#"{"id":3,"issue":"x","request":{"url":"file:///x"},"user_info":\#(userInfo)}"#.utf8))
             + Frame.encode("STATUS", Data(#"{"id":4}"#.utf8))
         let socket = daemon.socket
-        let answers = try await offThePool { try probe.exchange(socket, frames) }
+        let answers = try await offThePool { try Self.exchange(socket, frames, answers: 4) }
         #expect(daemon.process.isRunning, "the daemon died: \(log())")
         #expect(answers.map(\.kind) == ["HELLO", "ERROR", "ERROR", "OK"], "\(answers.map { String(decoding: $0.payload, as: UTF8.self) })")
         let errors = answers.filter { $0.kind == "ERROR" }.map { (try? JSONSerialization.jsonObject(with: $0.payload)) as? [String: Any] ?? [:] }
@@ -63,5 +62,22 @@ struct DaemonHostileJSONTests {
         // It stops as a healthy daemon does.
         #expect(await daemon.stop() < .seconds(10))
         #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0, "\(log())")
+    }
+
+    /// Sends `bytes` and reads `count` frames (or until the daemon closes), each within 30 s: a
+    /// guard against a hang, not a timing.
+    static func exchange(_ socket: URL, _ bytes: Data, answers count: Int) throws -> [Frame] {
+        let fd = try DaemonSocket.connect(to: socket)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        try FrameWriter.write(bytes, to: fd, isSocket: true)
+        var reader = FrameReader()
+        var frames: [Frame] = []
+        let wait: (Int32) throws(FrameIOError) -> Void = { fd throws(FrameIOError) in
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&descriptor, 1, 30_000) <= 0 { throw .timedOut(.seconds(30)) }
+        }
+        while frames.count < count, let frame = try? reader.next(from: fd, maxLength: { _ in 1 << 20 }, wait: wait) { frames.append(frame) }
+        return frames
     }
 }
