@@ -72,10 +72,10 @@ package struct JSONReader: Sendable {
             return limits
         }
 
-        /// Stack bytes per level of nesting that Foundation's `JSONDecoder` and `JSONEncoder`
-        /// use for a `JSONValue` (the deepest Codable type read), measured on Linux with Swift
-        /// 6.3 in a debug build and doubled (`JSONReaderStackTests` decodes and encodes
-        /// ``maxDepth`` levels on a thread of ``threadStackSize`` bytes).
+        /// Stack bytes allowed per level of nesting for Foundation's `JSONDecoder` and
+        /// `JSONEncoder` on a `JSONValue` (the deepest Codable type read). `JSONReaderTests`
+        /// decodes and encodes ``maxDepth`` levels of each preset on a thread of
+        /// ``threadStackSize`` bytes (a debug build, Linux, Swift 6.3); the margin was not measured.
         package static let stackBytesPerLevel = 8 * 1024
 
         /// A stack for a thread that decodes or encodes JSON within these limits (and does its
