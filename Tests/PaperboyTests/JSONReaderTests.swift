@@ -172,6 +172,16 @@ struct JSONReaderTests {
         }
         #expect(try JSONReader(name, limits: limits).check(encoded).data.count == encoded.count)
     }
+
+    /// Helper frames are decoded in the transfer's task: the deepest message the reader lets in
+    /// fits a thread of the cooperative pool.
+    @Test func theDeepestMessageIsDecodedOnTheCooperativePool() async throws {
+        let levels = JSONReader.Limits.message.maxDepth
+        let text = String(repeating: #"{"a":["#, count: levels / 2) + "1" + String(repeating: "]}", count: levels / 2)
+        let checked = try JSONReader("pool", limits: .message).check(Data(text.utf8))
+        let value = try await Task.detached { try checked.decode(JSONValue.self) }.value
+        #expect(value != .null)
+    }
 }
 
 /// Random documents, valid and then broken in random places, through the reader and through
