@@ -29,7 +29,7 @@ final class ClientConnection: Sendable {
 
     private struct State {
         var nextID: Int64 = 1
-        var waiting: [Int64: CheckedContinuation<Frame, any Error>] = [:]
+        var waiting: [Int64: CheckedContinuation<CheckedFrame, any Error>] = [:]
         var outgoing: [Data] = []
         var closed = false
         /// The reader and the writer; the last one to end closes the descriptor (never while
@@ -49,7 +49,8 @@ final class ClientConnection: Sendable {
     func start() {
         let reader = Thread { [self] in readLoop() }
         reader.name = "paperboy-client-read"
-        reader.stackSize = 256 * 1024
+        // Replies are checked, and events decoded, on this thread: a stack for the reader's depth.
+        reader.stackSize = DaemonProtocol.jsonLimits.threadStackSize
         reader.start()
         let writer = Thread { [self] in writeLoop() }
         writer.name = "paperboy-client-write"
@@ -70,7 +71,7 @@ final class ClientConnection: Sendable {
             return state.nextID
         }
         let frame = DaemonProtocol.frame(kind, make(id))
-        let reply: Frame
+        let reply: CheckedFrame
         do {
             reply = try await withCheckedThrowingContinuation { continuation in
                 let open = state.withLock { state -> Bool in
@@ -91,7 +92,7 @@ final class ClientConnection: Sendable {
             throw disconnected()
         }
         if reply.kind == DaemonProtocol.Kind.error {
-            guard let wire = try? DaemonProtocol.decoder.decode(WireError.self, from: reply.payload) else {
+            guard let wire = try? DaemonProtocol.decode(WireError.self, reply) else {
                 throw LibraryError(.transport, "the daemon refused \(kind)")
             }
             throw LibraryError(wire: wire)
@@ -136,18 +137,27 @@ final class ClientConnection: Sendable {
     private func readLoop() {
         var reader = FrameReader()
         while true {
-            guard let frame = try? reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { _ in }) else { break }
+            guard let received = try? reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { _ in }) else { break }
+            let frame: CheckedFrame
+            do {
+                frame = try DaemonProtocol.reply(received)
+            } catch {
+                // A reply out of the limits fails its request (when its id came first); an event is dropped.
+                guard let id = error.id, let continuation = state.withLock({ $0.waiting.removeValue(forKey: id) }) else { continue }
+                continuation.resume(throwing: LibraryError(.transport, "the daemon at \(socket.path) answered with \(error.message)"))
+                continue
+            }
             if frame.kind == DaemonProtocol.Kind.event {
-                if let event = try? DaemonProtocol.decoder.decode(EventMessage.self, from: frame.payload) { eventSink.yield(event) }
+                if let event = try? DaemonProtocol.decode(EventMessage.self, frame) { eventSink.yield(event) }
                 continue
             }
             if frame.kind == DaemonProtocol.Kind.challenge {
-                if let challenge = try? DaemonProtocol.decoder.decode(ChallengeMessage.self, from: frame.payload) {
+                if let challenge = try? DaemonProtocol.decode(ChallengeMessage.self, frame) {
                     challengeSink.yield(challenge)
                 }
                 continue
             }
-            guard let id = (try? DaemonProtocol.decoder.decode(RequestID.self, from: frame.payload))?.id,
+            guard let id = (try? DaemonProtocol.decode(RequestID.self, frame))?.id,
                   let continuation = state.withLock({ $0.waiting.removeValue(forKey: id) }) else { continue }
             continuation.resume(returning: frame)
         }
@@ -186,6 +196,7 @@ final class ClientConnection: Sendable {
                 }
             }
             thread.name = "paperboy-client-connect"
+            thread.stackSize = DaemonProtocol.jsonLimits.threadStackSize
             thread.start()
         }
         return try result.get()
@@ -217,15 +228,16 @@ final class ClientConnection: Sendable {
                                   to: fd, isSocket: true)
             var reader = FrameReader()
             // Something that accepts and never answers (a wedged daemon) is not waited for forever.
-            let frame = try reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { fd throws(FrameIOError) in
+            let received = try reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { fd throws(FrameIOError) in
                 try FrameWait.untilReady(fd, events: Int16(POLLIN), timeout: handshakeTimeout, sleep: { try await clock.sleep(for: $0) })
             })
-            guard frame.kind == DaemonProtocol.Kind.hello else {
-                let wire = try? DaemonProtocol.decoder.decode(WireError.self, from: frame.payload)
+            let frame = try? DaemonProtocol.reply(received)
+            guard received.kind == DaemonProtocol.Kind.hello else {
+                let wire = frame.flatMap { try? DaemonProtocol.decode(WireError.self, $0) }
                 Glibc.close(fd)
-                throw LibraryError(.transport, "the daemon at \(socket.path) refused the connection: \(wire?.message ?? frame.kind)")
+                throw LibraryError(.transport, "the daemon at \(socket.path) refused the connection: \(wire?.message ?? received.kind)")
             }
-            guard let answer = try? DaemonProtocol.decoder.decode(DaemonHello.self, from: frame.payload) else {
+            guard let answer = frame.flatMap({ try? DaemonProtocol.decode(DaemonHello.self, $0) }) else {
                 Glibc.close(fd)
                 throw LibraryError(.transport, "the daemon at \(socket.path) answered HELLO with an unreadable payload")
             }

@@ -25,6 +25,8 @@ extension PaperboyClient {
 
     /// `NOTIFY`, with everything the daemon answered (the feeds read, new issues, failures).
     package func notify(payload: JSONValue?, feed: String?) async throws(LibraryError) -> NotifyReply {
-        try await connection.request(DaemonProtocol.Kind.notify, as: NotifyReply.self) { NotifyRequest(id: $0, feed: feed, payload: payload) }
+        // The in-process library's check, so that both refuse the same payloads with the same error.
+        if let payload { try Library.checkPushPayload(payload) }
+        return try await connection.request(DaemonProtocol.Kind.notify, as: NotifyReply.self) { NotifyRequest(id: $0, feed: feed, payload: payload) }
     }
 }

@@ -28,6 +28,9 @@ public struct RemoteIssue: Sendable, Hashable {
 
     /// Adds an asset; with `download`, the daemon starts it at once (without a delegate).
     public func addAsset(_ request: AssetRequest, userInfo: JSONValue? = nil) async throws(LibraryError) -> RemoteAsset {
+        // The in-process library's check of the value (the daemon checks its size against its own
+        // `maxUserInfoBytes`), so that a value too deep for a frame gets the same error as in-process.
+        _ = try userInfo?.userInfoJSON(for: request.url, maxBytes: DaemonProtocol.maxPayloadLength)
         let reply = try await client.connection.request(DaemonProtocol.Kind.addAsset) {
             AddAssetRequest(id: $0, issue: name, request: request, userInfo: userInfo, download: nil, deliver: nil)
         }

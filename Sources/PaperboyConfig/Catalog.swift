@@ -71,6 +71,14 @@ public struct Catalog: Sendable, Equatable {
             self.maxAssets = maxAssets
             self.allowedSchemes = allowedSchemes
         }
+
+        /// What the JSON reader lets in: ``JSONReader/Limits/catalog``, arrays of at most
+        /// ``maxAssets`` elements.
+        var json: JSONReader.Limits {
+            var limits = JSONReader.Limits.catalog
+            limits.maxElements = max(1, maxAssets)
+            return limits
+        }
     }
 
     /// The issues, in catalog order.
@@ -92,7 +100,11 @@ public struct Catalog: Sendable, Equatable {
     public static func parse(_ data: Data, feed: String, url: URL, limits: Limits = Limits()) throws(CatalogError) -> Catalog {
         let root: JSON
         do {
-            root = try JSONDecoder().decode(JSON.self, from: data)
+            root = try JSONReader("catalog", limits: limits.json).decode(JSON.self, from: data)
+        } catch let error as JSONInputError {
+            // An array longer than max_assets cannot be a list of this catalog's issues or assets.
+            let hint = error.kind == .elements ? " (raise max_assets of this [[feeds]] entry if that is expected)" : ""
+            throw CatalogError(feed: feed, url: url, path: nil, message: error.description + hint)
         } catch {
             throw CatalogError(feed: feed, url: url, path: nil, message: "not valid JSON (\(Self.describe(error)))")
         }
@@ -157,7 +169,8 @@ public struct CatalogError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 }
 
-/// A JSON value that keeps booleans and numbers apart (JSONSerialization on Linux does not).
+/// A JSON value that keeps booleans and numbers apart (JSONSerialization on Linux does not);
+/// decoded only from JSON the reader checked.
 enum JSON: Decodable, Equatable {
     case null, bool(Bool), integer(Int64), number(Double), string(String), array([JSON]), object([String: JSON])
 

@@ -34,27 +34,37 @@ struct ClaimsFile {
     /// opened as a ``PrivateFolder``, never through a link; one that cannot be read so is kept
     /// aside like a corrupt one.
     func read() -> Contents {
+        let reader = JSONReader("claims file \(url.path)", limits: .stateFile)
         let data: Data
         let folder: PrivateFolder
         do {
             folder = try PrivateFolder.open(libraryRoot)
-            guard let content = try folder.readFile(Self.fileName) else { return .claims([]) }
+            guard let content = try folder.readFile(Self.fileName, atMost: JSONReader.Limits.stateFile.maxBytes) else { return .claims([]) }
             data = content
         } catch {
             return .corrupt(keptAs: nil, reason: error.message)
         }
         do {
-            return .claims(Set(try JSONDecoder().decode([String].self, from: data)))
+            return .claims(Set(try reader.decode([String].self, from: data)))
         } catch {
-            let reason = data.isEmpty ? "it is empty" : "it is not a JSON array of strings"
-            for number in 1...1000 {
-                let aside = "\(Self.fileName).corrupt-\(number)"
-                guard folder.entry(aside) == nil else { continue }
-                let moved = renameat(folder.fd, Self.fileName, folder.fd, aside) == 0
-                return .corrupt(keptAs: moved ? URL(fileURLWithPath: folder.path(of: aside)) : nil, reason: reason)
+            let reason = if let error = error as? JSONInputError, error.kind != .syntax {
+                error.problem
+            } else {
+                data.isEmpty ? "it is empty" : "it is not a JSON array of strings"
             }
-            return .corrupt(keptAs: nil, reason: reason)
+            return .corrupt(keptAs: setAside(in: folder), reason: reason)
         }
+    }
+
+    /// Moves the file aside as `daemon-claims.json.corrupt-N` in its folder; returns where (nil if
+    /// that failed).
+    private func setAside(in folder: PrivateFolder) -> URL? {
+        for number in 1...1000 {
+            let aside = "\(Self.fileName).corrupt-\(number)"
+            guard folder.entry(aside) == nil else { continue }
+            return renameat(folder.fd, Self.fileName, folder.fd, aside) == 0 ? URL(fileURLWithPath: folder.path(of: aside)) : nil
+        }
+        return nil
     }
 
     /// Replaces the file with `claims`, durably (``PrivateFolder/replaceFile(_:with:)``).

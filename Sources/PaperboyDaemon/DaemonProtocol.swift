@@ -62,10 +62,36 @@ public enum DaemonProtocol {
         Frame.encode(kind, (try? encoder.encode(message)) ?? Data("{}".utf8))
     }
 
-    /// Decodes a payload, naming the frame in the error.
-    package static func decode<Message: Decodable>(_ type: Message.Type, _ frame: Frame) throws(WireError) -> Message {
+    /// The limits of every payload, either way (``JSONReader/Limits/message``, at most
+    /// ``maxPayloadLength`` bytes); threads that read frames have a stack for them
+    /// (``JSONReader/Limits/threadStackSize``).
+    package static let jsonLimits = JSONReader.Limits.message.with(maxBytes: maxPayloadLength)
+
+    /// Checks a request's payload at its door (`daemon request ADDASSET`), before anything decodes it.
+    ///
+    /// - Throws: ``WireError`` `bad-request` naming the door and the limit, with the request's
+    ///   `id` when it came before the problem.
+    package static func request(_ frame: Frame) throws(WireError) -> CheckedFrame {
+        try check(frame, door: "daemon request \(frame.kind)")
+    }
+
+    /// Checks a frame from the daemon at the client's door (`daemon reply OK`, `daemon reply EVENT`).
+    package static func reply(_ frame: Frame) throws(WireError) -> CheckedFrame {
+        try check(frame, door: "daemon reply \(frame.kind)")
+    }
+
+    private static func check(_ frame: Frame, door: String) throws(WireError) -> CheckedFrame {
         do {
-            return try decoder.decode(type, from: frame.payload)
+            return CheckedFrame(kind: frame.kind, json: try JSONReader(door, limits: jsonLimits).check(frame.payload, capturing: "id"))
+        } catch {
+            throw WireError(ErrorCode.badRequest, error.description, id: error.captured)
+        }
+    }
+
+    /// Decodes a checked payload, naming the frame in the error.
+    package static func decode<Message: Decodable>(_ type: Message.Type, _ frame: CheckedFrame) throws(WireError) -> Message {
+        do {
+            return try frame.json.decode(type, using: decoder)
         } catch let DecodingError.keyNotFound(key, _) {
             throw WireError(ErrorCode.badRequest, "\(frame.kind): missing field '\(snake(key.stringValue))'")
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
@@ -104,6 +130,13 @@ public enum DaemonProtocol {
         decoder.dateDecodingStrategy = .iso8601
         return decoder
     }()
+}
+
+/// A frame whose payload passed ``DaemonProtocol/request(_:)`` or ``DaemonProtocol/reply(_:)``:
+/// the only kind ``DaemonProtocol/decode(_:_:)`` reads.
+package struct CheckedFrame: Sendable {
+    package var kind: String
+    package var json: CheckedJSON
 }
 
 /// An error as it travels in an `ERROR` frame.

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Paperboy
 
 /// Which daemon has a library open: its process and its socket, in `daemon.json` in the
 /// library folder (mode 0600) while it serves, so that a command that finds the library locked
@@ -33,8 +34,9 @@ public struct DaemonRecord: Codable, Sendable, Equatable {
     /// process still runs (a record left by a daemon killed with SIGKILL names a dead process).
     /// A record reached through a link, or another user's, is not read.
     public static func running(in libraryRoot: URL) -> DaemonRecord? {
-        guard let data = try? PrivateFolder.open(libraryRoot).readFile(fileName),
-              let record = try? JSONDecoder().decode(DaemonRecord.self, from: data),
+        let reader = JSONReader("daemon record \(file(in: libraryRoot).path)", limits: .stateFile)
+        guard let data = try? PrivateFolder.open(libraryRoot).readFile(fileName, atMost: JSONReader.Limits.stateFile.maxBytes),
+              let record = try? reader.decode(DaemonRecord.self, from: data),
               record.pid > 0, kill(record.pid, 0) == 0 || errno == EPERM else { return nil }
         return record
     }

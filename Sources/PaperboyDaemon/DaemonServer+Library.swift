@@ -10,7 +10,7 @@ extension DaemonServer {
     static let pageSize = 500
 
     /// Answers a library request, or throws `unknown-kind` for a kind that is not one.
-    func answerLibrary(_ frame: PaperboyFraming.Frame) throws -> Data {
+    func answerLibrary(_ frame: CheckedFrame) throws -> Data {
         typealias Kind = DaemonProtocol.Kind
         switch frame.kind {
         case Kind.shelf:

@@ -15,7 +15,7 @@ extension DaemonServer {
 
     /// Starts answering a `NOTIFY`; the `OK` comes when the refresh is done, after requests that
     /// arrive meanwhile (as for `RELOAD`).
-    func notify(_ frame: Frame, on connection: DaemonConnection) throws {
+    func notify(_ frame: CheckedFrame, on connection: DaemonConnection) throws {
         let request = try DaemonProtocol.decode(NotifyRequest.self, frame)
         guard let handler = notifyHandler.withLock({ $0 }) else {
             throw WireError(DaemonProtocol.ErrorCode.badRequest, "NOTIFY: this daemon refreshes no feeds")

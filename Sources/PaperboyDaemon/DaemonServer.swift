@@ -227,7 +227,8 @@ public final class DaemonServer: Sendable {
             challenges.connectionClosed(connection.number)
         }
         reader.name = "paperboy-daemon-read-\(connection.number)"
-        reader.stackSize = 512 * 1024
+        // Requests are decoded on this thread: a stack for JSON as deep as the reader lets in.
+        reader.stackSize = DaemonProtocol.jsonLimits.threadStackSize
         reader.start()
     }
 
@@ -255,9 +256,12 @@ public final class DaemonServer: Sendable {
     // MARK: Requests
 
     /// Answers one frame; nothing a client sends can trap here.
-    func handle(_ frame: Frame, on connection: DaemonConnection) {
-        let id = (try? DaemonProtocol.decoder.decode(RequestID.self, from: frame.payload))?.id
+    func handle(_ received: Frame, on connection: DaemonConnection) {
+        var id: Int64?
         do {
+            // Checked before anything decodes it: depth, size and counts (the connection goes on).
+            let frame = try DaemonProtocol.request(received)
+            id = (try? DaemonProtocol.decode(RequestID.self, frame))?.id
             if frame.kind == DaemonProtocol.Kind.hello {
                 try hello(frame, on: connection)
                 return
@@ -277,11 +281,11 @@ public final class DaemonServer: Sendable {
         } catch let error as LibraryError {
             connection.sendError(WireError(error, id: id))
         } catch {
-            connection.sendError(WireError(DaemonProtocol.ErrorCode.badRequest, "\(frame.kind): \(error)", id: id))
+            connection.sendError(WireError(DaemonProtocol.ErrorCode.badRequest, "\(received.kind): \(error)", id: id))
         }
     }
 
-    private func hello(_ frame: Frame, on connection: DaemonConnection) throws {
+    private func hello(_ frame: CheckedFrame, on connection: DaemonConnection) throws {
         let hello = try DaemonProtocol.decode(ClientHello.self, frame)
         guard let chosen = hello.protocols.filter(DaemonProtocol.versions.contains).max() else {
             connection.sendError(WireError(
@@ -295,7 +299,7 @@ public final class DaemonServer: Sendable {
         connection.send(DaemonProtocol.frame(DaemonProtocol.Kind.hello, reply))
     }
 
-    private func answer(_ frame: Frame, on connection: DaemonConnection) throws -> OKReply? {
+    private func answer(_ frame: CheckedFrame, on connection: DaemonConnection) throws -> OKReply? {
         typealias Kind = DaemonProtocol.Kind
         switch frame.kind {
         case Kind.addIssue:

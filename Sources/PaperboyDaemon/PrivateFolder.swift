@@ -23,7 +23,7 @@ import Paperboy
 ///
 /// The folders above the runtime folder are the configuration's choice and are followed.
 /// Files in the folder are opened relative to its descriptor with `O_NOFOLLOW`
-/// (``readFile(_:)``, ``replaceFile(_:with:)``), created private (0600) from their first byte.
+/// (``readFile(_:atMost:)``, ``replaceFile(_:with:)``), created private (0600) from their first byte.
 package final class PrivateFolder: Sendable {
     /// Why a folder or a file of ours cannot be used.
     package struct Failure: Error, Sendable, Equatable {
@@ -189,10 +189,11 @@ package final class PrivateFolder: Sendable {
     }
 
     /// The content of the regular file `name`, this user's, opened without following a link;
-    /// `nil` when there is no such file.
+    /// `nil` when there is no such file. At most `limit` bytes and one more are read (enough for
+    /// a bounded reader to refuse a bigger file).
     ///
     /// - Throws: ``Failure`` for a link, another user's file or something that is not a file.
-    package func readFile(_ name: String) throws(Failure) -> Data? {
+    package func readFile(_ name: String, atMost limit: Int = .max) throws(Failure) -> Data? {
         let file = openat(fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard file >= 0 else {
             let code = errno
@@ -213,6 +214,8 @@ package final class PrivateFolder: Sendable {
             guard count >= 0 else { throw Failure(path: path(of: name), problem: .system(systemError())) }
             if count == 0 { return data }
             data.append(contentsOf: buffer[..<count])
+            // One byte past the limit is enough for the reader to refuse the file as too large.
+            if data.count > limit { return data }
         }
     }
 

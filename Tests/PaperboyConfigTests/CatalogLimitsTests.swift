@@ -99,3 +99,39 @@ struct CatalogLimitsTests {
         #expect(error.description.contains(message), "\(error)")
     }
 }
+
+/// A catalog goes through the one reader for outside JSON: each hostile document is refused
+/// before it is decoded, with an error naming the feed, the door and the limit.
+@Suite("Catalog JSON limits", .timeLimit(.minutes(1)))
+struct CatalogJSONLimitsTests {
+    static let url = URL(string: "https://news.example.com/daily/catalog.json")!
+    static let prefix = #"{"issues": [], "x": "#
+
+    static func offset(of needle: String, in text: String) -> Int {
+        text.utf8.count - text.components(separatedBy: needle).dropFirst().joined(separator: needle).utf8.count - needle.utf8.count
+    }
+
+    static let members = "{" + (0...4096).map { #""k\#($0)":0"# }.joined(separator: ",") + "}"
+
+    static let hostile: [(document: String, message: String)] = [
+        (prefix + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}", "catalog: JSON nested deeper than 64 levels at byte 83"),
+        (prefix + String(repeating: #"{"a":"#, count: 70) + "1" + String(repeating: "}", count: 71),
+         "catalog: JSON nested deeper than 64 levels at byte 335"),
+        (prefix + "\"" + String(repeating: "a", count: 65_537) + "\"}", "catalog: JSON string longer than 65536 bytes at byte 20"),
+        (prefix + members + "}", "catalog: JSON object of more than 4096 members at byte \(offset(of: #""k4096""#, in: prefix + members))"),
+        (prefix + "[0,0,0,0,0,0]}", "catalog: JSON array of more than 5 elements at byte 31 (raise max_assets of this [[feeds]] entry if that is expected)"),
+        (#"{"issues": ["#, "catalog: invalid JSON at byte 12: unexpected end of the JSON"),
+        (prefix + "\"a\u{0}\"}", "catalog: invalid JSON at byte 22: control character U+0000 in a string"),
+        (prefix + #""\ud800"}"#, "catalog: invalid JSON at byte 21: lone surrogate \\ud800 in a string"),
+        (prefix + "1e999}", "catalog: JSON number 1e999 is out of range at byte 20"),
+    ]
+
+    @Test(arguments: hostile)
+    func aHostileCatalogIsRefusedBeforeItIsDecoded(document: String, message: String) throws {
+        let error = try #require(throws: CatalogError.self) {
+            try Catalog.parse(Data(document.utf8), feed: "daily", url: Self.url, limits: Catalog.Limits(maxAssets: 5))
+        }
+        #expect(error.path == nil)
+        #expect(error.description == "feed 'daily' (https://news.example.com/daily/catalog.json): \(message)")
+    }
+}

@@ -84,7 +84,7 @@ struct CatalogTests {
     }
 
     @Test(arguments: [
-        ("{", nil, "not valid JSON"),
+        ("{", nil, "catalog: invalid JSON at byte 1: unexpected end of the JSON"),
         ("[]", nil, "expected an object with an \"issues\" array, got an array"),
         ("{}", "issues", "missing"),
         (#"{"issues": {}}"#, "issues", "expected an array, got an object"),

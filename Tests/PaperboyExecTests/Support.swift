@@ -78,7 +78,8 @@ while True:
     request = json.loads(payload)
     rid = request["id"]
     if mode == "error":
-        send("ERROR", b'{"id": %d, "code": "rate-limited", "message": "slow down", %s}' % (rid, sys.argv[2].encode()))
+        # <NUL> stands for a NUL byte, which an argument cannot hold.
+        send("ERROR", b'{"id": %d, "code": "rate-limited", "message": "slow down", %s}' % (rid, sys.argv[2].encode().replace(b"<NUL>", b"\0")))
         continue
     data = bytes(range(256)) * 4096
     if mode == "count":

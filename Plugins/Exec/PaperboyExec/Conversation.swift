@@ -107,7 +107,9 @@ struct Conversation {
 
     static func decode<Message: Decodable>(_ type: Message.Type, _ frame: Frame, url: URL) throws(Failure) -> Message {
         do {
-            return try ExecProtocol.decoder.decode(type, from: frame.payload)
+            return try JSONReader("helper \(frame.kind) frame", limits: ExecProtocol.jsonLimits).decode(type, from: frame.payload, using: ExecProtocol.decoder)
+        } catch let error as JSONInputError {
+            throw Failure(.protocolError, "sent \(frame.kind) JSON out of the limits: \(error.problem)", url: url)
         } catch {
             let text = FrameReader.quote(ArraySlice(frame.payload))
             throw Failure(.protocolError, "sent a \(frame.kind) message that is not valid: \(text)", url: url)

@@ -18,6 +18,12 @@ public enum ExecProtocol {
     /// any file, and small enough that adding a frame's bytes to it never overflows.
     public static let maxResourceLength: Int64 = 1 << 62
 
+    /// The limits of a helper's JSON payload, checked by the reader before it is decoded:
+    /// ``maxControlLength`` bytes, 64 levels as the daemon's messages, and the short lists and
+    /// strings of this protocol's messages (prompts, schemes, an error's message).
+    static let jsonLimits = JSONReader.Limits(maxDepth: 64, maxBytes: maxControlLength, maxElements: 1_024, maxMembers: 1_024,
+                                              maxStringBytes: 16 * 1024)
+
     /// The largest payload accepted for a frame of `kind`.
     static func maxLength(of kind: String) -> Int {
         kind == Kind.data ? maxDataLength : maxControlLength

@@ -30,7 +30,10 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
 
     /// The app's JSON data given to ``Issue/addAsset(_:userInfo:)``.
     public var userInfo: JSONValue? {
-        scheduler.store.asset(id: identifier)?.userInfo.flatMap { try? JSONDecoder().decode(JSONValue.self, from: $0) }
+        // Stored within the limits when added; checked again all the same: a row can be changed.
+        let reader = JSONReader("userInfo of asset \(identifier) in the library's database",
+                                limits: .appValue.with(maxBytes: max(scheduler.maxUserInfoBytes, JSONReader.Limits.appValue.maxBytes)))
+        return scheduler.store.asset(id: identifier)?.userInfo.flatMap { try? reader.decode(JSONValue.self, from: $0) }
     }
 
     /// Where the asset is, and why it waits when it waits.

@@ -84,7 +84,8 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Parameters:
     ///   - request: what to download.
-    ///   - userInfo: small JSON data of the app's, kept with the asset (64 KiB by default).
+    ///   - userInfo: small JSON data of the app's, kept with the asset (64 KiB by default, 32 levels deep;
+    ///     docs/Security.md lists the limits).
     /// - Throws: ``LibraryError`` for a malformed request, a too large `userInfo`, or a removed issue.
     @discardableResult
     public func addAsset(_ request: AssetRequest, userInfo: JSONValue? = nil) throws(LibraryError) -> AssetDownload {
@@ -103,18 +104,9 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
         }
         var seq = scheduler.store.nextAssetSeq()
         var records: [AssetRecord] = []
-        let encoder = JSONEncoder()
         for (request, userInfo) in requests {
             let request = try request.validated()
-            var userInfoJSON: Data?
-            if let userInfo {
-                userInfoJSON = try? encoder.encode(userInfo)
-                let size = userInfoJSON?.count ?? Int.max
-                let limit = scheduler.maxUserInfoBytes
-                if size > limit {
-                    throw LibraryError(.userInfoTooLarge, "userInfo of asset \(request.url.redactedString) is \(size) bytes as JSON; the limit is \(limit)")
-                }
-            }
+            let userInfoJSON = try userInfo?.userInfoJSON(for: request.url, maxBytes: scheduler.maxUserInfoBytes)
             records.append(AssetRecord(
                 id: Self.newAssetIdentifier(), issueName: name, seq: seq, request: request, userInfo: userInfoJSON,
                 state: (downloading ? PersistedState.queued : .idle).rawValue, detail: nil, retryAt: nil, attempts: 0, bytesOnDisk: 0,

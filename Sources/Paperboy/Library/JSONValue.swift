@@ -44,3 +44,44 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     }
     public init(nilLiteral: ()) { self = .null }
 }
+
+extension JSONValue {
+    /// The value as JSON bytes, checked at `door` like JSON read from outside: an app's value is
+    /// stored or sent only within the limits the daemon and a later read apply to it.
+    ///
+    /// - Throws: ``JSONInputError`` naming the door and the limit (a NaN or an infinity too).
+    package func checkedJSON(at door: JSONReader) throws(JSONInputError) -> Data {
+        let data: Data
+        do {
+            data = try JSONEncoder().encode(self)
+        } catch {
+            throw JSONInputError(door: door.door, kind: .number, problem: "a number JSON cannot hold (NaN or infinite)", offset: nil)
+        }
+        return try door.check(data).data
+    }
+}
+
+extension JSONValue {
+    /// The value as the `userInfo` of the asset at `url`, in-process and before a client sends it
+    /// to a daemon alike.
+    ///
+    /// - Throws: ``LibraryError`` `.userInfoTooLarge` naming the limit (depth, size or count).
+    package func userInfoJSON(for url: URL, maxBytes: Int) throws(LibraryError) -> Data {
+        do {
+            return try checkedJSON(at: .userInfo(of: url, maxBytes: maxBytes))
+        } catch {
+            throw LibraryError(.userInfoTooLarge, error.description)
+        }
+    }
+}
+
+extension JSONReader {
+    /// The door of a push payload (``Library/contentAvailable(payload:throttle:dontThrottle:now:)``,
+    /// `paperboy notify`, `NOTIFY`).
+    package static let pushPayload = JSONReader("push payload", limits: .appValue)
+
+    /// The door of an asset's `userInfo`, at most `maxBytes` as JSON.
+    package static func userInfo(of url: URL, maxBytes: Int) -> JSONReader {
+        JSONReader("userInfo of asset \(url.redactedString)", limits: .appValue.with(maxBytes: maxBytes))
+    }
+}

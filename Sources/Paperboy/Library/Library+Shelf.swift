@@ -20,10 +20,14 @@ extension Library {
     ///   - payload: the push payload; `content-available` may be at the top level or under `aps`.
     ///     `nil` counts as a trigger (a manual `paperboy notify`).
     ///   - now: the time of the push; by default the library's clock's.
-    /// - Throws: ``LibraryError`` when the decision cannot be recorded.
+    /// - Throws: ``LibraryError`` `.invalidRequest` for a payload out of the push payload's JSON
+    ///   limits (32 levels, 64 KiB: docs/Security.md), or when the decision cannot be recorded.
     public func contentAvailable(payload: JSONValue? = nil, throttle: Duration = .seconds(86_400),
                                  dontThrottle: Bool = false, now: Date? = nil) throws(LibraryError) -> ContentAvailableResult {
-        if let payload, !Self.saysContentAvailable(payload) { return .ignored }
+        if let payload {
+            try Self.checkPushPayload(payload)
+            if !Self.saysContentAvailable(payload) { return .ignored }
+        }
         let now = now ?? scheduler.clock.now
         if !dontThrottle, let last = lastContentRefresh {
             let next = last.addingTimeInterval(throttle.seconds)
@@ -36,6 +40,18 @@ extension Library {
     /// When ``contentAvailable(payload:throttle:dontThrottle:now:)`` last said to refresh.
     public var lastContentRefresh: Date? {
         scheduler.store.meta("lastContentRefresh").flatMap(Double.init).map { Date(timeIntervalSince1970: $0) }
+    }
+
+    /// Refuses a push payload out of ``JSONReader/pushPayload``'s limits, in-process and before a
+    /// client sends it to a daemon alike.
+    ///
+    /// - Throws: ``LibraryError`` `.invalidRequest` naming the door and the limit.
+    package static func checkPushPayload(_ payload: JSONValue) throws(LibraryError) {
+        do {
+            _ = try payload.checkedJSON(at: .pushPayload)
+        } catch {
+            throw LibraryError(.invalidRequest, error.description)
+        }
     }
 
     static func saysContentAvailable(_ payload: JSONValue) -> Bool {

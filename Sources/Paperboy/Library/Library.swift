@@ -374,7 +374,8 @@ public final class Library: Sendable {
     /// The limiter statistics recorded by the process that has the library open (about once a
     /// second), for reading from another process.
     public var recordedBandwidthStatistics: BandwidthLimiter.Statistics? {
-        scheduler.store.meta("bandwidth").flatMap { try? JSONDecoder().decode(BandwidthLimiter.Statistics.self, from: Data($0.utf8)) }
+        let reader = JSONReader("bandwidth statistics in the library's database", limits: .stateFile)
+        return scheduler.store.meta("bandwidth").flatMap { try? reader.decode(BandwidthLimiter.Statistics.self, from: Data($0.utf8)) }
     }
 
     /// Stops running transfers (their bytes are kept and continue at the next open) and writes

@@ -178,7 +178,9 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     private static func strings(_ row: Row, _ index: Int, _ what: String) throws(LibraryError) -> [String: String] {
         guard let text = try? row.decode(String?.self, atIndex: index) else { return [:] }
         do {
-            return try JSONDecoder().decode([String: String].self, from: Data(text.utf8))
+            return try JSONReader("its \(what)", limits: .stateFile).decode([String: String].self, from: Data(text.utf8))
+        } catch let error as JSONInputError {
+            throw LibraryError(.storage, "\(error.description)")
         } catch {
             throw LibraryError(.storage, "its \(what) are unreadable (\(error))")
         }

@@ -30,13 +30,24 @@ struct NotifyCommand: AsyncParsableCommand {
     var wait = false
 
     func validate() throws {
-        if let payload, payload != "-", (try? parsePayload(payload)) == nil {
-            throw ValidationError("--payload is not valid JSON: \(payload)")
+        if let payload, payload != "-" {
+            do {
+                _ = try parsePayload(Data(payload.utf8))
+            } catch {
+                throw ValidationError("--payload: \(error)")
+            }
         }
     }
 
-    func parsePayload(_ text: String) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+    /// The payload through the push payload's door (``Library/contentAvailable(payload:throttle:dontThrottle:now:)``'s limits).
+    func parsePayload(_ data: Data) throws -> JSONValue {
+        do {
+            return try JSONReader.pushPayload.decode(JSONValue.self, from: data)
+        } catch let error as JSONInputError {
+            throw error
+        } catch {
+            throw JSONInputError(door: JSONReader.pushPayload.door, kind: .syntax, problem: "not a JSON value", offset: nil)
+        }
     }
 
     func run() async throws {
@@ -44,11 +55,12 @@ struct NotifyCommand: AsyncParsableCommand {
         let config = try options.loadConfiguration()
         var json: JSONValue?
         if let payload {
-            let text = payload == "-" ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : payload
             do {
-                json = try parsePayload(text)
+                // Standard input is read up to the door's size, never to its end.
+                let data = payload == "-" ? try JSONReader.pushPayload.read(from: FileHandle.standardInput) : Data(payload.utf8)
+                json = try parsePayload(data)
             } catch {
-                Console.error("paperboy: the payload is not valid JSON")
+                Console.error("paperboy: \(error)")
                 throw ExitCode(2)
             }
         }

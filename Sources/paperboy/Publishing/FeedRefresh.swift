@@ -82,16 +82,19 @@ struct PurgedIssues {
         file = root.appendingPathComponent("purged-issues.json")
     }
 
-    var names: Set<String> {
-        guard let data = try? Data(contentsOf: file),
-              let list = try? JSONDecoder().decode([String].self, from: data) else { return [] }
-        return Set(list)
+    var names: Set<String> { Set(list) }
+
+    /// The names in the file, oldest first; none when it is absent or unreadable.
+    private var list: [String] {
+        let reader = JSONReader("purged issues list \(file.path)", limits: .stateFile)
+        guard let data = try? reader.contents(of: file) else { return [] }
+        return (try? reader.decode([String].self, from: data)) ?? []
     }
 
     /// Adds `removed` to the list (the most recent 10 000 are kept).
     func record(_ removed: [String]) throws {
         guard !removed.isEmpty else { return }
-        var list = (try? JSONDecoder().decode([String].self, from: Data(contentsOf: file))) ?? []
+        var list = self.list
         list.removeAll { removed.contains($0) }
         list.append(contentsOf: removed)
         if list.count > 10_000 { list.removeFirst(list.count - 10_000) }

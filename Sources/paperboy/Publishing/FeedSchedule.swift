@@ -1,4 +1,5 @@
 import Foundation
+import Paperboy
 import PaperboyConfig
 
 /// When each `[[feeds]]` entry with a `refresh` is due next, kept in `feed-schedule.json` in
@@ -31,11 +32,22 @@ struct FeedSchedule: Equatable {
 
     /// Reads `file`; an absent file is an empty schedule, an unreadable one too, with the reason.
     static func load(from file: URL) -> (schedule: FeedSchedule, problem: String?) {
-        guard let data = try? Data(contentsOf: file) else { return (FeedSchedule(), nil) }
+        let reader = JSONReader("feed schedule \(file.path)", limits: .stateFile)
+        let data: Data
         do {
-            let decoded = try decoder.decode(File.self, from: data)
+            guard let contents = try reader.contents(of: file) else { return (FeedSchedule(), nil) }
+            data = contents
+        } catch let error as JSONInputError {
+            return (FeedSchedule(), error.problem)
+        } catch {
+            return (FeedSchedule(), nil)
+        }
+        do {
+            let decoded = try reader.decode(File.self, from: data, using: decoder)
             guard decoded.version == 1 else { return (FeedSchedule(), "version \(decoded.version) is not 1") }
             return (FeedSchedule(next: decoded.feeds.mapValues(\.nextRefresh)), nil)
+        } catch let error as JSONInputError where error.kind != .syntax {
+            return (FeedSchedule(), error.problem)
         } catch {
             return (FeedSchedule(), "not a feed schedule (\(data.count) bytes)")
         }
