@@ -34,7 +34,7 @@ public struct DaemonRecord: Codable, Sendable, Equatable {
     /// process still runs (a record left by a daemon killed with SIGKILL names a dead process).
     /// A record reached through a link, or another user's, is not read.
     public static func running(in libraryRoot: URL) -> DaemonRecord? {
-        let reader = JSONReader("daemon record \(file(in: libraryRoot).path)", limits: .stateFile)
+        let reader = JSONReader("daemon record \(libraryRoot.appendingPathComponent(fileName).path)", limits: .stateFile)
         guard let data = try? PrivateFolder.open(libraryRoot).readFile(fileName, atMost: JSONReader.Limits.stateFile.maxBytes),
               let record = try? reader.decode(DaemonRecord.self, from: data),
               record.pid > 0, kill(record.pid, 0) == 0 || errno == EPERM else { return nil }
