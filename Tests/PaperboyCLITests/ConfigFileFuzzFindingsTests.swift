@@ -22,4 +22,27 @@ struct ConfigFileFuzzFindingsTests {
             #expect(result.stderr.contains("paperboy.toml:"), "\(result.stderr)")
         }
     }
+
+    /// toml++ 3.4.0 asserts in `parse_value()` (toml.hpp:14994, `!is_value_terminator(*cp)`) on a
+    /// `}` where an array expects a value; `a = }` and `a = [,]` are already configuration errors.
+    @Test(arguments: ["a = [}]\n", "[library]\npath = [1,\n}]\n", "a = [ # c\n}]\n"])
+    func aBraceWhereAnArrayExpectsAValueIsAConfigurationError(_ text: String) async throws {
+        let file = workspace.write(text, to: "paperboy.toml")
+        let result = try await CLI.run(["status", "--config", file.path])
+        withKnownIssue("toml++ 3.4.0 asserts in parse_value() (toml.hpp:14994) instead of reporting an error") {
+            #expect(result.status == 2, "exit \(result.status): \(result.stderr)")
+            #expect(result.stderr.contains("paperboy.toml:"), "\(result.stderr)")
+        }
+    }
+
+    /// toml++ 3.4.0 asserts in `parse_time()` (toml.hpp:14790, `is_decimal_digit(*cp)`) on a date
+    /// followed by `T` and a letter when a time follows further on; `2026-11-21T` alone is refused.
+    @Test func aDateWithALetterAfterItsTIsAConfigurationError() async throws {
+        let file = workspace.write("[[issues]]\nname = \"a\"\ndate = 2026-11-21Tm23:00:00\n", to: "paperboy.toml")
+        let result = try await CLI.run(["status", "--config", file.path])
+        withKnownIssue("toml++ 3.4.0 asserts in parse_time() (toml.hpp:14790) instead of reporting an error") {
+            #expect(result.status == 2, "exit \(result.status): \(result.stderr)")
+            #expect(result.stderr.contains("paperboy.toml:"), "\(result.stderr)")
+        }
+    }
 }

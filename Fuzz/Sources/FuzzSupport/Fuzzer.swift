@@ -33,7 +33,7 @@ public enum Fuzzer {
             var stack = stack_t(ss_sp: alt, ss_flags: 0, ss_size: altSize)
             sigaltstack(&stack, nil)
             body()
-            stack.ss_flags = SS_DISABLE
+            stack.ss_flags = Int32(SS_DISABLE)
             sigaltstack(&stack, nil)
             alt.deallocate()
             done.signal()
