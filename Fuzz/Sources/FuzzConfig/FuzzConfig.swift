@@ -48,7 +48,9 @@ func tripsAKnownTOMLAssertion(_ text: String) -> Bool {
         return (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
             || [UInt8(ascii: "_"), UInt8(ascii: "-"), UInt8(ascii: "\""), UInt8(ascii: "'"), UInt8(ascii: "]")].contains(byte)
     }
-    for line in text.utf8.split(separator: UInt8(ascii: "\n")) {
+    // toml++ skips a byte order mark before the first line.
+    let body = text.utf8.starts(with: [0xEF, 0xBB, 0xBF]) ? text.utf8.dropFirst(3) : text.utf8[...]
+    for line in body.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
         var rest = line.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
         guard rest.first == UInt8(ascii: "[") else { continue }
         rest = rest.dropFirst()
