@@ -46,6 +46,18 @@ struct HostileHeaderTests {
         #expect(TransportError.parseRetryAfter("Thu, 01 Jan 1970 00:00:00 GMT", now: now) == .zero)
     }
 
+    /// Found by `scripts/fuzz headers`: every header line is first tried as a status line, so a
+    /// field such as `HTTP/2ter: 9555…` (or a status line) with more digits than an `Int` holds
+    /// trapped on overflow. A status code is three digits; anything longer is not a status line.
+    @Test func aLineStartingWithHTTPAndManyDigitsIsNotAStatusLine() {
+        func status(_ line: String) -> Int? { Array(line.utf8).withUnsafeBytes { ResponseHead.statusCode(ofStatusLine: $0) } }
+        #expect(status("HTTP/2ter: 95555555555555555555555559999299999") == nil)
+        #expect(status("HTTP/1.1 99999999999999999999 OK") == nil)
+        #expect(status("HTTP/1.1 2000 OK") == nil)
+        #expect(status("HTTP/1.1 206 Partial Content") == 206)
+        #expect(status("HTTP/2 200") == 200)
+    }
+
     /// Thousands of random and mutated header values through every parser: no trap, and only
     /// values in range come out.
     @Test func mutatedHeaderValuesNeverTrap() {

@@ -46,6 +46,8 @@ struct ResponseHead: Sendable {
         var code = 0
         var digits = 0
         while index < line.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(line[index]) {
+            // Three digits make a status code; more is not a status line (and would overflow).
+            guard digits < 3 else { return nil }
             code = code * 10 + Int(line[index] - UInt8(ascii: "0"))
             digits += 1
             index += 1

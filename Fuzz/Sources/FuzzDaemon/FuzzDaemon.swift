@@ -1,0 +1,55 @@
+import Foundation
+import FuzzSupport
+import Paperboy
+@testable import PaperboyDaemon
+import PaperboyFraming
+
+/// Daemon requests: a client's frame decoded into its message (`DaemonProtocol.decode`), on a
+/// thread with the stack of the daemon's connection readers (512 KiB), as `DaemonServer` does.
+/// The first byte of the input chooses the kind, the rest is the payload.
+///
+/// Promise: every payload is decoded or refused with a `bad-request` `WireError`; nothing traps
+/// or overflows the reader's stack.
+@main
+enum FuzzDaemon {
+    static func main() { Fuzzer.main(fuzz) }
+}
+
+typealias Kind = DaemonProtocol.Kind
+
+/// Each request kind a client may send, with the message the daemon decodes it into.
+let requests: [(kind: String, decode: @Sendable (Frame) throws(WireError) -> Void)] = [
+    (Kind.hello, { frame throws(WireError) in _ = try DaemonProtocol.decode(ClientHello.self, frame) }),
+    (Kind.addIssue, { frame throws(WireError) in _ = try DaemonProtocol.decode(AddIssueRequest.self, frame) }),
+    (Kind.addAsset, { frame throws(WireError) in _ = try DaemonProtocol.decode(AddAssetRequest.self, frame) }),
+    (Kind.download, { frame throws(WireError) in _ = try DaemonProtocol.decode(AssetCommand.self, frame) }),
+    (Kind.ack, { frame throws(WireError) in _ = try DaemonProtocol.decode(AssetCommand.self, frame) }),
+    (Kind.status, { frame throws(WireError) in _ = try DaemonProtocol.decode(StatusRequest.self, frame) }),
+    (Kind.subscribe, { frame throws(WireError) in _ = try DaemonProtocol.decode(PlainRequest.self, frame) }),
+    (Kind.notify, { frame throws(WireError) in _ = try DaemonProtocol.decode(NotifyRequest.self, frame) }),
+    (Kind.answer, { frame throws(WireError) in _ = try DaemonProtocol.decode(AnswerRequest.self, frame) }),
+    (Kind.shelf, { frame throws(WireError) in _ = try DaemonProtocol.decode(ShelfRequest.self, frame) }),
+    (Kind.assets, { frame throws(WireError) in _ = try DaemonProtocol.decode(AssetsRequest.self, frame) }),
+    (Kind.read, { frame throws(WireError) in _ = try DaemonProtocol.decode(ReadRequest.self, frame) }),
+    (Kind.purge, { frame throws(WireError) in _ = try DaemonProtocol.decode(PurgeRequest.self, frame) }),
+]
+
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+    let input = Fuzzer.data(bytes, count)
+    guard let first = input.first else { return 0 }
+    let request = requests[Int(first) % requests.count]
+    let frame = Frame(kind: request.kind, payload: Data(input.dropFirst()))
+    Fuzzer.onThread(stackSize: 512 * 1024) {
+        // The daemon reads the id of every request first, to name it in an error.
+        _ = try? DaemonProtocol.decoder.decode(RequestID.self, from: frame.payload)
+        do {
+            try request.decode(frame)
+        } catch let error as WireError {
+            Fuzzer.expect(error.code == DaemonProtocol.ErrorCode.badRequest, "\(request.kind) refused with \(error.code)")
+        } catch {
+            Fuzzer.expect(false, "\(request.kind) refused with \(error)")
+        }
+    }
+    return 0
+}
