@@ -13,20 +13,8 @@ import Testing
 struct CrashLoopTests {
     let workspace = Workspace()
 
-    /// A small, seeded generator, so that a failing run can be replayed (`PAPERBOY_CRASH_SEED`).
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// `count` bytes from `random`, eight at a time (byte by byte, a debug build took seconds).
-    static func bytes(_ count: Int, _ random: inout SplitMix) -> Data {
+    static func bytes(_ count: Int, _ random: inout SplitMix64) -> Data {
         var words = [UInt64](repeating: 0, count: (count + 7) / 8)
         for index in words.indices { words[index] = random.next() }
         return words.withUnsafeBytes { Data($0.prefix(count)) }
@@ -144,7 +132,7 @@ struct CrashLoopTests {
         print("crash loop: seed \(seed) (set PAPERBOY_CRASH_SEED to replay)")
         // A debug build's byte-by-byte generation holds a thread for long: not one of the pool's.
         let (big, small, generator) = try await offThePool {
-            var random = SplitMix(state: seed)
+            var random = SplitMix64(seed: seed)
             return (Self.bytes(1_000_000, &random), Self.bytes(200_000, &random), random)
         }
         var random = generator

@@ -253,7 +253,7 @@ struct DaemonTests {
 
         let seed = UInt64.random(in: 1...UInt64.max)
         print("daemon frame fuzz: seed \(seed)")
-        var generator = CrashLoopTests.SplitMix(state: seed)
+        var generator = SplitMix64(seed: seed)
         let kinds = ["HELLO", "ADDISSUE", "ADDASSET", "DOWNLOAD", "PAUSE", "RESUME", "CANCEL", "STATUS", "SUBSCRIBE", "ACK", "RELOAD", "X",
                      "SHELF", "ASSETS", "READ", "PURGE"]
         for _ in 0..<60 {

@@ -1,6 +1,7 @@
 import Foundation
 import Paperboy
 import PaperboyTestServers
+import PaperboyTesting
 import Testing
 
 @Suite("URLScope: credentials bound to origins", .timeLimit(.minutes(2)))
@@ -341,18 +342,5 @@ extension String {
         var text = self
         while let last = text.last, characters.contains(last) { text.removeLast() }
         return text.isEmpty && !isEmpty ? "." : text
-    }
-}
-
-/// A small seeded generator (SplitMix64), so that a failing run can be replayed from its seed.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
