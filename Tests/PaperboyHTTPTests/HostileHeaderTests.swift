@@ -49,6 +49,17 @@ struct HostileHeaderTests {
     /// Found by `scripts/fuzz headers`: every header line is first tried as a status line, so a
     /// field such as `HTTP/2ter: 9555…` (or a status line) with more digits than an `Int` holds
     /// trapped on overflow. A status code is three digits; anything longer is not a status line.
+    /// Found by `scripts/fuzz headers`: DateFormatter trapped ("Incorrect range") on this
+    /// `Retry-After` of a 500, so one header could end the process.
+    @Test func aRetryAfterDateWithNonASCIIIsIgnoredNotATrap() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(TransportError.parseRetryAfter("Sunday, 06\u{731}ov-94 08:49:999GMT", now: now) == nil)
+        #expect(TransportError.parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT\u{0}", now: now) == nil)
+        #expect(TransportError.parseRetryAfter(String(repeating: "Sun, ", count: 40), now: now) == nil)
+        // A well-formed date still counts (in the past: no delay).
+        #expect(TransportError.parseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now: now) == .zero)
+    }
+
     @Test func aLineStartingWithHTTPAndManyDigitsIsNotAStatusLine() {
         func status(_ line: String) -> Int? { Array(line.utf8).withUnsafeBytes { ResponseHead.statusCode(ofStatusLine: $0) } }
         #expect(status("HTTP/2ter: 95555555555555555555555559999299999") == nil)

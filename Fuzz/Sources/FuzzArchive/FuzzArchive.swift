@@ -17,6 +17,8 @@ let archiveURL = Fuzzer.scratch.appendingPathComponent("asset.zip")
 let issueFolder = Fuzzer.scratch.appendingPathComponent("issue")
 let staging = issueFolder.appendingPathComponent(".unpack-asset")
 let limits = Unpacker.Limits(maxBytes: 1 << 20, maxRatio: 200)
+/// No free-space floor: the fuzzer's archives are small, and the floor has tests of its own.
+let space = FreeSpaceGuard(root: Fuzzer.scratch, floor: FreeSpaceFloor(bytes: 0))
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
@@ -25,7 +27,7 @@ func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     try? files.createDirectory(at: issueFolder, withIntermediateDirectories: true)
     guard (try? Fuzzer.data(bytes, count).write(to: archiveURL)) != nil else { return 0 }
     do {
-        try Unpacker.unzip(archiveURL, named: "https://cdn.example.com/a.zip", into: issueFolder, staging: staging, limits: limits)
+        try Unpacker.unzip(archiveURL, named: "https://cdn.example.com/a.zip", into: issueFolder, staging: staging, limits: limits, space: space)
     } catch {
         Fuzzer.expect(!files.fileExists(atPath: staging.path), "a refused archive left its staging folder")
         return 0

@@ -1,11 +1,12 @@
 import Foundation
 import FuzzSupport
-import Paperboy
+@testable import Paperboy
 @testable import PaperboyDaemon
 import PaperboyFraming
 
-/// Daemon requests: a client's frame decoded into its message (`DaemonProtocol.decode`), on a
-/// thread with the stack of the daemon's connection readers (512 KiB), as `DaemonServer` does.
+/// Daemon requests: a client's frame checked by the bounded reader (`DaemonProtocol.request`) and
+/// decoded into its message, on a thread with the stack of the daemon's connection readers, as
+/// `DaemonServer` does.
 /// The first byte of the input chooses the kind, the rest is the payload.
 ///
 /// Promise: every payload is decoded or refused with a `bad-request` `WireError`; nothing traps
@@ -18,7 +19,7 @@ enum FuzzDaemon {
 typealias Kind = DaemonProtocol.Kind
 
 /// Each request kind a client may send, with the message the daemon decodes it into.
-let requests: [(kind: String, decode: @Sendable (Frame) throws(WireError) -> Void)] = [
+let requests: [(kind: String, decode: @Sendable (CheckedFrame) throws(WireError) -> Void)] = [
     (Kind.hello, { frame throws(WireError) in _ = try DaemonProtocol.decode(ClientHello.self, frame) }),
     (Kind.addIssue, { frame throws(WireError) in _ = try DaemonProtocol.decode(AddIssueRequest.self, frame) }),
     (Kind.addAsset, { frame throws(WireError) in _ = try DaemonProtocol.decode(AddAssetRequest.self, frame) }),
@@ -40,11 +41,12 @@ func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     guard let first = input.first else { return 0 }
     let request = requests[Int(first) % requests.count]
     let frame = Frame(kind: request.kind, payload: Data(input.dropFirst()))
-    Fuzzer.onThread(stackSize: 512 * 1024) {
-        // The daemon reads the id of every request first, to name it in an error.
-        _ = try? DaemonProtocol.decoder.decode(RequestID.self, from: frame.payload)
+    Fuzzer.onThread(stackSize: DaemonProtocol.jsonLimits.threadStackSize) {
         do {
-            try request.decode(frame)
+            // As the daemon does: the bounded reader first, then the request's id, then its message.
+            let checked = try DaemonProtocol.request(frame)
+            _ = try? DaemonProtocol.decode(RequestID.self, checked)
+            try request.decode(checked)
         } catch let error as WireError {
             Fuzzer.expect(error.code == DaemonProtocol.ErrorCode.badRequest, "\(request.kind) refused with \(error.code)")
         } catch {

@@ -85,6 +85,10 @@ extension TransportError {
             // More digits than an Int64 holds is still "a very long time": clamped, not ignored.
             return retryAfter(seconds: Int64(text).map(Double.init) ?? .infinity)
         }
+        // An HTTP-date is a few dozen characters of printable ASCII (RFC 9110 §5.6.7). Anything
+        // else never reaches DateFormatter, which traps on some non-ASCII text ("Incorrect
+        // range", found by scripts/fuzz headers): a server's header must not end the process.
+        guard text.utf8.count <= 64, text.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { return nil }
         for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
             let formatter = DateFormatter()
             formatter.locale = Locale(identifier: "en_US_POSIX")
