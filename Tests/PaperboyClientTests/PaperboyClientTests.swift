@@ -3,6 +3,7 @@ import Paperboy
 import PaperboyClient
 import PaperboyDaemon
 import PaperboyFraming
+import PaperboyTestServers
 import PaperboyTesting
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import Paperboy
 import PaperboyDaemon
 import PaperboyFraming
+import PaperboyTestServers
 import PaperboyTesting
 import Testing
 
