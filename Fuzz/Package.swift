@@ -40,6 +40,7 @@ let package = Package(
         fuzzTarget("FuzzDaemon", ["PaperboyDaemon"]),
         fuzzTarget("FuzzHeaders", ["PaperboyHTTP"]),
         fuzzTarget("FuzzArchive", ["Paperboy"]),
+        fuzzTarget("FuzzJSON", ["Paperboy"]),
     ],
     swiftLanguageModes: [.v6]
 )

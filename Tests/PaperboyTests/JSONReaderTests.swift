@@ -47,6 +47,9 @@ struct JSONReaderTests {
         (#"{"a" 1}"#, "test door: invalid JSON at byte 5: expected ':' but found '1'"),
         ("{1:2}", "test door: invalid JSON at byte 1: expected a string key but found '1'"),
         ("[1,]", "test door: invalid JSON at byte 3: expected a value but found ']'"),
+        // A full array with a comma after it is malformed, not one element too many (FuzzJSON).
+        ("[1,2,3,4,5,]", "test door: invalid JSON at byte 11: expected a value but found ']'"),
+        ("[1,2,3,4,5,x]", "test door: invalid JSON at byte 11: expected a value but found 'x'"),
         (#"{"a":1,}"#, "test door: invalid JSON at byte 7: expected a string key but found '}'"),
         ("[1]]", "test door: invalid JSON at byte 3: ']' after the JSON value"),
         ("tru", "test door: invalid JSON at byte 0: expected 'true'"),

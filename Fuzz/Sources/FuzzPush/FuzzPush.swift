@@ -1,10 +1,10 @@
 import Foundation
 import FuzzSupport
-import Paperboy
+@testable import Paperboy
 
 /// The push payload (`paperboy notify --payload`, `Library.contentAvailable`): JSON from the
-/// push service, decoded as `JSONValue` on the command's thread, then asked whether it says
-/// `content-available: 1`. (Through the daemon, the same payload travels in a `NOTIFY` frame:
+/// push service, checked and decoded by the reader the command uses (`JSONReader.pushPayload`)
+/// on the command's thread, then asked whether it says `content-available: 1`. (Through the daemon, the same payload travels in a `NOTIFY` frame:
 /// FuzzDaemon.)
 ///
 /// Promises: a payload is refused or decoded, and a decoded one encodes and decodes back to
@@ -29,7 +29,7 @@ let library: Library = {
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
-    guard let payload = try? JSONDecoder().decode(JSONValue.self, from: Fuzzer.data(bytes, count)) else { return 0 }
+    guard let payload = try? JSONReader.pushPayload.decode(JSONValue.self, from: Fuzzer.data(bytes, count)) else { return 0 }
     let encoded = try? JSONEncoder().encode(payload)
     Fuzzer.expect(encoded.flatMap { try? JSONDecoder().decode(JSONValue.self, from: $0) } == payload,
                   "the payload does not survive encoding: \(encoded.map { String(decoding: $0, as: UTF8.self) } ?? "not encodable")")

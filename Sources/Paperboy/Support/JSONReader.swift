@@ -293,6 +293,8 @@ private struct JSONScan {
                     expect = stack.isEmpty ? .end : .commaOrClose
                     continue
                 }
+                // A value is counted once it is one: `[1,]` is a syntax error, not one element too many.
+                guard Self.startsValue(byte) else { throw syntax("expected a value but found \(Self.show(byte))", at: index) }
                 if let top = stack.last, !top.isObject {
                     stack[stack.count - 1].count += 1
                     if stack[stack.count - 1].count > limits.maxElements {
@@ -325,6 +327,17 @@ private struct JSONScan {
                 }
                 expect = stack.isEmpty ? .end : .commaOrClose
             }
+        }
+    }
+
+    /// Whether `byte` can begin a JSON value.
+    private static func startsValue(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: "\""), UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
+            true
+        default:
+            false
         }
     }
 
