@@ -316,6 +316,31 @@ struct PublisherTests {
         #expect(!secret.stderr.contains("s3cret-pw"), "\(secret.stderr)")
     }
 
+    /// `paperboy add`'s `--path` and `--issue` become paths in the library: one that climbs out
+    /// or is not one name is refused, naming the argument's value, and nothing is written.
+    @Test func addRefusesAPathOrAnIssueNameLeavingTheIssueFolder() async throws {
+        _ = workspace.write(Data("an article".utf8), to: "incoming/article.pdf")
+        let file = config("")
+        let cases: [(arguments: [String], problem: String)] = [
+            (["--issue", "extra", "--path", "../../escaped.pdf"], "'../../escaped.pdf' must not contain '..'"),
+            (["--issue", "extra", "--path", "/tmp/escaped.pdf"], "'/tmp/escaped.pdf' must be relative to the issue folder"),
+            (["--issue", "..", "--path", "escaped.pdf"], "'..'"),
+            (["--issue", "../lib", "--path", "escaped.pdf"], "'../lib' must not"),
+            (["--issue", "a/b", "--path", "escaped.pdf"], "'a/b' must not contain '/'"),
+        ]
+        for (arguments, problem) in cases {
+            let result = try await CLI.run(["add", "incoming/article.pdf"] + arguments + ["--config", file.path], in: workspace.url)
+            #expect(result.status != 0, "\(arguments): \(result.stdout)")
+            #expect(result.stderr.contains(problem), "\(arguments): \(result.stderr)")
+        }
+        #expect(!exists("escaped.pdf") && !exists("lib/escaped.pdf") && !exists("lib/Issues/escaped.pdf"))
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/escaped.pdf"))
+        // The issue named by the refused paths may be there, empty; no other.
+        let issues = try await shelf(file)
+        #expect(issues.compactMap { $0["name"] as? String }.allSatisfy { $0 == "extra" }, "\(issues)")
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: workspace.path("lib/Issues/extra").path))?.isEmpty ?? true)
+    }
+
     @Test func statusJSONSchemaIsUnchanged() async throws {
         publish([("2026-11-21", "2026-11-21")])
         let file = config("[[feeds]]\nname = \"p\"\nurl = \"publisher/catalog.json\"\n")

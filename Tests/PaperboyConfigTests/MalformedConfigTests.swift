@@ -25,6 +25,12 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             line: 2, key: nil, code: .syntax, message: "paperboy.toml:2:"
         ),
         MalformedCase(
+            // toml++ stops at 256 levels (TOML_MAX_NESTED_VALUES), before anything recurses on them.
+            name: "values nested deeper than the TOML parser allows",
+            text: "[library]\nmode = \"foreground\"\nx = " + String(repeating: "[", count: 300) + String(repeating: "]", count: 300) + "\n",
+            line: 3, key: nil, code: .syntax, message: "256"
+        ),
+        MalformedCase(
             name: "unknown key",
             text: "# comment\n[scheduler]\nmax_concurent = 4\n",
             line: 3, key: "scheduler.max_concurent", code: .unknownKey, suggestion: "max_concurrent",

@@ -49,6 +49,30 @@ struct HTTPTransportTests {
         #expect(sha256Hex(sink.data) == sha256Hex(data))
     }
 
+    /// A catalog is fetched into memory (`Library.fetchData`): a body announcing more than the
+    /// limit is refused before its first byte, one without a length is cut at the limit; both
+    /// errors name the URL and the limit, and a retry cannot help.
+    @Test func aFetchedBodyIsHeldNoFurtherThanItsLimitWithOrWithoutALength() async throws {
+        let data = randomData(256 * 1024, seed: 26)
+        let limit = 64 * 1024
+        for chunked in [false, true] {
+            let server = try FaultServer { .serving(data, for: $0, chunked: chunked) }
+            let url = server.url("/catalog.json")
+            let error = try await #require(throws: LibraryError.self) {
+                try await Library.fetchData(from: url, transports: TransportRegistry([.http()]), configuration: .forTests(), maxBytes: limit)
+            }
+            let expected = chunked ? "\(url.absoluteString) is larger than the 65536 bytes accepted here"
+                : "\(url.absoluteString) is 262144 bytes; at most 65536 are accepted here"
+            #expect(error.message.contains(expected), "\(error.message)")
+            #expect(error.isRetryable == false)
+            #expect(server.requests.count == 1, "refused, not retried")
+        }
+        // Within the limit, the body is the data.
+        let server = try FaultServer { .serving(data, for: $0, chunked: true) }
+        #expect(try await Library.fetchData(from: server.url("/catalog.json"), transports: TransportRegistry([.http()]),
+                                            configuration: .forTests(), maxBytes: data.count) == data)
+    }
+
     @Test func lastModifiedIsAWeakValidatorWithoutETag() async throws {
         let server = try FaultServer { .serving(Data("hello".utf8), for: $0, etag: nil) }
         let sink = RecordingSink()

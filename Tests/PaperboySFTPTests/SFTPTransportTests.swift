@@ -320,6 +320,34 @@ struct SFTPTransportTests {
         #expect(delegate.keptFiles.first.map(sha256Hex) == sha256Hex(data))
     }
 
+    /// A server whose file is larger than the free space (a sparse terabyte here) fails the
+    /// asset before its first byte with `insufficient-storage`, as every transport does: the size
+    /// the server reports is the length the core's sink checks against the free-space floor.
+    @Test func aFileLargerThanTheFreeSpaceFailsBeforeItsFirstByte() async throws {
+        guard let setup = try await SFTPServerSetup.start() else { return }
+        let url = try setup.publish(Data(), as: "huge.bin")
+        let handle = try FileHandle(forWritingTo: setup.server.file("huge.bin"))
+        try handle.truncate(atOffset: 1 << 40)
+        try handle.close()
+        let library = try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([setup.transport()]),
+                                       configuration: setup.configuration())
+        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url))
+        let delegate = RecordingDelegate()
+        asset.download(delegate: delegate)
+        await delegate.waitForEnd()
+        let state = asset.state
+        let partial = (try? FileManager.default.attributesOfItem(atPath: setup.folder.file("library/.partial/\(asset.identifier)").path))?[.size] as? Int64
+        await library.close()
+        guard case .failed(let message) = state else {
+            Testing.Issue.record("expected a failure, got \(state)")
+            return
+        }
+        #expect(message.contains("not enough space for \(url.absoluteString) (writing "), "\(message)")
+        #expect(message.contains("(min_free_space)"), "\(message)")
+        #expect(delegate.events.compactMap { if case .failed(let code, _) = $0 { code } else { nil } } == ["insufficient-storage"])
+        #expect((partial ?? 0) == 0)
+    }
+
     /// The SHA256 fingerprint of the server's host key, as ssh-keygen prints it.
     func hostFingerprint(_ setup: SFTPServerSetup) async throws -> String {
         let key = setup.server.folder.appendingPathComponent("host_key.pub").path

@@ -110,4 +110,52 @@ struct HostileRowTests {
         #expect(try library.damagedRows.map(\.column) == ["state"])
         await library.close()
     }
+
+    /// A row's issue name and destination path become paths: read back, they keep the rules they
+    /// were written under (``PathRules``). A destination `../../../x` or an issue named `..`
+    /// once delivered outside the issue folder, and purging that issue removed the library.
+    @Test func aStoredNameOrPathLeavingTheIssueFolderIsDamagedAndNothingIsWrittenOutside() async throws {
+        let transport = InMemoryTransport()
+        let openLibrary = { try Library.open(at: root, transports: TransportRegistry([transport]), configuration: .forTests()) }
+        var library = try openLibrary()
+        let kept = try library.addIssue(name: "kept", date: Date(timeIntervalSince1970: 1_790_000_000))
+            .addAsset(AssetRequest(url: transport.serve(randomData(100, seed: 1), at: "kept"), destinationPath: "kept.pdf"))
+        let climbing = try library.addIssue(name: "i", date: Date(timeIntervalSince1970: 1_790_086_400))
+            .addAsset(AssetRequest(url: transport.serve(randomData(100, seed: 2), at: "climbing"), destinationPath: "a.pdf"))
+        let renamed = try library.addIssue(name: "j", date: Date(timeIntervalSince1970: 1_790_172_800))
+            .addAsset(AssetRequest(url: transport.serve(randomData(100, seed: 3), at: "renamed"), destinationPath: "b.pdf"))
+        try await library.scheduler.store.pool.writeWithoutTransaction { db in
+            try db.execute(sql: "UPDATE asset SET destinationPath = '../../../outside.pdf' WHERE id = ?", arguments: [climbing.identifier])
+            try db.execute(sql: "PRAGMA foreign_keys = OFF")
+            try db.execute(sql: "UPDATE issue SET name = '..' WHERE name = 'j'")
+            try db.execute(sql: "UPDATE asset SET issueName = '..' WHERE id = ?", arguments: [renamed.identifier])
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+        }
+        await library.close()
+
+        library = try openLibrary()
+        for id in [kept.identifier, climbing.identifier, renamed.identifier] { library.asset(identifier: id)?.download() }
+        await library.waitUntilIdle()
+        #expect(library.asset(identifier: kept.identifier)?.state == .delivered)
+        #expect(!FileManager.default.fileExists(atPath: folder.file("outside.pdf").path), "a stored path led out of the library")
+        #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("b.pdf").path), "an issue named '..' is the library")
+        for (asset, problem) in [(climbing, "its destination path '../../../outside.pdf' must not contain '..'"),
+                                 (renamed, "its issue name '..' is not allowed")] {
+            let state = library.asset(identifier: asset.identifier)?.state
+            guard case .failed(let message)? = state else {
+                Testing.Issue.record("expected the asset to fail (\(problem)), got \(String(describing: state))")
+                continue
+            }
+            #expect(message.contains(problem), "\(message)")
+        }
+        #expect(library.issue(named: "..") == nil)
+        let damaged = try library.damagedRows
+        #expect(damaged.map(\.table) == [.issue])
+        #expect(damaged.map(\.key) == [".."])
+        #expect(damaged.map(\.column) == ["name"])
+        // Purging passes over it, and the library stays.
+        #expect(try await library.purge(keep: 0) == ["kept"])
+        #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("library.sqlite").path))
+        await library.close()
+    }
 }

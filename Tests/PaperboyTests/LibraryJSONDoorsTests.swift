@@ -41,6 +41,29 @@ struct LibraryJSONDoorsTests {
         await library.close()
     }
 
+    /// A push payload's one number, `content-available`, is compared as read (a `Double`), never
+    /// converted: huge, negative, fractional and near-1 values are no trigger and no trap, and a
+    /// number no `Double` holds is refused by the reader, naming the door.
+    @Test func onlyAContentAvailableOfOneTriggersWhateverTheNumber() async throws {
+        let library = try open()
+        func decision(_ value: String) throws -> ContentAvailableResult {
+            let payload = try JSONReader.pushPayload.decode(JSONValue.self, from: Data(#"{"aps":{"content-available":\#(value)}}"#.utf8))
+            return try library.contentAvailable(payload: payload, dontThrottle: true)
+        }
+        for value in ["1", "1.0", "1e0", "10e-1", "true", #""1""#] {
+            #expect(try decision(value) == .refresh, "\(value)")
+        }
+        for value in ["0", "2", "-1", "1.0000000001", "0.9999999999", "1e300", "-1e300", "9223372036854775808", "18446744073709551617",
+                      "5e-324", "false", "null", #""01""#, #""yes""#, "[1]", #"{"a":1}"#] {
+            #expect(try decision(value) == .ignored, "\(value)")
+        }
+        for value in ["1e999", "-1e999"] {
+            let error = try #require(throws: JSONInputError.self, "\(value)") { try decision(value) }
+            #expect(error.description.hasPrefix("push payload: "), "\(error.description)")
+        }
+        await library.close()
+    }
+
     @Test func aUserInfoOutOfTheLimitsIsRefusedWithItsExactError() async throws {
         let library = try open()
         let issue = try library.addIssue(name: "i", date: Date())

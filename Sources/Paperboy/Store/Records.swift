@@ -20,7 +20,11 @@ extension IssueRecord {
         // the read of this row (``RowDamage``, reported as a ``DamagedRow``), and a damaged flag
         // or cover path reads as none.
         func damage(_ column: String) -> RowDamage { RowDamage(column: column, value: row[column]) }
-        guard let name = try? row.decode(String.self, forColumn: "name") else { throw damage("name") }
+        // The name becomes a folder: read back, it keeps the rule it was written under (`..`
+        // would be the library itself).
+        guard let name = try? row.decode(String.self, forColumn: "name"), (try? PathRules.validateIssueName(name)) != nil else {
+            throw damage("name")
+        }
         guard let date = try? row.decode(StoredDate.self, forColumn: "date") else { throw damage("date") }
         guard let addedAt = try? row.decode(StoredDate.self, forColumn: "addedAt") else { throw damage("addedAt") }
         self.name = name
@@ -107,7 +111,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         self.issueName = issueName
         seq = row.storedInteger(atIndex: 2) ?? 0
         do {
-            request = try Self.request(row)
+            request = try Self.request(row, issueName: issueName)
             requestFailure = nil
         } catch {
             request = AssetRequest(url: Self.unreadableURL)
@@ -144,15 +148,21 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         checkpointBoot = try? row.decode(String?.self, atIndex: 28)
     }
 
-    /// The request in columns 3 to 15.
-    private static func request(_ row: Row) throws(LibraryError) -> AssetRequest {
+    /// The request in columns 3 to 15; its issue name and destination path keep ``PathRules``, as
+    /// when they were written: read back, they become paths.
+    private static func request(_ row: Row, issueName: String) throws(LibraryError) -> AssetRequest {
         func unreadable(_ what: String) -> LibraryError { LibraryError(.storage, "its \(what) is unreadable") }
+        func refused(_ error: LibraryError) -> LibraryError { LibraryError(.storage, "its \(error.message)") }
+        do { try PathRules.validateIssueName(issueName) } catch { throw refused(error) }
         // An absolute URL, as stored (a damaged row may hold a number, or the migration's marker).
         let stored: DatabaseValue = row[3]
         guard case .string(let text) = stored.storage, let url = URL(string: text), url.scheme != nil,
               url != unreadableURL else { throw unreadable("URL") }
         var request = AssetRequest(url: url)
         request.destinationPath = try? row.decode(String?.self, atIndex: 4)
+        if let path = request.destinationPath {
+            do { try PathRules.validateRelativePath(path, what: "destination path") } catch { throw refused(error) }
+        }
         request.sha256 = try? row.decode(String?.self, atIndex: 5)
         if let unpack = try? row.decode(String?.self, atIndex: 6) {
             guard let format = UnpackFormat(rawValue: unpack) else { throw unreadable("unpack format") }
