@@ -11,21 +11,19 @@ import Testing
 func startNginx(
     files: [String: Data], slowRate: String = "2m", tls: (certificate: URL, key: URL)? = nil, locations: String = ""
 ) async throws -> NginxServer? {
-    guard let binary = NginxServer.binary else {
-        if ProcessInfo.processInfo.environment["CI"] == "true" {
-            Testing.Issue.record("nginx is not installed: CI must install it (apt-get install nginx)")
-        } else {
-            print("skipping nginx integration test: nginx is not installed")
-        }
-        return nil
-    }
+    guard let binary = try LoopbackWebServer.required(NginxServer.binary, program: "nginx", package: "nginx") else { return nil }
     let nginx = try await offThePool { try NginxServer(binary: binary, slowRate: slowRate, tls: tls, locations: locations) }
-    for (name, data) in files {
-        let file = nginx.documentRoot.appendingPathComponent(name)
-        try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try data.write(to: file)
-    }
+    for (name, data) in files { try nginx.publish(data, at: name) }
     return nginx
+}
+
+/// lighttpd started for a test with `files` in its document root, or nil (the test skips) when
+/// it is not installed; under `CI=true` a missing lighttpd is a failure.
+func startLighttpd(files: [String: Data], slowKilobytesPerSecond: Int = 4096) async throws -> LighttpdServer? {
+    guard let binary = try LoopbackWebServer.required(LighttpdServer.binary, program: "lighttpd", package: "lighttpd") else { return nil }
+    let server = try await offThePool { try LighttpdServer(binary: binary, slowKilobytesPerSecond: slowKilobytesPerSecond) }
+    for (name, data) in files { try server.publish(data, at: name) }
+    return server
 }
 
 /// A transport; `writingBehind` writes every body behind, through a ring small enough to fill.

@@ -32,9 +32,13 @@ public final class ChildProcess: @unchecked Sendable {
     ///     the caller keeps and closes its own.
     ///   - passing: a descriptor the child gets as its descriptor 3 (systemd's first
     ///     `LISTEN_FDS` descriptor); the caller keeps and closes its own.
+    ///   - unblockingSignals: start the child with no signal blocked. Otherwise it inherits the
+    ///     calling thread's mask, and the threads of Swift's concurrency runtime block SIGTERM:
+    ///     a server that does not unblock it itself (lighttpd) would never stop on SIGTERM.
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, in folder: String? = nil,
-        standardInput: Int32? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil, passing: Int32? = nil
+        standardInput: Int32? = nil, standardOutput: Int32? = nil, standardError: Int32? = nil, passing: Int32? = nil,
+        unblockingSignals: Bool = false
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -68,8 +72,17 @@ public final class ChildProcess: @unchecked Sendable {
             for pointer in argv { free(pointer) }
             for pointer in envp { free(pointer) }
         }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if unblockingSignals {
+            var none = sigset_t()
+            sigemptyset(&none)
+            posix_spawnattr_setsigmask(&attributes, &none)
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+        }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, command[0], &actions, nil, &argv, &envp)
+        let status = posix_spawn(&pid, command[0], &actions, &attributes, &argv, &envp)
         guard status == 0 else { throw ServerError("cannot start \(executable): \(String(cString: strerror(status)))") }
         processIdentifier = pid
         let child = pid

@@ -457,11 +457,11 @@ public final class RefusingPort: Sendable {
     }
 }
 
-/// A TCP socket bound to 127.0.0.1 on `port` (0: one the kernel picks); returns it and the port.
 /// Ports fault servers of this process have listened on.
 private let usedPorts = Mutex<Set<Int>>([])
 
-private func loopbackSocket(reuseAddress: Bool, port: Int = 0) throws -> (fd: Int32, port: Int) {
+/// A TCP socket bound to 127.0.0.1 on `port` (0: one the kernel picks); returns it and the port.
+func loopbackSocket(reuseAddress: Bool, port: Int = 0) throws -> (fd: Int32, port: Int) {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { throw ServerError("socket: \(String(cString: strerror(errno)))") }
     if reuseAddress {

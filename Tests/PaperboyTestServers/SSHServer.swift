@@ -67,7 +67,7 @@ public final class SSHServer: @unchecked Sendable {
         // sshd exits, and another server may answer on that port. Started means sshd itself said
         // it listens; a lost race is tried again on another port.
         for attempt in 1...3 {
-            self.port = try port ?? NginxServer.freePort()
+            self.port = try port ?? LoopbackWebServer.freePort()
 
             let configuration = """
                 \(extraConfiguration)
