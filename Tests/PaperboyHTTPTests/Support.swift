@@ -55,6 +55,12 @@ extension RecordingDelegate {
         for event in events { if case .failed(let code, _) = event { return code } }
         return nil
     }
+
+    /// The message of the first failure, if any: a transport's failure ends with `(CODE)`.
+    var failureMessage: String? {
+        for event in events { if case .failed(_, let message) = event { return message } }
+        return nil
+    }
 }
 
 /// A sink whose `begin` or `tryWrite` throws a given error.

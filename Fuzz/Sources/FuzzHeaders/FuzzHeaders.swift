@@ -5,12 +5,15 @@ import Paperboy
 
 /// An HTTP response head as libcurl hands it to the transport, line by line: the status line
 /// (`ResponseHead.statusCode`), fields (`ResponseHead.field`), then what the transport reads
-/// from them: `Content-Length`, `Content-Range` and the validator of a success
-/// (`RangeResume.response`), `Retry-After` of a failure (`TransportError.http`). The first
-/// line of the input is the offset the request resumed from (decimal), the rest the head.
+/// from them: the `Content-Encoding` of a success (`ContentEncoding.requireIdentity`), then its
+/// `Content-Length`, `Content-Range` and validator (`RangeResume.response`), `Retry-After` of a
+/// failure (`TransportError.http`). The first line of the input is the offset the request
+/// resumed from (decimal), the rest the head.
 ///
 /// Promises: nothing traps; a success begins at the requested offset with a length of at
-/// least that offset, or is refused; a retry delay lies between 0 and a day.
+/// least that offset, or is refused; a success whose `Content-Encoding` names gzip, deflate,
+/// br or compress is refused, with a message a terminal shows as it is; a retry delay lies
+/// between 0 and a day.
 @main
 enum FuzzHeaders {
     static func main() { Fuzzer.main(fuzz) }
@@ -42,6 +45,20 @@ func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     _ = RangeResume.unsatisfiedLength(of: head)
     switch head.status {
     case 200..<300:
+        // As `CurlRequest.headComplete`: an encoded body is refused before anything else.
+        do {
+            try ContentEncoding.requireIdentity(head, url: url)
+        } catch let error as TransportError {
+            Fuzzer.expect(!error.message.unicodeScalars.contains { TerminalText.needsEscape($0) },
+                          "a control character in the refusal: \(error.message.debugDescription)")
+            return 0
+        } catch {
+            Fuzzer.expect(false, "requireIdentity threw \(error)")
+        }
+        let encodings = head.values("content-encoding").joined(separator: ",").lowercased()
+        for coding in ["gzip", "deflate", "br", "compress"] {
+            Fuzzer.expect(!encodings.contains(coding), "a body encoded with '\(encodings)' was accepted as the file")
+        }
         if let response = try? RangeResume.response(for: head, requestedOffset: max(offset, 0), url: url) {
             Fuzzer.expect(response.offset == 0 || response.offset == max(offset, 0), "began at \(response.offset), \(offset) was asked for")
             Fuzzer.expect((response.expectedLength ?? response.offset) >= response.offset,

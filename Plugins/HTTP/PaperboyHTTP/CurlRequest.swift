@@ -251,6 +251,8 @@ final class CurlRequest: @unchecked Sendable {
             final = head
             phase = .body
             do {
+                // Before `begin`: no byte of an encoded body reaches the sink.
+                try ContentEncoding.requireIdentity(head, url: answeringURL)
                 let response = try RangeResume.response(for: head, requestedOffset: plan.offset, url: url)
                 began = true
                 try sink.begin(response)
@@ -286,9 +288,7 @@ final class CurlRequest: @unchecked Sendable {
     /// (unless ``HTTPTransport/Configuration/allowsInsecureRedirects``), else `nil`.
     private func downgrade(to location: String) -> TransportError? {
         guard !plan.configuration.allowsInsecureRedirects else { return nil }
-        var effective: UnsafeMutablePointer<CChar>?
-        _ = paperboy_easy_getinfo_string(easy.raw, CURLINFO_EFFECTIVE_URL, &effective)
-        let current = effective.flatMap { URL(string: String(cString: $0)) } ?? url
+        let current = answeringURL
         guard current.scheme?.lowercased() == "https",
               let target = URL(string: location.trimmingCharacters(in: .whitespaces), relativeTo: current)?.absoluteURL,
               target.scheme?.lowercased() == "http" else { return nil }
@@ -296,6 +296,14 @@ final class CurlRequest: @unchecked Sendable {
             .insecureRedirect,
             "refused the redirect from \(current.redactedString) to \(target.redactedString): it leaves https for plain http",
             url: url, isRetryable: false)
+    }
+
+    /// The URL libcurl is answered from now (after the redirects it followed), parsed; it may
+    /// hold credentials.
+    private var answeringURL: URL {
+        var effective: UnsafeMutablePointer<CChar>?
+        _ = paperboy_easy_getinfo_string(easy.raw, CURLINFO_EFFECTIVE_URL, &effective)
+        return effective.flatMap { URL(string: String(cString: $0)) } ?? url
     }
 
     /// Body bytes: into the sink, or dropped when they belong to a response that is not ours.

@@ -13,6 +13,9 @@ import Paperboy
 /// - Resume: `Range: bytes=N-` guarded by `If-Range` (the strong ETag, else Last-Modified), so a
 ///   changed resource arrives whole (200) and the core starts over instead of splicing versions.
 ///   A 416 whose `Content-Range: bytes */TOTAL` equals the bytes on disk finishes the transfer.
+/// - Encoding: `Accept-Encoding: identity` is always sent, and a success whose `Content-Encoding`
+///   names another coding is refused before any byte reaches the sink
+///   (`.contentEncodingNotIdentity`, see ``ContentEncoding``).
 /// - Authentication: a 401 or 407 with Basic, Digest or Bearer raises an ``AuthChallenge``
 ///   through the sink; the answer is handed to libcurl. A 407's challenge is a proxy's
 ///   (``AuthChallenge/isProxy``, naming the proxy), answered in `Proxy-Authorization` only.

@@ -50,6 +50,10 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let tooManyRedirects = Code("too-many-redirects")
         /// A redirect would downgrade the transfer, such as from `https` to plain `http`. Not retryable.
         public static let insecureRedirect = Code("insecure-redirect")
+        /// The source sent the body encoded (`Content-Encoding: gzip`, say) although the transfer
+        /// asked for the bytes as they are: an encoded body is not the file's bytes and cannot be
+        /// resumed by range. Not retryable: the server's configuration must change.
+        public static let contentEncodingNotIdentity = Code("content-encoding-not-identity")
     }
 
     /// What went wrong.
