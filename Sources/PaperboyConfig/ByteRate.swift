@@ -1,11 +1,12 @@
 import Foundation
+import Paperboy
 
 /// A transfer rate in bytes per second.
 ///
-/// Written as a number and a unit, with an optional `/s`: `B`, `KB` (or `kB`), `MB`, `GB`
-/// are powers of 1000; `KiB`, `MiB`, `GiB` are powers of 1024. A number without a unit is
-/// bytes per second. Units are bytes, never bits, and are case-sensitive so that `Mb` is
-/// not silently read as megabytes. `off` means unlimited.
+/// Written as a size (``ByteCount/init(size:door:)``: a number and a unit) with an optional
+/// `/s`: `B`, `KB` (or `kB`), `MB`, `GB` are powers of 1000; `KiB`, `MiB`, `GiB` are powers
+/// of 1024. A number without a unit is bytes per second. Units are bytes, never bits, and are
+/// case-sensitive so that `Mb` is not silently read as megabytes. `off` means unlimited.
 public struct ByteRate: Hashable, Comparable, Sendable, CustomStringConvertible {
     /// The rate in bytes per second, at least 1.
     public var bytesPerSecond: Int64
@@ -15,57 +16,35 @@ public struct ByteRate: Hashable, Comparable, Sendable, CustomStringConvertible 
         self.bytesPerSecond = bytesPerSecond
     }
 
-    /// The units accepted by ``parse(_:)`` and their size in bytes.
-    public static let units: [(name: String, bytes: Int64)] = [
-        ("B", 1),
-        ("KB", 1_000), ("kB", 1_000), ("MB", 1_000_000), ("GB", 1_000_000_000),
-        ("KiB", 1_024), ("MiB", 1_048_576), ("GiB", 1_073_741_824),
-    ]
+    /// The units accepted by ``parse(_:)`` and their size in bytes (``ByteCount/units``).
+    public static let units: [(name: String, bytes: Int64)] = ByteCount.units
 
-    /// Parses a rate such as `10MB/s`, `2MiB/s`, `1.5 MB`, `500000` or `off`.
+    /// Parses a rate such as `10MB/s`, `2MiB/s`, `1.5 MB`, `500000` or `off`: a size in the
+    /// grammar of ``ByteCount/init(size:door:)``, then an optional `/s`; from 1 B/s to 2^62 B/s
+    /// (``ByteCount/rate(_:door:)``), rounded down to whole bytes.
     ///
     /// - Returns: The rate, or `nil` for `off` (unlimited).
-    /// - Throws: ``ConfigValueError`` when the text is not a positive rate.
+    /// - Throws: ``ConfigValueError`` when the text is not a rate in range.
     public static func parse(_ text: String) throws(ConfigValueError) -> ByteRate? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         if trimmed == "off" { return nil }
-        var body = Substring(trimmed)
-        if body.hasSuffix("/s") { body = body.dropLast(2) }
-        let numberEnd = body.firstIndex { !($0.isASCII && ($0.isNumber || $0 == ".")) } ?? body.endIndex
-        let number = body[..<numberEnd]
-        let unitName = body[numberEnd...].trimmingCharacters(in: .whitespaces)
-        guard !number.isEmpty, let value = Decimal(string: String(number)), number.filter({ $0 == "." }).count <= 1,
-              number.first != ".", number.last != "."
-        else {
+        guard let amount = ByteCount.amount(trimmed.hasSuffix("/s") ? trimmed.dropLast(2) : Substring(trimmed)) else {
             throw ConfigValueError(Self.syntaxMessage(text))
         }
-        let multiplier: Int64
-        if unitName.isEmpty {
-            multiplier = 1
-        } else if let unit = units.first(where: { $0.name == unitName }) {
-            multiplier = unit.bytes
-        } else {
-            throw ConfigValueError(Self.syntaxMessage(text))
-        }
-        let bytes = value * Decimal(multiplier)
-        guard bytes >= 1 else {
-            throw ConfigValueError("a rate must be at least 1 B/s, got \"\(text)\" (use \"off\" for unlimited)")
-        }
-        guard bytes <= Decimal(Int64.max) else {
-            throw ConfigValueError("rate \"\(text)\" is too large")
-        }
-        var rounded = Decimal()
-        var source = bytes
-        NSDecimalRound(&rounded, &source, 0, .down)
-        return ByteRate(bytesPerSecond: NSDecimalNumber(decimal: rounded).int64Value)
+        return try checked(ByteCount.wholeBytes(amount), shown: "\"\(text)\"")
     }
 
     /// Parses a rate given either as text or as a plain integer of bytes per second.
     static func parse(integer: Int) throws(ConfigValueError) -> ByteRate {
-        guard integer >= 1 else {
-            throw ConfigValueError("a rate must be at least 1 B/s, got \(integer) (use \"off\" for unlimited)")
+        try checked(Int64(integer), shown: "\(integer)")
+    }
+
+    private static func checked(_ bytesPerSecond: Int64, shown: String) throws(ConfigValueError) -> ByteRate {
+        do throws(BoundaryError) {
+            return ByteRate(bytesPerSecond: try ByteCount.rate(bytesPerSecond, door: "rate"))
+        } catch {
+            throw ConfigValueError("expected \(error.expected), got \(shown) (use \"off\" for unlimited)")
         }
-        return ByteRate(bytesPerSecond: Int64(integer))
     }
 
     private static func syntaxMessage(_ text: String) -> String {

@@ -293,12 +293,7 @@ private struct CatalogReader {
             }
             sha256 = text.lowercased()
         }
-        var size: Int64?
-        switch object["size"] {
-        case nil, .null?: break
-        case .integer(let value)? where value >= 0: size = value
-        case let other?: throw fail("\(path).size", "expected a number of bytes (an integer, 0 or more), got \(other == .null ? "null" : describe(other))")
-        }
+        let size = try byteCount(object["size"], "\(path).size")
         var unpack: AssetEntry.Unpack?
         if let text = try optionalString(object, "unpack", path) {
             guard let format = AssetEntry.Unpack(rawValue: text) else {
@@ -342,6 +337,20 @@ private struct CatalogReader {
             return options
         case let other?:
             throw fail(path, "expected an object of strings, got \(other.kind)")
+        }
+    }
+
+    /// An optional byte count (``ByteCount``): a whole JSON number from 0 to 2^62 (`1e3` is 1000).
+    func byteCount(_ value: JSON?, _ path: String) throws(CatalogError) -> Int64? {
+        do throws(BoundaryError) {
+            switch value {
+            case nil, .null?: return nil
+            case .integer(let number)?: return try ByteCount(number, door: path).bytes
+            case .number(let number)?: return try ByteCount(number: number, door: path).bytes
+            case let other?: throw BoundaryError(door: path, expected: ByteCount.expected, value: other.kind)
+            }
+        } catch {
+            throw fail(path, error.problem)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Paperboy
 import TOMLKit
 
 /// Everything a table needs to report errors: the file, the source map, the environment.
@@ -162,21 +163,26 @@ struct TableReader {
         throw typeMismatch(key, expected: "a rate such as \"10MB/s\" or \"off\"", got: value)
     }
 
-    /// A size in bytes, at least 1: a string such as `"20GiB"` or `"500MB"` (the units of
-    /// ``ByteRate``, without `/s`), or an integer of bytes.
+    /// A size in bytes, at least 1 and at most 2^62 (``ByteCount``): a string such as `"20GiB"`
+    /// or `"500MB"` (``ByteCount/init(size:door:)``, the grammar of `paperboy purge --budget`
+    /// too), or an integer of bytes.
     func size(_ key: String) throws(ConfigError) -> Int64? {
         guard let value = value(key) else { return nil }
-        if let int = value.int {
-            guard int >= 1 else { throw error(.invalidValue, key, "expected a size of at least 1 byte, got \(int)") }
-            return Int64(int)
-        }
-        guard let text = value.string else {
+        guard value.int != nil || value.string != nil else {
             throw typeMismatch(key, expected: "a size such as \"20GiB\"", got: value)
         }
-        guard !text.contains("/"), let size = try? ByteRate.parse(text) else {
-            throw error(.invalidValue, key, "expected a size such as \"20GiB\", \"500MB\" or a number of bytes, got \"\(text)\"")
+        let size: ByteCount
+        do throws(BoundaryError) {
+            if let int = value.int {
+                size = try ByteCount(int, door: keyPath(key))
+            } else {
+                size = try ByteCount(size: value.string ?? "", door: keyPath(key))
+            }
+        } catch {
+            throw self.error(.invalidValue, key, error.problem)
         }
-        return size.bytesPerSecond
+        guard size.bytes >= 1 else { throw error(.invalidValue, key, "expected a size of at least 1 byte, got \(size.bytes)") }
+        return size.bytes
     }
 
     /// A string that must be one of an enum's raw values.

@@ -34,8 +34,12 @@ extension DaemonServer {
         case Kind.purge:
             let request = try DaemonProtocol.decode(PurgeRequest.self, frame)
             if let keep = request.keep, keep < 0 { throw WireError(DaemonProtocol.ErrorCode.badRequest, "PURGE: keep must be 0 or more") }
-            if let budget = request.budgetBytes, budget < 0 {
-                throw WireError(DaemonProtocol.ErrorCode.badRequest, "PURGE: budget_bytes must be 0 or more")
+            if let budget = request.budgetBytes {
+                do throws(BoundaryError) {
+                    _ = try ByteCount(budget, door: "PURGE budget_bytes")
+                } catch {
+                    throw WireError(DaemonProtocol.ErrorCode.badRequest, error.description)
+                }
             }
             var reply = LibraryChangeReply(id: request.id)
             reply.removed = try waitFor { [library] () async throws(LibraryError) -> [String] in

@@ -6,6 +6,7 @@ import Testing
         ("1B", 1), ("500", 500), ("500/s", 500), ("1KB/s", 1_000), ("1kB", 1_000), ("10MB/s", 10_000_000),
         ("10 MB/s", 10_000_000), ("1.5MB", 1_500_000), ("2GB/s", 2_000_000_000), ("1KiB", 1_024),
         ("2MiB/s", 2_097_152), ("1GiB", 1_073_741_824), (" 3MB/s ", 3_000_000),
+        ("4294967296GiB/s", 4_611_686_018_427_387_904), ("4611686018427387904", 4_611_686_018_427_387_904),
     ] as [(String, Int64)])
     func parsesRates(_ text: String, _ bytesPerSecond: Int64) throws {
         #expect(try ByteRate.parse(text) == ByteRate(bytesPerSecond: bytesPerSecond))
@@ -15,7 +16,8 @@ import Testing
         #expect(try ByteRate.parse("off") == nil)
     }
 
-    @Test(arguments: ["", "MB/s", "0", "0MB/s", "10Mb/s", "10mb", "10 Mbps", "ten MB", "1..5MB", ".5MB", "-1MB", "10MB/h", "unlimited", "0.1B"])
+    @Test(arguments: ["", "MB/s", "0", "0MB/s", "10Mb/s", "10mb", "10 Mbps", "ten MB", "1..5MB", ".5MB", "-1MB", "10MB/h", "unlimited", "0.1B",
+                      "4294967297GiB/s", "4611686018427387905", "99999999999999999999999", "1e3", "+5"])
     func rejectsMalformedRates(_ text: String) {
         #expect(throws: ConfigValueError.self) { try ByteRate.parse(text) }
     }

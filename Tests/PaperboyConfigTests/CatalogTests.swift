@@ -152,6 +152,28 @@ struct CatalogTests {
         }
     }
 
+    /// An asset's `size` is a ``ByteCount``: a whole JSON number from 0 to 2^62 (`1e3` is 1000).
+    @Test(arguments: [
+        ("0", 0), ("4611686018427387904", 4_611_686_018_427_387_904), ("1e3", 1000), ("1000.0", 1000),
+        ("4611686018427387905", nil), ("9223372036854775807", nil), ("1e19", nil), ("-1", nil), ("1.5", nil),
+        ("\"12\"", nil), ("true", nil),
+    ] as [(String, Int64?)])
+    func anAssetSizeIsAByteCount(_ size: String, _ bytes: Int64?) throws {
+        let text = #"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.zip"}, {"url": "b.zip", "size": "# + size + "}]}]}"
+        guard let bytes else {
+            #expect {
+                _ = try parse(text)
+            } throws: { error in
+                let text = (error as? CatalogError)?.description ?? ""
+                #expect(text.hasPrefix("feed 'daily' (https://news.example.com/daily/catalog.json): issues[0].assets[1].size: "
+                                       + "expected a number of bytes (a whole number from 0 to 2^62), got "), "\(text)")
+                return true
+            }
+            return
+        }
+        #expect(try parse(text).issues[0].assets[1].size == bytes)
+    }
+
     @Test func errorsNeverShowAPassword() {
         let url = URL(string: "https://reader:s3cret@news.example.com/catalog.json")!
         #expect {

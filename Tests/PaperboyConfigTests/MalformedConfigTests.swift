@@ -46,7 +46,26 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             name: "a rate as an archive size",
             text: "[library]\nmax_unpacked_size = \"2GiB/s\"\n",
             line: 2, key: "library.max_unpacked_size", code: .invalidValue,
-            message: "expected a size such as \"20GiB\", \"500MB\" or a number of bytes, got \"2GiB/s\""
+            message: "library.max_unpacked_size: expected a size such as \"500MB\", \"2GiB\" or a number of bytes (units B, KB, MB, GB, "
+                + "KiB, MiB, GiB; at most 2^62 bytes), got \"2GiB/s\""
+        ),
+        MalformedCase(
+            name: "a size above 2^62 bytes, as an integer",
+            text: "[library]\nmax_unpacked_size = 4611686018427387905\n",
+            line: 2, key: "library.max_unpacked_size", code: .invalidValue,
+            message: "expected a number of bytes (a whole number from 0 to 2^62), got 4611686018427387905"
+        ),
+        MalformedCase(
+            name: "a size above 2^62 bytes, with a unit",
+            text: "[library]\nmin_free_space = \"4294967297GiB\"\n",
+            line: 2, key: "library.min_free_space", code: .invalidValue,
+            message: "at most 2^62 bytes), got \"4294967297GiB\""
+        ),
+        MalformedCase(
+            name: "a size in megabits",
+            text: "[library]\nmax_unpacked_size = \"500Mb\"\n",
+            line: 2, key: "library.max_unpacked_size", code: .invalidValue,
+            message: "got \"500Mb\""
         ),
         MalformedCase(
             name: "a zero archive ratio",
@@ -100,7 +119,13 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             name: "zero rate",
             text: "[bandwidth]\nper_transfer = 0\n",
             line: 2, key: "bandwidth.per_transfer", code: .invalidValue,
-            message: "a rate must be at least 1 B/s"
+            message: "bandwidth.per_transfer: expected a rate of at least 1 B/s and at most 2^62 B/s, got 0 (use \"off\" for unlimited)"
+        ),
+        MalformedCase(
+            name: "a rate above 2^62 bytes per second",
+            text: "[bandwidth]\nlimit = \"4294967297GiB/s\"\n",
+            line: 2, key: "bandwidth.limit", code: .invalidValue,
+            message: "expected a rate of at least 1 B/s and at most 2^62 B/s, got \"4294967297GiB/s\""
         ),
         MalformedCase(
             name: "bad duration",

@@ -230,6 +230,36 @@ struct DaemonProtocolTests {
         }
     }
 
+    // MARK: Numbers
+
+    /// Byte counts and rates go through ``ByteCount``: out of range is refused naming the request, the
+    /// field and the value, and the connection goes on.
+    @Test func byteCountsAndRatesOutOfRangeAreRefusedNamingTheFieldAndTheValue() async throws {
+        try await home.withDaemon { _ in
+            let client = try await WireClient.negotiated(home.socket)
+            let added = try await client.request("ADDISSUE", #"{"id":1,"name":"2026-11-21","date":"2026-11-21T00:00:00Z"}"#)
+            #expect(added.kind == "OK", "\(WireClient.describe(added))")
+            let cases: [(kind: String, payload: String, code: String, message: String)] = [
+                ("PURGE", #"{"id":2,"budget_bytes":4611686018427387905}"#, "bad-request",
+                 "PURGE budget_bytes: expected a number of bytes (a whole number from 0 to 2^62), got 4611686018427387905"),
+                ("PURGE", #"{"id":3,"budget_bytes":-5}"#, "bad-request", "PURGE budget_bytes: expected a number of bytes"),
+                ("ADDASSET", #"{"id":4,"issue":"2026-11-21","request":{"url":"mem://example/a","max_bytes_per_second":0}}"#,
+                 "invalid-request", "maxBytesPerSecond of mem://example/a: expected a rate of at least 1 B/s and at most 2^62 B/s, got 0"),
+                ("ADDASSET", #"{"id":5,"issue":"2026-11-21","request":{"url":"mem://example/a","max_bytes_per_second":-1}}"#,
+                 "invalid-request", "got -1"),
+            ]
+            for item in cases {
+                let answer = try await client.request(item.kind, item.payload)
+                #expect(errorCode(answer) == item.code, "\(item.payload): \(WireClient.describe(answer))")
+                #expect((json(answer)["message"] as? String)?.contains(item.message) == true, "\(WireClient.describe(answer))")
+            }
+            // Nothing was purged or added; the connection still answers.
+            let status = try await client.request("STATUS", #"{"id":6,"issue":"2026-11-21"}"#)
+            #expect(status.kind == "OK", "\(WireClient.describe(status))")
+            #expect(((json(status)["issue"] as? JSON)?["assets"] as? [Any])?.isEmpty ?? true, "\(WireClient.describe(status))")
+        }
+    }
+
     // MARK: Order
 
     @Test func pipelinedRequestsAreAnsweredInOrder() async throws {

@@ -14,6 +14,27 @@ struct HostileRowTests {
         try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
     }
 
+    /// A count above 2^62 (``ByteCount``) in a row reads as absent, as a negative one does: the
+    /// store hands on only counts its doors could have written.
+    @Test func countsAndRatesAboveTwoToThe62ReadAsAbsent() async throws {
+        var library = try open()
+        let issue = try library.addIssue(name: "i", date: Date())
+        let added = try issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/a"), destinationPath: "a", maxBytesPerSecond: 5))
+        try await library.scheduler.store.pool.write { db in
+            try db.execute(sql: """
+                UPDATE asset SET bytesOnDisk = 4611686018427387905, expectedBytes = 4611686018427387905,
+                  maxBytesPerSecond = 4611686018427387905 WHERE id = ?
+                """, arguments: [added.identifier])
+        }
+        await library.close()
+        library = try open()
+        let record = try #require(library.scheduler.store.asset(id: added.identifier))
+        #expect(record.bytesOnDisk == 0)
+        #expect(record.expectedBytes == nil)
+        #expect(record.request.maxBytesPerSecond == nil)
+        await library.close()
+    }
+
     @Test func hugeNegativeAndNonNumericValuesInAnAssetRowOpenWithoutATrap() async throws {
         var library = try open()
         let issue = try library.addIssue(name: "i", date: Date())

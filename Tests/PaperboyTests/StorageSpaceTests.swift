@@ -64,6 +64,21 @@ struct StorageSpaceTests {
         #expect((partial ?? 0) == 0)
     }
 
+    /// Any transport's numbers are ``ByteCount``s at the sink: a length above 2^62 is a protocol
+    /// error naming the value, not a disk too small.
+    @Test(arguments: [(Int64(1) << 62) + 1, Int64.max, -1])
+    func aLengthOutOfRangeIsAProtocolErrorNamingTheValue(length: Int64) async throws {
+        let (state, events, partial) = try await failure(announcing: length, sent: 4096)
+        guard case .failed(let message) = state else {
+            Testing.Issue.record("expected a failure, got \(state)")
+            return
+        }
+        #expect(message.contains("announced a bad begin expectedLength: expected a number of bytes (a whole number from 0 to 2^62), got \(length)"),
+                "\(message)")
+        #expect(events.compactMap { if case .failed(let code, _) = $0 { code } else { nil } } == ["transport"])
+        #expect((partial ?? 0) == 0)
+    }
+
     @Test func aFileThatFitsIsNotRefused() async throws {
         // The same transport with a length that fits: the check lets it through (it then fails
         // only because it sends less than announced, which is retryable).

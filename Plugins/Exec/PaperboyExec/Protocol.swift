@@ -14,9 +14,9 @@ public enum ExecProtocol {
     public static let maxDataLength = 1 << 20
     /// The largest payload of any other frame.
     public static let maxControlLength = 64 * 1024
-    /// The largest offset or length a helper may announce in `BEGIN` (2^62 bytes): far beyond
-    /// any file, and small enough that adding a frame's bytes to it never overflows.
-    public static let maxResourceLength: Int64 = 1 << 62
+    /// The largest offset or length a helper may announce in `BEGIN`: ``ByteCount/max`` (2^62
+    /// bytes), the one limit of byte counts from outside.
+    public static let maxResourceLength: Int64 = ByteCount.max
 
     /// The limits of a helper's JSON payload, checked by the reader before it is decoded:
     /// ``maxControlLength`` bytes, 64 levels as the daemon's messages, and the short lists and

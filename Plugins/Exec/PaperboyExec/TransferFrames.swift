@@ -5,8 +5,8 @@ import PaperboyFraming
 /// What a helper's frames mean during one transfer, checked one frame at a time.
 ///
 /// Everything a helper sends is untrusted: every number is range-checked here before it reaches
-/// the core (offsets and lengths at most ``ExecProtocol/maxResourceLength``, positions added
-/// without overflow, `retry_after` clamped by ``TransportError/retryAfter(seconds:)``, failure
+/// the core (offsets and lengths are ``ByteCount``s, positions added without overflow,
+/// `retry_after` made safe by ``RequestedDelay/seconds(_:)``, failure
 /// counts made non-negative). A frame that breaks a rule throws a ``Conversation/Failure``
 /// naming the frame; nothing a helper sends can trap.
 struct TransferFrames {
@@ -55,19 +55,22 @@ struct TransferFrames {
             guard !began else { throw Conversation.Failure(.protocolError, "sent BEGIN twice", url: url) }
             let message = try Conversation.decode(BeginMessage.self, frame, url: url)
             try check(message.id)
-            let limit = ExecProtocol.maxResourceLength
-            guard (0...limit).contains(message.offset), (0...limit).contains(message.length ?? 0),
-                  message.offset <= (message.length ?? limit) else {
+            let offset: ByteCount
+            let length: ByteCount?
+            do throws(BoundaryError) {
+                offset = try ByteCount(message.offset, door: "BEGIN offset")
+                length = try message.length.map { length throws(BoundaryError) in try ByteCount(length, door: "BEGIN length") }
+            } catch {
+                throw Conversation.Failure(.protocolError, "sent a bad \(error)", url: url, retryable: false)
+            }
+            if let length, offset > length {
                 throw Conversation.Failure(
-                    .protocolError,
-                    "sent BEGIN with offset \(message.offset) and length \(message.length.map(String.init) ?? "null") "
-                        + "(both must be between 0 and \(limit), the offset at most the length)",
-                    url: url, retryable: false)
+                    .protocolError, "sent BEGIN with offset \(offset.bytes) past its length \(length.bytes)", url: url, retryable: false)
             }
             began = true
-            position = message.offset
-            expected = message.length
-            return .begin(TransferResponse(offset: message.offset, expectedLength: message.length, validator: message.validator?.validator))
+            position = offset.bytes
+            expected = length?.bytes
+            return .begin(TransferResponse(offset: offset.bytes, expectedLength: length?.bytes, validator: message.validator?.validator))
 
         case ExecProtocol.Kind.data:
             guard began else { throw Conversation.Failure(.protocolError, "sent DATA before BEGIN", url: url) }
@@ -77,8 +80,8 @@ struct TransferFrames {
             if let expected, after > expected {
                 throw Conversation.Failure(.protocolError, "sent more than the \(expected) bytes it announced (\(after) so far)", url: url)
             }
-            guard after <= ExecProtocol.maxResourceLength else {
-                throw Conversation.Failure(.protocolError, "sent more than \(ExecProtocol.maxResourceLength) bytes", url: url)
+            guard after <= ByteCount.max else {
+                throw Conversation.Failure(.protocolError, "sent more than \(ByteCount.max) bytes (2^62)", url: url)
             }
             position = after
             return .data(frame.payload)
@@ -102,7 +105,7 @@ struct TransferFrames {
             throw Conversation.Failure(remote: TransportError(
                 code, "\(helperName): \(TerminalText.escape(message.message))", url: url,
                 isRetryable: message.retryable ?? code.isRetryableByDefault,
-                retryAfter: message.retryAfter.flatMap(TransportError.retryAfter(seconds:))))
+                retryAfter: message.retryAfter.flatMap(RequestedDelay.seconds)))
 
         default:
             throw Conversation.Failure(.protocolError, "sent an unexpected \(frame.kind) message", url: url)

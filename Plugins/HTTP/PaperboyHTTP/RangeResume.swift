@@ -25,17 +25,11 @@ struct ResponseHead: Sendable {
         return value("content-length").flatMap { Self.byteCount($0) }
     }
 
-    /// A byte count or position as headers write it: decimal digits only (no sign, no space),
-    /// at most ``maxByteCount``; `nil` for anything else.
+    /// A byte count or position as headers write it (``ByteCount/init(digits:door:)``: decimal
+    /// digits only, at most 2^62); `nil` for anything else.
     static func byteCount(_ text: some StringProtocol) -> Int64? {
-        guard !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-              let value = Int64(text), value <= maxByteCount else { return nil }
-        return value
+        (try? ByteCount(digits: text, door: "header"))?.bytes
     }
-
-    /// The largest length, position or total read from a header (2^62 bytes): beyond any
-    /// resource, and small enough that lengths computed from it never overflow.
-    static let maxByteCount: Int64 = 1 << 62
 
     /// Parses a status line such as `HTTP/1.1 206 Partial Content` or `HTTP/2 200`.
     static func statusCode(ofStatusLine line: UnsafeRawBufferPointer) -> Int? {

@@ -77,14 +77,11 @@ extension TransportError {
         }
     }
 
-    /// `Retry-After` as delay seconds or an HTTP-date (RFC 9110 §10.2.3), at most
-    /// ``TransportError/maxRetryAfter``; a date in the past is no delay.
+    /// `Retry-After` as delay seconds or an HTTP-date (RFC 9110 §10.2.3), made safe by
+    /// ``RequestedDelay`` (at most a day; a date in the past is no delay).
     static func parseRetryAfter(_ value: String, now: Date = Date()) -> Duration? {
         let text = value.trimmingCharacters(in: .whitespaces)
-        if !text.isEmpty, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) {
-            // More digits than an Int64 holds is still "a very long time": clamped, not ignored.
-            return retryAfter(seconds: Int64(text).map(Double.init) ?? .infinity)
-        }
+        if let delay = RequestedDelay.digits(text) { return delay }
         // An HTTP-date is a few dozen characters of printable ASCII (RFC 9110 §5.6.7). Anything
         // else never reaches DateFormatter, which traps on some non-ASCII text ("Incorrect
         // range", found by scripts/fuzz headers): a server's header must not end the process.
@@ -95,7 +92,7 @@ extension TransportError {
             formatter.timeZone = TimeZone(identifier: "GMT")
             formatter.dateFormat = format
             if let date = formatter.date(from: text) {
-                return retryAfter(seconds: max(0, date.timeIntervalSince(now)))
+                return RequestedDelay.until(date, from: now)
             }
         }
         return nil

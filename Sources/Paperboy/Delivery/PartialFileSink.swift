@@ -198,12 +198,13 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         guard !began else {
             throw TransportError(.protocolError, "transport called begin twice", url: context.url, isRetryable: false)
         }
-        // The numbers come from a server or a helper: range-checked here, whatever the transport.
-        guard response.offset >= 0, (response.expectedLength ?? 0) >= 0 else {
+        // The numbers come from a server or a helper: range-checked here (``ByteCount``), whatever the transport.
+        do throws(BoundaryError) {
+            _ = try ByteCount(response.offset, door: "begin offset")
+            if let length = response.expectedLength { _ = try ByteCount(length, door: "begin expectedLength") }
+        } catch {
             throw TransportError(
-                .protocolError, "source of \(context.url.redactedString) announced offset \(response.offset) and length "
-                    + "\(response.expectedLength.map(String.init) ?? "unknown"); neither may be negative",
-                url: context.url, isRetryable: false)
+                .protocolError, "the transport of \(context.url.redactedString) announced a bad \(error)", url: context.url, isRetryable: false)
         }
         let requested = context.requestedOffset
         if response.offset != 0 {

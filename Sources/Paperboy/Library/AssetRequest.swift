@@ -68,7 +68,8 @@ public struct AssetRequest: Sendable, Hashable, Codable {
     var deliversItself: Bool { destinationPath != nil || unpack != nil }
 
     /// Checks the parts a transport does not: no password in the URL (it would be stored in
-    /// the library's database), the checksum format and the destination path.
+    /// the library's database), the checksum format, the destination path and the rate
+    /// (``ByteCount/rate(_:door:)``).
     func validated() throws(LibraryError) -> AssetRequest {
         if url.password != nil {
             throw LibraryError(
@@ -83,6 +84,13 @@ public struct AssetRequest: Sendable, Hashable, Codable {
         }
         if let destinationPath {
             try PathRules.validateRelativePath(destinationPath, what: "destination path")
+        }
+        if let maxBytesPerSecond {
+            do throws(BoundaryError) {
+                _ = try ByteCount.rate(maxBytesPerSecond, door: "maxBytesPerSecond of \(url.redactedString)")
+            } catch {
+                throw LibraryError(error)
+            }
         }
         return self
     }

@@ -74,10 +74,15 @@ extension Library {
     ///
     /// - Parameters:
     ///   - keep: keep at most this many issues (newest first), if given.
-    ///   - budgetBytes: then remove more until the issues' folders take at most this much.
+    ///   - budgetBytes: then remove more until the issues' folders take at most this much
+    ///     (a ``ByteCount``: 0 to 2^62).
     /// - Returns: the names of the removed issues, oldest first.
+    /// - Throws: ``LibraryError`` `.invalidRequest` naming the value when `budgetBytes` is out of range.
     @discardableResult
     public func purge(keep: Int? = nil, budgetBytes: Int64? = nil) async throws(LibraryError) -> [String] {
+        if let budgetBytes {
+            do throws(BoundaryError) { _ = try ByteCount(budgetBytes, door: "purge(keep:budgetBytes:) budgetBytes") } catch { throw LibraryError(error) }
+        }
         let reading = currentlyReadingIssue?.name
         let all = issues   // newest first
         var removable = all.reversed().filter { $0.name != reading && $0.status == .available }

@@ -24,11 +24,13 @@ extension Scheduler {
     }
 
     /// The time from `now` to `date`, to the microsecond (`Date` arithmetic leaves noise far
-    /// below it), at least zero and at most a day: a stored date may be years away (a damaged
-    /// row), and a sleep's nanoseconds must not overflow.
+    /// below it), at least zero and at most the longest delay a source may ask for
+    /// (``RequestedDelay/max``, a day): a stored date may be years away (a damaged row), and a
+    /// sleep's nanoseconds must not overflow.
     static func delay(until date: Date, from now: Date) -> Duration {
         let microseconds = (date.timeIntervalSince(now) * 1_000_000).rounded()
-        return .microseconds(Int64(min(max(0, microseconds), 86_400 * 1_000_000)))
+        let limit = Double(RequestedDelay.max.components.seconds) * 1_000_000
+        return .microseconds(Int64(min(max(0, microseconds), limit)))
     }
 
     /// Arms the timer of the retries waiting in the store for the earliest due (a day away at

@@ -141,8 +141,8 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         // An unreadable or absurd retry date means "retry now".
         retryAt = (try? row.decode(StoredDate?.self, atIndex: 22))??.date
         attempts = Int(min(max(0, row.storedInteger(atIndex: 23) ?? 0), Self.maxStoredAttempts))
-        bytesOnDisk = max(0, row.storedInteger(atIndex: 24) ?? 0)
-        expectedBytes = row.storedInteger(atIndex: 25).flatMap { $0 >= 0 ? $0 : nil }
+        bytesOnDisk = ByteCount(stored: row.storedInteger(atIndex: 24))?.bytes ?? 0
+        expectedBytes = ByteCount(stored: row.storedInteger(atIndex: 25))?.bytes
         validator = try? row.decode(String?.self, atIndex: 26)
         validatorStrength = try? row.decode(String?.self, atIndex: 27)
         checkpointBoot = try? row.decode(String?.self, atIndex: 28)
@@ -170,7 +170,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         }
         request.role = (try? row.decode(String.self, atIndex: 7)).flatMap(AssetRole.init(rawValue:)) ?? .content
         request.priority = row.storedInteger(atIndex: 8).flatMap { Int(exactly: $0) } ?? 0
-        request.maxBytesPerSecond = row.storedInteger(atIndex: 9).flatMap { $0 > 0 ? $0 : nil }
+        request.maxBytesPerSecond = ByteCount.storedRate(row.storedInteger(atIndex: 9))
         let kinds = (try? row.decode(String?.self, atIndex: 10))?.map { text in
             Set(text.split(separator: ",").compactMap { NetworkStatus.Kind(rawValue: String($0)) })
         }

@@ -95,16 +95,15 @@ public struct TransportError: Error, Sendable, Equatable, CustomStringConvertibl
 }
 
 extension TransportError {
-    /// The longest delay a source may ask for with ``retryAfter`` (one day); longer requests are
-    /// clamped to it (the retry policy caps the wait again, at an hour).
-    public static let maxRetryAfter: Duration = .seconds(86_400)
+    /// The longest delay a source may ask for with ``retryAfter`` (one day, ``RequestedDelay/max``);
+    /// longer requests are clamped to it (the retry policy caps the wait again, at an hour).
+    public static let maxRetryAfter: Duration = RequestedDelay.max
 
     /// A delay a server or helper asked for, in seconds, made safe to use: `nil` when it is not
-    /// a number or negative, at most ``maxRetryAfter`` (infinity and `1e300` included).
+    /// a number or negative, at most ``maxRetryAfter`` (infinity and `1e300` included). The same
+    /// as ``RequestedDelay/seconds(_:)``.
     public static func retryAfter(seconds: Double) -> Duration? {
-        guard seconds >= 0 else { return nil }  // also false for NaN
-        let limit = Double(maxRetryAfter.components.seconds)
-        return .milliseconds(Int64((min(seconds, limit) * 1000).rounded(.up)))
+        RequestedDelay.seconds(seconds)
     }
 }
 

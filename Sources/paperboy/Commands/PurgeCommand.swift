@@ -25,23 +25,22 @@ struct PurgeCommand: AsyncParsableCommand {
     func validate() throws {
         if keep == nil, budget == nil { throw ValidationError("give --keep N, --budget SIZE, or both") }
         if let keep, keep < 0 { throw ValidationError("--keep must be 0 or more") }
-        if let budget { _ = try Self.parseSize(budget) }
+        if let budget { _ = try Self.budgetBytes(budget) }
     }
 
-    static func parseSize(_ text: String) throws -> Int64 {
-        if text.trimmingCharacters(in: .whitespaces) == "0" { return 0 }
-        do {
-            guard let rate = try ByteRate.parse(text), !text.contains("/") else { throw ValidationError("") }
-            return rate.bytesPerSecond
+    /// `--budget`: a size as the configuration writes them (``ByteCount/init(size:door:)``), 0 included.
+    static func budgetBytes(_ text: String) throws -> Int64 {
+        do throws(BoundaryError) {
+            return try ByteCount(size: text, door: "--budget").bytes
         } catch {
-            throw ValidationError("--budget: expected a size such as 500MB, 2GiB or 1000000, got '\(text)'")
+            throw ValidationError(error.description)
         }
     }
 
     func run() async throws {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
-        let budgetBytes = try budget.map(Self.parseSize)
+        let budgetBytes = try budget.map(Self.budgetBytes)
         if let client = try await DaemonRoute.connect(config, options: options) {
             defer { client.disconnect() }
             do {
