@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "CFuzzDriver", path: "Sources/CFuzzDriver"),
         .target(name: "FuzzSupport", dependencies: ["CFuzzDriver"], path: "Sources/FuzzSupport", swiftSettings: settings),
         fuzzTarget("FuzzFrame", ["PaperboyDaemon"]),
-        fuzzTarget("FuzzCatalog", ["PaperboyConfig"]),
+        fuzzTarget("FuzzCatalog", ["PaperboyConfig", "Paperboy"]),
         fuzzTarget("FuzzConfig", ["PaperboyConfig"]),
         fuzzTarget("FuzzURLScope", ["Paperboy"]),
         fuzzTarget("FuzzPush", ["Paperboy"]),

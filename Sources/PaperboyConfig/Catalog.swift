@@ -240,7 +240,7 @@ private struct CatalogReader {
     func issue(_ value: JSON, path: String) throws(CatalogError) -> Catalog.Issue {
         guard case .object(let object) = value else { throw fail(path, "expected an object, got \(value.kind)") }
         let name = try requiredString(object, "name", path)
-        try validateIssueName(name, path: "\(path).name")
+        if let problem = IssueName.problem(with: name) { throw fail("\(path).name", problem) }
         let date = try self.date(try requiredString(object, "date", path), path: "\(path).date")
         let title = try optionalString(object, "title", path)
         var cover: Catalog.Asset?
@@ -316,7 +316,7 @@ private struct CatalogReader {
         case let other?: throw fail("\(path).priority", "expected an integer, got \(describe(other))")
         }
         let destination = try optionalString(object, "path", path) ?? resolved.lastPathComponent
-        try validateRelativePath(destination, path: "\(path).path")
+        if let problem = RelativePath.problem(with: destination) { throw fail("\(path).path", problem) }
         return Catalog.Asset(url: resolved, sha256: sha256, size: size, path: destination, unpack: unpack, role: role,
                              priority: priority, options: try options(object["options"], path: "\(path).options"))
     }
@@ -425,27 +425,5 @@ private struct CatalogReader {
         }
         if let problem = LibraryDate.problem(with: date) { throw fail(path, "\"\(text)\": \(problem)") }
         return date
-    }
-
-    /// The rules the library applies to issue names (they become folder names).
-    func validateIssueName(_ name: String, path: String) throws(CatalogError) {
-        if name == "." || name == ".." || name.hasPrefix(".") { throw fail(path, "'\(name)' must not start with '.'") }
-        if name.contains("/") || name.contains("\\") { throw fail(path, "'\(name)' must not contain '/' or '\\'") }
-        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            throw fail(path, "\(name.debugDescription) must not contain control characters")
-        }
-        if name.utf8.count > 255 { throw fail(path, "is \(name.utf8.count) bytes long; the limit is 255") }
-    }
-
-    /// A path inside the issue folder: relative, no `..`, no empty or `.` component.
-    func validateRelativePath(_ relative: String, path: String) throws(CatalogError) {
-        if relative.hasPrefix("/") { throw fail(path, "'\(relative)' must be relative to the issue folder") }
-        if relative.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            throw fail(path, "\(relative.debugDescription) must not contain control characters")
-        }
-        for component in relative.split(separator: "/", omittingEmptySubsequences: false) {
-            if component == ".." { throw fail(path, "'\(relative)' must not contain '..'") }
-            if component.isEmpty || component == "." { throw fail(path, "'\(relative)' has an empty or '.' component") }
-        }
     }
 }

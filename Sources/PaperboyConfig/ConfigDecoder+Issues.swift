@@ -11,10 +11,7 @@ extension ConfigDecoder {
         for table in tables {
             try table.checkKnownKeys(ConfigSchema.issues)
             let name = try table.require(table.string("name"), "name")
-            guard !name.isEmpty, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-            else {
-                throw table.error(.invalidValue, "name", "expected a non-empty name without control characters")
-            }
+            if let problem = IssueName.problem(with: name) { throw table.error(.invalidValue, "name", problem) }
             let date = try table.require(issueDate(table), "date")
             let line = context.line(for: table.path)
             if let earlier = issueLines[name] {
@@ -88,16 +85,14 @@ extension ConfigDecoder {
             asset.sha256 = sha256.lowercased()
         }
         if let path = try table.string("path") {
-            do {
-                asset.path = try Self.validateAssetPath(path)
-            } catch {
-                throw table.invalid("path", error)
-            }
+            if let problem = RelativePath.problem(with: path) { throw table.error(.invalidValue, "path", problem) }
+            asset.path = path
         } else {
             let last = url.lastPathComponent
-            guard !last.isEmpty, last != "/", last != ".", last != ".." else {
+            if let problem = RelativePath.problem(with: last) {
                 throw table.error(
-                    .invalidValue, "url", "cannot derive a file name from \"\(text)\"; set 'path' for this asset"
+                    .invalidValue, "url", "cannot derive a file name from \"\(text)\" (its last component \(problem)); "
+                        + "set 'path' for this asset"
                 )
             }
             asset.path = last
@@ -110,25 +105,5 @@ extension ConfigDecoder {
         asset.allowConstrained = try table.bool("allow_constrained")
         asset.options = try table.options("options")
         return asset
-    }
-
-    /// Checks an asset's path inside its issue folder: relative, no `..`, no control characters.
-    static func validateAssetPath(_ path: String) throws(ConfigValueError) -> String {
-        guard !path.isEmpty else { throw ConfigValueError("expected a relative file path, got \"\"") }
-        if path.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
-            throw ConfigValueError("a path must not contain NUL or control characters")
-        }
-        guard !path.hasPrefix("/"), !path.hasPrefix("~") else {
-            throw ConfigValueError("expected a path relative to the issue's folder, got \"\(path)\"")
-        }
-        let components = path.split(separator: "/", omittingEmptySubsequences: true)
-        guard !components.contains("..") else {
-            throw ConfigValueError("a path must stay inside the issue's folder (no \"..\"), got \"\(path)\"")
-        }
-        let kept = components.filter { $0 != "." }
-        guard !kept.isEmpty, !path.hasSuffix("/") else {
-            throw ConfigValueError("expected a file path, got \"\(path)\"")
-        }
-        return kept.joined(separator: "/")
     }
 }

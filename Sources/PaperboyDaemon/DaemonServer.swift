@@ -304,6 +304,7 @@ public final class DaemonServer: Sendable {
         switch frame.kind {
         case Kind.addIssue:
             let request = try DaemonProtocol.decode(AddIssueRequest.self, frame)
+            _ = try IssueName(request.name, door: "\(frame.kind) name")
             do {
                 _ = try LibraryDate(request.date, door: "\(frame.kind) date")
             } catch {
@@ -315,6 +316,7 @@ public final class DaemonServer: Sendable {
             return reply
         case Kind.addAsset:
             let request = try DaemonProtocol.decode(AddAssetRequest.self, frame)
+            if let path = request.request.destinationPath { _ = try RelativePath(path, door: "\(frame.kind) destination_path") }
             guard let issue = library.issue(named: request.issue) else {
                 throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'")
             }

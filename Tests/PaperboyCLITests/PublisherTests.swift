@@ -323,10 +323,14 @@ struct PublisherTests {
         let file = config("")
         let cases: [(arguments: [String], problem: String)] = [
             (["--issue", "extra", "--path", "../../escaped.pdf"], "'../../escaped.pdf' must not contain '..'"),
-            (["--issue", "extra", "--path", "/tmp/escaped.pdf"], "'/tmp/escaped.pdf' must be relative to the issue folder"),
+            (["--issue", "extra", "--path", "/tmp/escaped.pdf"], "--path '/tmp/escaped.pdf' is absolute; it must be relative to the issue folder"),
             (["--issue", "..", "--path", "escaped.pdf"], "'..'"),
             (["--issue", "../lib", "--path", "escaped.pdf"], "'../lib' must not"),
             (["--issue", "a/b", "--path", "escaped.pdf"], "'a/b' must not contain '/'"),
+            // Issue 26: accepted by the library's copy of the rules (which `add` reached at sync
+            // time), refused by the archive's (`\`) and the configuration's (C1 controls).
+            (["--issue", "extra", "--path", "pages\\escaped.pdf"], "--path 'pages\\escaped.pdf' must not contain '\\'"),
+            (["--issue", "a\u{85}b", "--path", "escaped.pdf"], "--issue 'a\\u{85}b' must not contain NUL, control or bidi characters"),
         ]
         for (arguments, problem) in cases {
             let result = try await CLI.run(["add", "incoming/article.pdf"] + arguments + ["--config", file.path], in: workspace.url)
@@ -334,6 +338,7 @@ struct PublisherTests {
             #expect(result.stderr.contains(problem), "\(arguments): \(result.stderr)")
         }
         #expect(!exists("escaped.pdf") && !exists("lib/escaped.pdf") && !exists("lib/Issues/escaped.pdf"))
+        #expect(!exists("lib/Issues/extra/pages\\escaped.pdf") && !exists("lib/Issues/a\u{85}b"))
         #expect(!FileManager.default.fileExists(atPath: "/tmp/escaped.pdf"))
         // The issue named by the refused paths may be there, empty; no other.
         let issues = try await shelf(file)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Paperboy
 import PaperboyConfig
 import PaperboyTesting
 
@@ -109,8 +110,7 @@ struct CatalogFuzzTests {
         var names = Set<String>()
         for issue in catalog.issues {
             if !names.insert(issue.name).inserted { return "duplicate issue \(issue.name)" }
-            if issue.name.hasPrefix(".") || issue.name.contains("/") || issue.name.utf8.count > 255 { return "issue name \(issue.name.debugDescription)" }
-            if issue.name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return "control character in \(issue.name.debugDescription)" }
+            if let problem = IssueName.problem(with: issue.name) { return "issue name \(problem)" }
             var paths = Set<String>()
             for asset in issue.allAssets {
                 count += 1
@@ -118,10 +118,7 @@ struct CatalogFuzzTests {
                 if !["http", "https"].contains(scheme), !(scheme == "https" && asset.url.host == catalogURL.host) {
                     return "asset URL \(asset.url) has a scheme the catalog may not use"
                 }
-                if asset.path.hasPrefix("/") || asset.path.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0 == ".." || $0.isEmpty || $0 == "." }) {
-                    return "asset path \(asset.path.debugDescription) leaves the issue folder"
-                }
-                if asset.path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return "control character in \(asset.path.debugDescription)" }
+                if let problem = RelativePath.problem(with: asset.path) { return "asset path \(problem)" }
                 if !paths.insert(asset.path).inserted { return "duplicate path \(asset.path)" }
                 if let size = asset.size, size < 0 { return "negative size \(size)" }
                 if let sha = asset.sha256, sha.count != 64 || !sha.allSatisfy(\.isHexDigit) { return "bad sha256 \(sha)" }

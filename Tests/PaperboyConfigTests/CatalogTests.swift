@@ -93,6 +93,16 @@ struct CatalogTests {
         (#"{"issues": [{"name": 7, "date": "2026-11-21", "cover": "c.png"}]}"#, "issues[0].name", "expected a string, got a number"),
         (#"{"issues": [{"name": "../up", "date": "2026-11-21", "cover": "c.png"}]}"#, "issues[0].name", "must not start with '.'"),
         (#"{"issues": [{"name": "a/b", "date": "2026-11-21", "cover": "c.png"}]}"#, "issues[0].name", "must not contain '/'"),
+        // Issue 26: spellings the catalog's own copy of the rules let through, refused by the
+        // configuration's (C1 controls) or the library's (`\`, 300-byte components) copy.
+        (#"{"issues": [{"name": "a\u0085b", "date": "2026-11-21", "cover": "c.png"}]}"#, "issues[0].name",
+         "'a\\u{85}b' must not contain NUL, control or bidi characters"),
+        (#"{"issues": [{"name": "\u202Efdp.exe", "date": "2026-11-21", "cover": "c.png"}]}"#, "issues[0].name",
+         "'\\u{202E}fdp.exe' must not contain NUL, control or bidi characters"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.zip", "path": "pages\\a.pdf"}]}]}"#,
+         "issues[0].assets[0].path", "'pages\\a.pdf' must not contain '\\' (Windows reads it as '/')"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.zip", "path": "\#(String(repeating: "x", count: 300))"}]}]}"#,
+         "issues[0].assets[0].path", "has a component of 300 bytes; the limit is 255"),
         (#"{"issues": [{"name": "a", "cover": "c.png"}]}"#, "issues[0].date", "missing"),
         (#"{"issues": [{"name": "a", "date": "2026-02-30", "cover": "c.png"}]}"#, "issues[0].date", "expected a date"),
         // Year 10000 in UTC, by its offset or its digits: the library could store it but never read it back.

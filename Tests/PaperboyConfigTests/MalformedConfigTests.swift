@@ -212,13 +212,46 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             name: "path with ..",
             text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\nassets = [\n  { url = \"a.pdf\" },\n  { url = \"b.pdf\", path = \"../b.pdf\" },\n]\n",
             line: 6, key: "issues[0].assets[1].path", code: .invalidValue,
-            message: "a path must stay inside the issue's folder"
+            message: "paperboy.toml:6: issues[0].assets[1].path: '../b.pdf' must not contain '..'"
+        ),
+        // Issue 26: the configuration had its own copy of the rules for names and paths, and it
+        // let through what the library then refused at sync time (`..` as a name, 300-byte
+        // components) or read differently (`a//b.pdf` saved as `a/b.pdf`, the catalog refusing it).
+        MalformedCase(
+            name: "issue name that is the parent folder",
+            text: "[[issues]]\nname = \"..\"\ndate = 2026-01-01\n",
+            line: 2, key: "issues[0].name", code: .invalidValue,
+            message: "paperboy.toml:2: issues[0].name: '..' must not start with '.'"
+        ),
+        MalformedCase(
+            name: "issue name with a bidi override",
+            text: "[[issues]]\nname = \"\\u202Efdp.exe\"\ndate = 2026-01-01\n",
+            line: 2, key: "issues[0].name", code: .invalidValue,
+            message: "issues[0].name: '\\u{202E}fdp.exe' must not contain NUL, control or bidi characters"
+        ),
+        MalformedCase(
+            name: "path with an empty component",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"a.pdf\"\npath = \"pages//a.pdf\"\n",
+            line: 6, key: "issues[0].assets[0].path", code: .invalidValue,
+            message: "'pages//a.pdf' has an empty component"
+        ),
+        MalformedCase(
+            name: "path with a component longer than 255 bytes",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"a.pdf\"\npath = \"\(String(repeating: "x", count: 300))\"\n",
+            line: 6, key: "issues[0].assets[0].path", code: .invalidValue,
+            message: "has a component of 300 bytes; the limit is 255"
+        ),
+        MalformedCase(
+            name: "a file name derived from a URL that climbs",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"https://cdn.example.com/..%2F..%2Fx.pdf\"\n",
+            line: 5, key: "issues[0].assets[0].url", code: .invalidValue,
+            message: "cannot derive a file name from \"https://cdn.example.com/..%2F..%2Fx.pdf\" (its last component '../../x.pdf' must not contain '..'); set 'path' for this asset"
         ),
         MalformedCase(
             name: "absolute path",
             text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"a.pdf\"\npath = \"/etc/passwd\"\n",
             line: 6, key: "issues[0].assets[0].path", code: .invalidValue,
-            message: "expected a path relative to the issue's folder"
+            message: "paperboy.toml:6: issues[0].assets[0].path: '/etc/passwd' is absolute; it must be relative to the issue folder"
         ),
         MalformedCase(
             name: "unpack other than zip",
@@ -346,7 +379,7 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
         MalformedCase(
             name: "an asset path given twice",
             text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"https://h/1\"\npath = \"d/p\"\n"
-                + "[[issues.assets]]\nurl = \"https://h/2\"\npath = \"d/./p\"\n",
+                + "[[issues.assets]]\nurl = \"https://h/2\"\npath = \"d/p\"\n",
             line: 9, key: "issues[0].assets[1].path", code: .duplicate,
             message: "two assets of issue \"a\" would both be saved as \"d/p\" (lines 4 and 7)"
         ),

@@ -176,6 +176,12 @@ struct DaemonProtocolTests {
                 // Year 10000 in UTC: refused at the door (issue 26, case 2), the library never sees it.
                 ("ADDISSUE", #"{"id":7,"name":"far","date":"9999-12-31T23:00:00-05:00"}"#,
                  "ADDISSUE date: 10000-01-01T04:00:00Z is outside the dates the library records (years 1 to 9999 in UTC, whatever the offset)"),
+                // Names and paths: refused at the door by the one rule (``IssueName``, ``RelativePath``),
+                // which names the door and the value, escaped.
+                ("ADDISSUE", #"{"id":8,"name":"\u202Efdp.exe","date":"2026-01-01T00:00:00Z"}"#,
+                 "ADDISSUE name '\\u{202E}fdp.exe' must not contain NUL, control or bidi characters"),
+                ("ADDASSET", #"{"id":9,"issue":"nope","request":{"url":"mem://example/a","destination_path":"a/../../b"}}"#,
+                 "ADDASSET destination_path 'a/../../b' must not contain '..'"),
                 ("FROBNICATE", #"{"id":5}"#, "unknown message kind FROBNICATE"),
                 ("ACK", #"{"id":6,"asset":"nothing"}"#, "asset nothing has no file waiting for an acknowledgement"),
             ]
@@ -198,6 +204,11 @@ struct DaemonProtocolTests {
                 ("ADDISSUE", #"{"id":2,"name":"2026-11-21","date":"2026-11-21T00:00:00Z"}"#, "duplicate-issue"),
                 ("ADDASSET", #"{"id":3,"issue":"nope","request":{"url":"mem://example/a"}}"#, "issue-not-found"),
                 ("ADDASSET", #"{"id":4,"issue":"2026-11-21","request":{"url":"mem://example/a","destination_path":"../../escape"}}"#,
+                 "invalid-path"),
+                // Issue 26: spellings the library's copy of the rules let through, and the
+                // configuration's (C1 controls) or the archive's (`\`) refused.
+                ("ADDISSUE", #"{"id":17,"name":"a\u0085b","date":"2026-11-21T00:00:00Z"}"#, "invalid-issue-name"),
+                ("ADDASSET", #"{"id":18,"issue":"2026-11-21","request":{"url":"mem://example/a","destination_path":"escape\\b"}}"#,
                  "invalid-path"),
                 // A password in the URL would be stored: refused at this door as at the API's.
                 ("ADDASSET", #"{"id":16,"issue":"2026-11-21","request":{"url":"https://reader:s3cret-pw@cdn.example.com/a.pdf"}}"#,

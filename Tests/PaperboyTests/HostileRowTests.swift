@@ -133,7 +133,7 @@ struct HostileRowTests {
     }
 
     /// A row's issue name and destination path become paths: read back, they keep the rules they
-    /// were written under (``PathRules``). A destination `../../../x` or an issue named `..`
+    /// were written under (``IssueName``, ``RelativePath``). A destination `../../../x` or an issue named `..`
     /// once delivered outside the issue folder, and purging that issue removed the library.
     @Test func aStoredNameOrPathLeavingTheIssueFolderIsDamagedAndNothingIsWrittenOutside() async throws {
         let transport = InMemoryTransport()
@@ -161,7 +161,7 @@ struct HostileRowTests {
         #expect(!FileManager.default.fileExists(atPath: folder.file("outside.pdf").path), "a stored path led out of the library")
         #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("b.pdf").path), "an issue named '..' is the library")
         for (asset, problem) in [(climbing, "its destination path '../../../outside.pdf' must not contain '..'"),
-                                 (renamed, "its issue name '..' is not allowed")] {
+                                 (renamed, "its issue name '..' must not start with '.'")] {
             let state = library.asset(identifier: asset.identifier)?.state
             guard case .failed(let message)? = state else {
                 Testing.Issue.record("expected the asset to fail (\(problem)), got \(String(describing: state))")
@@ -177,6 +177,34 @@ struct HostileRowTests {
         // Purging passes over it, and the library stays.
         #expect(try await library.purge(keep: 0) == ["kept"])
         #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("library.sqlite").path))
+        await library.close()
+    }
+
+    /// Issue 26: the cover path an issue row holds was read back without the rule, so a damaged
+    /// row pointed ``Issue/coverURL`` anywhere (`../../../etc/passwd`); and a destination path
+    /// with a C1 control, which the configuration refused, passed the rows' copy of the rule.
+    @Test func aStoredCoverPathLeavingTheIssueFolderReadsAsNoneAndAStoredC1PathIsDamaged() async throws {
+        var library = try open()
+        let issue = try library.addIssue(name: "i", date: Date(timeIntervalSince1970: 1_790_000_000))
+        try library.addIssue(name: "j", date: Date(timeIntervalSince1970: 1_790_086_400))
+        let asset = try issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/a"), destinationPath: "a.pdf"))
+        try await library.scheduler.store.pool.write { db in
+            try db.execute(sql: "UPDATE issue SET coverPath = '../../../etc/passwd' WHERE name = 'i'")
+            try db.execute(sql: "UPDATE issue SET coverPath = 'cover.jpg' WHERE name = 'j'")
+            try db.execute(sql: "UPDATE asset SET destinationPath = ? WHERE id = ?", arguments: ["a\u{85}.pdf", asset.identifier])
+        }
+        await library.close()
+
+        library = try open()
+        #expect(library.issue(named: "i")?.coverURL == nil)
+        let cover = try #require(library.issue(named: "j")?.coverURL)
+        #expect(cover == library.issue(named: "j")?.contentURL.appendingPathComponent("cover.jpg"))
+        guard case .failed(let message)? = library.asset(identifier: asset.identifier)?.state else {
+            Testing.Issue.record("expected the asset to fail, got \(String(describing: library.asset(identifier: asset.identifier)?.state))")
+            await library.close()
+            return
+        }
+        #expect(message.contains("its destination path 'a\\u{85}.pdf' must not contain NUL, control or bidi characters"), "\(message)")
         await library.close()
     }
 }

@@ -16,7 +16,7 @@ struct LibraryStoreQueriesTests {
     }
 
     func addIssue(_ name: String, to store: LibraryStore) throws {
-        try store.insertIssue(IssueRecord(name: name, date: LibraryDate(stored: Date(timeIntervalSince1970: 1_700_000_000)), addedAt: Date(),
+        try store.insertIssue(IssueRecord(name: IssueName(name, door: "test"), date: LibraryDate(stored: Date(timeIntervalSince1970: 1_700_000_000)), addedAt: Date(),
                                           isNew: false, coverPath: nil))
     }
 

@@ -159,7 +159,10 @@ struct LibraryTests {
         await library.close()
     }
 
-    @Test(arguments: ["", ".", "..", "a/b", "a\\b", "nul\u{0}name", "tab\tname", ".hidden", String(repeating: "x", count: 256)])
+    // The last four passed the library's copy of the rule (issue 26): a C1 control, which the
+    // configuration refused, a bidi override, spaces only, and dots as Unicode look-alikes.
+    @Test(arguments: ["", ".", "..", "a/b", "a\\b", "nul\u{0}name", "tab\tname", ".hidden", String(repeating: "x", count: 256),
+                      "a\u{85}b", "\u{202E}fdp.exe", "  ", "．．"])
     func invalidIssueNamesAreRejected(_ name: String) async throws {
         let library = try open()
         do {
@@ -204,9 +207,14 @@ struct LibraryTests {
         let library = try open()
         let issue = try library.addIssue(name: "i", date: Date())
         let url = URL(string: "mem://example/a")!
-        for path in ["../escape", "/etc/passwd", "a/../../b", "", "a//b"] {
-            #expect(throws: LibraryError.self, "path \(path)") {
+        // The last three passed the library's copy of the rule (issue 26): `\`, which archives
+        // refused, a C1 control, which the configuration refused, and only dots.
+        for path in ["../escape", "/etc/passwd", "a/../../b", "", "a//b", "pages\\a.pdf", "a\u{85}.pdf", "..."] {
+            do {
                 try issue.addAsset(AssetRequest(url: url, destinationPath: path))
+                Testing.Issue.record("expected \(path.debugDescription) to be refused")
+            } catch {
+                #expect(error.code == .invalidPath, "\(path.debugDescription): \(error)")
             }
         }
         #expect(throws: LibraryError.self) { try issue.addAsset(AssetRequest(url: url, sha256: "abc")) }

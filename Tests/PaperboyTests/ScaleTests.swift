@@ -29,7 +29,7 @@ struct ScaleTests {
         var delivered = "", failed = ""
         for issue in 0..<100 {
             let name = String(format: "issue-%03d", issue)
-            try store.insertIssue(IssueRecord(name: name, date: LibraryDate(stored: Date()), addedAt: Date(), isNew: false, coverPath: nil))
+            try store.insertIssue(IssueRecord(name: IssueName(name, door: "test"), date: LibraryDate(stored: Date()), addedAt: Date(), isNew: false, coverPath: nil))
             var records: [AssetRecord] = []
             records.reserveCapacity(1_000)
             for index in 0..<1_000 {

@@ -46,10 +46,15 @@ struct ShelfTests {
         await library.close()
     }
 
-    @Test(arguments: [
+    static let maliciousArchives: [(String, [Item], String)] = [
         ("zip-slip", [Item.file("ok.txt", Data("ok".utf8)), .file("../escape.txt", Data("bad".utf8))], "must not contain '..'"),
         ("deep zip-slip", [.file("a/../../escape.txt", Data("bad".utf8))], "'..'"),
         ("absolute", [.file("/tmp/paperboy-absolute.txt", Data("bad".utf8))], "absolute"),
+        ("Windows path", [.file("ok.txt", Data("ok".utf8)), .file("pages\\escape.txt", Data("bad".utf8))], "must not contain '\\'"),
+        // Issue 26: entries the archive's copy of the rule let through, refused by the configuration's.
+        ("C1 control", [.file("ok.txt", Data("ok".utf8)), .file("a\u{85}b.txt", Data("bad".utf8))],
+         "'a\\u{85}b.txt' must not contain NUL, control or bidi characters"),
+        ("only dots", [.file(".../escape.txt", Data("bad".utf8))], "has a component of only dots and spaces"),
         ("link out", [.file("ok.txt", Data("ok".utf8)), .link("out", "../../../../etc")], "outside the issue folder"),
         ("absolute link", [.link("passwd", "/etc/passwd")], "absolute path"),
         ("below a link", [.link("dir", "sub"), .directory("sub/"), .file("dir/file.txt", Data("x".utf8))], "below the symbolic link"),
@@ -59,7 +64,9 @@ struct ShelfTests {
         ("link to a link", [.file("page.pdf", Data("x".utf8)), .link("a", "page.pdf"), .link("b", "a")], "through the archive link 'a'"),
         ("dangling link", [.file("page.pdf", Data("x".utf8)), .link("latest.pdf", "missing.pdf")], "does not lead to a file or folder of the archive"),
         ("link through a file", [.file("page.pdf", Data("x".utf8)), .link("up", "page.pdf/..")], "does not lead to a file or folder"),
-    ])
+    ]
+
+    @Test(arguments: maliciousArchives)
     func maliciousArchivesAreRefusedWithNothingLeft(_ name: String, _ items: [Item], _ message: String) async throws {
         let (library, issue, asset) = try await deliver(try zip(items))
         guard case .failed(let detail) = asset.state else {

@@ -1,13 +1,15 @@
 import Foundation
 import FuzzSupport
+import Paperboy
 import PaperboyConfig
 
 /// The catalog reader (`Catalog.parse`, what `sync` and the daemon do with a feed's JSON).
 ///
 /// Promises (docs/Security.md, "Catalogs"): an input is refused with a `CatalogError` whose
 /// message holds no control character but tab (`TerminalText.escape`'s rule), or parsed into issues with distinct names that are not
-/// paths, dated in years 1 to 9999 in UTC (what the store can read back), whose assets use
-/// http, https or the catalog's own server, have distinct relative paths inside the issue folder,
+/// paths (``IssueName``), dated in years 1 to 9999 in UTC (what the store can read back), whose
+/// assets use http, https or the catalog's own server, have distinct paths inside the issue folder
+/// (``RelativePath``),
 /// sizes of 0 or more and checksums of 64 hex digits, at most `maxAssets` of them.
 @main
 enum FuzzCatalog {
@@ -34,9 +36,7 @@ func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     var assets = 0
     for issue in catalog.issues {
         Fuzzer.expect(names.insert(issue.name).inserted, "two issues named \(issue.name.debugDescription)")
-        Fuzzer.expect(!issue.name.isEmpty && !issue.name.hasPrefix(".") && !issue.name.contains("/")
-                          && !issue.name.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F },
-                      "issue name \(issue.name.debugDescription)")
+        Fuzzer.expect(IssueName.problem(with: issue.name) == nil, "issue name \(issue.name.debugDescription)")
         Fuzzer.expect(issue.date >= firstDay && issue.date < dayAfterLast,
                       "issue \(issue.name.debugDescription) dated \(issue.date.timeIntervalSince1970) s, outside years 1-9999 UTC")
         var paths = Set<String>()
@@ -44,10 +44,7 @@ func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
             assets += 1
             let scheme = asset.url.scheme?.lowercased() ?? ""
             Fuzzer.expect(["http", "https"].contains(scheme), "asset URL \(asset.url) with a scheme the catalog may not use")
-            let components = asset.path.split(separator: "/", omittingEmptySubsequences: false)
-            Fuzzer.expect(!asset.path.hasPrefix("/") && !components.contains { $0 == ".." || $0 == "." || $0.isEmpty }
-                              && !asset.path.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F },
-                          "asset path \(asset.path.debugDescription) leaves the issue folder")
+            Fuzzer.expect(RelativePath.problem(with: asset.path) == nil, "asset path \(asset.path.debugDescription) leaves the issue folder")
             Fuzzer.expect(paths.insert(asset.path).inserted, "two assets at \(asset.path.debugDescription)")
             Fuzzer.expect((asset.size ?? 0) >= 0, "asset size \(asset.size ?? 0)")
             Fuzzer.expect(asset.sha256.map { $0.count == 64 && $0.allSatisfy(\.isHexDigit) } ?? true, "sha256 \(asset.sha256 ?? "")")

@@ -3,9 +3,10 @@ import ZIPFoundation
 
 /// An archive's entries, checked before anything is written: what ``Unpacker`` may create.
 ///
-/// Refused, for the whole archive: absolute or Windows paths, `..` components, NUL or control
-/// characters, any entry below a symbolic link, and any link that does not resolve, inside
-/// the archive, to one of its files or folders.
+/// Refused, for the whole archive: any entry whose path (without a trailing `/`) is not a
+/// ``RelativePath`` (absolute or Windows paths, `..` components, NUL or control characters…),
+/// any entry below a symbolic link, and any link that does not resolve, inside the archive, to
+/// one of its files or folders.
 ///
 /// Links are kept (a publisher may point `latest.pdf` at a page), but confined by
 /// construction: a link's text is resolved against the entries of the archive, as the file
@@ -47,7 +48,7 @@ struct ArchivePlan {
         for entry in all {
             var path = entry.path
             while path.hasSuffix("/") { path.removeLast() }
-            try Self.validate(path, entry: entry.path)
+            try Self.validate(path)
             let components = path.split(separator: "/")
             for depth in 1..<max(components.count, 1) {
                 folders.insert(components[0..<depth].joined(separator: "/"))
@@ -75,12 +76,10 @@ struct ArchivePlan {
         }
     }
 
-    private static func validate(_ path: String, entry: String) throws(LibraryError) {
-        if entry.hasPrefix("/") || entry.hasPrefix("\\") || entry.contains("\\") {
-            throw LibraryError(.invalidPath, "archive entry '\(entry)' has an absolute or Windows path")
-        }
+    private static func validate(_ path: String) throws(LibraryError) {
         do {
-            try PathRules.validateRelativePath(path, what: "archive entry")
+            // An entry naming a folder ends in `/`: the path is the entry without it.
+            _ = try RelativePath(path, door: "archive entry")
         } catch {
             throw LibraryError(.invalidPath, "\(error.message) (refusing the whole archive)")
         }

@@ -128,7 +128,7 @@ struct Delivery: Sendable {
     /// `delivered` update.
     private func record(_ id: String, request: AssetRequest, issueName: String, error: LibraryError?) {
         var completedIssue: String?
-        var coverPath: String?
+        var coverPath: RelativePath?
         let failure = error.map {
             LibraryError(.storage, "asset \(id) is in its issue folder but cannot be recorded as delivered: \($0.message)", underlying: $0.underlying)
         }
@@ -146,8 +146,9 @@ struct Delivery: Sendable {
                 entry.state = .delivered
                 entry.hub = nil
             }
+            // The request's path was checked when the asset was added, and read back.
             if request.role == .cover, let path = request.destinationPath, request.unpack == nil {
-                coverPath = path
+                coverPath = try? RelativePath(path, door: "cover path")
             }
             // Complete when no other asset of the issue is on its way in memory (one recorded in the
             // same batch, its own record still to come, included) nor undelivered in the store.

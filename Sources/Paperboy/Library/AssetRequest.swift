@@ -82,9 +82,7 @@ public struct AssetRequest: Sendable, Hashable, Codable {
                 throw LibraryError(.invalidRequest, "expected SHA-256 of \(url.redactedString) must be 64 hexadecimal digits, got '\(sha256)'")
             }
         }
-        if let destinationPath {
-            try PathRules.validateRelativePath(destinationPath, what: "destination path")
-        }
+        if let destinationPath { _ = try RelativePath(destinationPath, door: "destination path") }
         if let maxBytesPerSecond {
             do throws(BoundaryError) {
                 _ = try ByteCount.rate(maxBytesPerSecond, door: "maxBytesPerSecond of \(url.redactedString)")
@@ -102,43 +100,4 @@ public enum AssetRole: String, Sendable, Hashable, Codable {
     case content
     /// The issue's cover image: once delivered, ``Issue/coverURL`` points to it.
     case cover
-}
-
-/// Rules for names and paths that become files inside the library.
-enum PathRules {
-    static let maxComponentBytes = 255
-
-    /// Validates an issue name that becomes a folder name.
-    static func validateIssueName(_ name: String) throws(LibraryError) {
-        if name.isEmpty { throw LibraryError(.invalidIssueName, "issue name is empty") }
-        if name == "." || name == ".." { throw LibraryError(.invalidIssueName, "issue name '\(name)' is not allowed") }
-        if name.hasPrefix(".") { throw LibraryError(.invalidIssueName, "issue name '\(name)' must not start with '.'") }
-        if name.contains("/") || name.contains("\\") {
-            throw LibraryError(.invalidIssueName, "issue name '\(name)' must not contain '/' or '\\'")
-        }
-        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            throw LibraryError(.invalidIssueName, "issue name \(name.debugDescription) must not contain NUL or control characters")
-        }
-        if name.utf8.count > maxComponentBytes {
-            throw LibraryError(.invalidIssueName, "issue name is \(name.utf8.count) bytes long; the limit is \(maxComponentBytes)")
-        }
-    }
-
-    /// Validates a path relative to an issue folder.
-    static func validateRelativePath(_ path: String, what: String) throws(LibraryError) {
-        if path.isEmpty { throw LibraryError(.invalidPath, "\(what) is empty") }
-        if path.hasPrefix("/") { throw LibraryError(.invalidPath, "\(what) '\(path)' must be relative to the issue folder") }
-        if path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            throw LibraryError(.invalidPath, "\(what) \(path.debugDescription) must not contain NUL or control characters")
-        }
-        for component in path.split(separator: "/", omittingEmptySubsequences: false) {
-            if component == ".." { throw LibraryError(.invalidPath, "\(what) '\(path)' must not contain '..'") }
-            if component.isEmpty || component == "." {
-                throw LibraryError(.invalidPath, "\(what) '\(path)' has an empty or '.' component")
-            }
-            if component.utf8.count > maxComponentBytes {
-                throw LibraryError(.invalidPath, "\(what) has a component longer than \(maxComponentBytes) bytes")
-            }
-        }
-    }
 }

@@ -28,7 +28,7 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
     let scheduler: Scheduler
 
     init(record: IssueRecord, scheduler: Scheduler) {
-        name = record.name
+        name = record.name.text
         date = record.date.date
         self.scheduler = scheduler
     }
@@ -50,7 +50,7 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
 
     /// The delivered cover image (an asset with the ``AssetRole/cover`` role), if any.
     public var coverURL: URL? {
-        scheduler.store.issue(named: name)?.coverPath.map { contentURL.appendingPathComponent($0) }
+        scheduler.store.issue(named: name)?.coverPath.map { contentURL.appendingPathComponent($0.text) }
     }
 
     /// Waits until each of the issue's assets (as of this call) is delivered, failed, or

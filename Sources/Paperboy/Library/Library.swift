@@ -259,12 +259,12 @@ public final class Library: Sendable {
     /// Adds an issue.
     ///
     /// - Throws: ``LibraryError`` `.duplicateIssue` if the name is taken; `.invalidIssueName` for a
-    ///   name that cannot be a folder name (empty, `.`/`..`, `/`, NUL or control characters,
-    ///   leading `.`, more than 255 bytes); `.invalidRequest` for a date outside years 1 to 9999
+    ///   name that cannot be a folder name (``IssueName``: empty, a leading `.`, a `/` or `\`,
+    ///   control or bidi characters, more than 255 bytes, look-alikes); `.invalidRequest` for a date outside years 1 to 9999
     ///   in UTC (``LibraryDate``); `.storage` when a damaged row holds the name (``damagedRows``).
     @discardableResult
     public func addIssue(name: String, date: Date) throws(LibraryError) -> Issue {
-        try PathRules.validateIssueName(name)
+        let name = try IssueName(name, door: "issue name")
         let date = try LibraryDate(date, door: "addIssue(name:date:) '\(name)'")
         let record = IssueRecord(name: name, date: date, addedAt: scheduler.clock.now, isNew: false, coverPath: nil)
         try scheduler.store.insertIssue(record)

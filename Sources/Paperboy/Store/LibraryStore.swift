@@ -146,10 +146,10 @@ final class LibraryStore: Sendable {
     func insertIssue(_ record: IssueRecord) throws(LibraryError) {
         do {
             try pool.write { db in
-                if let damaged = try Self.damagedIssue(named: record.name, in: db, path: fileURL.path) {
+                if let damaged = try Self.damagedIssue(named: record.name.text, in: db, path: fileURL.path) {
                     throw LibraryError(.storage, "damaged row in \(fileURL.path): \(damaged)")
                 }
-                if try IssueRecord.filter(key: record.name).fetchCount(db) > 0 {
+                if try IssueRecord.filter(key: record.name.text).fetchCount(db) > 0 {
                     throw LibraryError(.duplicateIssue, "an issue named '\(record.name)' already exists")
                 }
                 try record.insert(db)

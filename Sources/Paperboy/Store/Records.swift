@@ -4,12 +4,13 @@ import GRDB
 /// One row of the `issue` table.
 struct IssueRecord: Sendable, FetchableRecord, PersistableRecord {
     static let databaseTableName = "issue"
-    var name: String
+    /// Made at the door (``IssueName``), and checked again when read back.
+    var name: IssueName
     /// Made at the door (``LibraryDate``): only dates the store reads back are written.
     var date: LibraryDate
     var addedAt: Date
     var isNew: Bool
-    var coverPath: String?
+    var coverPath: RelativePath?
 }
 
 // In an extension, so that the memberwise initializer stays.
@@ -22,7 +23,7 @@ extension IssueRecord {
         func damage(_ column: String) -> RowDamage { RowDamage(column: column, value: row[column]) }
         // The name becomes a folder: read back, it keeps the rule it was written under (`..`
         // would be the library itself).
-        guard let name = try? row.decode(String.self, forColumn: "name"), (try? PathRules.validateIssueName(name)) != nil else {
+        guard let text = try? row.decode(String.self, forColumn: "name"), let name = try? IssueName(text, door: "its name") else {
             throw damage("name")
         }
         guard let date = try? row.decode(StoredDate.self, forColumn: "date") else { throw damage("date") }
@@ -31,15 +32,16 @@ extension IssueRecord {
         self.date = LibraryDate(stored: date.date)
         self.addedAt = addedAt.date
         isNew = row.storedInteger("isNew").map { $0 != 0 } ?? false
-        coverPath = try? row.decode(String?.self, forColumn: "coverPath")
+        // A path the cover is opened at: one that would leave the issue folder reads as none.
+        coverPath = (try? row.decode(String?.self, forColumn: "coverPath"))?.flatMap { try? RelativePath($0, door: "its cover path") }
     }
 
     func encode(to container: inout PersistenceContainer) throws {
-        container["name"] = name
+        container["name"] = name.text
         container["date"] = StoredDate(date.date)
         container["addedAt"] = StoredDate(addedAt)
         container["isNew"] = isNew
-        container["coverPath"] = coverPath
+        container["coverPath"] = coverPath?.text
     }
 }
 
@@ -148,12 +150,12 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         checkpointBoot = try? row.decode(String?.self, atIndex: 28)
     }
 
-    /// The request in columns 3 to 15; its issue name and destination path keep ``PathRules``, as
-    /// when they were written: read back, they become paths.
+    /// The request in columns 3 to 15; its issue name and destination path keep ``IssueName``'s
+    /// and ``RelativePath``'s rules, as when they were written: read back, they become paths.
     private static func request(_ row: Row, issueName: String) throws(LibraryError) -> AssetRequest {
         func unreadable(_ what: String) -> LibraryError { LibraryError(.storage, "its \(what) is unreadable") }
         func refused(_ error: LibraryError) -> LibraryError { LibraryError(.storage, "its \(error.message)") }
-        do { try PathRules.validateIssueName(issueName) } catch { throw refused(error) }
+        do { _ = try IssueName(issueName, door: "issue name") } catch { throw refused(error) }
         // An absolute URL, as stored (a damaged row may hold a number, or the migration's marker).
         let stored: DatabaseValue = row[3]
         guard case .string(let text) = stored.storage, let url = URL(string: text), url.scheme != nil,
@@ -161,7 +163,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         var request = AssetRequest(url: url)
         request.destinationPath = try? row.decode(String?.self, atIndex: 4)
         if let path = request.destinationPath {
-            do { try PathRules.validateRelativePath(path, what: "destination path") } catch { throw refused(error) }
+            do { _ = try RelativePath(path, door: "destination path") } catch { throw refused(error) }
         }
         request.sha256 = try? row.decode(String?.self, atIndex: 5)
         if let unpack = try? row.decode(String?.self, atIndex: 6) {

@@ -126,11 +126,9 @@ package struct NormalizedPath: Sendable, Hashable, CustomStringConvertible {
         let readable = String(decoding: decoded, as: UTF8.self)
         let bare = readable.prefix { $0 != ";" }
         if bare == "." || bare == ".." { throw refuse("a dot segment with ;parameters, which Tomcat reads as `\(bare)`") }
-        // Compatibility forms only change text outside ASCII.
-        let folded = bare.utf8.allSatisfy({ $0 < 0x80 }) ? String(bare) : String(bare).precomposedStringWithCompatibilityMapping
-            .replacingOccurrences(of: "\u{3002}", with: ".").replacingOccurrences(of: "\u{FF61}", with: ".")
-        if folded.contains("/") || folded.contains("\\") { throw refuse("a Unicode look-alike of `/` or `\\`") }
-        if !folded.isEmpty, folded.allSatisfy({ $0 == "." || $0 == " " }) {
+        let folded = LookAlikes.folded(bare)
+        if LookAlikes.holdsASeparator(folded) { throw refuse("a Unicode look-alike of `/` or `\\`") }
+        if LookAlikes.isOnlyDotsAndSpaces(folded) {
             throw refuse("only dots (or look-alikes) and spaces, which Windows servers trim to `.`, `..` or nothing")
         }
         return .name(text)

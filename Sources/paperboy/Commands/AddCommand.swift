@@ -51,7 +51,14 @@ struct AddCommand: AsyncParsableCommand {
             }
             if let problem = LibraryDate.problem(with: parsed) { throw ValidationError("--date '\(date)': \(problem)") }
         }
-        _ = try sourceURL()
+        // Both become paths in the library: refused here, before a configuration is read.
+        if let problem = IssueName.problem(with: issue) { throw ValidationError("--issue \(problem)") }
+        let source = try sourceURL()
+        if let path {
+            if let problem = RelativePath.problem(with: path) { throw ValidationError("--path \(problem)") }
+        } else if let problem = RelativePath.problem(with: source.lastPathComponent) {
+            throw ValidationError("cannot derive a file name from '\(TerminalText.escape(url))' (its last component \(problem)); give --path")
+        }
     }
 
     func sourceURL() throws -> URL {
