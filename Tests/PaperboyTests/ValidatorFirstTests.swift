@@ -2,7 +2,6 @@ import Foundation
 import GRDB
 import PaperboyTestServers
 import PaperboyTesting
-import Synchronization
 import Testing
 @testable import Paperboy
 
@@ -16,11 +15,10 @@ import Testing
 struct ValidatorFirstTests {
     let folder = TempFolder()
 
-    func configuration(syncsToDisk: Bool = false) -> Library.Configuration {
+    func configuration() -> Library.Configuration {
         var configuration = Library.Configuration.forTests()
         configuration.bootIdentity = { "boot-a" }
         configuration.storeBatchDelay = .seconds(3600)
-        configuration.syncsToDisk = syncsToDisk
         return configuration
     }
 
@@ -74,30 +72,5 @@ struct ValidatorFirstTests {
         await reopened.close()
         #expect(relaunched.jobs.first?.offset == Int64(64 << 10), "continued at \(relaunched.jobs.map(\.offset)), 65536 bytes were on disk")
         #expect(delegate.keptFiles.map(sha256Hex) == [sha256Hex(data)])
-    }
-
-    @Test func aSmallBodyReachesTheFileOnlyOnceItsValidatorIsCommitted() async throws {
-        let data = try await generated(100_000, seed: 32)
-        let transport = InMemoryTransport()
-        let url = transport.serve(data, at: "small")
-        let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([transport]),
-                                       configuration: configuration(syncsToDisk: true))
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
-        // The gathered body is in the partial file when it is made durable, before it moves.
-        let seen = Mutex<[Committed?]>([])
-        let store = library.scheduler.store
-        let id = asset.identifier
-        library.scheduler.durability.beforeSync.withLock { hook in
-            hook = { seen.withLock { $0.append(try? Self.committed(store, id)) } }
-        }
-        let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
-        await delegate.waitForEnd()
-        await library.close()
-        #expect(delegate.keptFiles.map(sha256Hex) == [sha256Hex(data)])
-        let rows = seen.withLock { $0 }
-        #expect(rows.count == 1)
-        #expect(rows.first??.validator != nil, "the body was on disk before its validator was committed")
-        #expect(rows.first??.expectedBytes == Int64(data.count))
     }
 }
