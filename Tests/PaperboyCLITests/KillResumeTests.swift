@@ -49,13 +49,15 @@ struct KillResumeTests {
         return (nginx, data, config)
     }
 
-    /// Runs `paperboy sync` in boot `boot` and kills it a random 0–0.4 s after it wrote bytes
-    /// past `previous` (so that every killed run made its request). Returns the partial file's
-    /// length and the recorded byte count after the kill, or nil if the run ended by itself.
-    func killedSync(_ config: URL, boot: String, past previous: Int = 0) async throws -> (onDisk: Int, recorded: Int)? {
+    /// Runs `paperboy sync` in boot `boot` and kills it `delay` microseconds (by default a random
+    /// 0–0.4 s) after it wrote bytes past `previous` (so that every killed run made its request).
+    /// Returns the partial file's length and the recorded byte count after the kill, or nil if the
+    /// run ended by itself.
+    func killedSync(_ config: URL, boot: String, past previous: Int = 0,
+                    delay: useconds_t = .random(in: 0...400_000)) async throws -> (onDisk: Int, recorded: Int)? {
         let library = workspace.path("lib")
         let process = try await CLI.runKilled(
-            ["sync", "-q", "--config", config.path], after: useconds_t.random(in: 0...400_000),
+            ["sync", "-q", "--config", config.path], after: delay,
             once: { CLI.partialBytes(in: library) > previous }, environment: ["PAPERBOY_BOOT_ID": boot])
         guard process.terminationReason == .uncaughtSignal else { return nil }
         let status = try await CLI.run(["status", "--json", "--config", config.path])
@@ -95,6 +97,20 @@ struct KillResumeTests {
         // 0 or 2 MiB): far less than the 8 MB a half-second checkpoint interval holds at this rate.
         for bytes in waste { #expect(bytes <= 4 << 20, "\(bytes) bytes sent again after one kill") }
         #expect(lengths.count >= 1)
+    }
+
+    /// Killed as soon as its first bytes are seen in the partial file (within milliseconds, long
+    /// before the store's first batch): the validator that makes them resumable was committed
+    /// before them (issue 31: against caddy, a kill in the first 60 ms restarted from 0).
+    @Test func aKillAtTheFirstBytesWrittenResumesFromThem() async throws {
+        let (nginx, data, config) = try await slowSource()
+        defer { nginx.stop() }
+        let killed = try #require(try await killedSync(config, boot: "boot-a", delay: 0))
+        try await finishSync(config, boot: "boot-a", data: data)
+        let requests = served(nginx)
+        try #require(requests.count == 2, "\(nginx.accessLog)")
+        #expect(requests[1].start == killed.onDisk, "continued at \(requests[1].start), \(killed.onDisk) bytes were on disk")
+        #expect(killed.onDisk > 0)
     }
 
     @Test func afterARebootAKilledSyncResumesFromTheDurableCheckpoint() async throws {

@@ -192,7 +192,7 @@ final class BootProbingTransport: Transport, @unchecked Sendable {
         let id = job.assetIdentifier
         let probe = committedBoot.withLock { $0 }
         // A write takes a checkpoint (the interval is zero), which records the boot.
-        try write(data[0..<1_000], into: sink)
+        try await sink.write(data[0..<1_000])
         let position = 1_000
         try await eventually("a checkpoint with the boot committed") { probe(id) != nil }
         seen.withLock { $0.inOrder = probe(id) }
@@ -200,10 +200,6 @@ final class BootProbingTransport: Transport, @unchecked Sendable {
         seen.withLock { $0.afterSegment = .some(probe(id)) }
         // No bandwidth limit: every write is taken at once.
         #expect(try data[middle...].withUnsafeBytes { try segment.tryWrite($0) })
-        try write(data[position..<middle], into: sink)
-    }
-
-    private func write(_ bytes: Data, into sink: any TransferSink) throws {
-        #expect(try bytes.withUnsafeBytes { try sink.tryWrite($0) })
+        try await sink.write(data[position..<middle])
     }
 }

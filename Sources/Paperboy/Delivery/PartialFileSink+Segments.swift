@@ -98,7 +98,10 @@ extension PartialFileSink {
         if let reason = segments.refusal(of: range, after: written, length: expected) {
             throw TransportError(.protocolError, "transport asked for a bad segment: \(reason)", url: context.url, isRetryable: false)
         }
-        // Segments land with pwrite: the sequential bytes go to the file first.
+        // Segments land with pwrite: the sequential bytes go to the file first, and neither before
+        // what `begin` recorded is committed (this thread is about to wait for a commit anyway).
+        guard recorded.isOpen || context.store.flush() == nil else { return nil }
+        recorded.open()
         try writeGathered()
         // Unless the database says the file's length proves nothing, no byte lands out of order:
         // declined, the transport goes on in order.
@@ -179,6 +182,7 @@ final class PartialFileSegment: TransferSegment, @unchecked Sendable {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer) async throws {
+        await sink.recorded.wait()
         for (limiter, flow) in zip(sink.context.limiters, sink.flows) {
             try await limiter.acquire(bytes.count, flow: flow)
         }
@@ -186,7 +190,7 @@ final class PartialFileSegment: TransferSegment, @unchecked Sendable {
     }
 
     func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
-        guard sink.takeCredits(bytes.count) else { return false }
+        guard sink.recorded.isOpen, sink.takeCredits(bytes.count) else { return false }
         try sink.takeSegment(range, bytes)
         return true
     }

@@ -78,6 +78,10 @@ public final class Library: Sendable {
         /// ``RetryPolicy/delay(afterFailedAttempts:retryAfter:random:)``); `{ _ in 1 }` makes
         /// every delay the full exponential one, so that a test knows each retry's date.
         var retryJitter: @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
+        /// Tests only: how long the store's queued updates wait to be written together (see
+        /// ``LibraryStore``); an hour leaves in the database only what the library commits on purpose,
+        /// as a kill at any instant would.
+        var storeBatchDelay: DispatchTimeInterval = LibraryStore.defaultBatchDelay
         /// Credentials tried before the app's delegate is asked.
         public var credentials: (any CredentialProvider)?
         /// Where the library logs.
@@ -164,7 +168,7 @@ public final class Library: Sendable {
         }
         let store: LibraryStore
         do {
-            store = try LibraryStore(fileURL: layout.database)
+            store = try LibraryStore(fileURL: layout.database, batchDelay: configuration.storeBatchDelay)
         } catch {
             POSIX.closeFile(lock)
             throw error

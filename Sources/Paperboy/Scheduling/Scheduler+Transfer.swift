@@ -100,6 +100,19 @@ extension Scheduler {
         }
 
         var restarts = 0
+        // A resumed transfer whose bytes did not verify: where it resumed and what was wrong.
+        var failedResume: (offset: Int64, mismatch: String)?
+        /// Drops the bytes on disk and their record, and runs the job again from 0.
+        func startOver() {
+            offset = 0
+            validator = nil
+            _ = POSIX.truncate(fd, to: 0)
+            var patch = AssetPatch(id: run.id)
+            patch.bytesOnDisk = 0
+            patch.validator = .some(nil)
+            store.submit(patch)
+            store.flush()
+        }
         while true {
             let challenges = ChallengeBudget(url: request.url)
             let sink = makeSink(fd: fd, partial: partial, run: run, request: request, offset: offset, validator: validator,
@@ -119,7 +132,28 @@ extension Scheduler {
                     await sink.recordProgressDurably()
                     return .stopped(written: sink.written, validator: sink.validator)
                 }
-                try await sink.finish()
+                var unverified: LibraryError?
+                do {
+                    try await sink.finish()
+                } catch {
+                    unverified = error
+                }
+                if let error = unverified {
+                    guard let mismatch = sink.mismatch, sink.startOffset > 0 || failedResume != nil else { throw error }
+                    if let first = failedResume {
+                        let discarded = error.code == .checksumMismatch ? "; the file was discarded" : ""
+                        throw LibraryError(error.code, "\(request.url.redactedString): after resuming at byte \(first.offset), \(first.mismatch); "
+                                           + "fetched again from 0 and \(mismatch)\(discarded)",
+                                           isRetryable: error.isRetryable, underlying: error.underlying)
+                    }
+                    // Complete, yet not the resource: a source that kept its validator while its
+                    // bytes changed (an ETag made of size and mtime, a date) spliced two versions.
+                    // Fetched again from 0 at once; only a second failure fails the asset.
+                    logger.info("asset \(run.id): \(request.url.redactedString): after resuming at byte \(sink.startOffset), \(mismatch); fetching it again from 0")
+                    failedResume = (sink.startOffset, mismatch)
+                    startOver()
+                    continue
+                }
                 // When a file system sync covers the file, no descriptor is held while waiting for
                 // one (finishing transfers no longer count against the limits, see above).
                 let grouped = durability.joinsGroupCommit(size: sink.written)
@@ -144,14 +178,7 @@ extension Scheduler {
                     let error = TransportError(.sourceChanged, "source kept changing while resuming: \(restart.reason)", url: request.url)
                     return .failed(LibraryError(error), retryAfter: nil, written: 0, validator: nil)
                 }
-                offset = 0
-                validator = nil
-                _ = POSIX.truncate(fd, to: 0)
-                var patch = AssetPatch(id: run.id)
-                patch.bytesOnDisk = 0
-                patch.validator = .some(nil)
-                store.submit(patch)
-                store.flush()
+                startOver()
                 continue
             } catch {
                 await sink.waitForCheckpoints()

@@ -46,7 +46,10 @@ final class LibraryStore: Sendable {
     /// a read sees each update either in the database or in the overlay, never in neither.
     private let commitLock = Mutex<Void>(())
 
-    init(fileURL: URL, readOnly: Bool = false, batchDelay: DispatchTimeInterval = .milliseconds(25)) throws(LibraryError) {
+    /// How long a queued update waits for others to share its commit, unless someone waits for it.
+    static let defaultBatchDelay = DispatchTimeInterval.milliseconds(25)
+
+    init(fileURL: URL, readOnly: Bool = false, batchDelay: DispatchTimeInterval = defaultBatchDelay) throws(LibraryError) {
         self.fileURL = fileURL
         self.batchDelay = batchDelay
         var configuration = Configuration()
