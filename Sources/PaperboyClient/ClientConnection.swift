@@ -95,7 +95,7 @@ final class ClientConnection: Sendable {
             guard let wire = try? DaemonProtocol.decode(WireError.self, reply) else {
                 throw LibraryError(.transport, "the daemon refused \(kind)")
             }
-            throw LibraryError(wire: wire)
+            throw wire.libraryError
         }
         do {
             return try DaemonProtocol.decode(Reply.self, reply)
@@ -106,7 +106,11 @@ final class ClientConnection: Sendable {
 
     /// Ends the connection: the reader sees the end and fails every request still waiting.
     func close() {
-        shutdown(fd, Int32(SHUT_RDWR))
+        // Once both threads ended, the descriptor is closed and its number may be another
+        // socket's (another connection of this process): never shut that one down.
+        state.withLock { state in
+            if state.threads > 0 { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
         ready.signal()
     }
 
@@ -177,11 +181,11 @@ final class ClientConnection: Sendable {
     }
 
     private func threadEnded() {
-        let last = state.withLock { state -> Bool in
+        // Under the lock: ``close()`` shuts the descriptor down only while it is open.
+        state.withLock { state in
             state.threads -= 1
-            return state.threads == 0
+            if state.threads == 0 { Glibc.close(fd) }
         }
-        if last { Glibc.close(fd) }
     }
 
     /// Connects and exchanges `HELLO` on a thread of its own (a daemon that accepts and never

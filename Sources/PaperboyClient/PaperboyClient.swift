@@ -157,12 +157,14 @@ public final class PaperboyClient: Sendable {
     func waitUntilFinished(_ asset: String) async throws(LibraryError) -> AssetOutcome {
         try await subscribe()
         let current = try await status(of: asset)
-        if let outcome = Self.outcome(current.state) { return outcome }
+        if let outcome = Self.outcome(current.state, failure: current.failure) { return outcome }
         return await withCheckedContinuation { continuation in
             state.withLock { $0.waiters[asset, default: []].append(continuation) }
             // A state change between the status and this registration is caught by asking again.
             Task { [self] in
-                if let state = try? await status(of: asset).state, let outcome = Self.outcome(state) { settle(asset, outcome) }
+                if let now = try? await status(of: asset), let outcome = Self.outcome(now.state, failure: now.failure) {
+                    settle(asset, outcome)
+                }
             }
         }
     }
@@ -175,11 +177,13 @@ public final class PaperboyClient: Sendable {
         if first { _ = try await connection.request(DaemonProtocol.Kind.subscribe) { PlainRequest(id: $0) } }
     }
 
-    private static func outcome(_ state: AssetState) -> AssetOutcome? {
+    /// How a wait for an asset in `state` ends, if it does; a failed one with `failure`, the
+    /// daemon's error.
+    private static func outcome(_ state: AssetState, failure: LibraryError?) -> AssetOutcome? {
         switch state {
         case .delivered: .delivered
         case .cancelled: .cancelled
-        case .failed(let message): .failed(LibraryError(.transport, message))
+        case .failed(let message): .failed(failure ?? LibraryError(.transport, message))
         default: nil
         }
     }
@@ -223,16 +227,17 @@ public final class PaperboyClient: Sendable {
                 await deliver(asset: asset, path: path)
             }
         case "failed":
-            let error = event.error.map { LibraryError(wire: $0) } ?? LibraryError(.transport, "asset \(asset) failed")
+            let error = event.error?.libraryError ?? LibraryError(.transport, "asset \(asset) failed")
             let detached = state.withLock { $0.delegates.removeValue(forKey: asset) ?? [] }
             for delegate in detached { delegate.download(handle, didFailWithError: error) }
-            // The library does not always announce a failure as a state change: settle here too.
-            settle(asset, .failed(error))
+            // Settled here too, whichever of this and the `state` event comes first; a cancelled
+            // download ends as cancelled, as in process.
+            settle(asset, error.code == .cancelled ? .cancelled : .failed(error))
         case "state":
-            if let wire = event.state, let outcome = Self.outcome(wire.state) {
+            if let wire = event.state, let outcome = Self.outcome(wire.state, failure: wire.failure) {
                 if case .cancelled = outcome {
                     let detached = state.withLock { $0.delegates.removeValue(forKey: asset) ?? [] }
-                    for delegate in detached { delegate.download(handle, didFailWithError: LibraryError(.cancelled, "cancelled")) }
+                    for delegate in detached { delegate.download(handle, didFailWithError: LibraryError.cancelled(asset: asset)) }
                 }
                 settle(asset, outcome)
             }

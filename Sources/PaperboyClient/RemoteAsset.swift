@@ -19,6 +19,11 @@ public struct RemoteAsset: Sendable, Hashable, CustomStringConvertible {
     public let request: AssetRequest?
     /// The app's JSON given when the asset was added (absent from handles made from events).
     public let userInfo: JSONValue?
+    /// Failed attempts since the asset last made progress, when this value was read.
+    public let attempts: Int
+    /// Why the asset failed, when ``state`` is failed: the daemon's ``LibraryError``, with the
+    /// same code, reason, transport code, message and retryable as in the daemon.
+    public let failure: LibraryError?
     let client: PaperboyClient
 
     init(client: PaperboyClient, _ wire: WireAsset) {
@@ -30,6 +35,8 @@ public struct RemoteAsset: Sendable, Hashable, CustomStringConvertible {
         expectedTotalBytes = wire.expectedTotalBytes.map { max(0, $0) }
         request = wire.request
         userInfo = wire.userInfo
+        attempts = max(0, wire.attempts ?? 0)
+        failure = wire.state.failure
     }
 
     init(client: PaperboyClient, identifier: String, issueName: String) {
@@ -41,6 +48,8 @@ public struct RemoteAsset: Sendable, Hashable, CustomStringConvertible {
         expectedTotalBytes = nil
         request = nil
         userInfo = nil
+        attempts = 0
+        failure = nil
     }
 
     /// The asset's issue, asked of the daemon.

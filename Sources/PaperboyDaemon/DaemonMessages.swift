@@ -107,8 +107,11 @@ package struct WireState: Codable, Sendable, Equatable {
     package var host: String?
     /// For `failed`: why.
     package var message: String?
+    /// For `failed`, when known: the failure (no `id`).
+    package var error: WireError?
 
-    package init(_ state: AssetState) {
+    /// The state `state`; for a failed one, `failure` is why.
+    package init(_ state: AssetState, failure: LibraryError? = nil) {
         name = state.name
         switch state {
         case .waiting(let reason):
@@ -124,9 +127,18 @@ package struct WireState: Codable, Sendable, Equatable {
                 wait = "host-limit"
                 self.host = host
             }
-        case .failed(let message): self.message = message
+        case .failed(let message):
+            self.message = message
+            error = failure.map { WireError($0) }
         default: break
         }
+    }
+
+    /// Why a failed asset failed: the daemon's error, or (from a daemon that did not send it)
+    /// one of code `transport` with the message; `nil` unless failed.
+    package var failure: LibraryError? {
+        guard name == "failed" else { return nil }
+        return error?.libraryError ?? LibraryError(.transport, message ?? "")
     }
 
     /// The state this describes; an unknown name reads as `idle`.
@@ -160,6 +172,30 @@ package struct WireAsset: Codable, Sendable {
     package var totalBytesWritten: Int64
     package var expectedTotalBytes: Int64?
     package var attempts: Int?
+
+    /// An asset of issue `issue` as its snapshot says.
+    package init(_ status: AssetStatus, issue: String, userInfo: JSONValue? = nil) {
+        id = status.identifier
+        self.issue = issue
+        request = Self.shown(status.request)
+        self.userInfo = userInfo
+        state = WireState(status.state, failure: status.failure)
+        totalBytesWritten = status.totalBytesWritten
+        expectedTotalBytes = status.expectedTotalBytes
+        attempts = status.attempts
+    }
+
+    package init(id: String, issue: String, request: AssetRequest?, userInfo: JSONValue?, state: WireState,
+                 totalBytesWritten: Int64, expectedTotalBytes: Int64?, attempts: Int?) {
+        self.id = id
+        self.issue = issue
+        self.request = request
+        self.userInfo = userInfo
+        self.state = state
+        self.totalBytesWritten = totalBytesWritten
+        self.expectedTotalBytes = expectedTotalBytes
+        self.attempts = attempts
+    }
 
     /// A request as clients see it: no headers (they may carry a token) and no user or password
     /// in the URL; like `paperboy status`, a reply never carries a secret.

@@ -50,10 +50,17 @@ public enum DaemonProtocol {
         public static let unsupportedVersion = "unsupported-version"
         /// `ACK` for an asset that is not waiting for an acknowledgement.
         public static let notPending = "not-pending"
-        /// The daemon is stopping.
-        public static let stopping = "stopping"
+        /// A connection from another user, or beyond ``DaemonServer/maxConnections``; the daemon
+        /// closes it at once.
+        public static let permissionDenied = "permission-denied"
         /// Reloading the configuration failed (the old one stays in force).
         public static let reloadFailed = "reload-failed"
+
+        /// Every code above and in the extensions (docs/Daemon.md lists each).
+        package static let all = [
+            malformedFrame, frameTooLarge, badRequest, unknownKind, notNegotiated, unsupportedVersion, notPending,
+            reloadFailed, permissionDenied, feedNotFound, unknownChallenge,
+        ]
     }
 
     /// Encodes a frame with a JSON payload.
@@ -139,13 +146,15 @@ package struct CheckedFrame: Sendable {
     package var json: CheckedJSON
 }
 
-/// An error as it travels in an `ERROR` frame.
-package struct WireError: Error, Codable, Sendable {
+/// An error as it travels in an `ERROR` frame, and a failure in `failed` events and states.
+package struct WireError: Error, Codable, Sendable, Equatable {
     package var id: Int64?
     package var code: String
     package var message: String
     /// For library errors: ``LibraryError/reason``.
     package var reason: String?
+    /// For library errors of a failed transport: ``LibraryError/transportCode``.
+    package var transportCode: String?
     package var retryable: Bool?
 
     package init(_ code: String, _ message: String, id: Int64? = nil) {
@@ -158,7 +167,18 @@ package struct WireError: Error, Codable, Sendable {
         code = error.code.rawValue
         message = error.message
         reason = error.reason.rawValue
+        transportCode = error.transportCode?.rawValue
         retryable = error.isRetryable
         self.id = id
+    }
+
+    /// The library error this describes: the one the daemon had, code, reason, transport code,
+    /// message and retryable alike (a reason a daemon did not send is decided from the codes).
+    package var libraryError: LibraryError {
+        let code = LibraryError.Code(code)
+        let transport = transportCode.map(TransportError.Code.init)
+        return LibraryError(code, message, isRetryable: retryable ?? false,
+                            reason: reason.map(LibraryError.Reason.init) ?? LibraryError.Reason(code: code, transportCode: transport),
+                            transportCode: transport)
     }
 }

@@ -85,10 +85,7 @@ extension DaemonServer {
             cursor = parsed
         }
         let (statuses, next) = try issue.assetStatuses(after: cursor, limit: Self.pageSize)
-        let wired = statuses.map { status in
-            WireAsset(id: status.identifier, issue: issue.name, request: WireAsset.shown(status.request), state: WireState(status.state),
-                      totalBytesWritten: status.totalBytesWritten, expectedTotalBytes: status.expectedTotalBytes, attempts: status.attempts)
-        }
+        let wired = statuses.map { WireAsset($0, issue: issue.name) }
         return try Self.fitted(count: wired.count) { count in
             let last = count < wired.count ? try issue.assetStatuses(after: cursor, limit: count).next : next
             return DaemonProtocol.frame(DaemonProtocol.Kind.ok, AssetsReply(id: request.id, assets: Array(wired.prefix(count)), next: last?.token))

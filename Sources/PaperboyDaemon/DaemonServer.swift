@@ -209,7 +209,7 @@ public final class DaemonServer: Sendable {
         guard let connection else {
             let reason = refusal ?? "too many connections (at most \(Self.maxConnections))"
             logger.warning("\(reason)")
-            let frame = DaemonProtocol.frame(DaemonProtocol.Kind.error, WireError("permission-denied", reason))
+            let frame = DaemonProtocol.frame(DaemonProtocol.Kind.error, WireError(DaemonProtocol.ErrorCode.permissionDenied, reason))
             try? FrameWriter.write(frame, to: client, isSocket: true)
             close(client)
             return
@@ -238,7 +238,10 @@ public final class DaemonServer: Sendable {
         switch event {
         case .assetStateChanged(let asset, let assetState):
             var message = EventMessage(event: "state", asset: asset.identifier)
-            message.state = WireState(assetState)
+            // A failure's reason and codes travel with its state (read here, off the library's
+            // event path: failures are few).
+            let failure: LibraryError? = if case .failed = assetState { asset.status?.failure } else { nil }
+            message.state = WireState(assetState, failure: failure)
             broadcast(message)
             if case .cancelled = assetState { desk.release(asset.identifier) }
         case .issueDownloadCompleted(let issue):
@@ -392,21 +395,21 @@ public final class DaemonServer: Sendable {
         return asset
     }
 
+    /// The asset as one snapshot: state, progress, attempts and failure read together (a
+    /// removed asset reads as cancelled, as ``AssetDownload/state`` does).
     static func wire(_ asset: AssetDownload) -> WireAsset {
-        WireAsset(
-            id: asset.identifier, issue: asset.issue?.name ?? "", request: asset.request.map(WireAsset.shown), userInfo: asset.userInfo,
-            state: WireState(asset.state), totalBytesWritten: asset.totalBytesWritten, expectedTotalBytes: asset.expectedTotalBytes)
+        guard let status = asset.status else {
+            return WireAsset(id: asset.identifier, issue: asset.issueName, request: nil, userInfo: nil, state: WireState(.cancelled),
+                             totalBytesWritten: 0, expectedTotalBytes: nil, attempts: 0)
+        }
+        return WireAsset(status, issue: asset.issueName, userInfo: asset.userInfo)
     }
 
     static func wire(_ issue: Issue, assets: Bool) throws -> WireIssue {
         var wire = WireIssue(name: issue.name, date: issue.date, status: issue.status.rawValue, isNew: issue.isNew,
                              contentPath: issue.contentURL.path)
         if assets {
-            wire.assets = try issue.assetStatuses.map { status in
-                WireAsset(id: status.identifier, issue: issue.name, request: WireAsset.shown(status.request), state: WireState(status.state),
-                          totalBytesWritten: status.totalBytesWritten, expectedTotalBytes: status.expectedTotalBytes,
-                          attempts: status.attempts)
-            }
+            wire.assets = try issue.assetStatuses.map { WireAsset($0, issue: issue.name) }
         }
         return wire
     }

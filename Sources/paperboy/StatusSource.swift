@@ -70,9 +70,12 @@ struct DaemonStatusSource: StatusSource {
 
     func forEachAsset(of issue: String, _ body: (StatusListing.AssetReport) -> Void) async throws {
         try await client.forEachAsset(ofIssue: issue) { asset in
-            body(StatusListing.AssetReport(id: asset.id, url: asset.request?.url.redactedString ?? "", path: asset.request?.destinationPath,
-                                           state: asset.state.state, bytesWritten: asset.totalBytesWritten,
-                                           expectedBytes: asset.expectedTotalBytes, attempts: asset.attempts ?? 0))
+            var report = StatusListing.AssetReport(id: asset.id, url: asset.request?.url.redactedString ?? "", path: asset.request?.destinationPath,
+                                                   state: asset.state.state, bytesWritten: asset.totalBytesWritten,
+                                                   expectedBytes: asset.expectedTotalBytes, attempts: asset.attempts ?? 0)
+            // A failed one's reason is its failure's code, as the library's own listing gives it.
+            if let failure = asset.state.failure { report.reason = AssetListing.failureCode(of: failure) }
+            body(report)
         }
     }
 }

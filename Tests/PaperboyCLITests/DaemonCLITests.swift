@@ -177,6 +177,18 @@ struct DaemonCLITests {
         defer { daemon.process.signal(SIGKILL) }
         let remote = try await run(["sync", "--config", config(library: "lib").path], runtime: runtime)
         let local = try await run(["sync", "--config", config(library: "local").path], runtime: runtime)
+        // `status --json` gives the failure's reason (its code) both ways: through the daemon, in process.
+        var reasons: [String?] = []
+        for library in ["lib", "local"] {
+            let status = try await run(["status", "--json", "--config", config(library: library).path], runtime: runtime)
+            #expect(status.status == 0, "\(status.stderr)")
+            let document = try? JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+            let assets = (document?["issues"] as? [[String: Any]])?.flatMap { $0["assets"] as? [[String: Any]] ?? [] } ?? []
+            let failed = assets.first { $0["path"] as? String == "missing.bin" }
+            #expect(failed?["state"] as? String == "failed", "\(library): \(status.stdout)")
+            reasons.append(failed?["reason"] as? String)
+        }
+        #expect(reasons == ["not-found", "not-found"], "through the daemon, then in process")
         _ = await daemon.stop()
         // Timings differ; every line else is the same.
         func shown(_ text: String) -> String {

@@ -218,10 +218,8 @@ struct DeliveryDeskTests {
                 states.append(name)
                 return name == "delivered"
             }
-            // docs/Daemon.md: `state` is sent when "any asset changed state".
-            withKnownIssue("no `state` event says cancelled: Scheduler.broadcastState skips an entry evicted at rest") {
-                #expect(states.contains("cancelled"), "state events of \(asset): \(states)")
-            }
+            // docs/Daemon.md: `state` is sent when "any asset changed state", cancelled included.
+            #expect(states.contains("cancelled"), "state events of \(asset): \(states)")
         }
     }
 }

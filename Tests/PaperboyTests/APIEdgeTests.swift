@@ -58,10 +58,12 @@ struct APIEdgeTests {
         #expect(retryable != LibraryError(notFound))
         #expect(LibraryError(.cancelled, "cancelled") == LibraryError(.cancelled, "cancelled"))
         #expect(LibraryError(.cancelled, "cancelled") != LibraryError(.storage, "cancelled"))
-        // Other underlying errors compare by their description.
+        // The underlying error is diagnostics: what it decided (the reason) counts, not itself.
         #expect(LibraryError(.storage, "full", underlying: POSIXError(.ENOSPC)) == LibraryError(.storage, "full", underlying: POSIXError(.ENOSPC)))
-        #expect(LibraryError(.storage, "full", underlying: POSIXError(.ENOSPC)) != LibraryError(.storage, "full", underlying: POSIXError(.EDQUOT)))
+        #expect(LibraryError(.storage, "full", underlying: POSIXError(.ENOSPC)) == LibraryError(.storage, "full", underlying: POSIXError(.EDQUOT)))
         #expect(LibraryError(.storage, "full", underlying: POSIXError(.ENOSPC)) != LibraryError(.storage, "full"))
+        #expect(LibraryError(.storage, "full", underlying: POSIXError(.ENOSPC))
+                == LibraryError(.storage, "full", isRetryable: false, reason: .noSpace, transportCode: nil))
         #expect(TransportError(.rateLimited, "429", retryAfter: .seconds(1)) != TransportError(.rateLimited, "429", retryAfter: .seconds(2)))
     }
 

@@ -47,7 +47,7 @@ struct ScaleTests {
                     state: state.rawValue, detail: state == .failed ? "HTTP 404" : nil, retryAt: nil, attempts: 0,
                     bytesOnDisk: state == .delivered ? 1 : 0, expectedBytes: 1, validator: nil, validatorStrength: nil)
                 if state == .failed {
-                    record.failure = StoredFailure(code: "transport", transportCode: "not-found", errno: nil)
+                    record.failure = StoredFailure(code: "transport", transportCode: "not-found", reason: "not-found", retryable: false)
                     failed = record.id
                 }
                 if state == .delivered { delivered = record.id }

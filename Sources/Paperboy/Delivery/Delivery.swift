@@ -91,12 +91,13 @@ struct Delivery: Sendable {
     func complete(_ id: String, request: AssetRequest, issueName: String, failure: LibraryError?,
                                   unlessDelegated: Bool = false) -> Bool {
         var delivered: AssetPatch?
+        var departed: Scheduler.State.Departure?
         let recorded = scheduler.state.withLock { state -> Bool in
             guard state.entries[id] != nil else { return true }
             if unlessDelegated, state.entries[id]?.hub?.hasDelegates == true { return false }
             var patch = AssetPatch(id: id)
             if let failure {
-                state.update(id) { Self.fail(&$0, failure) }
+                departed = state.update(id) { Self.fail(&$0, failure) }
                 patch.fail(failure)
                 scheduler.store.submit(patch)
             } else {
@@ -119,7 +120,7 @@ struct Delivery: Sendable {
         if let failure {
             scheduler.logger.error("asset \(id): \(failure.message)")
         }
-        scheduler.broadcastState(id)
+        scheduler.broadcastState(id, departed: departed)
         scheduler.state.withLock { scheduler.wakeIdleWaiters(&$0) }
         return true
     }
@@ -130,7 +131,7 @@ struct Delivery: Sendable {
         var completedIssue: String?
         var coverPath: RelativePath?
         let failure = error.map {
-            LibraryError(.storage, "asset \(id) is in its issue folder but cannot be recorded as delivered: \($0.message)", underlying: $0.underlying)
+            $0.withMessage("asset \(id) is in its issue folder but cannot be recorded as delivered: \($0.message)")
         }
         scheduler.state.withLock { state in
             guard state.entries[id] != nil else { return }

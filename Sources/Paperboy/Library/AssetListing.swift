@@ -81,6 +81,11 @@ extension AssetListing {
         return library
     }
 
+    /// The code a listing shows for `failure` (``failureCode``).
+    package static func failureCode(of failure: LibraryError) -> String {
+        failureCode(library: failure.code.rawValue, transport: failure.transportCode?.rawValue) ?? failure.code.rawValue
+    }
+
     init(_ record: AssetRecord, now: Date) {
         identifier = record.id
         urlString = record.request.url.absoluteString

@@ -15,6 +15,9 @@ public struct AssetStatus: Sendable, Hashable {
     public var expectedTotalBytes: Int64?
     /// Failed attempts since the asset last made progress (or was asked for again).
     public var attempts: Int
+    /// Why the asset failed, while ``state`` is failed: the error ``AssetDownload/waitUntilFinished()``
+    /// returns, with its reason and codes.
+    public var failure: LibraryError?
 }
 
 /// What a library is doing right now (see ``Library/activity``).
@@ -82,15 +85,28 @@ extension Issue {
         return (page.map(status(of:)), next)
     }
 
-    private func status(of record: AssetRecord) -> AssetStatus {
-        if let live = scheduler.snapshot(record.id) {
-            return AssetStatus(identifier: record.id, request: live.request, state: live.state,
-                               totalBytesWritten: live.written, expectedTotalBytes: live.expected, attempts: record.attempts)
+    private func status(of record: AssetRecord) -> AssetStatus { scheduler.status(of: record) }
+}
+
+extension AssetDownload {
+    /// A snapshot of the asset (state, progress, attempts, failure) read at once; `nil` when
+    /// the library no longer has it.
+    package var status: AssetStatus? {
+        scheduler.store.asset(id: identifier).map(scheduler.status(of:))
+    }
+}
+
+extension Scheduler {
+    /// An asset's snapshot: the live state of a transfer the scheduler holds, else its row.
+    func status(of record: AssetRecord) -> AssetStatus {
+        if let live = snapshot(record.id) {
+            return AssetStatus(identifier: record.id, request: live.request, state: live.state, totalBytesWritten: live.written,
+                               expectedTotalBytes: live.expected, attempts: live.attempts, failure: live.failure)
         }
         let state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
-                                          attempts: record.attempts, detail: record.detail, now: scheduler.clock.now)
+                                          attempts: record.attempts, detail: record.detail, now: clock.now)
         return AssetStatus(identifier: record.id, request: record.request, state: state, totalBytesWritten: record.bytesOnDisk,
-                           expectedTotalBytes: record.expectedBytes, attempts: record.attempts)
+                           expectedTotalBytes: record.expectedBytes, attempts: record.attempts, failure: record.libraryError)
     }
 }
 

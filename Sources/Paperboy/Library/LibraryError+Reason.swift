@@ -2,8 +2,12 @@ import Foundation
 
 extension LibraryError {
     /// The cases apps branch on, flattened from ``LibraryError/code`` and
-    /// ``LibraryError/transportError``: `error.reason == .notFound` instead of
-    /// `error.code == .transport && error.transportError?.code == .notFound`.
+    /// ``LibraryError/transportCode``: `error.reason == .notFound` instead of
+    /// `error.code == .transport && error.transportCode == .notFound`.
+    ///
+    /// Decided once, where the error is made (``init(code:transportCode:posixCode:)``), and
+    /// stored with it: a failure read back from the library's database or received from a daemon
+    /// has the reason it had in the process where it happened.
     ///
     /// New reasons may be added: compare, don't switch exhaustively. An error that is none of
     /// these has the reason ``other``.
@@ -37,29 +41,32 @@ extension LibraryError {
         public static let network = Reason("network")
         /// Anything else: see ``LibraryError/code`` and ``LibraryError/message``.
         public static let other = Reason("other")
-    }
 
-    /// The case an app usually branches on (see ``Reason``).
-    public var reason: Reason {
-        switch code {
-        case .cancelled: return .cancelled
-        case .checksumMismatch: return .checksumMismatch
-        case .insufficientStorage: return .noSpace
-        case .storage:
-            if let posix = underlying as? POSIXError, posix.code == .ENOSPC || posix.code == .EDQUOT { return .noSpace }
-            return .other
-        default:
-            break
-        }
-        guard let transport = transportError else { return .other }
-        switch transport.code {
-        case .notFound: return .notFound
-        case .authenticationFailed: return .authentication
-        case .accessDenied: return .accessDenied
-        case .insufficientStorage: return .noSpace
-        case .cancelled: return .cancelled
-        case .connectionFailed, .connectionLost, .timedOut: return .network
-        default: return .other
+        /// The reason of a failure with these codes: the one rule, applied where an error is made
+        /// (and to failures a library recorded before reasons were stored).
+        ///
+        /// - Parameters:
+        ///   - code: the library's code.
+        ///   - transportCode: the transport's code, when a transport failed.
+        ///   - posixCode: the `errno` of a failed write, if known (`ENOSPC`, `EDQUOT`: no space).
+        public init(code: LibraryError.Code, transportCode: TransportError.Code?, posixCode: POSIXErrorCode? = nil) {
+            switch code {
+            case .cancelled: self = .cancelled
+            case .checksumMismatch: self = .checksumMismatch
+            case .insufficientStorage: self = .noSpace
+            case .storage where posixCode == .ENOSPC || posixCode == .EDQUOT: self = .noSpace
+            case .storage: self = .other
+            default:
+                switch transportCode {
+                case .notFound?: self = .notFound
+                case .authenticationFailed?: self = .authentication
+                case .accessDenied?: self = .accessDenied
+                case .insufficientStorage?: self = .noSpace
+                case .cancelled?: self = .cancelled
+                case .connectionFailed?, .connectionLost?, .timedOut?: self = .network
+                default: self = .other
+                }
+            }
         }
     }
 

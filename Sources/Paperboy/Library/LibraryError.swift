@@ -2,10 +2,12 @@ import Foundation
 
 /// Why a library operation or a download failed.
 ///
-/// Two errors are equal (`==`) when their ``code``, ``message`` and ``isRetryable`` are, and their
-/// underlying errors too: a ``TransportError`` compares with its own `==`, any other underlying
-/// error by its description.
-public struct LibraryError: Error, Sendable, Equatable, CustomStringConvertible {
+/// A failure is a value: its ``code``, ``reason``, ``transportCode``, ``message`` and
+/// ``isRetryable`` are decided once, where the error is made, and read back the same from the
+/// library's database after a relaunch and from a daemon through `PaperboyClient`. Two errors are
+/// equal (`==`, and hash alike) when those five are; ``underlying`` is for diagnostics in the process where the
+/// failure happened and takes no part.
+public struct LibraryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A stable error code. New codes may be added: compare, don't switch exhaustively.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
@@ -28,7 +30,7 @@ public struct LibraryError: Error, Sendable, Equatable, CustomStringConvertible 
         public static let userInfoTooLarge = Code("user-info-too-large")
         /// The downloaded bytes do not have the expected SHA-256; nothing was kept.
         public static let checksumMismatch = Code("checksum-mismatch")
-        /// The transport failed; see ``LibraryError/transportError``.
+        /// The transport failed; see ``LibraryError/transportCode``.
         public static let transport = Code("transport")
         /// The library's database or folder could not be read or written.
         public static let storage = Code("storage")
@@ -46,14 +48,33 @@ public struct LibraryError: Error, Sendable, Equatable, CustomStringConvertible 
     public var message: String
     /// Whether trying again may help.
     public var isRetryable: Bool
-    /// The underlying error, if any.
+    /// The case apps branch on (see ``Reason``), decided when the error was made.
+    public var reason: Reason
+    /// The transport's own code when a transport failed (`not-found`, `authentication-failed`,
+    /// `content-encoding-not-identity`, `insufficient-storage`…), else `nil`.
+    public var transportCode: TransportError.Code?
+    /// The underlying error, if any: for diagnostics in the process where the failure happened.
+    /// It does not survive a relaunch or the daemon's wire; nothing else of the error depends on it.
     public var underlying: (any Error & Sendable)?
 
-    /// Creates an error.
+    /// Creates an error; its ``reason`` and ``transportCode`` come from `code` and `underlying`
+    /// (a ``TransportError``, or a `POSIXError` `ENOSPC`/`EDQUOT`), once.
     public init(_ code: Code, _ message: String, isRetryable: Bool = false, underlying: (any Error & Sendable)? = nil) {
+        let transportCode = (underlying as? TransportError)?.code
+        self.init(code, message, isRetryable: isRetryable,
+                  reason: Reason(code: code, transportCode: transportCode, posixCode: (underlying as? POSIXError)?.code),
+                  transportCode: transportCode, underlying: underlying)
+    }
+
+    /// Creates an error with its ``reason`` and ``transportCode`` as they were decided before
+    /// (read back from a library's database, or from a daemon).
+    public init(_ code: Code, _ message: String, isRetryable: Bool, reason: Reason, transportCode: TransportError.Code?,
+                underlying: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
         self.isRetryable = isRetryable
+        self.reason = reason
+        self.transportCode = transportCode
         self.underlying = underlying
     }
 
@@ -62,14 +83,39 @@ public struct LibraryError: Error, Sendable, Equatable, CustomStringConvertible 
         self.init(.transport, error.description, isRetryable: error.isRetryable, underlying: error)
     }
 
-    /// The transport error behind this error, if any.
-    public var transportError: TransportError? { underlying as? TransportError }
+    /// The transport error behind this error, when a transport failed: the transport's own
+    /// error in the process where it happened; elsewhere (after a relaunch, through a daemon)
+    /// one made of ``transportCode``, ``message`` and ``isRetryable``, without URL or Retry-After.
+    public var transportError: TransportError? {
+        if let error = underlying as? TransportError { return error }
+        return transportCode.map { TransportError($0, message, isRetryable: isRetryable) }
+    }
+
+    /// What the delegates of a download of asset `id` get when it is cancelled.
+    package static func cancelled(asset id: String) -> LibraryError {
+        LibraryError(.cancelled, "download of asset \(id) was cancelled")
+    }
+
+    /// The same failure with another message (the reason and codes stay).
+    package func withMessage(_ message: String) -> LibraryError {
+        var error = self
+        error.message = message
+        return error
+    }
 
     public var description: String { message }
 
     public static func == (lhs: LibraryError, rhs: LibraryError) -> Bool {
-        lhs.code == rhs.code && lhs.message == rhs.message && lhs.isRetryable == rhs.isRetryable
-            && sameUnderlying(lhs.underlying, rhs.underlying)
+        lhs.code == rhs.code && lhs.reason == rhs.reason && lhs.transportCode == rhs.transportCode
+            && lhs.message == rhs.message && lhs.isRetryable == rhs.isRetryable
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(reason)
+        hasher.combine(transportCode)
+        hasher.combine(message)
+        hasher.combine(isRetryable)
     }
 
     /// Underlying errors compared: transport errors with `==`, others by their description.
@@ -84,7 +130,7 @@ public struct LibraryError: Error, Sendable, Equatable, CustomStringConvertible 
     }
 
     static func storage(_ message: String, _ error: any Error) -> LibraryError {
-        LibraryError(.storage, "\(message): \(error)", underlying: SendableError(error))
+        LibraryError(.storage, "\(message): \(error)", underlying: (error as? POSIXError).map { $0 as any Error & Sendable } ?? SendableError(error))
     }
 }
 

@@ -107,9 +107,9 @@ extension Scheduler {
 
     /// Pauses: a running transfer stops keeping its bytes; a waiting one stays put.
     func pause(_ id: String) {
-        state.withLock { state in
-            guard loadEntry(id, in: &state) else { return }
-            state.update(id) { entry in
+        let departed = state.withLock { state -> State.Departure? in
+            guard loadEntry(id, in: &state) else { return nil }
+            let departed = state.update(id) { entry in
                 switch entry.state {
                 case .downloading:
                     // The last word wins over a download asked for while stopping; a pending
@@ -130,8 +130,9 @@ extension Scheduler {
                 }
             }
             wakeIdleWaiters(&state)
+            return departed
         }
-        broadcastState(id)
+        broadcastState(id, departed: departed)
     }
 
     /// A download asked for while a cancel was stopping the transfer, then given up again: its
@@ -145,10 +146,10 @@ extension Scheduler {
 
     /// Cancels: stops the transfer and removes its partial bytes.
     func cancel(_ id: String) {
-        let failedHub: AssetEventHub? = state.withLock { state in
+        let (failedHub, departed) = state.withLock { state -> (AssetEventHub?, State.Departure?) in
             var hub: AssetEventHub?
-            guard loadEntry(id, in: &state) else { return nil }
-            state.update(id) { entry in
+            guard loadEntry(id, in: &state) else { return (nil, nil) }
+            let departed = state.update(id) { entry in
                 switch entry.state {
                 case .downloading:
                     entry.stop = .cancel
@@ -170,10 +171,10 @@ extension Scheduler {
                 }
             }
             wakeIdleWaiters(&state)
-            return hub
+            return (hub, departed)
         }
-        failedHub?.failed(LibraryError(.cancelled, "download of asset \(id) was cancelled"))
-        broadcastState(id)
+        failedHub?.failed(LibraryError.cancelled(asset: id))
+        broadcastState(id, departed: departed)
     }
 
     /// Forgets the assets of an issue: running transfers stop, files are removed by the caller.

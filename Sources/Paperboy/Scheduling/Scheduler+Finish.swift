@@ -113,6 +113,7 @@ extension Scheduler {
         var deliverNow: (request: AssetRequest, issueName: String)?
         var failure: (AssetEventHub, LibraryError)?
         var requeue: (seq: Int64, priority: Int, host: String)?
+        var departed: State.Departure?
         // One reading for the retry's date and its timer, so that the timer ends exactly at the date.
         let failedAt = clock.now
         state.withLock { state in
@@ -130,7 +131,7 @@ extension Scheduler {
                 wakeIdleWaiters(&state)
                 return
             }
-            state.update(id) { entry in
+            departed = state.update(id) { entry in
                 entry.task = nil
                 var outcome = outcome
                 if case .failed(_, _, let written, let validator) = outcome, [.pause, .cancel, .storage].contains(entry.stop) {
@@ -181,7 +182,7 @@ extension Scheduler {
                         patch = Self.cancelledPatch(id)
                         let cancelled = entry.restartAfterStop ? entry.cancelledHub : entry.hub
                         if let cancelled {
-                            failure = (cancelled, LibraryError(.cancelled, "download of asset \(id) was cancelled"))
+                            failure = (cancelled, LibraryError.cancelled(asset: id))
                         }
                         if entry.restartAfterStop {
                             // Asked for again meanwhile: from zero, for the new delegates.
@@ -259,7 +260,7 @@ extension Scheduler {
                             entry.detail = "\(error.message) (\(reason))"
                             patch.detail = .some(entry.detail)
                         }
-                        let final = LibraryError(error.code, entry.detail ?? error.message, isRetryable: error.isRetryable, underlying: error.underlying)
+                        let final = error.withMessage(entry.detail ?? error.message)
                         entry.failure = final
                         patch.fail(final)
                         if let hub = entry.hub {
@@ -280,7 +281,7 @@ extension Scheduler {
             wakeIdleWaiters(&state)
         }
         if let (hub, error) = failure { hub.failed(error) }
-        broadcastState(id)
+        broadcastState(id, departed: departed)
         if let deliverNow {
             // Already in place and nobody to hand it to: recorded here, without another task.
             // A delegate attached since the check above gets the full delivery instead.

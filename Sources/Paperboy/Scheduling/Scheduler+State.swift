@@ -128,10 +128,20 @@ extension Scheduler {
         /// The statistics recorder, parked while no transfer runs (see `Scheduler+Statistics`).
         var statisticsWaiter: CheckedContinuation<Void, Never>?
 
+        /// An asset whose entry left memory with an update, as it was then: what
+        /// ``Scheduler/broadcastState(_:delivered:departed:)`` tells without reading the store.
+        struct Departure {
+            var issueName: String
+            var state: AssetState
+        }
+
         /// Applies a change to an entry, keeping the counts right, and settles the waits on it
         /// when it failed or was cancelled (a delivery settles them once fully recorded).
-        mutating func update(_ id: String, _ change: (inout Entry) -> Void) {
-            guard var entry = entries[id] else { return }
+        ///
+        /// - Returns: the entry's asset as it left memory, when the change put it at rest.
+        @discardableResult
+        mutating func update(_ id: String, _ change: (inout Entry) -> Void) -> Departure? {
+            guard var entry = entries[id] else { return nil }
             count(entry, -1)
             change(&entry)
             count(entry, 1)
@@ -146,7 +156,9 @@ extension Scheduler {
                     if let clock = entry.progressClock { retryClocks[id] = clock }
                 }
                 remove(id)
+                return Departure(issueName: entry.issueName, state: Scheduler.publicState(entry, now: clock.now))
             }
+            return nil
         }
 
         /// Lets an entry go (it is in the store only, or gone).

@@ -96,10 +96,11 @@ final class Scheduler: Sendable {
     /// `error`, as does a waiting one; a delivery reports its own failure to record.
     func recordingFailed(_ error: LibraryError, ids: [String]) {
         var failed: [(AssetEventHub, LibraryError)] = []
+        var departures: [String: State.Departure] = [:]
         state.withLock { state in
             for id in ids {
                 guard let entry = state.entries[id], !entry.delivering else { continue }
-                let failure = LibraryError(.storage, "asset \(id): \(error.message)", underlying: error.underlying)
+                let failure = error.withMessage("asset \(id): \(error.message)")
                 switch entry.state {
                 case .downloading:
                     state.update(id) { entry in
@@ -109,7 +110,7 @@ final class Scheduler: Sendable {
                         entry.task?.cancel()
                     }
                 case .queued, .retry, .network:
-                    state.update(id) { entry in
+                    departures[id] = state.update(id) { entry in
                         entry.retryTask?.cancel()
                         entry.retryTask = nil
                         entry.state = .failed
@@ -128,7 +129,7 @@ final class Scheduler: Sendable {
             wakeIdleWaiters(&state)
         }
         for (hub, error) in failed { hub.failed(error) }
-        for id in ids { broadcastState(id) }
+        for id in ids { broadcastState(id, departed: departures[id]) }
     }
 
     let scheduleTask = Mutex<Task<Void, Never>?>(nil)
@@ -140,6 +141,8 @@ final class Scheduler: Sendable {
         var written: Int64
         var expected: Int64?
         var request: AssetRequest
+        var attempts: Int
+        var failure: LibraryError?
     }
 
     /// The live view of an undelivered asset, or `nil` if the scheduler does not hold it.
@@ -152,7 +155,8 @@ final class Scheduler: Sendable {
                 public_ = .waiting(.hostLimit(host: entry.host))
             }
             return Snapshot(state: public_, written: entry.live.written.load(ordering: .relaxed),
-                            expected: entry.live.expectedBytes, request: entry.request)
+                            expected: entry.live.expectedBytes, request: entry.request, attempts: entry.attempts,
+                            failure: entry.failure)
         }
     }
 
@@ -238,11 +242,19 @@ final class Scheduler: Sendable {
         for continuation in state.takeIdleWaiters() { continuation.resume() }
     }
 
-    func broadcastState(_ id: String, delivered: Bool = false) {
+    /// Tells subscribers where asset `id` is now.
+    ///
+    /// - Parameter departed: the asset as it left memory with the change told (cancelled,
+    ///   failed, paused…), when it did: told as it was then, without a read of the store.
+    func broadcastState(_ id: String, delivered: Bool = false, departed: State.Departure? = nil) {
         guard broadcaster.hasSubscribers else { return }
         var current: AssetState? = delivered ? .delivered : snapshot(id)?.state
         // In memory first: a database read here would wait for batched writes on every change.
         var issueName = state.withLock { $0.entries[id]?.issueName }
+        if let departed, current == nil || issueName == nil {
+            current = current ?? departed.state
+            issueName = issueName ?? departed.issueName
+        }
         if current == nil || issueName == nil, let record = store.asset(id: id) {
             issueName = record.issueName
             // Waiting for a network or a retry, in the store: still told, as when held in memory.

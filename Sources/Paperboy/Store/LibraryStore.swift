@@ -584,8 +584,8 @@ final class LibraryStore: Sendable {
         }
         if let boot = patch.checkpointBoot { assignments.append("checkpointBoot = ?"); arguments.append(boot) }
         if let failure = patch.failureChange {
-            assignments.append("failureCode = ?, transportCode = ?, failureErrno = ?")
-            arguments += [failure?.code, failure?.transportCode, failure?.errno]
+            assignments.append("failureCode = ?, transportCode = ?, failureReason = ?, failureRetryable = ?")
+            arguments += [failure?.code, failure?.transportCode, failure?.reason, failure?.retryable]
         }
         guard !assignments.isEmpty else { return }
         arguments.append(patch.id)

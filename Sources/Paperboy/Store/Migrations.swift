@@ -68,7 +68,8 @@ enum Migrations {
                 t.column("userInfo", .blob)
                 t.column("state", .text).notNull()
                 t.column("detail", .text)
-                // A failed asset's LibraryError code, its transport error code and errno, if any.
+                // A failed asset's LibraryError code, its transport error code and errno, if any
+                // (errno gave way to the failure's reason in v4).
                 t.column("failureCode", .text)
                 t.column("transportCode", .text)
                 t.column("failureErrno", .integer)
@@ -116,6 +117,32 @@ enum Migrations {
             try db.create(index: "asset_issue_seq", on: "asset", columns: ["issueName", "seq"])
             try db.execute(sql: "CREATE INDEX asset_queue ON asset(state, priority DESC, seq)")
             try db.create(index: "asset_issue_state", on: "asset", columns: ["issueName", "state"])
+        }
+        migrator.registerMigration("v4-failure-reason") { db in
+            // A failure keeps its reason and whether it may be retried, as decided when it
+            // happened, instead of deciding them again from its codes and errno at each read.
+            try db.alter(table: "asset") { t in
+                t.add(column: "failureReason", .text)
+                t.add(column: "failureRetryable", .boolean)
+            }
+            // The failures recorded before: their reason from their codes (by the one rule), and
+            // retryable as they read before (a transport code's default). One update per
+            // combination of codes, however many assets failed.
+            let combinations = try Row.fetchAll(db, sql: """
+                SELECT DISTINCT failureCode, transportCode, failureErrno FROM asset WHERE failureCode IS NOT NULL
+                """)
+            for combination in combinations {
+                let values: [DatabaseValue] = [combination[0], combination[1], combination[2]]
+                let code = LibraryError.Code(String.fromDatabaseValue(values[0]) ?? "")
+                let transport = String.fromDatabaseValue(values[1]).map(TransportError.Code.init)
+                let errno = Int32.fromDatabaseValue(values[2]).flatMap(POSIXErrorCode.init(rawValue:))
+                let reason = LibraryError.Reason(code: code, transportCode: transport, posixCode: errno)
+                try db.execute(sql: """
+                    UPDATE asset SET failureReason = ?, failureRetryable = ?
+                    WHERE failureCode IS ? AND transportCode IS ? AND failureErrno IS ?
+                    """, arguments: [reason.rawValue, transport?.isRetryableByDefault ?? false, values[0], values[1], values[2]])
+            }
+            try db.alter(table: "asset") { t in t.drop(column: "failureErrno") }
         }
         return migrator
     }

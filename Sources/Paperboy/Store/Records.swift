@@ -127,27 +127,27 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         detail = try? row.decode(String?.self, atIndex: 18)
         failure = (try? row.decode(String?.self, atIndex: 19))?.map { code in
             StoredFailure(code: code, transportCode: try? row.decode(String?.self, atIndex: 20),
-                          errno: row.storedInteger(atIndex: 21).flatMap { Int32(exactly: $0) })
+                          reason: try? row.decode(String?.self, atIndex: 21), retryable: row.storedInteger(atIndex: 22).map { $0 != 0 })
         }
         if let requestFailure {
             // A damaged row reads as failed: this asset cannot run, the others can.
             state = PersistedState.failed.rawValue
             detail = "the stored request of asset \(id) is unreadable (\(requestFailure)); remove and add the asset again"
-            failure = StoredFailure(code: LibraryError.Code.storage.rawValue, transportCode: nil, errno: nil)
+            failure = StoredFailure(LibraryError(.storage, ""))
         } else if storedState.flatMap(PersistedState.init(rawValue:)) == nil {
             // Asking for the asset again writes a state it can read.
             state = PersistedState.failed.rawValue
             detail = "its state \(DamagedRow.literal(row[17])) cannot be read; download the asset again, or remove it"
-            failure = StoredFailure(code: LibraryError.Code.storage.rawValue, transportCode: nil, errno: nil)
+            failure = StoredFailure(LibraryError(.storage, ""))
         }
         // An unreadable or absurd retry date means "retry now".
-        retryAt = (try? row.decode(StoredDate?.self, atIndex: 22))??.date
-        attempts = Int(min(max(0, row.storedInteger(atIndex: 23) ?? 0), Self.maxStoredAttempts))
-        bytesOnDisk = ByteCount(stored: row.storedInteger(atIndex: 24))?.bytes ?? 0
-        expectedBytes = ByteCount(stored: row.storedInteger(atIndex: 25))?.bytes
-        validator = try? row.decode(String?.self, atIndex: 26)
-        validatorStrength = try? row.decode(String?.self, atIndex: 27)
-        checkpointBoot = try? row.decode(String?.self, atIndex: 28)
+        retryAt = (try? row.decode(StoredDate?.self, atIndex: 23))??.date
+        attempts = Int(min(max(0, row.storedInteger(atIndex: 24) ?? 0), Self.maxStoredAttempts))
+        bytesOnDisk = ByteCount(stored: row.storedInteger(atIndex: 25))?.bytes ?? 0
+        expectedBytes = ByteCount(stored: row.storedInteger(atIndex: 26))?.bytes
+        validator = try? row.decode(String?.self, atIndex: 27)
+        validatorStrength = try? row.decode(String?.self, atIndex: 28)
+        checkpointBoot = try? row.decode(String?.self, atIndex: 29)
     }
 
     /// The request in columns 3 to 15; its issue name and destination path keep ``IssueName``'s
@@ -219,7 +219,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     static let columnNames = [
         "id", "issueName", "seq", "url", "destinationPath", "sha256", "unpack", "role", "priority",
         "maxBytesPerSecond", "networkKinds", "networkExpensive", "networkConstrained", "networkRoaming", "headers",
-        "options", "userInfo", "state", "detail", "failureCode", "transportCode", "failureErrno", "retryAt", "attempts",
+        "options", "userInfo", "state", "detail", "failureCode", "transportCode", "failureReason", "failureRetryable", "retryAt", "attempts",
         "bytesOnDisk", "expectedBytes", "validator", "validatorStrength", "checkpointBoot",
     ]
 
@@ -238,7 +238,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     /// The row's values, in the order of ``columnNames``.
     func columnValues() throws -> [(any DatabaseValueConvertible)?] {
         [id, issueName, seq] + (try Self.requestValues(request))
-            + [userInfo, state, detail, failure?.code, failure?.transportCode, failure?.errno, retryAt.map(StoredDate.init),
+            + [userInfo, state, detail, failure?.code, failure?.transportCode, failure?.reason, failure?.retryable, retryAt.map(StoredDate.init),
                attempts, bytesOnDisk, expectedBytes, validator, validatorStrength, checkpointBoot]
     }
 
@@ -259,39 +259,39 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     }
 }
 
-/// A failure's codes as stored with it, so that the ``LibraryError`` rebuilt after a reopen has
-/// the same ``LibraryError/code`` and ``LibraryError/reason``.
+/// A failure as stored with its asset (its message is the asset's `detail`): the
+/// ``LibraryError`` read back after a reopen is the one recorded, reason and all.
 struct StoredFailure: Sendable, Hashable {
     /// The ``LibraryError/Code`` raw value.
     var code: String
     /// The ``TransportError/Code`` raw value, when a transport failed.
     var transportCode: String?
-    /// The `errno` of an underlying `POSIXError` (ENOSPC, …).
-    var errno: Int32?
+    /// The ``LibraryError/Reason`` raw value (`nil` in a row a damaged or foreign writer left:
+    /// then it is decided from the codes).
+    var reason: String?
+    /// ``LibraryError/isRetryable`` (`nil`: no).
+    var retryable: Bool?
 
-    init(code: String, transportCode: String?, errno: Int32?) {
+    init(code: String, transportCode: String?, reason: String?, retryable: Bool?) {
         self.code = code
         self.transportCode = transportCode
-        self.errno = errno
+        self.reason = reason
+        self.retryable = retryable
     }
 
     init(_ error: LibraryError) {
         code = error.code.rawValue
-        transportCode = error.transportError?.code.rawValue
-        errno = (error.underlying as? POSIXError)?.code.rawValue
+        transportCode = error.transportCode?.rawValue
+        reason = error.reason.rawValue
+        retryable = error.isRetryable
     }
 
     func error(message: String) -> LibraryError {
-        var underlying: (any Error & Sendable)?
-        var retryable = false
-        if let transportCode {
-            let code = TransportError.Code(transportCode)
-            retryable = code.isRetryableByDefault
-            underlying = TransportError(code, message)
-        } else if let errno, let code = POSIXErrorCode(rawValue: errno) {
-            underlying = POSIXError(code)
-        }
-        return LibraryError(LibraryError.Code(code), message, isRetryable: retryable, underlying: underlying)
+        let code = LibraryError.Code(code)
+        let transport = transportCode.map(TransportError.Code.init)
+        return LibraryError(code, message, isRetryable: retryable ?? false,
+                            reason: reason.map(LibraryError.Reason.init) ?? LibraryError.Reason(code: code, transportCode: transport),
+                            transportCode: transport)
     }
 }
 
