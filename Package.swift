@@ -212,7 +212,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyConfigTests",
-            dependencies: ["PaperboyConfig", "PaperboyTesting"],
+            dependencies: ["Paperboy", "PaperboyConfig", "PaperboyTesting"],
             path: "Tests/PaperboyConfigTests",
             swiftSettings: swiftSettings
         ),

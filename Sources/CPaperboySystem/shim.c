@@ -5,9 +5,12 @@
 #include <sys/random.h>
 #endif
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -69,50 +72,71 @@ static void close_others_on_exec(void) {
     for (int fd = 3; fd < max; fd++) fcntl(fd, F_SETFD, FD_CLOEXEC);
 }
 
+/// What the child of paperboy_spawn needs; `failure` is written by the child, which borrows
+/// this memory until it execs.
+struct spawn_request {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    const char *dir;
+    int in_fd, out_fd, err_fd;
+    pid_t parent;
+    volatile int failure;
+};
+
+/// The child, on a stack of its own in the parent's memory: only system calls until exec.
+static int spawn_child(void *context) {
+    struct spawn_request *request = context;
+#if defined(__linux__)
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != request->parent) _exit(127);
+#endif
+    setpgid(0, 0);
+    // Every signal is still blocked (see paperboy_spawn): no handler of the parent's runs here.
+    struct sigaction dfl;
+    dfl.sa_handler = SIG_DFL;
+    dfl.sa_flags = 0;
+    sigemptyset(&dfl.sa_mask);
+    for (int sig = 1; sig < NSIG; sig++) sigaction(sig, &dfl, NULL);
+    if (dup2(request->in_fd, 0) < 0 || dup2(request->out_fd, 1) < 0 || dup2(request->err_fd, 2) < 0) goto failed;
+    close_others_on_exec();
+    if (request->dir != NULL && chdir(request->dir) != 0) goto failed;
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(request->path, request->argv, request->envp);
+failed:
+    request->failure = errno != 0 ? errno : EINVAL;
+    _exit(127);
+}
+
 int paperboy_spawn(const char *path, char *const argv[], char *const envp[], const char *dir,
                    int in_fd, int out_fd, int err_fd, pid_t *pid) {
-    int report[2];
-    int failure = paperboy_pipe_cloexec(report);
-    if (failure != 0) return failure;
-    pid_t parent = getpid();
-    pid_t child = fork();
-    if (child < 0) {
-        failure = errno;
-        close(report[0]);
-        close(report[1]);
-        return failure;
-    }
-    if (child == 0) {
-        // Between fork and exec only async-signal-safe calls: the other threads' locks are gone.
+    struct spawn_request request = {path, argv, envp, dir, in_fd, out_fd, err_fd, getpid(), 0};
+    // Not fork(): it copies the page tables of the whole process while holding its memory-map
+    // lock, and every other thread that faults meanwhile waits (hundreds of milliseconds in a
+    // large, busy process: the whole cooperative pool stalls). The child borrows this memory and
+    // this thread waits until it has called exec or exited (CLONE_VFORK), as posix_spawn does.
+    sigset_t all, old;
+    sigfillset(&all);
 #if defined(__linux__)
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(127);
+    const size_t stack_size = 64 * 1024;
+    void *stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) return errno;
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t child = clone(spawn_child, (char *)stack + stack_size, CLONE_VM | CLONE_VFORK | SIGCHLD, &request);
+    int failure = child < 0 ? errno : request.failure;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    munmap(stack, stack_size);
+#else
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pid_t child = vfork();
+    if (child == 0) spawn_child(&request);
+    int failure = child < 0 ? errno : request.failure;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 #endif
-        setpgid(0, 0);
-        struct sigaction dfl;
-        dfl.sa_handler = SIG_DFL;
-        dfl.sa_flags = 0;
-        sigemptyset(&dfl.sa_mask);
-        for (int sig = 1; sig < NSIG; sig++) sigaction(sig, &dfl, NULL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        if (dup2(in_fd, 0) < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) goto failed;
-        close_others_on_exec();
-        if (dir != NULL && chdir(dir) != 0) goto failed;
-        execve(path, argv, envp);
-    failed:
-        failure = errno;
-        while (write(report[1], &failure, sizeof failure) < 0 && errno == EINTR) {}
-        _exit(127);
-    }
-    close(report[1]);
-    ssize_t got;
-    do {
-        got = read(report[0], &failure, sizeof failure);
-    } while (got < 0 && errno == EINTR);
-    close(report[0]);
-    if (got == (ssize_t)sizeof failure) {
+    if (child < 0) return failure;
+    if (failure != 0) {
         while (waitpid(child, NULL, 0) < 0 && errno == EINTR) {}
         return failure;
     }

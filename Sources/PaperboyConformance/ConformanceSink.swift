@@ -1,6 +1,6 @@
-import Dispatch
 import Foundation
 import Paperboy
+import PaperboyTesting
 import Synchronization
 
 /// An instrumented ``TransferSink`` that records how a transport used it: begin calls, every
@@ -137,7 +137,7 @@ public final class ConformanceSink: TransferSink {
         }
         guard blocked else { return callback() }
         let delay = behaviour.delay ?? .milliseconds(1)
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
+        runLater(after: delay) { [self] in
             let callbacks = state.withLock { state -> [@Sendable () -> Void] in
                 state.blocked = false
                 defer { state.pendingWritable = [] }
@@ -173,14 +173,7 @@ public final class ConformanceSink: TransferSink {
     /// Sleeps like a slow disk: task cancellation does not cut it short.
     static func sleepIgnoringCancellation(_ duration: Duration) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().asyncAfter(deadline: .now() + duration.timeInterval) { continuation.resume() }
+            runLater(after: duration) { continuation.resume() }
         }
-    }
-}
-
-extension Duration {
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

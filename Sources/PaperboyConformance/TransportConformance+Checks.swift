@@ -324,14 +324,22 @@ extension TransportConformance {
     func sampleData(_ count: Int, seed: UInt64) -> Data {
         var state = seed &* 0x9E37_79B9_7F4A_7C15
         var data = Data(count: count)
+        // A word at a time, with no generic iteration: unoptimized builds run this too, and a byte
+        // loop over megabytes held a thread of the cooperative pool for seconds on a busy machine.
         data.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) in
-            for index in stride(from: 0, to: count, by: 8) {
+            var index = 0
+            while index < count {
                 state &+= 0x9E37_79B9_7F4A_7C15
                 var z = state
                 z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
                 z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
                 z ^= z >> 31
-                for byte in 0..<min(8, count - index) { buffer[index + byte] = UInt8(truncatingIfNeeded: z >> (8 * byte)) }
+                if count - index >= 8 {
+                    buffer.storeBytes(of: z.littleEndian, toByteOffset: index, as: UInt64.self)
+                } else {
+                    for byte in 0..<(count - index) { buffer[index + byte] = UInt8(truncatingIfNeeded: z >> (8 * byte)) }
+                }
+                index += 8
             }
         }
         return data

@@ -50,9 +50,7 @@ public final class PushbackSink: TransferSink, @unchecked Sendable {
     }
 
     public func whenWritable(_ callback: @escaping @Sendable () -> Void) {
-        let (seconds, attoseconds) = pause.components
-        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
+        runLater(after: pause) {
             self.lock.withLock { $0.pending = false }
             callback()
         }

@@ -185,14 +185,6 @@ final class GatedSink: TransferSink {
     func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { .performDefaultHandling }
 }
 
-/// Runs `body` on a thread of its own (CPU-bound test work stays off the cooperative pool,
-/// whose threads are as few as the cores).
-func onAThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        Thread { continuation.resume(with: Result { try body() }) }.start()
-    }
-}
-
 /// Whether process `pid` is gone (reaped, not a zombie).
 func processIsGone(_ pid: Int32) -> Bool {
     kill(pid, 0) != 0 && errno == ESRCH

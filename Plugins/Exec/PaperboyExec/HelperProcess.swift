@@ -335,8 +335,8 @@ final class StderrTail: Sendable {
     }
 }
 
-/// Forks every helper from one thread that lives as long as the process: Linux delivers
-/// PR_SET_PDEATHSIG when the forking *thread* ends, so forking from a pool thread that later
+/// Starts every helper from one thread that lives as long as the process: Linux delivers
+/// PR_SET_PDEATHSIG when the spawning *thread* ends, so spawning from a pool thread that later
 /// exits would kill healthy helpers.
 final class Spawner: Sendable {
     static let shared = Spawner()

@@ -20,12 +20,14 @@ int paperboy_pipe_cloexec(int fds[2]);
 /// `err_fd`; every other descriptor is closed on exec; signal dispositions and the signal mask
 /// are reset (a parent ignoring SIGTERM must not make its children immune); the child leads its
 /// own process group (so that `kill(-pid, …)` reaches what it starts too); and on Linux it
-/// receives SIGKILL when the thread that forked it ends (PR_SET_PDEATHSIG), so a child never
+/// receives SIGKILL when the thread that started it ends (PR_SET_PDEATHSIG), so a child never
 /// outlives a parent killed with SIGKILL. Call it from a thread that lives until the child has
 /// ended (or as long as the process). Unlike Foundation's `Process`, it lists no descriptors
-/// in the parent (swift-corelibs-foundation#5472 crashed processes there).
+/// in the parent (swift-corelibs-foundation#5472 crashed processes there). Unlike fork(), it
+/// copies no page tables: the child borrows the parent's memory until exec (clone with
+/// CLONE_VM | CLONE_VFORK, as posix_spawn does), so the other threads never wait for it.
 ///
-/// Returns 0 and stores the child's pid, or returns the errno of the failed fork, chdir or exec.
+/// Returns 0 and stores the child's pid, or returns the errno of the failed clone, chdir or exec.
 int paperboy_spawn(const char *path, char *const argv[], char *const envp[], const char *dir,
                    int in_fd, int out_fd, int err_fd, pid_t *pid);
 

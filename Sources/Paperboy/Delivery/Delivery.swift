@@ -48,11 +48,14 @@ struct Delivery: Sendable {
         if !inIssue, POSIX.exists(inbox) {
             if request.unpack == .zip {
                 let folder = scheduler.layout.contentURL(issue: issueName)
+                let (name, limits, space) = (request.url.redactedString, scheduler.settings.unpackLimits, scheduler.space)
                 do {
-                    try POSIX.makeDirectory(folder)
-                    try Unpacker.unzip(inbox, named: request.url.redactedString, into: folder,
-                                       staging: folder.appendingPathComponent(".unpack-\(id)"), limits: scheduler.settings.unpackLimits,
-                                       space: scheduler.space)
+                    // Seconds of reading, inflating and writing: not on the cooperative pool.
+                    try await onAThreadOfItsOwn { () throws(LibraryError) in
+                        try POSIX.makeDirectory(folder)
+                        try Unpacker.unzip(inbox, named: name, into: folder, staging: folder.appendingPathComponent(".unpack-\(id)"),
+                                           limits: limits, space: space)
+                    }
                 } catch {
                     failure = error
                 }
