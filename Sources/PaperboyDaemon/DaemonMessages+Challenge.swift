@@ -34,6 +34,12 @@ package struct ChallengeMessage: Codable, Sendable {
     package var serverTrust: WireServerTrust?
     package var prompts: [String]?
 
+    /// `proxyUrl`: what `convertFromSnakeCase` makes of `proxy_url` (a `proxyURL` key never matched it).
+    private enum CodingKeys: String, CodingKey {
+        case challenge, asset, issue, kind, url, realm, previousFailureCount, isProxy, serverTrust, prompts
+        case proxyURL = "proxyUrl"
+    }
+
     package init(id: String, asset: String, issue: String?, _ challenge: AuthChallenge) {
         self.challenge = id
         self.asset = asset
