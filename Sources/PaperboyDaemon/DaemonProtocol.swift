@@ -95,24 +95,119 @@ public enum DaemonProtocol {
         }
     }
 
-    /// Decodes a checked payload, naming the frame in the error.
+    /// A request's `id` when it is an integer, even one out of range, so that the refusal of the
+    /// request carries it; `nil` when it is absent or not an integer (the error then has no `id`).
+    package static func readableID(_ frame: CheckedFrame) -> Int64? {
+        frame.json.captured.flatMap { Int64($0) }
+    }
+
+    /// Refuses a request whose `id` is there but not an integer from 0 to ``maxIdentifier``
+    /// (`1.5`, `-1`, `"7"`, `null`): `bad-request` `STATUS id: expected an integer from 0 to 2^53, got 1.5`,
+    /// with the `id` only when it is an integer. An absent `id` is left to the kind's decoding.
+    package static func checkID(_ frame: CheckedFrame) throws(WireError) {
+        guard let text = frame.json.captured else { return }
+        if let id = Int64(text), (0...maxIdentifier).contains(id) { return }
+        throw WireError(ErrorCode.badRequest, "\(frame.kind) id: expected an integer from 0 to 2^53, got \(shown(text))",
+                        id: readableID(frame))
+    }
+
+    /// Decodes a checked payload: the one place a decoding failure becomes a `bad-request`
+    /// message, naming the frame, the field's path and the value (``refusal(_:of:)``).
     package static func decode<Message: Decodable>(_ type: Message.Type, _ frame: CheckedFrame) throws(WireError) -> Message {
         do {
             return try frame.json.decode(type, using: decoder)
-        } catch let DecodingError.keyNotFound(key, _) {
-            throw WireError(ErrorCode.badRequest, "\(frame.kind): missing field '\(snake(key.stringValue))'")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw WireError(ErrorCode.badRequest, "\(frame.kind): wrong type for '\(path(context.codingPath))'")
-        } catch let DecodingError.dataCorrupted(context) {
-            let at = context.codingPath.isEmpty ? "" : " at '\(path(context.codingPath))'"
-            throw WireError(ErrorCode.badRequest, "\(frame.kind): invalid JSON\(at): \(context.debugDescription)")
+        } catch let error as DecodingError {
+            throw WireError(ErrorCode.badRequest, refusal(error, of: frame))
         } catch {
-            throw WireError(ErrorCode.badRequest, "\(frame.kind): invalid JSON")
+            throw WireError(ErrorCode.badRequest, "\(frame.kind): \(error)")
         }
+    }
+
+    /// `ADDASSET download: expected a boolean, got "yes"`, `ADDISSUE: missing field 'name'`,
+    /// `ADDISSUE date: expected an ISO 8601 date-time …, got "2026-11-21"`.
+    private static func refusal(_ error: DecodingError, of frame: CheckedFrame) -> String {
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "\(frame.kind): missing field '\(path(context.codingPath + [key]))'"
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            return "\(frame.kind) \(path(context.codingPath)): expected \(describe(type)), got \(value(at: context.codingPath, in: frame))"
+        case .dataCorrupted(let context) where !context.codingPath.isEmpty:
+            return "\(frame.kind) \(path(context.codingPath)): \(context.debugDescription)"
+        case .dataCorrupted:
+            // The reader checked the JSON, so Foundation's "not valid JSON" without a path is a
+            // number where an integer is wanted that no integer type holds (`2.5`, `1e300`).
+            let numbers = fractions(in: (try? frame.json.decode(JSONValue.self)) ?? .null, at: "")
+            guard !numbers.isEmpty else { return "\(frame.kind): expected an integer, got a number no integer holds" }
+            if numbers.count == 1 { return "\(frame.kind) \(numbers[0].path): expected an integer, got \(numbers[0].text)" }
+            return "\(frame.kind): expected an integer, got a fraction at one of "
+                + numbers.prefix(4).map { "\($0.path) (\($0.text))" }.joined(separator: ", ")
+        @unknown default:
+            return "\(frame.kind): \(error)"
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is Bool.Type: "a boolean"
+        case is String.Type: "a string"
+        case is any BinaryInteger.Type: "an integer"
+        case is any BinaryFloatingPoint.Type: "a number"
+        case is Date.Type: "a date-time string"
+        case is [Any].Type: "an array"
+        case is [String: Any].Type: "an object"
+        default: "a value of type \(type)"
+        }
+    }
+
+    /// The value at `keys` as JSON, cut to 64 characters; never the contents of `headers` (a token)
+    /// nor of an object or array.
+    private static func value(at keys: [any CodingKey], in frame: CheckedFrame) -> String {
+        guard var node = try? frame.json.decode(JSONValue.self) else { return "?" }
+        for key in keys {
+            switch node {
+            case .array(let array) where key.intValue.map(array.indices.contains) == true: node = array[key.intValue!]
+            case .object(let object) where object[snake(key.stringValue)] != nil: node = object[snake(key.stringValue)]!
+            default: return "nothing"
+            }
+        }
+        switch node {
+        case .array: return "an array"
+        case .object: return "an object"
+        case _ where keys.contains(where: { $0.stringValue == "headers" }): return "a value (not shown: headers may hold a secret)"
+        default: return shown(node)
+        }
+    }
+
+    /// The numbers in `node` that no `Int64` holds (fractions, huge ones), with their paths.
+    private static func fractions(in node: JSONValue, at path: String) -> [(path: String, text: String)] {
+        switch node {
+        case .object(let object):
+            object.keys.sorted().flatMap { fractions(in: object[$0]!, at: path.isEmpty ? $0 : "\(path).\($0)") }
+        case .array(let array):
+            array.indices.flatMap { fractions(in: array[$0], at: "\(path)[\($0)]") }
+        case .number(let value) where value.rounded() != value || abs(value) >= 9.2e18:
+            [(path, shown(node))]
+        default:
+            []
+        }
+    }
+
+    /// A value as a message shows it, as JSON, at most 64 characters.
+    private static func shown(_ value: JSONValue) -> String {
+        switch value {
+        case .number(let number) where number.rounded() == number && abs(number) < 9.2e18: shown(String(Int64(number)))
+        case .number(let number): shown(String(number))
+        default: shown(String(decoding: (try? encoder.encode(value)) ?? Data("?".utf8), as: UTF8.self))
+        }
+    }
+
+    private static func shown(_ text: String) -> String {
+        text.count <= 64 ? text : String(text.prefix(64)) + "…"
     }
 
     private static func path(_ keys: [any CodingKey]) -> String {
         keys.map { $0.intValue.map { "[\($0)]" } ?? snake($0.stringValue) }.joined(separator: ".")
+            .replacingOccurrences(of: ".[", with: "[")
     }
 
     private static func snake(_ name: String) -> String {
@@ -134,9 +229,21 @@ public enum DaemonProtocol {
     package static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
-        decoder.dateDecodingStrategy = .iso8601
+        decoder.dateDecodingStrategy = .custom(decodeDate)
         return decoder
     }()
+
+    /// A date-time field: ISO 8601 / RFC 3339 with a time and an offset, fractional seconds
+    /// allowed (what `.iso8601` reads), or `dataCorrupted` at the field saying what was expected.
+    /// The range of years is ``LibraryDate``'s, checked where the date is used (`ADDISSUE`).
+    private static func decodeDate(_ decoder: any Decoder) throws -> Date {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        if let date = try? Date.ISO8601FormatStyle().parse(text) { return date }
+        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
+        throw DecodingError.dataCorrupted(.init(
+            codingPath: decoder.codingPath,
+            debugDescription: "expected an ISO 8601 date-time with a time and an offset, such as 2026-11-21T06:00:00Z, got \(shown(.string(text)))"))
+    }
 }
 
 /// A frame whose payload passed ``DaemonProtocol/request(_:)`` or ``DaemonProtocol/reply(_:)``:

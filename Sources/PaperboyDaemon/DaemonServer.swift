@@ -264,7 +264,7 @@ public final class DaemonServer: Sendable {
         do {
             // Checked before anything decodes it: depth, size and counts (the connection goes on).
             let frame = try DaemonProtocol.request(received)
-            id = (try? DaemonProtocol.decode(RequestID.self, frame))?.id
+            id = DaemonProtocol.readableID(frame)
             if frame.kind == DaemonProtocol.Kind.hello {
                 try hello(frame, on: connection)
                 return
@@ -272,9 +272,7 @@ public final class DaemonServer: Sendable {
             guard connection.isNegotiated else {
                 throw WireError(DaemonProtocol.ErrorCode.notNegotiated, "\(frame.kind) before HELLO")
             }
-            if let id, !(0...DaemonProtocol.maxIdentifier).contains(id) {
-                throw WireError(DaemonProtocol.ErrorCode.badRequest, "\(frame.kind): id \(id) is out of range (0 to 2^53)")
-            }
+            try DaemonProtocol.checkID(frame)
             if let reply = try answer(frame, on: connection) {
                 connection.send(DaemonProtocol.frame(DaemonProtocol.Kind.ok, reply))
             }

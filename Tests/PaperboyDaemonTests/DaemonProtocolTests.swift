@@ -144,6 +144,8 @@ struct DaemonProtocolTests {
                 ("STATUS", #"{"id":9007199254740993}"#, "bad-request", 9_007_199_254_740_993),
                 ("STATUS", #"{"id":9007199254740992}"#, nil, 9_007_199_254_740_992),
                 ("STATUS", #"{"id":"one"}"#, "bad-request", nil),
+                ("STATUS", #"{"id":1.5}"#, "bad-request", nil),
+                ("STATUS", #"{"id":-1}"#, "bad-request", -1),
                 ("ADDISSUE", #"{"id":3,"name":"x","date":"nope"}"#, "bad-request", 3),
                 ("ADDISSUE", #"{"id":4,"date":"2026-01-01T00:00:00Z"}"#, "bad-request", 4),
                 ("SUBSCRIBE", "{}", "bad-request", nil),
@@ -171,7 +173,23 @@ struct DaemonProtocolTests {
         try await home.withDaemon { _ in
             let client = try await WireClient.negotiated(home.socket)
             let cases: [(kind: String, payload: String, message: String)] = [
-                ("STATUS", #"{"id":-5}"#, "STATUS: id -5 is out of range (0 to 2^53)"),
+                ("STATUS", #"{"id":-5}"#, "STATUS id: expected an integer from 0 to 2^53, got -5"),
+                // Issue 27: the field and the value, and what was expected, never "invalid JSON".
+                ("STATUS", #"{"id":1.5}"#, "STATUS id: expected an integer from 0 to 2^53, got 1.5"),
+                ("STATUS", #"{"id":-1}"#, "STATUS id: expected an integer from 0 to 2^53, got -1"),
+                ("ADDISSUE", #"{"id":"7","name":"d","date":"2026-11-21T06:00:00Z"}"#,
+                 #"ADDISSUE id: expected an integer from 0 to 2^53, got "7""#),
+                ("ADDISSUE", #"{"id":20,"name":"d","date":"2026-11-21"}"#,
+                 #"ADDISSUE date: expected an ISO 8601 date-time with a time and an offset, such as 2026-11-21T06:00:00Z, got "2026-11-21""#),
+                ("ADDISSUE", #"{"id":21,"name":"d","date":"2026-11-21T06:00:00"}"#,
+                 #"ADDISSUE date: expected an ISO 8601 date-time with a time and an offset, such as 2026-11-21T06:00:00Z, got "2026-11-21T06:00:00""#),
+                ("ADDASSET", #"{"id":22,"issue":"x","request":{"url":"mem://example/a"},"download":"yes"}"#,
+                 #"ADDASSET download: expected a boolean, got "yes""#),
+                ("ADDASSET", #"{"id":23,"issue":"x","request":{"url":"mem://example/a","max_bytes_per_second":"fast"}}"#,
+                 #"ADDASSET request.max_bytes_per_second: expected an integer, got "fast""#),
+                ("SHELF", #"{"id":24,"offset":2.5}"#, "SHELF offset: expected an integer, got 2.5"),
+                ("ADDASSET", #"{"id":26,"issue":"x","request":{"sha256":"ab"}}"#, "ADDASSET: missing field 'request.url'"),
+                ("ADDISSUE", #"{"id":25,"name":null,"date":"2026-11-21T06:00:00Z"}"#, "ADDISSUE name: expected a string, got null"),
                 ("ADDISSUE", #"{"id":4,"date":"2026-01-01T00:00:00Z"}"#, "ADDISSUE: missing field 'name'"),
                 // Year 10000 in UTC: refused at the door (issue 26, case 2), the library never sees it.
                 ("ADDISSUE", #"{"id":7,"name":"far","date":"9999-12-31T23:00:00-05:00"}"#,

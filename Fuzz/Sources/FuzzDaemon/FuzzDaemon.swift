@@ -45,7 +45,8 @@ func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         do {
             // As the daemon does: the bounded reader first, then the request's id, then its message.
             let checked = try DaemonProtocol.request(frame)
-            _ = try? DaemonProtocol.decode(RequestID.self, checked)
+            _ = DaemonProtocol.readableID(checked)
+            try DaemonProtocol.checkID(checked)
             try request.decode(checked)
         } catch let error as WireError {
             Fuzzer.expect(error.code == DaemonProtocol.ErrorCode.badRequest, "\(request.kind) refused with \(error.code)")

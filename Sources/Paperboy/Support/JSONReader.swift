@@ -96,7 +96,7 @@ package struct JSONReader: Sendable {
     ///
     /// - Parameter key: a member of the top-level object whose integer value the error carries
     ///   (``JSONInputError/captured``), such as a request's `id`, so that even a refused request
-    ///   can be answered by id.
+    ///   can be answered by id; the checked JSON carries its text (``CheckedJSON/captured``).
     /// - Throws: ``JSONInputError`` naming the door, the limit or the problem, and the byte offset
     ///   (from 0).
     package func check(_ data: Data, capturing key: String? = nil) throws(JSONInputError) -> CheckedJSON {
@@ -110,9 +110,10 @@ package struct JSONReader: Sendable {
             }
         }
         if let failure {
-            throw JSONInputError(door: door, kind: failure.kind, problem: failure.problem, offset: failure.offset, captured: scanner.captured)
+            throw JSONInputError(door: door, kind: failure.kind, problem: failure.problem, offset: failure.offset,
+                                 captured: scanner.capturedText.flatMap { Int64($0) })
         }
-        return CheckedJSON(data: data, door: door)
+        return CheckedJSON(data: data, door: door, captured: scanner.capturedText)
     }
 
     /// Checks, then decodes with `decoder`.
@@ -157,10 +158,14 @@ package struct CheckedJSON: Sendable {
     package let data: Data
     /// The door it came through.
     package let door: String
+    /// The JSON text of the top-level member ``JSONReader/check(_:capturing:)`` was asked for
+    /// (`1.5`, `"7"`, `null`), when it is there and not an object or array.
+    package let captured: String?
 
-    fileprivate init(data: Data, door: String) {
+    fileprivate init(data: Data, door: String, captured: String? = nil) {
         self.data = data
         self.door = door
+        self.captured = captured
     }
 
     /// Decodes the checked bytes.
@@ -224,7 +229,8 @@ private struct JSONScan {
 
     let limits: JSONReader.Limits
     let capturing: [UInt8]?
-    private(set) var captured: Int64?
+    /// The JSON text of the captured member's value, when a string, number or literal.
+    private(set) var capturedText: String?
     private var stack: [Container] = []
     private var capturingNext = false
 
@@ -303,6 +309,7 @@ private struct JSONScan {
                 }
                 let capture = capturingNext
                 capturingNext = false
+                let start = index
                 switch byte {
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
                     guard stack.count < limits.maxDepth else {
@@ -316,15 +323,14 @@ private struct JSONScan {
                 case UInt8(ascii: "\""):
                     index = try string(bytes, from: index)
                 case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                    let start = index
                     index = try number(bytes, from: index)
-                    if capture { captured = Int64(String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)) }
                 case UInt8(ascii: "t"): index = try literal("true", bytes, at: index)
                 case UInt8(ascii: "f"): index = try literal("false", bytes, at: index)
                 case UInt8(ascii: "n"): index = try literal("null", bytes, at: index)
                 default:
                     throw syntax("expected a value but found \(Self.show(byte))", at: index)
                 }
+                if capture { capturedText = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self) }
                 expect = stack.isEmpty ? .end : .commaOrClose
             }
         }
