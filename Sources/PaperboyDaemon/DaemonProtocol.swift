@@ -170,12 +170,8 @@ public enum DaemonProtocol {
             default: return "nothing"
             }
         }
-        switch node {
-        case .array: return "an array"
-        case .object: return "an object"
-        case _ where keys.contains(where: { $0.stringValue == "headers" }): return "a value (not shown: headers may hold a secret)"
-        default: return shown(node)
-        }
+        if keys.contains(where: { $0.stringValue == "headers" }) { return "a value (not shown: headers may hold a secret)" }
+        return shown(node)
     }
 
     /// The numbers in `node` that no `Int64` holds (fractions, huge ones), with their paths.
@@ -192,9 +188,11 @@ public enum DaemonProtocol {
         }
     }
 
-    /// A value as a message shows it, as JSON, at most 64 characters.
+    /// A value as a message shows it: JSON of at most 64 characters, or `an object`, `an array`.
     private static func shown(_ value: JSONValue) -> String {
         switch value {
+        case .array: "an array"
+        case .object: "an object"
         case .number(let number) where number.rounded() == number && abs(number) < 9.2e18: shown(String(Int64(number)))
         case .number(let number): shown(String(number))
         default: shown(String(decoding: (try? encoder.encode(value)) ?? Data("?".utf8), as: UTF8.self))
@@ -237,12 +235,15 @@ public enum DaemonProtocol {
     /// allowed (what `.iso8601` reads), or `dataCorrupted` at the field saying what was expected.
     /// The range of years is ``LibraryDate``'s, checked where the date is used (`ADDISSUE`).
     private static func decodeDate(_ decoder: any Decoder) throws -> Date {
-        let text = try decoder.singleValueContainer().decode(String.self)
-        if let date = try? Date.ISO8601FormatStyle().parse(text) { return date }
-        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
+        let container = try decoder.singleValueContainer()
+        if let text = try? container.decode(String.self) {
+            if let date = try? Date.ISO8601FormatStyle().parse(text) { return date }
+            if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
+        }
+        let got = (try? container.decode(JSONValue.self)).map(shown) ?? "?"
         throw DecodingError.dataCorrupted(.init(
             codingPath: decoder.codingPath,
-            debugDescription: "expected an ISO 8601 date-time with a time and an offset, such as 2026-11-21T06:00:00Z, got \(shown(.string(text)))"))
+            debugDescription: "expected an ISO 8601 date-time with a time and an offset, such as 2026-11-21T06:00:00Z, got \(got)"))
     }
 }
 

@@ -183,6 +183,8 @@ struct DaemonProtocolTests {
                  #"ADDISSUE date: expected an ISO 8601 date-time with a time and an offset, such as 2026-11-21T06:00:00Z, got "2026-11-21""#),
                 ("ADDISSUE", #"{"id":21,"name":"d","date":"2026-11-21T06:00:00"}"#,
                  #"ADDISSUE date: expected an ISO 8601 date-time with a time and an offset, such as 2026-11-21T06:00:00Z, got "2026-11-21T06:00:00""#),
+                ("ADDISSUE", #"{"id":27,"name":"d","date":20261121}"#,
+                 "ADDISSUE date: expected an ISO 8601 date-time with a time and an offset, such as 2026-11-21T06:00:00Z, got 20261121"),
                 ("ADDASSET", #"{"id":22,"issue":"x","request":{"url":"mem://example/a"},"download":"yes"}"#,
                  #"ADDASSET download: expected a boolean, got "yes""#),
                 ("ADDASSET", #"{"id":23,"issue":"x","request":{"url":"mem://example/a","max_bytes_per_second":"fast"}}"#,
