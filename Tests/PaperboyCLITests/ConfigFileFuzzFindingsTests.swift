@@ -10,8 +10,8 @@ struct ConfigFileFuzzFindingsTests {
 
     /// toml++ 3.4.0 (vendored by TOMLKit 0.6.0) checks only for `]` after a table header's `[`
     /// or `[[`, then asserts that a key starts there: any other character (`[é]`, `[=]`,
-    /// `[[ #]]`) aborts a debug build (SIGABRT) and is undefined behaviour in a release build
-    /// (the assertion becomes `__builtin_assume`). It must be a configuration error naming the
+    /// `[[ #]]`) aborts the process (SIGABRT), in a release build too (SwiftPM compiles the C++
+    /// without `NDEBUG`). It must be a configuration error naming the
     /// file and line, as `[a.é]` already is.
     @Test(arguments: ["[é]\n", "[library]\npath = \"lib\"\n[ é]\n", "[[é]]\n", "[=]\n"])
     func aTableHeaderNotStartingWithAKeyIsAConfigurationError(_ text: String) async throws {
