@@ -114,7 +114,7 @@ struct DaemonBandwidthTests {
     /// under it may fall short. So the combined rate may not exceed 20 MB/s by more than 2 %,
     /// must reach 75 % of it (a limiter that throttles far below its limit fails), and the two
     /// clients share it within 40/60.
-    @Test func twoClientsShareTwentyMegabytesPerSecondFairlyWithinTwoPercent() async throws {
+    @Test func twoClientsShareTwentyMegabytesPerSecondAtMostTwoPercentOverEachTakingFortyToSixtyPercent() async throws {
         let nginx = try await nginx(serving: ["a.bin", "b.bin"])
         defer { nginx.stop() }
         defer { cleanUp() }
