@@ -128,11 +128,12 @@ public enum DaemonProtocol {
     private static func refusal(_ error: DecodingError, of frame: CheckedFrame) -> String {
         switch error {
         case .keyNotFound(let key, let context):
-            return "\(frame.kind): missing field '\(path(context.codingPath + [key]))'"
+            return "\(frame.kind): missing field '\(Located(context.codingPath + [key], in: frame).path)'"
         case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
-            return "\(frame.kind) \(path(context.codingPath)): expected \(describe(type)), got \(value(at: context.codingPath, in: frame))"
+            let located = Located(context.codingPath, in: frame)
+            return "\(frame.kind) \(located.path): expected \(describe(type)), got \(located.shownValue)"
         case .dataCorrupted(let context) where !context.codingPath.isEmpty:
-            return "\(frame.kind) \(path(context.codingPath)): \(context.debugDescription)"
+            return "\(frame.kind) \(Located(context.codingPath, in: frame).path): \(context.debugDescription)"
         case .dataCorrupted:
             // The reader checked the JSON, so Foundation's "not valid JSON" without a path is a
             // number where an integer is wanted that no integer type holds (`2.5`, `1e300`).
@@ -159,26 +160,51 @@ public enum DaemonProtocol {
         }
     }
 
-    /// The value at `keys` as JSON, cut to 64 characters; never the contents of `headers` (a token)
-    /// nor of an object or array.
-    private static func value(at keys: [any CodingKey], in frame: CheckedFrame) -> String {
-        guard var node = try? frame.json.decode(JSONValue.self) else { return "?" }
-        for key in keys {
-            switch node {
-            case .array(let array) where key.intValue.map(array.indices.contains) == true: node = array[key.intValue!]
-            case .object(let object) where object[snake(key.stringValue)] != nil: node = object[snake(key.stringValue)]!
-            default: return "nothing"
+    /// Members whose values are never shown in a message, nor those of anything inside them: a
+    /// request's `headers` (a token) and an answer's `credential` (a password).
+    private static let secretMembers: Set<String> = ["headers", "credential"]
+
+    /// A coding path found in the frame's JSON: the path as the client wrote it (`request.headers.Authorization`,
+    /// `request.max_bytes_per_second`), the value there (`nil` when the JSON has none), and
+    /// whether it lies inside a secret member.
+    private struct Located {
+        var path: String
+        var value: JSONValue?
+        var isSecret = false
+
+        init(_ keys: [any CodingKey], in frame: CheckedFrame) {
+            var node = try? frame.json.decode(JSONValue.self)
+            var components: [String] = []
+            for key in keys {
+                if let index = key.intValue {
+                    components.append("[\(index)]")
+                    if case .array(let array)? = node, array.indices.contains(index) { node = array[index] } else { node = nil }
+                    continue
+                }
+                // A property is written in snake case; a dictionary's key (a header's name) as it is.
+                let name: String
+                if case .object(let object)? = node, object[key.stringValue] != nil { name = key.stringValue } else { name = snake(key.stringValue) }
+                components.append(name)
+                if case .object(let object)? = node { node = object[name] } else { node = nil }
+                if DaemonProtocol.secretMembers.contains(name) { isSecret = true }
             }
+            path = components.joined(separator: ".").replacingOccurrences(of: ".[", with: "[")
+            value = node
         }
-        if keys.contains(where: { $0.stringValue == "headers" }) { return "a value (not shown: headers may hold a secret)" }
-        return shown(node)
+
+        /// The value as a message shows it; never a secret's.
+        var shownValue: String {
+            if isSecret { return "a value (not shown: it may hold a secret)" }
+            return value.map(shown) ?? "nothing"
+        }
     }
 
     /// The numbers in `node` that no `Int64` holds (fractions, huge ones), with their paths.
     private static func fractions(in node: JSONValue, at path: String) -> [(path: String, text: String)] {
         switch node {
         case .object(let object):
-            object.keys.sorted().flatMap { fractions(in: object[$0]!, at: path.isEmpty ? $0 : "\(path).\($0)") }
+            object.keys.sorted().filter { !secretMembers.contains($0) }
+                .flatMap { fractions(in: object[$0]!, at: path.isEmpty ? $0 : "\(path).\($0)") }
         case .array(let array):
             array.indices.flatMap { fractions(in: array[$0], at: "\(path)[\($0)]") }
         case .number(let value) where value.rounded() != value || abs(value) >= 9.2e18:
@@ -201,11 +227,6 @@ public enum DaemonProtocol {
 
     private static func shown(_ text: String) -> String {
         text.count <= 64 ? text : String(text.prefix(64)) + "…"
-    }
-
-    private static func path(_ keys: [any CodingKey]) -> String {
-        keys.map { $0.intValue.map { "[\($0)]" } ?? snake($0.stringValue) }.joined(separator: ".")
-            .replacingOccurrences(of: ".[", with: "[")
     }
 
     private static func snake(_ name: String) -> String {

@@ -202,6 +202,11 @@ struct DaemonProtocolTests {
                  "ADDISSUE name '\\u{202E}fdp.exe' must not contain NUL, control or bidi characters"),
                 ("ADDASSET", #"{"id":9,"issue":"nope","request":{"url":"mem://example/a","destination_path":"a/../../b"}}"#,
                  "ADDASSET destination_path 'a/../../b' must not contain '..'"),
+                // A secret of the wrong type is named, never shown: a header, a credential's password.
+                ("ADDASSET", #"{"id":28,"issue":"x","request":{"url":"mem://example/a","headers":{"Authorization":31415926}}}"#,
+                 "ADDASSET request.headers.Authorization: expected a string, got a value (not shown: it may hold a secret)"),
+                ("ANSWER", #"{"id":29,"challenge":"c","disposition":"use-credential","credential":{"password":27182818}}"#,
+                 "ANSWER credential.password: expected a string, got a value (not shown: it may hold a secret)"),
                 ("FROBNICATE", #"{"id":5}"#, "unknown message kind FROBNICATE"),
                 ("ACK", #"{"id":6,"asset":"nothing"}"#, "asset nothing has no file waiting for an acknowledgement"),
             ]
