@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "PaperboyExec", targets: ["PaperboyExec"]),
         .library(name: "PaperboySFTP", targets: ["PaperboySFTP"]),
         .library(name: "PaperboyDaemon", targets: ["PaperboyDaemon"]),
+        .library(name: "PaperboyWire", targets: ["PaperboyWire"]),
         .library(name: "PaperboyClient", targets: ["PaperboyClient"]),
         .executable(name: "paperboy", targets: ["paperboy"]),
     ],
@@ -120,17 +121,25 @@ let package = Package(
             path: "Plugins/Exec/PaperboyExec",
             swiftSettings: swiftSettings
         ),
-        // `paperboy daemon`'s server: the client protocol, the socket, deliveries waiting for clients.
+        // The daemon's client protocol as typed values (requests, replies, events), its checks and
+        // refusals, and the socket both ends trust: what the daemon and its clients share.
+        .target(
+            name: "PaperboyWire",
+            dependencies: ["Paperboy", "PaperboyFraming"],
+            path: "Sources/PaperboyWire",
+            swiftSettings: swiftSettings
+        ),
+        // `paperboy daemon`'s server: serving the protocol, the socket, deliveries waiting for clients.
         .target(
             name: "PaperboyDaemon",
-            dependencies: ["Paperboy", "PaperboyFraming", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Paperboy", "PaperboyFraming", "PaperboyWire", .product(name: "Logging", package: "swift-log")],
             path: "Sources/PaperboyDaemon",
             swiftSettings: swiftSettings
         ),
         // Apps talking to `paperboy daemon`, with the shape of the in-process Library.
         .target(
             name: "PaperboyClient",
-            dependencies: ["Paperboy", "PaperboyDaemon", "PaperboyFraming", "PaperboyConfig"],
+            dependencies: ["Paperboy", "PaperboyWire", "PaperboyFraming"],
             path: "Sources/PaperboyClient",
             swiftSettings: swiftSettings
         ),
@@ -139,7 +148,7 @@ let package = Package(
             name: "paperboy",
             dependencies: [
                 "Paperboy", "PaperboyConfig", "PaperboyFile", "PaperboyHTTP", "PaperboyExec", "PaperboySFTP",
-                "PaperboyConformance", "PaperboyDaemon", "PaperboyClient",
+                "PaperboyConformance", "PaperboyDaemon", "PaperboyWire", "PaperboyClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -192,7 +201,7 @@ let package = Package(
         // Loopback servers for tests: a scriptable fault-injecting HTTP server, an nginx launcher.
         .target(
             name: "PaperboyTestServers",
-            dependencies: ["Paperboy", "PaperboyDaemon", "PaperboyTesting", "CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: ["Paperboy", "PaperboyDaemon", "PaperboyWire", "PaperboyTesting", "CPaperboyTestSpawn", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/PaperboyTestServers",
             swiftSettings: swiftSettings
         ),
@@ -218,7 +227,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyCLITests",
-            dependencies: ["paperboy", "PaperboyTesting", "PaperboyTestServers", "PaperboyClient", "PaperboyDaemon", "PaperboyFraming"],
+            dependencies: ["paperboy", "PaperboyTesting", "PaperboyTestServers", "PaperboyClient", "PaperboyDaemon", "PaperboyWire", "PaperboyFraming"],
             path: "Tests/PaperboyCLITests",
             swiftSettings: swiftSettings
         ),
@@ -245,7 +254,7 @@ let package = Package(
         .testTarget(
             name: "PaperboyDaemonTests",
             dependencies: [
-                "Paperboy", "PaperboyDaemon", "PaperboyFraming", "PaperboyTesting", "PaperboyTestServers",
+                "Paperboy", "PaperboyDaemon", "PaperboyWire", "PaperboyFraming", "PaperboyTesting", "PaperboyTestServers",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/PaperboyDaemonTests",
@@ -255,7 +264,7 @@ let package = Package(
         .testTarget(
             name: "PaperboyClientTests",
             dependencies: [
-                "Paperboy", "PaperboyClient", "PaperboyDaemon", "PaperboyFraming", "PaperboyTesting", "PaperboyTestServers",
+                "Paperboy", "PaperboyClient", "PaperboyDaemon", "PaperboyWire", "PaperboyFraming", "PaperboyTesting", "PaperboyTestServers",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/PaperboyClientTests",

@@ -4,7 +4,7 @@ import Glibc
 import Dispatch
 import Foundation
 import Paperboy
-import PaperboyDaemon
+import PaperboyWire
 import PaperboyFraming
 import Synchronization
 
@@ -21,8 +21,8 @@ final class ClientConnection: Sendable {
     let library: String
     private let state = Mutex(State())
     private let ready = DispatchSemaphore(value: 0)
-    let events: AsyncStream<EventMessage>
-    private let eventSink: AsyncStream<EventMessage>.Continuation
+    let events: AsyncStream<Event>
+    private let eventSink: AsyncStream<Event>.Continuation
     /// `CHALLENGE`s from the daemon, apart from events: answering one must not wait behind them.
     let challenges: AsyncStream<ChallengeMessage>
     private let challengeSink: AsyncStream<ChallengeMessage>.Continuation
@@ -41,7 +41,7 @@ final class ClientConnection: Sendable {
         self.fd = fd
         self.socket = socket
         self.library = library
-        (events, eventSink) = AsyncStream.makeStream(of: EventMessage.self)
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self)
         (challenges, challengeSink) = AsyncStream.makeStream(of: ChallengeMessage.self)
     }
 
@@ -58,19 +58,16 @@ final class ClientConnection: Sendable {
         writer.start()
     }
 
-    /// Sends a request and waits for its `OK` (or throws its `ERROR` as a ``LibraryError``).
-    func request<Message: Encodable>(_ kind: String, _ make: (Int64) -> Message) async throws(LibraryError) -> OKReply {
-        try await request(kind, as: OKReply.self, make)
-    }
-
-    /// Sends a request and decodes its `OK` as `Reply` (or throws its `ERROR` as a ``LibraryError``).
-    func request<Message: Encodable, Reply: Decodable>(_ kind: String, as reply: Reply.Type,
-                                                       _ make: (Int64) -> Message) async throws(LibraryError) -> Reply {
+    /// Sends the request `make` builds with its `id` and decodes its `OK` as `Answer` (the type
+    /// ``Reply/type(answering:)`` names for the kind), or throws its `ERROR` as a ``LibraryError``.
+    func request<Answer: Decodable>(as answer: Answer.Type, _ make: (Int64) -> Request) async throws(LibraryError) -> Answer {
         let id = state.withLock { state -> Int64 in
             defer { state.nextID += 1 }
             return state.nextID
         }
-        let frame = DaemonProtocol.frame(kind, make(id))
+        let request = make(id)
+        let kind = request.kind
+        let frame = request.frame
         let reply: CheckedFrame
         do {
             reply = try await withCheckedThrowingContinuation { continuation in
@@ -98,7 +95,7 @@ final class ClientConnection: Sendable {
             throw wire.libraryError
         }
         do {
-            return try DaemonProtocol.decode(Reply.self, reply)
+            return try DaemonProtocol.decode(Answer.self, reply)
         } catch {
             throw LibraryError(.transport, "the daemon at \(socket.path) answered \(kind) with \(error.message)")
         }
@@ -152,7 +149,7 @@ final class ClientConnection: Sendable {
                 continue
             }
             if frame.kind == DaemonProtocol.Kind.event {
-                if let event = try? DaemonProtocol.decode(EventMessage.self, frame) { eventSink.yield(event) }
+                if let event = try? DaemonProtocol.decode(Event.self, frame) { eventSink.yield(event) }
                 continue
             }
             if frame.kind == DaemonProtocol.Kind.challenge {
@@ -161,7 +158,7 @@ final class ClientConnection: Sendable {
                 }
                 continue
             }
-            guard let id = (try? DaemonProtocol.decode(RequestID.self, frame))?.id,
+            guard let id = (try? DaemonProtocol.decode(EmptyReply.self, frame))?.id,
                   let continuation = state.withLock({ $0.waiting.removeValue(forKey: id) }) else { continue }
             continuation.resume(returning: frame)
         }
@@ -228,8 +225,7 @@ final class ClientConnection: Sendable {
         }
         let hello: DaemonHello
         do {
-            try FrameWriter.write(DaemonProtocol.frame(DaemonProtocol.Kind.hello, ClientHello(protocols: DaemonProtocol.versions, client: name)),
-                                  to: fd, isSocket: true)
+            try FrameWriter.write(Request.hello(ClientHello(protocols: DaemonProtocol.versions, client: name)).frame, to: fd, isSocket: true)
             var reader = FrameReader()
             // Something that accepts and never answers (a wedged daemon) is not waited for forever.
             let received = try reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { fd throws(FrameIOError) in

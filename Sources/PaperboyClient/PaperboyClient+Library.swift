@@ -1,6 +1,6 @@
 import Foundation
 import Paperboy
-import PaperboyDaemon
+import PaperboyWire
 
 /// The library-wide requests: the shelf, pages of assets, the issue being read, purging.
 extension PaperboyClient {
@@ -14,7 +14,7 @@ extension PaperboyClient {
     /// - Throws: ``LibraryError`` `.issueNotFound` for an unknown name.
     @discardableResult
     public func setCurrentlyReadingIssue(named name: String?) async throws(LibraryError) -> RemoteIssue? {
-        try await connection.request(DaemonProtocol.Kind.read, as: LibraryChangeReply.self) { ReadRequest(id: $0, issue: name) }
+        try await connection.request(as: ReadReply.self) { .read(ReadRequest(id: $0, issue: name)) }
             .issue.map { RemoteIssue(client: self, $0) }
     }
 
@@ -22,19 +22,19 @@ extension PaperboyClient {
     /// their names, oldest first.
     @discardableResult
     public func purge(keep: Int? = nil, budgetBytes: Int64? = nil) async throws(LibraryError) -> [String] {
-        try await connection.request(DaemonProtocol.Kind.purge, as: LibraryChangeReply.self) {
-            PurgeRequest(id: $0, keep: keep, budgetBytes: budgetBytes)
-        }.removed ?? []
+        try await connection.request(as: PurgeReply.self) {
+            .purge(PurgeRequest(id: $0, keep: keep, budgetBytes: budgetBytes))
+        }.removed
     }
 
     /// One page of the shelf (issues newest first, from `offset`).
     package func shelfPage(offset: Int) async throws(LibraryError) -> ShelfReply {
-        try await connection.request(DaemonProtocol.Kind.shelf, as: ShelfReply.self) { ShelfRequest(id: $0, offset: offset) }
+        try await connection.request(as: ShelfReply.self) { .shelf(ShelfRequest(id: $0, offset: offset)) }
     }
 
     /// One page of an issue's assets, after the `next` of the previous page (`nil`: the first).
     package func assetsPage(issue: String, after: String?) async throws(LibraryError) -> AssetsReply {
-        try await connection.request(DaemonProtocol.Kind.assets, as: AssetsReply.self) { AssetsRequest(id: $0, issue: issue, after: after) }
+        try await connection.request(as: AssetsReply.self) { .assets(AssetsRequest(id: $0, issue: issue, after: after)) }
     }
 
     /// The whole shelf: every page of `SHELF`, the first page's other fields.

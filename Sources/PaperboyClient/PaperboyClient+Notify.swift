@@ -1,6 +1,6 @@
 import Foundation
 import Paperboy
-import PaperboyDaemon
+import PaperboyWire
 
 extension PaperboyClient {
     /// A push with `content-available: 1` arrived: the daemon refreshes its feeds now (or only
@@ -27,6 +27,6 @@ extension PaperboyClient {
     package func notify(payload: JSONValue?, feed: String?) async throws(LibraryError) -> NotifyReply {
         // The in-process library's check, so that both refuse the same payloads with the same error.
         if let payload { try Library.checkPushPayload(payload) }
-        return try await connection.request(DaemonProtocol.Kind.notify, as: NotifyReply.self) { NotifyRequest(id: $0, feed: feed, payload: payload) }
+        return try await connection.request(as: NotifyReply.self) { .notify(NotifyRequest(id: $0, feed: feed, payload: payload)) }
     }
 }

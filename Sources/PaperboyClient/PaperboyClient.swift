@@ -1,7 +1,6 @@
 import Foundation
 import Paperboy
-import PaperboyConfig
-import PaperboyDaemon
+import PaperboyWire
 import Synchronization
 
 /// A library served by `paperboy daemon`, with the shape of ``Library``: issues, assets,
@@ -62,12 +61,6 @@ public final class PaperboyClient: Sendable {
         PaperboyClient(connection: try await ClientConnection.connect(socket: socket, name: name, clock: clock))
     }
 
-    /// Connects to the daemon serving the configuration file `config` (its `[daemon] socket`).
-    public static func open(config: URL) async throws -> PaperboyClient {
-        let configuration = try PaperboyConfiguration.load(contentsOf: config)
-        return try await connect(socket: configuration.daemon.socket)
-    }
-
     /// Closes the connection; downloads go on in the daemon.
     public func disconnect() {
         connection.close()
@@ -77,15 +70,15 @@ public final class PaperboyClient: Sendable {
 
     /// Every issue.
     public func issues() async throws(LibraryError) -> [RemoteIssue] {
-        let reply = try await connection.request(DaemonProtocol.Kind.status) { StatusRequest(id: $0, assets: false) }
-        return (reply.issues ?? []).map { RemoteIssue(client: self, $0) }
+        try await statusIssues(assets: false).map { RemoteIssue(client: self, $0) }
     }
 
     /// The issue named `name`, if there is one.
     public func issue(named name: String) async throws(LibraryError) -> RemoteIssue? {
-        do {
-            let reply = try await connection.request(DaemonProtocol.Kind.status) { StatusRequest(id: $0, issue: name, assets: false) }
-            return reply.issue.map { RemoteIssue(client: self, $0) }
+        do throws(LibraryError) {
+            let reply = try await connection.request(as: StatusReply.self) { .status(StatusRequest(id: $0, issue: name, assets: false)) }
+            guard case .issue(let issue) = reply.subject else { throw Self.unexpected(reply, "STATUS") }
+            return RemoteIssue(client: self, issue)
         } catch where error.code == .issueNotFound {
             return nil
         }
@@ -93,9 +86,8 @@ public final class PaperboyClient: Sendable {
 
     /// Adds an issue (``LibraryError/Code/duplicateIssue`` when the name is taken).
     public func addIssue(name: String, date: Date) async throws(LibraryError) -> RemoteIssue {
-        let reply = try await connection.request(DaemonProtocol.Kind.addIssue) { AddIssueRequest(id: $0, name: name, date: date) }
-        guard let issue = reply.issue else { throw LibraryError(.transport, "the daemon's reply to ADDISSUE has no issue") }
-        return RemoteIssue(client: self, issue)
+        let reply = try await connection.request(as: IssueReply.self) { .addIssue(AddIssueRequest(id: $0, name: name, date: date)) }
+        return RemoteIssue(client: self, reply.issue)
     }
 
     /// The asset with this identifier, if it exists.
@@ -109,18 +101,17 @@ public final class PaperboyClient: Sendable {
 
     /// Assets asked for and not yet delivered (waiting, downloading, or finished in the inbox).
     public func downloadingAssets() async throws(LibraryError) -> [RemoteAsset] {
-        let reply = try await connection.request(DaemonProtocol.Kind.status) { StatusRequest(id: $0, assets: true) }
-        return (reply.issues ?? []).flatMap { $0.assets ?? [] }.map { RemoteAsset(client: self, $0) }.filter { $0.state.isActive }
+        try await statusIssues(assets: true).flatMap { $0.assets ?? [] }.map { RemoteAsset(client: self, $0) }.filter { $0.state.isActive }
     }
 
     /// How many issues are new (available and not marked read).
     public func badgeCount() async throws(LibraryError) -> Int {
-        try await connection.request(DaemonProtocol.Kind.status) { StatusRequest(id: $0, issue: nil, assets: false) }.badge ?? 0
+        try await connection.request(as: StatusReply.self) { .status(StatusRequest(id: $0, issue: nil, assets: false)) }.badge
     }
 
     /// Asks the daemon to read its configuration again; returns how many issues it added.
     public func reload() async throws(LibraryError) -> Int {
-        try await connection.request(DaemonProtocol.Kind.reload) { PlainRequest(id: $0) }.addedIssues ?? 0
+        try await connection.request(as: ReloadReply.self) { .reload(PlainRequest(id: $0)) }.addedIssues
     }
 
     /// Library-wide events (asset states, issues available, badge); subscribes on first use.
@@ -136,19 +127,36 @@ public final class PaperboyClient: Sendable {
     // MARK: Internals used by RemoteIssue and RemoteAsset
 
     func status(of asset: String) async throws(LibraryError) -> RemoteAsset {
-        let reply = try await connection.request(DaemonProtocol.Kind.status) { StatusRequest(id: $0, asset: asset) }
-        guard let wire = reply.asset else { throw LibraryError(.assetNotFound, "no asset with identifier '\(asset)'") }
+        let reply = try await connection.request(as: StatusReply.self) { .status(StatusRequest(id: $0, asset: asset)) }
+        guard case .asset(let wire) = reply.subject else { throw Self.unexpected(reply, "STATUS") }
         return RemoteAsset(client: self, wire)
     }
 
-    func command(_ kind: String, asset: String, deliver: Bool? = nil) async throws(LibraryError) {
-        _ = try await connection.request(kind) { AssetCommand(id: $0, asset: asset, deliver: deliver) }
+    /// Every issue, through `STATUS` without `issue` or `asset`.
+    private func statusIssues(assets: Bool) async throws(LibraryError) -> [WireIssue] {
+        let reply = try await connection.request(as: StatusReply.self) { .status(StatusRequest(id: $0, assets: assets)) }
+        guard case .issues(let issues) = reply.subject else { throw Self.unexpected(reply, "STATUS") }
+        return issues
+    }
+
+    /// A `STATUS` answered with another subject than the one asked.
+    private static func unexpected(_ reply: StatusReply, _ kind: String) -> LibraryError {
+        LibraryError(.transport, "the daemon answered \(kind) \(reply.id) about something else than what was asked")
+    }
+
+    /// `DOWNLOAD`, `RESUME`, `PAUSE`, `CANCEL` (the `OK` carries the asset), or `ACK`.
+    func command(_ make: @escaping (AssetCommand) -> Request, asset: String, deliver: Bool? = nil) async throws(LibraryError) {
+        if case .ack = make(AssetCommand(id: 0, asset: asset)) {
+            _ = try await connection.request(as: EmptyReply.self) { make(AssetCommand(id: $0, asset: asset, deliver: deliver)) }
+        } else {
+            _ = try await connection.request(as: AssetReply.self) { make(AssetCommand(id: $0, asset: asset, deliver: deliver)) }
+        }
     }
 
     func attach(_ delegate: (any RemoteDownloadDelegate)?, to asset: String) async throws(LibraryError) {
         if let delegate { state.withLock { $0.delegates[asset, default: []].append(delegate) } }
         try await subscribe()
-        try await command(DaemonProtocol.Kind.download, asset: asset, deliver: delegate != nil ? true : nil)
+        try await command(Request.download, asset: asset, deliver: delegate != nil ? true : nil)
         if delegate != nil, let path = state.withLock({ $0.parked.removeValue(forKey: asset) }) {
             await deliver(asset: asset, path: path)
         }
@@ -174,7 +182,7 @@ public final class PaperboyClient: Sendable {
             defer { state.subscribed = true }
             return !state.subscribed
         }
-        if first { _ = try await connection.request(DaemonProtocol.Kind.subscribe) { PlainRequest(id: $0) } }
+        if first { _ = try await connection.request(as: EmptyReply.self) { .subscribe(PlainRequest(id: $0)) } }
     }
 
     /// How a wait for an asset in `state` ends, if it does; a failed one with `failure`, the
@@ -203,38 +211,35 @@ public final class PaperboyClient: Sendable {
     }
 
     /// Hands one event to the delegates of its asset and to the library-wide streams, in order.
-    private func dispatch(_ event: EventMessage) async {
+    private func dispatch(_ event: Event) async {
         let asset = event.asset ?? ""
         let delegates = state.withLock { $0.delegates[asset] ?? [] }
         let handle = RemoteAsset(client: self, identifier: asset, issueName: event.issue ?? "")
-        switch event.event {
-        case "progress":
-            let total = max(0, event.totalBytesWritten ?? 0)
+        switch event {
+        case .progress(_, let bytesWritten, let total, let expected):
             for delegate in delegates {
-                delegate.download(handle, didWriteData: max(0, event.bytesWritten ?? 0), totalBytesWritten: total,
-                                  expectedTotalBytes: event.expectedTotalBytes.map { max(0, $0) })
+                delegate.download(handle, didWriteData: max(0, bytesWritten), totalBytesWritten: max(0, total),
+                                  expectedTotalBytes: expected.map { max(0, $0) })
             }
-        case "resumed":
+        case .resumed(_, _, let total, let expected):
             for delegate in delegates {
-                delegate.download(handle, didResumeAt: max(0, event.totalBytesWritten ?? 0),
-                                  expectedTotalBytes: event.expectedTotalBytes.map { max(0, $0) })
+                delegate.download(handle, didResumeAt: max(0, total), expectedTotalBytes: expected.map { max(0, $0) })
             }
-        case "finished":
-            guard let path = event.path else { break }
+        case .finished(_, _, let path):
             if delegates.isEmpty {
                 state.withLock { $0.parked[asset] = path }
             } else {
                 await deliver(asset: asset, path: path)
             }
-        case "failed":
-            let error = event.error?.libraryError ?? LibraryError(.transport, "asset \(asset) failed")
+        case .failed(_, _, let wire):
+            let error = wire.libraryError
             let detached = state.withLock { $0.delegates.removeValue(forKey: asset) ?? [] }
             for delegate in detached { delegate.download(handle, didFailWithError: error) }
             // Settled here too, whichever of this and the `state` event comes first; a cancelled
             // download ends as cancelled, as in process.
             settle(asset, error.code == .cancelled ? .cancelled : .failed(error))
-        case "state":
-            if let wire = event.state, let outcome = Self.outcome(wire.state, failure: wire.failure) {
+        case .state(_, let wire):
+            if let outcome = Self.outcome(wire.state, failure: wire.failure) {
                 if case .cancelled = outcome {
                     let detached = state.withLock { $0.delegates.removeValue(forKey: asset) ?? [] }
                     for delegate in detached { delegate.download(handle, didFailWithError: LibraryError.cancelled(asset: asset)) }
@@ -262,7 +267,7 @@ public final class PaperboyClient: Sendable {
             disposition = answer
             break
         }
-        _ = try? await connection.request(DaemonProtocol.Kind.answer) { AnswerRequest(id: $0, challenge: message.challenge, disposition) }
+        _ = try? await connection.request(as: EmptyReply.self) { .answer(AnswerRequest(id: $0, challenge: message.challenge, disposition)) }
     }
 
     /// Calls each delegate's `didFinishDownloadingTo` in turn; acknowledges when none threw.
@@ -283,6 +288,6 @@ public final class PaperboyClient: Sendable {
             return
         }
         _ = state.withLock { $0.delegates.removeValue(forKey: asset) }
-        try? await command(DaemonProtocol.Kind.ack, asset: asset)
+        try? await command(Request.ack, asset: asset)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import Paperboy
-import PaperboyDaemon
+import PaperboyWire
 
 /// An asset of a daemon's library: its identifier, and a snapshot of its state and bytes when
 /// it was read; methods ask the daemon.
@@ -35,7 +35,7 @@ public struct RemoteAsset: Sendable, Hashable, CustomStringConvertible {
         expectedTotalBytes = wire.expectedTotalBytes.map { max(0, $0) }
         request = wire.request
         userInfo = wire.userInfo
-        attempts = max(0, wire.attempts ?? 0)
+        attempts = max(0, wire.attempts)
         failure = wire.state.failure
     }
 
@@ -64,13 +64,13 @@ public struct RemoteAsset: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Stops the transfer, keeping the bytes.
-    public func pause() async throws(LibraryError) { try await client.command(DaemonProtocol.Kind.pause, asset: identifier) }
+    public func pause() async throws(LibraryError) { try await client.command(Request.pause, asset: identifier) }
 
     /// Continues a paused transfer.
-    public func resume() async throws(LibraryError) { try await client.command(DaemonProtocol.Kind.resume, asset: identifier) }
+    public func resume() async throws(LibraryError) { try await client.command(Request.resume, asset: identifier) }
 
     /// Stops the transfer and removes its partial bytes.
-    public func cancel() async throws(LibraryError) { try await client.command(DaemonProtocol.Kind.cancel, asset: identifier) }
+    public func cancel() async throws(LibraryError) { try await client.command(Request.cancel, asset: identifier) }
 
     /// The current state, asked of the daemon.
     public func refreshed() async throws(LibraryError) -> RemoteAsset { try await client.status(of: identifier) }
@@ -132,16 +132,13 @@ public enum RemoteEvent: Sendable, Equatable {
     /// An asset's file is complete and waits for a client (its path in the daemon's inbox).
     case finished(asset: String, path: String)
 
-    init?(_ event: EventMessage, client: PaperboyClient) {
-        switch event.event {
-        case "state": guard let asset = event.asset, let state = event.state else { return nil }
-            self = .assetStateChanged(asset: asset, state.state)
-        case "issue-available": guard let issue = event.issue else { return nil }
-            self = .issueAvailable(issue)
-        case "badge": self = .badge(max(0, event.badge ?? 0))
-        case "finished": guard let asset = event.asset, let path = event.path else { return nil }
-            self = .finished(asset: asset, path: path)
-        default: return nil
+    init?(_ event: Event, client: PaperboyClient) {
+        switch event {
+        case .state(let asset, let state): self = .assetStateChanged(asset: asset, state.state)
+        case .issueAvailable(let issue): self = .issueAvailable(issue)
+        case .badge(let badge): self = .badge(max(0, badge))
+        case .finished(let asset, _, let path): self = .finished(asset: asset, path: path)
+        case .progress, .resumed, .failed: return nil
         }
     }
 }

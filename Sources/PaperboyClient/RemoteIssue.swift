@@ -1,6 +1,6 @@
 import Foundation
 import Paperboy
-import PaperboyDaemon
+import PaperboyWire
 
 /// An issue of a daemon's library, as ``PaperboyClient`` returns it (a snapshot of its name,
 /// date and status; methods ask the daemon).
@@ -31,17 +31,19 @@ public struct RemoteIssue: Sendable, Hashable {
         // The in-process library's check of the value (the daemon checks its size against its own
         // `maxUserInfoBytes`), so that a value too deep for a frame gets the same error as in-process.
         _ = try userInfo?.userInfoJSON(for: request.url, maxBytes: DaemonProtocol.maxPayloadLength)
-        let reply = try await client.connection.request(DaemonProtocol.Kind.addAsset) {
-            AddAssetRequest(id: $0, issue: name, request: request, userInfo: userInfo, download: nil, deliver: nil)
+        let reply = try await client.connection.request(as: AssetReply.self) {
+            .addAsset(AddAssetRequest(id: $0, issue: name, request: request, userInfo: userInfo, download: nil, deliver: nil))
         }
-        guard let asset = reply.asset else { throw LibraryError(.transport, "the daemon's reply to ADDASSET has no asset") }
-        return RemoteAsset(client: client, asset)
+        return RemoteAsset(client: client, reply.asset)
     }
 
     /// The issue's assets, with their states.
     public func assets() async throws(LibraryError) -> [RemoteAsset] {
-        let reply = try await client.connection.request(DaemonProtocol.Kind.status) { StatusRequest(id: $0, issue: name, assets: true) }
-        return (reply.issue?.assets ?? []).map { RemoteAsset(client: client, $0) }
+        let reply = try await client.connection.request(as: StatusReply.self) { .status(StatusRequest(id: $0, issue: name, assets: true)) }
+        guard case .issue(let issue) = reply.subject else {
+            throw LibraryError(.transport, "the daemon answered STATUS \(reply.id) about something else than the issue \(name)")
+        }
+        return (issue.assets ?? []).map { RemoteAsset(client: client, $0) }
     }
 
     public static func == (lhs: RemoteIssue, rhs: RemoteIssue) -> Bool { lhs.name == rhs.name && lhs.client === rhs.client }

@@ -116,13 +116,7 @@ public struct Catalog: Sendable, Equatable {
     /// Not range-checked: ``LibraryDate/problem(with:)`` says whether the library can record it
     /// (the catalog reader refuses what it cannot).
     public static func date(from text: String) -> Date? {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        if parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-           parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
-           let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]) {
-            return LibraryDate.utc(year: year, month: month, day: day)
-        }
-        return try? Date(text, strategy: .iso8601)
+        LibraryDate.parse(text)
     }
 
     private static func describe(_ error: any Error) -> String {

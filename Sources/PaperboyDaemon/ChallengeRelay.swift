@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Paperboy
+import PaperboyWire
 import Synchronization
 
 /// Asks the client that claimed an asset to answer an authentication challenge the

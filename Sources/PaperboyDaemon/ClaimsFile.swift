@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Paperboy
+import PaperboyWire
 
 /// `daemon-claims.json`: the identifiers of the claimed assets (a JSON array of strings), in the
 /// library folder.

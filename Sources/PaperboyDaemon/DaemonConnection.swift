@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import Foundation
+import PaperboyWire
 import PaperboyFraming
 import Synchronization
 
@@ -27,7 +28,7 @@ final class DaemonConnection: Sendable {
             case progress(String)
         }
         var queue: [Item] = []
-        var progress: [String: EventMessage] = [:]
+        var progress: [String: Event] = [:]
         var closed = false
         var negotiated = false
         var subscribed = false
@@ -50,7 +51,7 @@ final class DaemonConnection: Sendable {
 
     /// Marks the connection subscribed and queues `replay` (pending deliveries) before any event
     /// queued after this call.
-    func subscribe(replaying replay: [EventMessage]) {
+    func subscribe(replaying replay: [Event]) {
         state.withLock { state in
             state.subscribed = true
             for event in replay { state.queue.append(.frame(DaemonProtocol.frame(DaemonProtocol.Kind.event, event))) }
@@ -71,18 +72,16 @@ final class DaemonConnection: Sendable {
     }
 
     /// Queues an event for a subscribed client, coalescing progress of one asset.
-    func send(event: EventMessage) {
-        guard event.event == "progress", let asset = event.asset else {
+    func send(event: Event) {
+        guard case .progress(let asset, let bytesWritten, let total, let expected) = event else {
             if isSubscribed { send(DaemonProtocol.frame(DaemonProtocol.Kind.event, event)) }
             return
         }
         let queued = state.withLock { state -> Bool in
             guard state.subscribed, !state.closed else { return false }
-            if var waiting = state.progress[asset] {
-                waiting.bytesWritten = (waiting.bytesWritten ?? 0) &+ (event.bytesWritten ?? 0)
-                waiting.totalBytesWritten = event.totalBytesWritten
-                waiting.expectedTotalBytes = event.expectedTotalBytes
-                state.progress[asset] = waiting
+            if case .progress(_, let waiting, _, _)? = state.progress[asset] {
+                state.progress[asset] = .progress(asset: asset, bytesWritten: waiting &+ bytesWritten, totalBytesWritten: total,
+                                                  expectedTotalBytes: expected)
                 return false
             }
             state.progress[asset] = event

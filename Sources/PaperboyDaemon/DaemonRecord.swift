@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Paperboy
+import PaperboyWire
 
 /// Which daemon has a library open: its process and its socket, in `daemon.json` in the
 /// library folder (mode 0600) while it serves, so that a command that finds the library locked

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Paperboy
+import PaperboyWire
 import PaperboyFraming
 
 /// The library requests (`SHELF`, `ASSETS`, `READ`, `PURGE`): what `paperboy issues`,
@@ -9,30 +10,25 @@ extension DaemonServer {
     /// Items in a `SHELF` or `ASSETS` page, fewer when their JSON would not fit in a frame.
     static let pageSize = 500
 
-    /// Answers a library request, or throws `unknown-kind` for a kind that is not one.
-    func answerLibrary(_ frame: CheckedFrame) throws -> Data {
-        typealias Kind = DaemonProtocol.Kind
-        switch frame.kind {
-        case Kind.shelf:
-            let request = try DaemonProtocol.decode(ShelfRequest.self, frame)
+    /// Answers a library request (`SHELF`, `ASSETS`, `READ`, `PURGE`); `nil` for another.
+    func answerLibrary(_ request: Request) throws -> Reply? {
+        switch request {
+        case .shelf(let request):
             return try shelfPage(request)
-        case Kind.assets:
-            let request = try DaemonProtocol.decode(AssetsRequest.self, frame)
+        case .assets(let request):
             return try assetsPage(request)
-        case Kind.read:
-            let request = try DaemonProtocol.decode(ReadRequest.self, frame)
-            var reply = LibraryChangeReply(id: request.id)
+        case .read(let request):
+            var issue: WireIssue?
             if let name = request.issue {
-                guard let issue = library.issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
-                try library.setCurrentlyReadingIssue(issue)
-                issue.markRead()
-                reply.issue = try Self.wire(issue, assets: false)
+                guard let found = library.issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
+                try library.setCurrentlyReadingIssue(found)
+                found.markRead()
+                issue = try Self.wire(found, assets: false)
             } else {
                 try library.setCurrentlyReadingIssue(nil)
             }
-            return DaemonProtocol.frame(Kind.ok, reply)
-        case Kind.purge:
-            let request = try DaemonProtocol.decode(PurgeRequest.self, frame)
+            return .read(ReadReply(id: request.id, issue: issue))
+        case .purge(let request):
             if let keep = request.keep, keep < 0 { throw WireError(DaemonProtocol.ErrorCode.badRequest, "PURGE: keep must be 0 or more") }
             if let budget = request.budgetBytes {
                 do throws(BoundaryError) {
@@ -41,20 +37,19 @@ extension DaemonServer {
                     throw WireError(DaemonProtocol.ErrorCode.badRequest, error.description)
                 }
             }
-            var reply = LibraryChangeReply(id: request.id)
-            reply.removed = try waitFor { [library] () async throws(LibraryError) -> [String] in
+            let removed = try waitFor { [library] () async throws(LibraryError) -> [String] in
                 try await library.purge(keep: request.keep, budgetBytes: request.budgetBytes)
             }
-            return DaemonProtocol.frame(Kind.ok, reply)
+            return .purge(PurgeReply(id: request.id, removed: removed))
         default:
-            throw WireError(DaemonProtocol.ErrorCode.unknownKind, "unknown message kind \(frame.kind)")
+            return nil
         }
     }
 
     /// The most damaged rows a `SHELF` reply names (each a few hundred bytes: the frame stays small).
     static let maxDamagedRows = 100
 
-    private func shelfPage(_ request: ShelfRequest) throws -> Data {
+    private func shelfPage(_ request: ShelfRequest) throws -> Reply {
         let offset = max(0, request.offset ?? 0)
         let all = library.issues
         let counts = try library.assetCountsByIssue()
@@ -71,11 +66,11 @@ extension DaemonServer {
         return try Self.fitted(count: page.count) { count in
             reply.issues = Array(page.prefix(count))
             reply.nextOffset = offset + count < all.count ? offset + count : nil
-            return DaemonProtocol.frame(DaemonProtocol.Kind.ok, reply)
+            return .shelf(reply)
         }
     }
 
-    private func assetsPage(_ request: AssetsRequest) throws -> Data {
+    private func assetsPage(_ request: AssetsRequest) throws -> Reply {
         guard let issue = library.issue(named: request.issue) else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
         var cursor: Issue.PageCursor?
         if let token = request.after {
@@ -88,20 +83,21 @@ extension DaemonServer {
         let wired = statuses.map { WireAsset($0, issue: issue.name) }
         return try Self.fitted(count: wired.count) { count in
             let last = count < wired.count ? try issue.assetStatuses(after: cursor, limit: count).next : next
-            return DaemonProtocol.frame(DaemonProtocol.Kind.ok, AssetsReply(id: request.id, assets: Array(wired.prefix(count)), next: last?.token))
+            return .assets(AssetsReply(id: request.id, assets: Array(wired.prefix(count)), next: last?.token))
         }
     }
 
-    /// The frame `make` builds for the most of `count` items (halving) that fits in a frame.
-    private static func fitted(count: Int, _ make: (Int) throws -> Data) throws -> Data {
+    /// The reply `make` builds for the most of `count` items (halving) whose frame fits.
+    private static func fitted(count: Int, _ make: (Int) throws -> Reply) throws -> Reply {
         var count = count
         while true {
-            let frame = try make(count)
-            if frame.count <= DaemonProtocol.maxPayloadLength || count <= 1 {
-                guard frame.count <= DaemonProtocol.maxPayloadLength + 32 else {
+            let reply = try make(count)
+            let length = reply.frame.count
+            if length <= DaemonProtocol.maxPayloadLength || count <= 1 {
+                guard length <= DaemonProtocol.maxPayloadLength + 32 else {
                     throw WireError(DaemonProtocol.ErrorCode.badRequest, "one item of the page is larger than a frame")
                 }
-                return frame
+                return reply
             }
             count /= 2
         }
@@ -123,11 +119,5 @@ extension DaemonServer {
         done.wait()
         guard let result else { throw LibraryError(.cancelled, "the request was not answered") }
         return try result.get()
-    }
-}
-
-extension LibraryChangeReply {
-    init(id: Int64) {
-        self.id = id
     }
 }

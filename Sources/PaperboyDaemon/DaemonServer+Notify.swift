@@ -1,5 +1,6 @@
 import Foundation
 import Paperboy
+import PaperboyWire
 import PaperboyFraming
 
 extension DaemonServer {
@@ -15,8 +16,7 @@ extension DaemonServer {
 
     /// Starts answering a `NOTIFY`; the `OK` comes when the refresh is done, after requests that
     /// arrive meanwhile (as for `RELOAD`).
-    func notify(_ frame: CheckedFrame, on connection: DaemonConnection) throws {
-        let request = try DaemonProtocol.decode(NotifyRequest.self, frame)
+    func notify(_ request: NotifyRequest, on connection: DaemonConnection) throws {
         guard let handler = notifyHandler.withLock({ $0 }) else {
             throw WireError(DaemonProtocol.ErrorCode.badRequest, "NOTIFY: this daemon refreshes no feeds")
         }
@@ -24,7 +24,7 @@ extension DaemonServer {
             do {
                 var reply = try await handler(request)
                 reply.id = request.id
-                connection.send(DaemonProtocol.frame(DaemonProtocol.Kind.ok, reply))
+                connection.send(Reply.notify(reply).frame)
             } catch var error as WireError {
                 error.id = request.id
                 connection.sendError(error)

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Logging
 import Paperboy
+import PaperboyWire
 import PaperboyFraming
 import Synchronization
 
@@ -237,22 +238,18 @@ public final class DaemonServer: Sendable {
     private func forward(_ event: LibraryEvent) {
         switch event {
         case .assetStateChanged(let asset, let assetState):
-            var message = EventMessage(event: "state", asset: asset.identifier)
             // A failure's reason and codes travel with its state (read here, off the library's
             // event path: failures are few).
             let failure: LibraryError? = if case .failed = assetState { asset.status?.failure } else { nil }
-            message.state = WireState(assetState, failure: failure)
-            broadcast(message)
+            broadcast(.state(asset: asset.identifier, state: WireState(assetState, failure: failure)))
             if case .cancelled = assetState { desk.release(asset.identifier) }
         case .issueDownloadCompleted(let issue):
-            broadcast(EventMessage(event: "issue-available", issue: issue.name))
-            var badge = EventMessage(event: "badge")
-            badge.badge = library.badgeCount
-            broadcast(badge)
+            broadcast(.issueAvailable(issue: issue.name))
+            broadcast(.badge(library.badgeCount))
         }
     }
 
-    private func broadcast(_ event: EventMessage) {
+    private func broadcast(_ event: Event) {
         desk.broadcast(event)
     }
 
@@ -266,15 +263,16 @@ public final class DaemonServer: Sendable {
             let frame = try DaemonProtocol.request(received)
             id = DaemonProtocol.readableID(frame)
             if frame.kind == DaemonProtocol.Kind.hello {
-                try hello(frame, on: connection)
+                guard case .hello(let hello) = try Request(frame) else { return }
+                self.hello(hello, on: connection)
                 return
             }
             guard connection.isNegotiated else {
                 throw WireError(DaemonProtocol.ErrorCode.notNegotiated, "\(frame.kind) before HELLO")
             }
             try DaemonProtocol.checkID(frame)
-            if let reply = try answer(frame, on: connection) {
-                connection.send(DaemonProtocol.frame(DaemonProtocol.Kind.ok, reply))
+            if let reply = try answer(try Request(frame), on: connection) {
+                connection.send(reply.frame)
             }
         } catch var error as WireError {
             error.id = error.id ?? id
@@ -286,8 +284,8 @@ public final class DaemonServer: Sendable {
         }
     }
 
-    private func hello(_ frame: CheckedFrame, on connection: DaemonConnection) throws {
-        let hello = try DaemonProtocol.decode(ClientHello.self, frame)
+    /// Answers `HELLO`, the first or a later one alike (a later one changes nothing else).
+    private func hello(_ hello: ClientHello, on connection: DaemonConnection) {
         guard let chosen = hello.protocols.filter(DaemonProtocol.versions.contains).max() else {
             connection.sendError(WireError(
                 DaemonProtocol.ErrorCode.unsupportedVersion,
@@ -300,91 +298,78 @@ public final class DaemonServer: Sendable {
         connection.send(DaemonProtocol.frame(DaemonProtocol.Kind.hello, reply))
     }
 
-    private func answer(_ frame: CheckedFrame, on connection: DaemonConnection) throws -> OKReply? {
-        typealias Kind = DaemonProtocol.Kind
-        switch frame.kind {
-        case Kind.addIssue:
-            let request = try DaemonProtocol.decode(AddIssueRequest.self, frame)
-            _ = try IssueName(request.name, door: "\(frame.kind) name")
+    private func answer(_ request: Request, on connection: DaemonConnection) throws -> Reply? {
+        switch request {
+        case .hello(let hello):
+            self.hello(hello, on: connection)
+            return nil
+        case .addIssue(let request):
+            _ = try IssueName(request.name, door: "\(DaemonProtocol.Kind.addIssue) name")
             do {
-                _ = try LibraryDate(request.date, door: "\(frame.kind) date")
+                _ = try LibraryDate(request.date, door: "\(DaemonProtocol.Kind.addIssue) date")
             } catch {
                 throw WireError(DaemonProtocol.ErrorCode.badRequest, error.message)
             }
             let issue = try library.addIssue(name: request.name, date: request.date)
-            var reply = OKReply(id: request.id)
-            reply.issue = try Self.wire(issue, assets: false)
-            return reply
-        case Kind.addAsset:
-            let request = try DaemonProtocol.decode(AddAssetRequest.self, frame)
-            if let path = request.request.destinationPath { _ = try RelativePath(path, door: "\(frame.kind) destination_path") }
+            return .issue(IssueReply(id: request.id, issue: try Self.wire(issue, assets: false)))
+        case .addAsset(let request):
+            if let path = request.request.destinationPath { _ = try RelativePath(path, door: "\(DaemonProtocol.Kind.addAsset) destination_path") }
             guard let issue = library.issue(named: request.issue) else {
                 throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'")
             }
             let asset = try issue.addAsset(request.request, userInfo: request.userInfo)
             if request.download ?? false { download(asset, deliver: request.deliver ?? false, claimant: connection.number) }
-            var reply = OKReply(id: request.id)
-            reply.asset = Self.wire(asset)
-            return reply
-        case Kind.download, Kind.resume, Kind.pause, Kind.cancel:
-            let request = try DaemonProtocol.decode(AssetCommand.self, frame)
+            return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
+        case .download(let request), .resume(let request):
             let asset = try existingAsset(request.asset)
-            switch frame.kind {
-            case Kind.pause: asset.pause()
-            case Kind.cancel:
-                desk.release(asset.identifier)
-                asset.cancel()
-            default: download(asset, deliver: request.deliver ?? false, claimant: connection.number)
-            }
-            var reply = OKReply(id: request.id)
-            reply.asset = Self.wire(asset)
-            return reply
-        case Kind.ack:
-            let request = try DaemonProtocol.decode(AssetCommand.self, frame)
+            download(asset, deliver: request.deliver ?? false, claimant: connection.number)
+            return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
+        case .pause(let request):
+            let asset = try existingAsset(request.asset)
+            asset.pause()
+            return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
+        case .cancel(let request):
+            let asset = try existingAsset(request.asset)
+            desk.release(asset.identifier)
+            asset.cancel()
+            return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
+        case .ack(let request):
             guard desk.acknowledge(request.asset) else {
                 throw WireError(DaemonProtocol.ErrorCode.notPending, "asset \(request.asset) has no file waiting for an acknowledgement")
             }
-            return OKReply(id: request.id)
-        case Kind.status:
-            let request = try DaemonProtocol.decode(StatusRequest.self, frame)
-            var reply = OKReply(id: request.id)
+            return .empty(EmptyReply(id: request.id))
+        case .status(let request):
+            let subject: StatusReply.Subject
             if let id = request.asset {
-                reply.asset = Self.wire(try existingAsset(id))
+                subject = .asset(Self.wire(try existingAsset(id)))
             } else if let name = request.issue {
                 guard let issue = library.issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
-                reply.issue = try Self.wire(issue, assets: request.assets ?? true)
+                subject = .issue(try Self.wire(issue, assets: request.assets ?? true))
             } else {
-                reply.issues = try library.issues.map { try Self.wire($0, assets: request.assets ?? true) }
+                subject = .issues(try library.issues.map { try Self.wire($0, assets: request.assets ?? true) })
             }
-            reply.badge = library.badgeCount
-            return reply
-        case Kind.subscribe:
-            let request = try DaemonProtocol.decode(PlainRequest.self, frame)
-            connection.send(DaemonProtocol.frame(Kind.ok, OKReply(id: request.id)))
+            return .status(StatusReply(id: request.id, subject: subject, badge: library.badgeCount))
+        case .subscribe(let request):
+            connection.send(Reply.empty(EmptyReply(id: request.id)).frame)
             connection.subscribe(replaying: desk.pendingEvents())
             return nil
-        case Kind.notify:
-            try notify(frame, on: connection)
+        case .notify(let request):
+            try notify(request, on: connection)
             return nil
-        case Kind.answer:
-            let request = try DaemonProtocol.decode(AnswerRequest.self, frame)
+        case .answer(let request):
             try challenges.answer(request, from: connection.number)
-            return OKReply(id: request.id)
-        case Kind.reload:
-            let request = try DaemonProtocol.decode(PlainRequest.self, frame)
+            return .empty(EmptyReply(id: request.id))
+        case .reload(let request):
             Task { [self] in
                 do {
-                    var reply = OKReply(id: request.id)
-                    reply.addedIssues = try await reload()
-                    connection.send(DaemonProtocol.frame(Kind.ok, reply))
+                    connection.send(Reply.reload(ReloadReply(id: request.id, addedIssues: try await reload())).frame)
                 } catch {
                     connection.sendError(WireError(DaemonProtocol.ErrorCode.reloadFailed, "\(error)", id: request.id))
                 }
             }
             return nil
-        default:
-            connection.send(try answerLibrary(frame))
-            return nil
+        case .shelf, .assets, .read, .purge:
+            return try answerLibrary(request)
         }
     }
 

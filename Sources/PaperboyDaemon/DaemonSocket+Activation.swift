@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Paperboy
+import PaperboyWire
 
 extension DaemonSocket {
     /// The first descriptor systemd passes (`SD_LISTEN_FDS_START`).

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Paperboy
+import PaperboyWire
 import Synchronization
 
 /// The daemon's delegate for the assets whose finished files clients take (claimed assets).
@@ -24,7 +25,7 @@ final class DeliveryDesk: AssetDownloadDelegate {
         var pending: [String: Pending] = [:]
         /// The last `resumed` of each claimed asset still transferring, replayed to subscribers:
         /// after a restart the library resumes before any client is connected.
-        var resumed: [String: EventMessage] = [:]
+        var resumed: [String: Event] = [:]
         var stopping = false
     }
 
@@ -37,11 +38,11 @@ final class DeliveryDesk: AssetDownloadDelegate {
     let claimsWereLost: Bool
     private let logger: Logger
     /// Sends an event to every subscribed connection.
-    let broadcast: @Sendable (EventMessage) -> Void
+    let broadcast: @Sendable (Event) -> Void
     /// Asks the client that claimed an asset to answer a challenge.
     let askClient: @Sendable (AssetDownload, AuthChallenge) async -> AuthChallengeDisposition
 
-    init(libraryRoot: URL, logger: Logger, broadcast: @escaping @Sendable (EventMessage) -> Void,
+    init(libraryRoot: URL, logger: Logger, broadcast: @escaping @Sendable (Event) -> Void,
          askClient: @escaping @Sendable (AssetDownload, AuthChallenge) async -> AuthChallengeDisposition = { _, _ in .performDefaultHandling }) {
         claimsFile = ClaimsFile(libraryRoot: libraryRoot)
         switch claimsFile.read() {
@@ -81,7 +82,7 @@ final class DeliveryDesk: AssetDownloadDelegate {
     }
 
     /// The `finished` events of every file waiting for an acknowledgement, for a new subscriber.
-    func pendingEvents() -> [EventMessage] {
+    func pendingEvents() -> [Event] {
         state.withLock { state in
             state.resumed.sorted { $0.key < $1.key }.map(\.value)
                 + state.pending.sorted { $0.key < $1.key }.map { Self.finishedEvent(asset: $0.key, $0.value) }
@@ -117,17 +118,13 @@ final class DeliveryDesk: AssetDownloadDelegate {
     // MARK: AssetDownloadDelegate
 
     func download(_ asset: AssetDownload, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
-        var event = EventMessage(event: "progress", asset: asset.identifier)
-        event.bytesWritten = bytesWritten
-        event.totalBytesWritten = totalBytesWritten
-        event.expectedTotalBytes = expectedTotalBytes
-        broadcast(event)
+        broadcast(.progress(asset: asset.identifier, bytesWritten: bytesWritten, totalBytesWritten: totalBytesWritten,
+                            expectedTotalBytes: expectedTotalBytes))
     }
 
     func download(_ asset: AssetDownload, didResumeAt totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
-        var event = EventMessage(event: "resumed", asset: asset.identifier, issue: asset.issue?.name)
-        event.totalBytesWritten = totalBytesWritten
-        event.expectedTotalBytes = expectedTotalBytes
+        let event = Event.resumed(asset: asset.identifier, issue: asset.issue?.name, totalBytesWritten: totalBytesWritten,
+                                  expectedTotalBytes: expectedTotalBytes)
         state.withLock { $0.resumed[asset.identifier] = event }
         broadcast(event)
     }
@@ -155,19 +152,15 @@ final class DeliveryDesk: AssetDownloadDelegate {
     func download(_ asset: AssetDownload, didFailWithError error: LibraryError) {
         state.withLock { $0.resumed[asset.identifier] = nil }
         release(asset.identifier)
-        var event = EventMessage(event: "failed", asset: asset.identifier, issue: asset.issue?.name)
-        event.error = WireError(error)
-        broadcast(event)
+        broadcast(.failed(asset: asset.identifier, issue: asset.issue?.name, error: WireError(error)))
     }
 
     func download(_ asset: AssetDownload, didReceive challenge: AuthChallenge) async -> AuthChallengeDisposition {
         await askClient(asset, challenge)
     }
 
-    private static func finishedEvent(asset: String, _ pending: Pending) -> EventMessage {
-        var event = EventMessage(event: "finished", asset: asset, issue: pending.issue)
-        event.path = pending.path
-        return event
+    private static func finishedEvent(asset: String, _ pending: Pending) -> Event {
+        .finished(asset: asset, issue: pending.issue, path: pending.path)
     }
 
     /// Writes the claims (a JSON array of asset identifiers) durably.

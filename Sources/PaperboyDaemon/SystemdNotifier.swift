@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import PaperboyWire
 
 /// Tells systemd about the daemon's state (`sd_notify(3)`) without libsystemd: one datagram to
 /// the Unix socket named by `NOTIFY_SOCKET` (an abstract socket when it starts with `@`).

@@ -4,6 +4,7 @@ import Glibc
 import ArgumentParser
 import Foundation
 import Paperboy
+import PaperboyWire
 import PaperboyClient
 import PaperboyConfig
 import PaperboyDaemon

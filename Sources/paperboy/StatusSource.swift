@@ -1,5 +1,6 @@
 import Foundation
 import Paperboy
+import PaperboyWire
 import PaperboyClient
 import PaperboyDaemon
 
@@ -72,7 +73,7 @@ struct DaemonStatusSource: StatusSource {
         try await client.forEachAsset(ofIssue: issue) { asset in
             var report = StatusListing.AssetReport(id: asset.id, url: asset.request?.url.redactedString ?? "", path: asset.request?.destinationPath,
                                                    state: asset.state.state, bytesWritten: asset.totalBytesWritten,
-                                                   expectedBytes: asset.expectedTotalBytes, attempts: asset.attempts ?? 0)
+                                                   expectedBytes: asset.expectedTotalBytes, attempts: asset.attempts)
             // A failed one's reason is its failure's code, as the library's own listing gives it.
             if let failure = asset.state.failure { report.reason = AssetListing.failureCode(of: failure) }
             body(report)

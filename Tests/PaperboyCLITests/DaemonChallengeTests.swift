@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Logging
 import Paperboy
+import PaperboyWire
 import PaperboyClient
 import PaperboyDaemon
 import PaperboyFraming

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Paperboy
+import PaperboyWire
 import PaperboyClient
 import PaperboyDaemon
 import PaperboyFraming

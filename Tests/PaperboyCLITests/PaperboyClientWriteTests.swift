@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import Foundation
 import Paperboy
+import PaperboyWire
 import PaperboyClient
 import PaperboyDaemon
 import PaperboyFraming

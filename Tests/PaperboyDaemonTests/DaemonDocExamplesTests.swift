@@ -1,12 +1,14 @@
 import Foundation
 import Paperboy
+import PaperboyWire
 import PaperboyDaemon
 import PaperboyFraming
 import Testing
 
-/// docs/Daemon.md's protocol examples as a contract: each marked example decodes with the type
-/// the daemon (requests) or `PaperboyClient` (replies, events, challenges) decodes it with, shows
-/// only fields that type reads, and every frame kind and event has one.
+/// docs/Daemon.md's protocol examples as a contract: each marked example decodes as the typed
+/// message of PaperboyWire its receiver reads (``Request``, the ``Reply`` of its request's kind,
+/// ``Event``…), encodes back to the same JSON (a request may leave defaults out), and every frame
+/// kind and event has one.
 @Suite("Daemon.md's protocol examples")
 struct DaemonDocExamplesTests {
     /// One ```` ```json ```` block after a `<!-- example: … -->` line.
@@ -18,8 +20,8 @@ struct DaemonDocExamplesTests {
     }
 
     static let docURL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/Daemon.md").standardized
-    static let daemonSources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .appendingPathComponent("../../Sources/PaperboyDaemon").standardized
+    static let wireSources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../Sources/PaperboyWire").standardized
 
     static func examples() throws -> [Example] {
         let lines = try String(contentsOf: docURL, encoding: .utf8).components(separatedBy: "\n")
@@ -46,116 +48,88 @@ struct DaemonDocExamplesTests {
         return examples
     }
 
-    /// Decodes `json` as a frame of `kind` through the door and the decoder the receiver uses,
-    /// and encodes the result again (to see which fields the type reads).
-    static func roundTrip<Message: Codable>(_ type: Message.Type, kind: String, request: Bool, _ json: String) throws -> (Message, Data) {
+    /// `json` as a frame of `kind`, through the door its receiver checks it at.
+    static func checked(_ kind: String, request: Bool, _ json: String) throws -> CheckedFrame {
         let frame = Frame(kind: kind, payload: Data(json.utf8))
-        let checked = request ? try DaemonProtocol.request(frame) : try DaemonProtocol.reply(frame)
-        let message = try DaemonProtocol.decode(type, checked)
-        return (message, try DaemonProtocol.encoder.encode(message))
+        return request ? try DaemonProtocol.request(frame) : try DaemonProtocol.reply(frame)
     }
 
-    /// The request kinds and the type the daemon decodes each with (`DaemonServer.answer`).
-    static func decodeRequest(_ kind: String, _ json: String) throws -> Data? {
-        func trip<Message: Codable>(_ type: Message.Type) throws -> Data {
-            let (_, data) = try roundTrip(type, kind: kind, request: true, json)
-            return data
-        }
-        typealias Kind = DaemonProtocol.Kind
-        switch kind {
-        case Kind.hello: return try trip(ClientHello.self)
-        case Kind.addIssue: return try trip(AddIssueRequest.self)
-        case Kind.addAsset: return try trip(AddAssetRequest.self)
-        case Kind.download, Kind.resume, Kind.pause, Kind.cancel, Kind.ack: return try trip(AssetCommand.self)
-        case Kind.status: return try trip(StatusRequest.self)
-        case Kind.subscribe, Kind.reload: return try trip(PlainRequest.self)
-        case Kind.shelf: return try trip(ShelfRequest.self)
-        case Kind.assets: return try trip(AssetsRequest.self)
-        case Kind.read: return try trip(ReadRequest.self)
-        case Kind.purge: return try trip(PurgeRequest.self)
-        case Kind.notify: return try trip(NotifyRequest.self)
-        case Kind.answer:
-            let (answer, data) = try roundTrip(AnswerRequest.self, kind: kind, request: true, json)
-            _ = try answer.authDisposition()
-            return data
-        default: return nil
-        }
-    }
-
-    /// The `OK` of each request kind and the type `PaperboyClient` decodes it with.
-    static func decodeOK(answering kind: String, _ json: String) throws -> Data? {
-        func trip<Message: Codable>(_ type: Message.Type) throws -> Data {
-            let (_, data) = try roundTrip(type, kind: DaemonProtocol.Kind.ok, request: false, json)
-            return data
-        }
-        typealias Kind = DaemonProtocol.Kind
-        switch kind {
-        case Kind.shelf: return try trip(ShelfReply.self)
-        case Kind.assets: return try trip(AssetsReply.self)
-        case Kind.read, Kind.purge: return try trip(LibraryChangeReply.self)
-        case Kind.notify: return try trip(NotifyReply.self)
-        case Kind.addIssue, Kind.addAsset, Kind.download, Kind.resume, Kind.pause, Kind.cancel, Kind.ack, Kind.status,
-             Kind.subscribe, Kind.reload, Kind.answer:
-            return try trip(OKReply.self)
-        default: return nil
-        }
-    }
-
-    /// Decodes one example; `nil` when its marker names nothing the protocol has.
-    static func decode(_ example: Example) throws -> Data? {
+    /// Decodes one example with the typed value its receiver decodes it with (a request as
+    /// ``Request``, an `OK` as the ``Reply`` of its request's kind, an event as ``Event``), and
+    /// encodes that value again; `nil` when its marker names nothing the protocol has. `isRequest`
+    /// says whether it goes client → daemon.
+    static func decode(_ example: Example) throws -> (encoded: Data, isRequest: Bool)? {
         let words = example.marker.split(separator: " ").map(String.init)
+        let encoder = DaemonProtocol.encoder
         switch (words.first, words.count) {
         case (DaemonProtocol.Kind.hello, 2) where words[1] == "reply":
-            return try roundTrip(DaemonHello.self, kind: DaemonProtocol.Kind.hello, request: false, example.json).1
+            let frame = try checked(DaemonProtocol.Kind.hello, request: false, example.json)
+            return (try encoder.encode(DaemonProtocol.decode(DaemonHello.self, frame)), false)
         case (DaemonProtocol.Kind.error, 1):
-            return try roundTrip(WireError.self, kind: DaemonProtocol.Kind.error, request: false, example.json).1
+            let frame = try checked(DaemonProtocol.Kind.error, request: false, example.json)
+            return (try encoder.encode(DaemonProtocol.decode(WireError.self, frame)), false)
         case (DaemonProtocol.Kind.challenge, 1):
-            return try roundTrip(ChallengeMessage.self, kind: DaemonProtocol.Kind.challenge, request: false, example.json).1
+            let frame = try checked(DaemonProtocol.Kind.challenge, request: false, example.json)
+            return (try encoder.encode(DaemonProtocol.decode(ChallengeMessage.self, frame)), false)
         case (DaemonProtocol.Kind.event, 2):
-            let (event, data) = try roundTrip(EventMessage.self, kind: DaemonProtocol.Kind.event, request: false, example.json)
-            #expect(event.event == words[1], "\(example): the payload's event is '\(event.event)'")
-            return data
+            let event = try DaemonProtocol.decode(Event.self, try checked(DaemonProtocol.Kind.event, request: false, example.json))
+            #expect(event.name == words[1], "\(example): the payload's event is '\(event.name)'")
+            return (try encoder.encode(event), false)
         case (DaemonProtocol.Kind.ok, 2):
-            return try decodeOK(answering: words[1], example.json)
+            guard Reply.type(answering: words[1]) != nil else { return nil }
+            let reply = try Reply.decode(answering: words[1], try checked(DaemonProtocol.Kind.ok, request: false, example.json))
+            return (try encoder.encode(reply.payload), false)
         case (let kind?, 1):
-            return try decodeRequest(kind, example.json)
+            let request: Request
+            do {
+                request = try Request(try checked(kind, request: true, example.json))
+            } catch let error as WireError where error.code == DaemonProtocol.ErrorCode.unknownKind {
+                return nil
+            }
+            if case .answer(let answer) = request { _ = try answer.authDisposition() }
+            #expect(request.kind == kind)
+            return (try encoder.encode(request.payload), true)
         default:
             return nil
         }
     }
 
-    /// The key paths of `shown` missing from `read` (objects by key, arrays element by element;
-    /// an app's own JSON is read whole).
-    static func unread(_ shown: Any, _ read: Any?, at path: String) -> [String] {
+    /// Where `encoded` differs from `shown` (objects by key, arrays element by element, numbers
+    /// by value); with `allowingDefaults`, members `encoded` adds (defaults a receiver fills in) are not differences.
+    static func differences(_ shown: Any, _ encoded: Any?, allowingDefaults: Bool, at path: String) -> [String] {
         if let object = shown as? [String: Any] {
-            guard let readObject = read as? [String: Any] else { return [path] }
-            return object.keys.sorted().flatMap { key -> [String] in
-                let here = path.isEmpty ? key : "\(path).\(key)"
-                guard let value = readObject[key] else { return [here] }
-                return unread(object[key] as Any, value, at: here)
+            guard let other = encoded as? [String: Any] else { return [path.isEmpty ? "(top)" : path] }
+            let added = allowingDefaults ? [] : Set(other.keys).subtracting(object.keys).sorted().map { path.isEmpty ? "+\($0)" : "+\(path).\($0)" }
+            return added + object.keys.sorted().flatMap { key in
+                differences(object[key] as Any, other[key], allowingDefaults: allowingDefaults, at: path.isEmpty ? key : "\(path).\(key)")
             }
         }
         if let array = shown as? [Any] {
-            guard let readArray = read as? [Any], readArray.count == array.count else { return [path] }
-            return zip(array, readArray).enumerated().flatMap { unread($1.0, $1.1, at: "\(path)[\($0)]") }
+            guard let other = encoded as? [Any], other.count == array.count else { return [path] }
+            return zip(array, other).enumerated().flatMap {
+                differences($1.0, $1.1, allowingDefaults: allowingDefaults, at: "\(path)[\($0)]")
+            }
         }
-        return read == nil ? [path] : []
+        guard let encoded else { return [path] }
+        return (shown as? NSObject)?.isEqual(encoded) == true ? [] : ["\(path): \(shown) became \(encoded)"]
     }
 
-    @Test func everyExampleDecodesWithTheTypeItsReceiverUses() throws {
+    @Test func everyExampleDecodesAsItsTypedMessageAndEncodesBackToTheSameJSON() throws {
         let examples = try Self.examples()
         #expect(examples.count >= 40, "found \(examples.count) examples")
         for example in examples {
             #expect(!example.json.isEmpty, "\(example): no ```json block right after the marker")
             do {
-                guard let read = try Self.decode(example) else {
+                guard let (encoded, isRequest) = try Self.decode(example) else {
                     Issue.record("\(example): the marker names no frame kind the protocol has")
                     continue
                 }
                 let shown = try JSONSerialization.jsonObject(with: Data(example.json.utf8))
-                let again = try JSONSerialization.jsonObject(with: read)
-                let missing = Self.unread(shown, again, at: "")
-                #expect(missing.isEmpty, "\(example): fields the receiver does not read: \(missing)")
+                let again = try JSONSerialization.jsonObject(with: encoded)
+                // A request may leave out what has a default (the daemon's answers show it);
+                // what the daemon sends is shown whole.
+                let different = Self.differences(shown, again, allowingDefaults: isRequest, at: "")
+                #expect(different.isEmpty, "\(example): encoded again, it differs: \(different)")
             } catch let error as WireError {
                 Issue.record("\(example): \(error.code): \(error.message)")
             } catch {
@@ -167,11 +141,11 @@ struct DaemonDocExamplesTests {
     /// Every frame kind (the `Kind` constants in Sources/PaperboyDaemon) and every event the
     /// daemon sends has an example; a request kind has one of its `OK` too.
     @Test func everyKindAndEventHasAnExample() throws {
-        let sources = try FileManager.default.contentsOfDirectory(at: Self.daemonSources, includingPropertiesForKeys: nil)
+        let sources = try FileManager.default.contentsOfDirectory(at: Self.wireSources, includingPropertiesForKeys: nil)
             .filter { $0.pathExtension == "swift" }
             .map { try String(contentsOf: $0, encoding: .utf8) }.joined(separator: "\n")
         let kinds = Set(Self.captures(#"public static let \w+ = "([A-Z]+)""#, in: sources))
-        let events = Set(Self.captures(#"EventMessage\(event: "([a-z-]+)""#, in: sources))
+        let events = Set(Event.names)
         #expect(kinds.count >= 20 && kinds.contains("ANSWER") && kinds.contains("PURGE"), "kinds read from the sources: \(kinds.sorted())")
         #expect(events == ["progress", "resumed", "finished", "failed", "state", "issue-available", "badge"], "\(events.sorted())")
 

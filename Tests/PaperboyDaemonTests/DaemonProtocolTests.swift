@@ -1,5 +1,6 @@
 import Foundation
 import Paperboy
+import PaperboyWire
 import PaperboyDaemon
 import PaperboyFraming
 import PaperboyTestServers

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Paperboy
+import PaperboyWire
 import PaperboyDaemon
 import PaperboyTesting
 import Testing

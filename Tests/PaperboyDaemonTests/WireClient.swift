@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import PaperboyDaemon
+import PaperboyWire
 import PaperboyFraming
 import PaperboyTestServers
 import PaperboyTesting

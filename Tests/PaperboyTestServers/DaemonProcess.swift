@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import PaperboyDaemon
+import PaperboyWire
 import PaperboyTesting
 
 /// A `paperboy daemon` process started by a test, stopped by PID (killed when released).

@@ -2,6 +2,7 @@ import Foundation
 import FuzzSupport
 @testable import Paperboy
 @testable import PaperboyDaemon
+@testable import PaperboyWire
 import PaperboyFraming
 
 /// Daemon requests: a client's frame checked by the bounded reader (`DaemonProtocol.request`) and

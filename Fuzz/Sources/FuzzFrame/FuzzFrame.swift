@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import FuzzSupport
 import PaperboyDaemon
+import PaperboyWire
 import PaperboyFraming
 
 /// The frame reader (`FrameReader`, the daemon's connections and the helpers' pipes): bytes as a

@@ -74,9 +74,62 @@ public struct LibraryDate: Sendable, Hashable, Comparable, CustomStringConvertib
         return Date(timeIntervalSince1970: Double(seconds) + Double(nanosecond) / 1e9 - Double(offsetSeconds))
     }
 
+    /// Reads a date from outside (a catalog, the daemon's `ADDISSUE`): `YYYY-MM-DD` (midnight
+    /// UTC) or an ISO 8601 / RFC 3339 date-time `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` (`T` or
+    /// `t`, `Z` or `z`), in the proleptic Gregorian calendar as ``utc(year:month:day:hour:minute:second:nanosecond:offsetSeconds:)``
+    /// counts (Foundation's ISO 8601 parser switches to the Julian calendar before 1582: 1500-03-01
+    /// came out two days off). `nil` for anything else. Not range-checked: pass the result to
+    /// ``problem(with:)`` or ``init(_:door:)``.
+    public static func parse(_ text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        func number(_ range: Range<Int>) -> Int? {
+            guard range.upperBound <= bytes.count else { return nil }
+            var value = 0
+            for byte in bytes[range] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard bytes.count >= 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10) else { return nil }
+        if bytes.count == 10 { return utc(year: year, month: month, day: day) }
+        guard bytes.count >= 20, bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"),
+              bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19) else { return nil }
+        var index = 19
+        var nanosecond = 0
+        if bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            let start = index
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            let digits = index - start
+            guard digits > 0, let fraction = number(start..<min(index, start + 9)) else { return nil }
+            nanosecond = fraction * Int(pow(10, Double(9 - min(digits, 9))))
+        }
+        guard index < bytes.count else { return nil }
+        var offset = 0
+        switch bytes[index] {
+        case UInt8(ascii: "Z"), UInt8(ascii: "z"):
+            index += 1
+        case UInt8(ascii: "+"), UInt8(ascii: "-"):
+            guard index + 6 == bytes.count, bytes[index + 3] == UInt8(ascii: ":"),
+                  let hours = number(index + 1..<index + 3), let minutes = number(index + 4..<index + 6),
+                  hours < 24, minutes < 60 else { return nil }
+            offset = (hours * 3600 + minutes * 60) * (bytes[index] == UInt8(ascii: "-") ? -1 : 1)
+            index += 6
+        default:
+            return nil
+        }
+        guard index == bytes.count else { return nil }
+        return utc(year: year, month: month, day: day, hour: hour, minute: minute, second: second, nanosecond: nanosecond,
+                   offsetSeconds: offset)
+    }
+
     /// `date` as `yyyy-MM-ddTHH:mm:ssZ` in UTC (the year may have more digits, or a sign), or
-    /// its seconds since 1970 when it is beyond any calendar.
-    static func utcText(_ date: Date) -> String {
+    /// its seconds since 1970 when it is beyond any calendar; what ``parse(_:)`` reads back for
+    /// every date the library records (to the second).
+    public static func utcText(_ date: Date) -> String {
         let seconds = date.timeIntervalSince1970.rounded(.down)
         guard seconds.isFinite, abs(seconds) < 1e15 else { return "\(date.timeIntervalSince1970) seconds since 1970" }
         var time = time_t(seconds)

@@ -99,8 +99,10 @@ package struct JSONReader: Sendable {
     ///   can be answered by id; the checked JSON carries its text (``CheckedJSON/captured``).
     /// - Throws: ``JSONInputError`` naming the door, the limit or the problem, and the byte offset
     ///   (from 0).
-    package func check(_ data: Data, capturing key: String? = nil) throws(JSONInputError) -> CheckedJSON {
-        var scanner = JSONScan(limits: limits, capturing: key.map { Array($0.utf8) })
+    /// - Parameter recordingNonIntegers: whether the checked JSON lists where its numbers that
+    ///   are not integers an `Int64` holds are (``CheckedJSON/nonIntegers``).
+    package func check(_ data: Data, capturing key: String? = nil, recordingNonIntegers: Bool = false) throws(JSONInputError) -> CheckedJSON {
+        var scanner = JSONScan(limits: limits, capturing: key.map { Array($0.utf8) }, recordingNonIntegers: recordingNonIntegers)
         let failure = data.withUnsafeBytes { bytes -> JSONScan.Failure? in
             do throws(JSONScan.Failure) {
                 try scanner.run(bytes)
@@ -113,7 +115,7 @@ package struct JSONReader: Sendable {
             throw JSONInputError(door: door, kind: failure.kind, problem: failure.problem, offset: failure.offset,
                                  captured: scanner.capturedText.flatMap { Int64($0) })
         }
-        return CheckedJSON(data: data, door: door, captured: scanner.capturedText)
+        return CheckedJSON(data: data, door: door, captured: scanner.capturedText, nonIntegers: scanner.nonIntegers)
     }
 
     /// Checks, then decodes with `decoder`.
@@ -161,11 +163,15 @@ package struct CheckedJSON: Sendable {
     /// The JSON text of the top-level member ``JSONReader/check(_:capturing:)`` was asked for
     /// (`1.5`, `"7"`, `null`), when it is there and not an object or array.
     package let captured: String?
+    /// Where the numbers written with a fraction or an exponent (`1.5`, `1.0`, `1e3`), or too
+    /// large for an `Int64`, are (byte ranges, in order), when the check was asked to record them.
+    package let nonIntegers: [Range<Int>]
 
-    fileprivate init(data: Data, door: String, captured: String? = nil) {
+    fileprivate init(data: Data, door: String, captured: String? = nil, nonIntegers: [Range<Int>] = []) {
         self.data = data
         self.door = door
         self.captured = captured
+        self.nonIntegers = nonIntegers
     }
 
     /// Decodes the checked bytes.
@@ -234,9 +240,14 @@ private struct JSONScan {
     private var stack: [Container] = []
     private var capturingNext = false
 
-    init(limits: JSONReader.Limits, capturing: [UInt8]?) {
+    let recordingNonIntegers: Bool
+    /// See ``CheckedJSON/nonIntegers``.
+    private(set) var nonIntegers: [Range<Int>] = []
+
+    init(limits: JSONReader.Limits, capturing: [UInt8]?, recordingNonIntegers: Bool = false) {
         self.limits = limits
         self.capturing = capturing
+        self.recordingNonIntegers = recordingNonIntegers
         stack.reserveCapacity(min(limits.maxDepth, 64))
     }
 
@@ -370,7 +381,7 @@ private struct JSONScan {
     }
 
     /// The index after the number starting at `start`; a number no `Double` holds is refused.
-    private func number(_ bytes: UnsafeRawBufferPointer, from start: Int) throws(Failure) -> Int {
+    private mutating func number(_ bytes: UnsafeRawBufferPointer, from start: Int) throws(Failure) -> Int {
         var index = start
         func digits() -> Int {
             let first = index
@@ -406,6 +417,7 @@ private struct JSONScan {
             let shown = text.count > 32 ? String(text.prefix(32)) + "…" : text
             throw Failure(kind: .number, problem: "JSON number \(shown) is out of range at byte \(start)", offset: start)
         }
+        if recordingNonIntegers, Int64(text) == nil { nonIntegers.append(start..<index) }
         return index
     }
 

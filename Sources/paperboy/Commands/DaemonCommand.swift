@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Logging
 import Paperboy
+import PaperboyWire
 import PaperboyConfig
 import PaperboyDaemon
 import Synchronization

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Paperboy
+import PaperboyWire
 import PaperboyConfig
 import PaperboyDaemon
 

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Paperboy
+import PaperboyWire
 import PaperboyConfig
 import PaperboyDaemon
 

@@ -144,4 +144,4 @@ public enum DaemonSocket {
 }
 
 /// The text of the current `errno`.
-func systemError() -> String { String(cString: strerror(errno)) }
+package func systemError() -> String { String(cString: strerror(errno)) }

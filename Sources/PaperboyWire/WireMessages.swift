@@ -19,11 +19,12 @@ package struct DaemonHello: Codable, Sendable {
     package var `protocol`: Int
     package var paperboy: String
     package var library: String
-}
 
-/// The `id` every request carries, read first so that even a malformed request gets its answer.
-package struct RequestID: Codable, Sendable {
-    package var id: Int64?
+    package init(protocol: Int, paperboy: String, library: String) {
+        self.protocol = `protocol`
+        self.paperboy = paperboy
+        self.library = library
+    }
 }
 
 /// `ADDISSUE`.
@@ -96,68 +97,81 @@ package struct PlainRequest: Codable, Sendable {
     }
 }
 
-/// Where an asset is, as in ``AssetState`` (with ``WaitReason`` flattened).
+/// Where an asset is: an ``AssetState`` (with ``WaitReason`` flattened into `wait`, `until`,
+/// `attempt`, `host`) and, for a failed one, the failure.
+///
+/// On the wire: `name` always; `wait` only for `waiting`; `until` and `attempt` only for
+/// `retry`; `host` only for `host-limit`; `message` (always) and `error` (when known) only for
+/// `failed`. An unknown name reads as `idle`, an unknown wait as `queued`.
 package struct WireState: Codable, Sendable, Equatable {
-    /// ``AssetState/name``.
-    package var name: String
-    /// For `waiting`: `queued`, `retry`, `paused`, `network`, `host-limit`.
-    package var wait: String?
-    package var until: Date?
-    package var attempt: Int?
-    package var host: String?
-    /// For `failed`: why.
-    package var message: String?
-    /// For `failed`, when known: the failure (no `id`).
+    /// The state.
+    package var state: AssetState
+    /// For `failed`, when known: the failure (an error object without `id`).
     package var error: WireError?
 
     /// The state `state`; for a failed one, `failure` is why.
     package init(_ state: AssetState, failure: LibraryError? = nil) {
-        name = state.name
-        switch state {
-        case .waiting(let reason):
-            switch reason {
-            case .queued: wait = "queued"
-            case .retry(let until, let attempt):
-                wait = "retry"
-                self.until = until
-                self.attempt = attempt
-            case .pausedByApp: wait = "paused"
-            case .network: wait = "network"
-            case .hostLimit(let host):
-                wait = "host-limit"
-                self.host = host
-            }
-        case .failed(let message):
-            self.message = message
-            error = failure.map { WireError($0) }
-        default: break
-        }
+        self.state = state
+        if case .failed = state { error = failure.map { WireError($0) } }
     }
 
     /// Why a failed asset failed: the daemon's error, or (from a daemon that did not send it)
     /// one of code `transport` with the message; `nil` unless failed.
     package var failure: LibraryError? {
-        guard name == "failed" else { return nil }
-        return error?.libraryError ?? LibraryError(.transport, message ?? "")
+        guard case .failed(let message) = state else { return nil }
+        return error?.libraryError ?? LibraryError(.transport, message)
     }
 
-    /// The state this describes; an unknown name reads as `idle`.
-    package var state: AssetState {
-        switch name {
+    private enum CodingKeys: String, CodingKey {
+        case name, wait, until, attempt, host, message, error
+    }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        switch try container.decode(String.self, forKey: .name) {
         case "waiting":
-            switch wait {
-            case "retry": .waiting(.retry(until: until ?? Date(), attempt: max(0, attempt ?? 0)))
-            case "paused": .waiting(.pausedByApp)
-            case "network": .waiting(.network)
-            case "host-limit": .waiting(.hostLimit(host: host ?? ""))
-            default: .waiting(.queued)
+            switch try container.decodeIfPresent(String.self, forKey: .wait) {
+            case "retry":
+                state = .waiting(.retry(until: try container.decodeIfPresent(Date.self, forKey: .until) ?? Date(),
+                                        attempt: max(0, try container.decodeIfPresent(Int.self, forKey: .attempt) ?? 0)))
+            case "paused": state = .waiting(.pausedByApp)
+            case "network": state = .waiting(.network)
+            case "host-limit": state = .waiting(.hostLimit(host: try container.decodeIfPresent(String.self, forKey: .host) ?? ""))
+            default: state = .waiting(.queued)
             }
-        case "downloading": .downloading
-        case "finished": .finished
-        case "delivered": .delivered
-        case "failed": .failed(message ?? "")
-        case "cancelled": .cancelled
-        default: .idle
+        case "downloading": state = .downloading
+        case "finished": state = .finished
+        case "delivered": state = .delivered
+        case "failed":
+            state = .failed(try container.decodeIfPresent(String.self, forKey: .message) ?? "")
+            error = try container.decodeIfPresent(WireError.self, forKey: .error)
+        case "cancelled": state = .cancelled
+        default: state = .idle
+        }
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(state.name, forKey: .name)
+        switch state {
+        case .waiting(let reason):
+            switch reason {
+            case .queued: try container.encode("queued", forKey: .wait)
+            case .retry(let until, let attempt):
+                try container.encode("retry", forKey: .wait)
+                try container.encode(until, forKey: .until)
+                try container.encode(attempt, forKey: .attempt)
+            case .pausedByApp: try container.encode("paused", forKey: .wait)
+            case .network: try container.encode("network", forKey: .wait)
+            case .hostLimit(let host):
+                try container.encode("host-limit", forKey: .wait)
+                try container.encode(host, forKey: .host)
+            }
+        case .failed(let message):
+            try container.encode(message, forKey: .message)
+            try container.encodeIfPresent(error, forKey: .error)
+        default:
+            break
         }
     }
 }
@@ -171,7 +185,8 @@ package struct WireAsset: Codable, Sendable {
     package var state: WireState
     package var totalBytesWritten: Int64
     package var expectedTotalBytes: Int64?
-    package var attempts: Int?
+    /// Failed attempts since the asset last made progress: always sent.
+    package var attempts: Int
 
     /// An asset of issue `issue` as its snapshot says.
     package init(_ status: AssetStatus, issue: String, userInfo: JSONValue? = nil) {
@@ -186,7 +201,7 @@ package struct WireAsset: Codable, Sendable {
     }
 
     package init(id: String, issue: String, request: AssetRequest?, userInfo: JSONValue?, state: WireState,
-                 totalBytesWritten: Int64, expectedTotalBytes: Int64?, attempts: Int?) {
+                 totalBytesWritten: Int64, expectedTotalBytes: Int64?, attempts: Int) {
         self.id = id
         self.issue = issue
         self.request = request
@@ -214,37 +229,16 @@ package struct WireIssue: Codable, Sendable {
     package var status: String
     package var isNew: Bool
     package var contentPath: String
+    /// Only when asked (`STATUS` with `assets` true or absent).
     package var assets: [WireAsset]?
-}
 
-/// `OK`: a request succeeded; the fields present depend on the request.
-package struct OKReply: Codable, Sendable {
-    package var id: Int64
-    package var issue: WireIssue?
-    package var asset: WireAsset?
-    package var issues: [WireIssue]?
-    package var badge: Int?
-    /// `RELOAD`: issues the configuration added.
-    package var addedIssues: Int?
-}
-
-/// `EVENT`, daemon → subscribed client.
-package struct EventMessage: Codable, Sendable {
-    /// `progress`, `resumed`, `finished`, `failed`, `state`, `issue-available`, `badge`.
-    package var event: String
-    package var asset: String?
-    package var issue: String?
-    package var bytesWritten: Int64?
-    package var totalBytesWritten: Int64?
-    package var expectedTotalBytes: Int64?
-    package var path: String?
-    package var state: WireState?
-    package var error: WireError?
-    package var badge: Int?
-
-    package init(event: String, asset: String? = nil, issue: String? = nil) {
-        self.event = event
-        self.asset = asset
-        self.issue = issue
+    package init(name: String, date: Date, status: String, isNew: Bool, contentPath: String, assets: [WireAsset]? = nil) {
+        self.name = name
+        self.date = date
+        self.status = status
+        self.isNew = isNew
+        self.contentPath = contentPath
+        self.assets = assets
     }
 }
+

@@ -34,6 +34,15 @@ package struct ShelfIssue: Codable, Sendable {
     package var isNew: Bool
     package var contentPath: String
     package var coverPath: String?
+
+    package init(name: String, date: Date, status: String, isNew: Bool, contentPath: String, coverPath: String?) {
+        self.name = name
+        self.date = date
+        self.status = status
+        self.isNew = isNew
+        self.contentPath = contentPath
+        self.coverPath = coverPath
+    }
 }
 
 /// `OK` to `SHELF`.
@@ -49,8 +58,20 @@ package struct ShelfReply: Codable, Sendable {
     /// Where the next page starts; absent after the last.
     package var nextOffset: Int?
     /// On the first page: the library's rows that cannot be read (``Library/damagedRows``), at
-    /// most ``DaemonServer/maxDamagedRows`` of them; absent when there are none.
+    /// most 100 of them (the daemon's limit); absent when there are none.
     package var damagedRows: [WireDamagedRow]?
+
+    package init(id: Int64, libraryPath: String, badge: Int, reading: String?, bandwidth: BandwidthLimiter.Statistics?,
+                 issues: [ShelfIssue], nextOffset: Int? = nil, damagedRows: [WireDamagedRow]? = nil) {
+        self.id = id
+        self.libraryPath = libraryPath
+        self.badge = badge
+        self.reading = reading
+        self.bandwidth = bandwidth
+        self.issues = issues
+        self.nextOffset = nextOffset
+        self.damagedRows = damagedRows
+    }
 }
 
 /// A ``DamagedRow`` on the wire.
@@ -98,6 +119,12 @@ package struct AssetsReply: Codable, Sendable {
     package var assets: [WireAsset]
     /// The `after` of the next page; absent after the last.
     package var next: String?
+
+    package init(id: Int64, assets: [WireAsset], next: String?) {
+        self.id = id
+        self.assets = assets
+        self.next = next
+    }
 }
 
 /// `READ`: `issue` becomes the currently-reading issue and is marked read; no `issue` clears it.
@@ -122,15 +149,6 @@ package struct PurgeRequest: Codable, Sendable {
         self.keep = keep
         self.budgetBytes = budgetBytes
     }
-}
-
-/// `OK` to `READ` and `PURGE`.
-package struct LibraryChangeReply: Codable, Sendable {
-    package var id: Int64
-    /// `READ`: the issue now being read.
-    package var issue: WireIssue?
-    /// `PURGE`: the issues removed, oldest first.
-    package var removed: [String]?
 }
 
 extension Issue.PageCursor {

@@ -50,7 +50,7 @@ public enum DaemonProtocol {
         public static let unsupportedVersion = "unsupported-version"
         /// `ACK` for an asset that is not waiting for an acknowledgement.
         public static let notPending = "not-pending"
-        /// A connection from another user, or beyond ``DaemonServer/maxConnections``; the daemon
+        /// A connection from another user, or beyond the daemon's limit (64); the daemon
         /// closes it at once.
         public static let permissionDenied = "permission-denied"
         /// Reloading the configuration failed (the old one stays in force).
@@ -89,7 +89,8 @@ public enum DaemonProtocol {
 
     private static func check(_ frame: Frame, door: String) throws(WireError) -> CheckedFrame {
         do {
-            return CheckedFrame(kind: frame.kind, json: try JSONReader(door, limits: jsonLimits).check(frame.payload, capturing: "id"))
+            let json = try JSONReader(door, limits: jsonLimits).check(frame.payload, capturing: "id", recordingNonIntegers: true)
+            return CheckedFrame(kind: frame.kind, json: json)
         } catch {
             throw WireError(ErrorCode.badRequest, error.description, id: error.captured)
         }
@@ -113,7 +114,13 @@ public enum DaemonProtocol {
 
     /// Decodes a checked payload: the one place a decoding failure becomes a `bad-request`
     /// message, naming the frame, the field's path and the value (``refusal(_:of:)``).
+    ///
+    /// One rule for integers, either way and in every field (`id` included): a JSON number
+    /// without a fraction or an exponent that an `Int64` holds. `1.5`, `1.0` and `1e3` where an
+    /// integer belongs get `ADDASSET request.priority: expected an integer, got 1.0`; in a
+    /// `number` field or an app's own JSON they are numbers.
     package static func decode<Message: Decodable>(_ type: Message.Type, _ frame: CheckedFrame) throws(WireError) -> Message {
+        try checkIntegers(type, frame)
         do {
             return try frame.json.decode(type, using: decoder)
         } catch let error as DecodingError {
@@ -135,13 +142,10 @@ public enum DaemonProtocol {
         case .dataCorrupted(let context) where !context.codingPath.isEmpty:
             return "\(frame.kind) \(Located(context.codingPath, in: frame).path): \(context.debugDescription)"
         case .dataCorrupted:
-            // The reader checked the JSON, so Foundation's "not valid JSON" without a path is a
-            // number where an integer is wanted that no integer type holds (`2.5`, `1e300`).
-            let numbers = fractions(in: (try? frame.json.decode(JSONValue.self)) ?? .null, at: "")
-            guard !numbers.isEmpty else { return "\(frame.kind): expected an integer, got a number no integer holds" }
-            if numbers.count == 1 { return "\(frame.kind) \(numbers[0].path): expected an integer, got \(numbers[0].text)" }
-            return "\(frame.kind): expected an integer, got a fraction at one of "
-                + numbers.prefix(4).map { "\($0.path) (\($0.text))" }.joined(separator: ", ")
+            // The reader checked the JSON and ``checkIntegers(_:_:)`` every number that is not an
+            // integer: Foundation's "not valid JSON" without a path is a number no smaller integer
+            // type holds (`300` for an `Int8`), which no field of the protocol has.
+            return "\(frame.kind): expected an integer, got a number no integer holds"
         @unknown default:
             return "\(frame.kind): \(error)"
         }
@@ -173,7 +177,11 @@ public enum DaemonProtocol {
         var isSecret = false
 
         init(_ keys: [any CodingKey], in frame: CheckedFrame) {
-            var node = try? frame.json.decode(JSONValue.self)
+            self.init(keys, in: (try? frame.json.decode(JSONValue.self)) ?? .null)
+        }
+
+        init(_ keys: [any CodingKey], in root: JSONValue) {
+            var node: JSONValue? = root
             var components: [String] = []
             for key in keys {
                 if let index = key.intValue {
@@ -199,18 +207,46 @@ public enum DaemonProtocol {
         }
     }
 
-    /// The numbers in `node` that no `Int64` holds (fractions, huge ones), with their paths.
-    private static func fractions(in node: JSONValue, at path: String) -> [(path: String, text: String)] {
-        switch node {
-        case .object(let object):
-            object.keys.sorted().filter { !secretMembers.contains($0) }
-                .flatMap { fractions(in: object[$0]!, at: path.isEmpty ? $0 : "\(path).\($0)") }
-        case .array(let array):
-            array.indices.flatMap { fractions(in: array[$0], at: "\(path)[\($0)]") }
-        case .number(let value) where value.rounded() != value || abs(value) >= 9.2e18:
-            [(path, shown(node))]
-        default:
-            []
+    /// Refuses a number that is not an integer (``CheckedJSON/nonIntegers``) where `Message` has
+    /// an integer: decodes once more with each such number written as a string that names it
+    /// (`"#2"`), so that the decoder's type mismatch says which field wants an integer. A number
+    /// in a floating-point field is put back and the decoding tried again (at most 16 times); a
+    /// mismatch of another type is left to the decoding proper, which names it.
+    private static func checkIntegers<Message: Decodable>(_ type: Message.Type, _ frame: CheckedFrame) throws(WireError) {
+        let literals = frame.json.nonIntegers
+        guard !literals.isEmpty else { return }
+        let original = [UInt8](frame.json.data)
+        var quoted = Set(literals.indices)
+        for _ in 0...16 {
+            var data = Data(capacity: original.count + 8 * quoted.count)
+            var last = 0
+            for index in quoted.sorted() {
+                data.append(contentsOf: original[last..<literals[index].lowerBound])
+                data.append(contentsOf: Array("\"#\(index)\"".utf8))
+                last = literals[index].upperBound
+            }
+            data.append(contentsOf: original[last...])
+            let expected: Any.Type
+            let path: [any CodingKey]
+            do {
+                _ = try decoder.decode(type, from: data)
+                return
+            } catch DecodingError.typeMismatch(let type, let context) {
+                (expected, path) = (type, context.codingPath)
+            } catch {
+                return
+            }
+            let root = (try? decoder.decode(JSONValue.self, from: data)) ?? .null
+            let located = Located(path, in: root)
+            guard case .string(let marker)? = located.value, marker.hasPrefix("#"), let index = Int(marker.dropFirst()),
+                  quoted.contains(index) else { return }
+            if expected is any BinaryInteger.Type {
+                let text = String(decoding: original[literals[index]], as: UTF8.self)
+                let value = located.isSecret ? "a value (not shown: it may hold a secret)" : shown(text)
+                throw WireError(ErrorCode.badRequest, "\(frame.kind) \(located.path): expected an integer, got \(value)")
+            }
+            guard expected is any BinaryFloatingPoint.Type else { return }
+            quoted.remove(index)
         }
     }
 
@@ -240,7 +276,12 @@ public enum DaemonProtocol {
     package static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.dateEncodingStrategy = .iso8601
+        // In UTC, to the second, in the calendar ``LibraryDate/parse(_:)`` reads (Foundation's
+        // `.iso8601` writes dates before 1582 in the Julian calendar).
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(LibraryDate.utcText(date))
+        }
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }()
@@ -252,19 +293,18 @@ public enum DaemonProtocol {
         return decoder
     }()
 
-    /// A date-time field: ISO 8601 / RFC 3339 with a time and an offset, fractional seconds
-    /// allowed (what `.iso8601` reads), or `dataCorrupted` at the field saying what was expected.
-    /// The range of years is ``LibraryDate``'s, checked where the date is used (`ADDISSUE`).
+    /// A date field: what ``LibraryDate/parse(_:)`` reads (a date `2026-11-21`, midnight UTC, or
+    /// an ISO 8601 / RFC 3339 date-time with an offset, fractional seconds allowed), or
+    /// `dataCorrupted` at the field saying what was expected. The range of years is
+    /// ``LibraryDate``'s, checked where the date is used (`ADDISSUE`).
     private static func decodeDate(_ decoder: any Decoder) throws -> Date {
         let container = try decoder.singleValueContainer()
-        if let text = try? container.decode(String.self) {
-            if let date = try? Date.ISO8601FormatStyle().parse(text) { return date }
-            if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
-        }
+        if let text = try? container.decode(String.self), let date = LibraryDate.parse(text) { return date }
         let got = (try? container.decode(JSONValue.self)).map(shown) ?? "?"
         throw DecodingError.dataCorrupted(.init(
             codingPath: decoder.codingPath,
-            debugDescription: "expected an ISO 8601 date-time with a time and an offset, such as 2026-11-21T06:00:00Z, got \(got)"))
+            debugDescription: "expected an ISO 8601 date (2026-11-21, midnight UTC) or date-time with an offset "
+                + "(2026-11-21T06:00:00Z), got \(got)"))
     }
 }
 
