@@ -180,12 +180,17 @@ struct DaemonProtocolTests {
                 ("STATUS", #"{"id":-1}"#, "STATUS id: expected an integer from 0 to 2^53, got -1"),
                 ("ADDISSUE", #"{"id":"7","name":"d","date":"2026-11-21T06:00:00Z"}"#,
                  #"ADDISSUE id: expected an integer from 0 to 2^53, got "7""#),
-                ("ADDISSUE", #"{"id":20,"name":"d","date":"2026-11-21"}"#,
-                 #"ADDISSUE date: expected an ISO 8601 date-time with a time and an offset, such as 2026-11-21T06:00:00Z, got "2026-11-21""#),
+                // A date-time without an offset is refused (a date alone is midnight UTC: accepted).
                 ("ADDISSUE", #"{"id":21,"name":"d","date":"2026-11-21T06:00:00"}"#,
-                 #"ADDISSUE date: expected an ISO 8601 date-time with a time and an offset, such as 2026-11-21T06:00:00Z, got "2026-11-21T06:00:00""#),
+                 #"ADDISSUE date: expected an ISO 8601 date (2026-11-21, midnight UTC) or date-time with an offset (2026-11-21T06:00:00Z), got "2026-11-21T06:00:00""#),
                 ("ADDISSUE", #"{"id":27,"name":"d","date":20261121}"#,
-                 "ADDISSUE date: expected an ISO 8601 date-time with a time and an offset, such as 2026-11-21T06:00:00Z, got 20261121"),
+                 "ADDISSUE date: expected an ISO 8601 date (2026-11-21, midnight UTC) or date-time with an offset (2026-11-21T06:00:00Z), got 20261121"),
+                // Issue 27: one rule for integers, `id` or not: no fraction, no exponent.
+                ("STATUS", #"{"id":1.0}"#, "STATUS id: expected an integer from 0 to 2^53, got 1.0"),
+                ("SHELF", #"{"id":30,"offset":1.0}"#, "SHELF offset: expected an integer, got 1.0"),
+                ("ADDASSET", #"{"id":31,"issue":"x","request":{"url":"mem://example/a","priority":1e3}}"#,
+                 "ADDASSET request.priority: expected an integer, got 1e3"),
+                ("PURGE", #"{"id":32,"keep":2,"budget_bytes":1E9}"#, "PURGE budget_bytes: expected an integer, got 1E9"),
                 ("ADDASSET", #"{"id":22,"issue":"x","request":{"url":"mem://example/a"},"download":"yes"}"#,
                  #"ADDASSET download: expected a boolean, got "yes""#),
                 ("ADDASSET", #"{"id":23,"issue":"x","request":{"url":"mem://example/a","max_bytes_per_second":"fast"}}"#,
@@ -215,6 +220,29 @@ struct DaemonProtocolTests {
                 let answer = try await client.request(item.kind, item.payload)
                 #expect(json(answer)["message"] as? String == item.message, "\(WireClient.describe(answer))")
             }
+        }
+    }
+
+    /// Issue 27: a date alone (ISO 8601's `2026-11-21`) is midnight UTC, and dates are read and
+    /// written in the proleptic Gregorian calendar, as ``LibraryDate`` counts (Foundation's ISO
+    /// 8601 parser read 1500-03-01 ten days off, and wrote it back as 1500-02-20).
+    @Test func aDateAloneIsMidnightUTCAndDatesBefore1582AreReadAsTheLibraryCountsThem() async throws {
+        try await home.withDaemon { daemon in
+            let client = try await WireClient.negotiated(home.socket)
+            for (id, name, date, shown) in [(1, "alone", "2026-11-21", "2026-11-21T00:00:00Z"),
+                                            (2, "old", "1500-03-01", "1500-03-01T00:00:00Z"),
+                                            (3, "older", "1500-03-01T12:30:00+02:00", "1500-03-01T10:30:00Z")] {
+                let added = try await client.request("ADDISSUE", #"{"id":\#(id),"name":"\#(name)","date":"\#(date)"}"#)
+                #expect(added.kind == "OK", "\(date): \(WireClient.describe(added))")
+                #expect((json(added)["issue"] as? JSON)?["date"] as? String == shown, "\(date): \(WireClient.describe(added))")
+            }
+            #expect(daemon.library.issue(named: "alone")?.date == LibraryDate.utc(year: 2026, month: 11, day: 21))
+            #expect(daemon.library.issue(named: "old")?.date == LibraryDate.utc(year: 1500, month: 3, day: 1))
+            #expect(daemon.library.issue(named: "older")?.date == LibraryDate.utc(year: 1500, month: 3, day: 1, hour: 10, minute: 30))
+            // Numbers in an app's own JSON are numbers: the integer rule is for integer fields.
+            let asset = try await client.request(
+                "ADDASSET", #"{"id":4,"issue":"alone","request":{"url":"mem://example/a"},"user_info":{"pages":1.0,"size":1e3}}"#)
+            #expect(asset.kind == "OK", "\(WireClient.describe(asset))")
         }
     }
 
