@@ -47,6 +47,24 @@ struct DaemonProtocolTests {
         }
     }
 
+    /// Issue 27 (stated in docs/Daemon.md): a second `HELLO` is answered as the first and changes
+    /// nothing else (the subscription stays: events still come); one with no version spoken is
+    /// refused and the connection closed, as a first one.
+    @Test func aSecondHelloIsAnsweredAsTheFirstAndKeepsTheSubscription() async throws {
+        try await home.withDaemon { _ in
+            let client = try await WireClient.negotiated(home.socket)
+            #expect(try await client.request("SUBSCRIBE", #"{"id":1}"#).kind == "OK")
+            let again = try await client.request("HELLO", #"{"protocols":[1],"client":"again"}"#)
+            #expect(again.kind == "HELLO" && json(again)["protocol"] as? Int == 1, "\(WireClient.describe(again))")
+            #expect(try await client.request("ADDISSUE", #"{"id":2,"name":"2026-11-21","date":"2026-11-21"}"#).kind == "OK")
+            #expect(try await client.request("ADDASSET", #"{"id":3,"issue":"2026-11-21","request":{"url":"mem://example/a"},"download":true}"#).kind == "OK")
+            _ = try await client.event("a state event after the second HELLO") { $0["event"] as? String == "state" }
+            try await client.send("HELLO", #"{"protocols":[7]}"#)
+            let frames = try await client.framesUntilClosed()
+            #expect(frames.contains { errorCode($0) == "unsupported-version" }, "\(client.transcript)")
+        }
+    }
+
     @Test func aRequestBeforeHelloIsNotNegotiatedAndTheConnectionGoesOn() async throws {
         try await home.withDaemon { _ in
             let client = try await WireClient.connect(home.socket)

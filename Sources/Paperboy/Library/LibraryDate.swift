@@ -58,7 +58,16 @@ public struct LibraryDate: Sendable, Hashable, Comparable, CustomStringConvertib
     /// Julian calendar before 1582.
     public static func utc(year: Int, month: Int, day: Int, hour: Int = 0, minute: Int = 0, second: Int = 0,
                            nanosecond: Int = 0, offsetSeconds: Int = 0) -> Date? {
-        guard (1...9999).contains(year), (1...12).contains(month), (1...31).contains(day),
+        guard (1...9999).contains(year) else { return nil }
+        return instant(year: year, month: month, day: day, hour: hour, minute: minute, second: second,
+                       nanosecond: nanosecond, offsetSeconds: offsetSeconds)
+    }
+
+    /// ``utc(year:month:day:hour:minute:second:nanosecond:offsetSeconds:)`` for any year from 0
+    /// to 999,999 (what ``parse(_:)`` reads, so that year 10000 is refused as out of range).
+    private static func instant(year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int,
+                                nanosecond: Int, offsetSeconds: Int) -> Date? {
+        guard (0...999_999).contains(year), (1...12).contains(month), (1...31).contains(day),
               (0..<24).contains(hour), (0..<60).contains(minute), (0..<60).contains(second),
               (0..<1_000_000_000).contains(nanosecond), abs(offsetSeconds) < 86_400
         else { return nil }
@@ -91,13 +100,20 @@ public struct LibraryDate: Sendable, Hashable, Comparable, CustomStringConvertib
             }
             return value
         }
-        guard bytes.count >= 10, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10) else { return nil }
-        if bytes.count == 10 { return utc(year: year, month: month, day: day) }
-        guard bytes.count >= 20, bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t"),
-              bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19) else { return nil }
-        var index = 19
+        // Four digits of year, or up to six (year 10000 is read, then refused as out of range).
+        guard let dash = bytes.prefix(7).firstIndex(of: UInt8(ascii: "-")), dash >= 4 else { return nil }
+        let date = dash + 1
+        guard bytes.count >= date + 5, bytes[date + 2] == UInt8(ascii: "-"),
+              let year = number(0..<dash), let month = number(date..<date + 2), let day = number(date + 3..<date + 5) else { return nil }
+        if bytes.count == date + 5 {
+            return instant(year: year, month: month, day: day, hour: 0, minute: 0, second: 0, nanosecond: 0, offsetSeconds: 0)
+        }
+        let time = date + 6
+        guard bytes.count >= time + 9, bytes[time - 1] == UInt8(ascii: "T") || bytes[time - 1] == UInt8(ascii: "t"),
+              bytes[time + 2] == UInt8(ascii: ":"), bytes[time + 5] == UInt8(ascii: ":"),
+              let hour = number(time..<time + 2), let minute = number(time + 3..<time + 5),
+              let second = number(time + 6..<time + 8) else { return nil }
+        var index = time + 8
         var nanosecond = 0
         if bytes[index] == UInt8(ascii: ".") {
             index += 1
@@ -122,8 +138,8 @@ public struct LibraryDate: Sendable, Hashable, Comparable, CustomStringConvertib
             return nil
         }
         guard index == bytes.count else { return nil }
-        return utc(year: year, month: month, day: day, hour: hour, minute: minute, second: second, nanosecond: nanosecond,
-                   offsetSeconds: offset)
+        return instant(year: year, month: month, day: day, hour: hour, minute: minute, second: second, nanosecond: nanosecond,
+                       offsetSeconds: offset)
     }
 
     /// `date` as `yyyy-MM-ddTHH:mm:ssZ` in UTC (the year may have more digits, or a sign), or
