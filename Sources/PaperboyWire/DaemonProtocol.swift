@@ -226,17 +226,19 @@ public enum DaemonProtocol {
                 last = literals[index].upperBound
             }
             data.append(contentsOf: original[last...])
+            // Through the reader again, as all JSON is read (the strings are no deeper than the numbers).
+            guard let marked = try? JSONReader(frame.json.door, limits: jsonLimits.with(maxBytes: max(data.count, maxPayloadLength))).check(data) else { return }
             let expected: Any.Type
             let path: [any CodingKey]
             do {
-                _ = try decoder.decode(type, from: data)
+                _ = try marked.decode(type, using: decoder)
                 return
             } catch DecodingError.typeMismatch(let type, let context) {
                 (expected, path) = (type, context.codingPath)
             } catch {
                 return
             }
-            let root = (try? decoder.decode(JSONValue.self, from: data)) ?? .null
+            let root = (try? marked.decode(JSONValue.self, using: decoder)) ?? .null
             let located = Located(path, in: root)
             guard case .string(let marker)? = located.value, marker.hasPrefix("#"), let index = Int(marker.dropFirst()),
                   quoted.contains(index) else { return }
