@@ -30,6 +30,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
+        // `swift package generate-documentation` (scripts/docs, the Swift Package Index); a command
+        // plugin only: nothing of it is built into the products.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // What Glibc's Swift overlay does not show: syncfs(2), getrandom(2), and fork/exec with

@@ -1,6 +1,6 @@
 import Foundation
 import FuzzSupport
-import Paperboy
+@testable import Paperboy
 @testable import PaperboyHTTP
 
 /// An HTTP response head as libcurl hands it to the transport, line by line: the status line

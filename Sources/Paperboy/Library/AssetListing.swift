@@ -4,29 +4,29 @@ import GRDB
 /// One asset as a listing shows it (`paperboy status`): what it is, where it goes, where it is,
 /// read from the columns a listing prints without decoding the whole request. Cheaper than
 /// ``AssetStatus`` (about half the time for 100,000 assets); see ``Issue/forEachAssetListing(_:)``.
-public struct AssetListing: Sendable, Hashable {
+package struct AssetListing: Sendable, Hashable {
     /// The asset's stable identifier.
-    public var identifier: String
+    package var identifier: String
     /// The source URL as the library stores it (absolute).
-    public var urlString: String
+    package var urlString: String
     /// Where the file goes in the issue's folder, if set.
-    public var destinationPath: String?
+    package var destinationPath: String?
     /// Where the asset is, and why it waits when it waits.
-    public var state: AssetState
+    package var state: AssetState
     /// The progress count, as ``AssetStatus/totalBytesWritten``.
-    public var totalBytesWritten: Int64
+    package var totalBytesWritten: Int64
     /// The total size, once known.
-    public var expectedTotalBytes: Int64?
+    package var expectedTotalBytes: Int64?
     /// Failed attempts since the asset last made progress (or was asked for again).
-    public var attempts: Int
+    package var attempts: Int
     /// Why a failed asset failed, as a code: the transport's (``TransportError/Code``, such as
     /// `not-found`) when a transport failed, else the library's (``LibraryError/Code``, such as
     /// `insufficient-storage` or `checksum-mismatch`); nil unless ``state`` is failed.
-    public var failureCode: String?
+    package var failureCode: String?
 
     /// ``urlString`` without user and password (the path only, for a file URL), as
     /// `URL.redactedString` gives it; plain URLs are not parsed.
-    public var redactedURLString: String {
+    package var redactedURLString: String {
         let text = urlString
         if text.hasPrefix("file:///") {
             // A plain path: no escapes, query, fragment or parameters, no trailing slash.
@@ -130,7 +130,7 @@ extension Issue {
     /// Calls `body` with a listing of each of the issue's assets, in the order they were added,
     /// a page (1,000 assets) at a time, with the live state of transfers the library runs; as
     /// ``forEachAssetStatus(_:)``, cheaper. Throws ``LibraryError`` when the library cannot be read.
-    public func forEachAssetListing(_ body: (AssetListing) throws -> Void) throws {
+    package func forEachAssetListing(_ body: (AssetListing) throws -> Void) throws {
         try scheduler.store.forEachAssetListing(issueName: name, now: scheduler.clock.now) { listing in
             guard let live = scheduler.snapshot(listing.identifier) else { return try body(listing) }
             var listing = listing

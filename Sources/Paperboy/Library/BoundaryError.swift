@@ -6,7 +6,7 @@
 /// arrived, shortened and escaped for terminals. Doors with an error type of their own (a
 /// catalog's, which names the feed and the JSON path; the configuration's, which names the
 /// file, line and key) put ``problem`` in it; the library's API wraps it in a ``LibraryError``
-/// (``LibraryError/init(_:)``).
+/// (``LibraryError/init(_:)-(BoundaryError)``).
 public struct BoundaryError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Where the value entered.
     public var door: String

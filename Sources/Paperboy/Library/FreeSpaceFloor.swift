@@ -13,7 +13,7 @@ import Foundation
 ///   write-ahead log grows until its next checkpoint (megabytes), and a library of 100,000
 ///   assets is a database of about 50 MiB that a migration may need to copy;
 /// - what the writers may write past the floor before they see it: each checks the free
-///   space at least every ``FreeSpaceGuard/checkInterval`` (8 MiB) written, so a few
+///   space at least every 8 MiB written, so a few
 ///   concurrent transfers and an unpacking stay within tens of MiB;
 /// - everything else on the machine that writes to the same file system (logs, package
 ///   updates, the shell the user frees space with): on a big disk these write proportionally

@@ -94,9 +94,11 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
 
     /// Adds several assets in one transaction (much faster than one by one).
     ///
-    /// - Parameter downloading: also start them, as ``AssetDownload/download(delegate:)`` without
-    ///   a delegate does, in the same transaction (they are written queued): the way to add
-    ///   thousands of assets to download, since nothing is read back.
+    /// - Parameters:
+    ///   - requests: each asset's request and user info, as ``addAsset(_:userInfo:)`` takes them.
+    ///   - downloading: also start them, as ``AssetDownload/download(delegate:)`` without a
+    ///     delegate does, in the same transaction (they are written queued): the way to add
+    ///     thousands of assets to download, since nothing is read back.
     @discardableResult
     public func addAssets(_ requests: [(AssetRequest, JSONValue?)], downloading: Bool = false) throws(LibraryError) -> [AssetDownload] {
         guard scheduler.store.issue(named: name) != nil else {

@@ -11,7 +11,7 @@ import Foundation
 /// Refused: an empty name; a leading `.` (`.`, `..`, hidden folders); a `/` or `\`; NUL, tab,
 /// line breaks and the other C0 and C1 controls, DEL and the bidi controls; more than 255 bytes
 /// (Linux's `NAME_MAX`); a name whose Unicode compatibility form starts with `.`, holds a `/` or
-/// `\`, or is only spaces (`‥`, `．x`, `a／b`, `" "`, a no-break space), as ``LookAlikes`` folds it.
+/// `\`, or is only spaces (`‥`, `．x`, `a／b`, `" "`, a no-break space).
 public struct IssueName: Sendable, Hashable, CustomStringConvertible {
     /// The name, as written.
     public let text: String

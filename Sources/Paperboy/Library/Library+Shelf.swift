@@ -19,6 +19,8 @@ extension Library {
     /// - Parameters:
     ///   - payload: the push payload; `content-available` may be at the top level or under `aps`.
     ///     `nil` counts as a trigger (a manual `paperboy notify`).
+    ///   - throttle: the shortest time between two refreshes.
+    ///   - dontThrottle: refresh now, however recent the last refresh.
     ///   - now: the time of the push; by default the library's clock's.
     /// - Throws: ``LibraryError`` `.invalidRequest` for a payload out of the push payload's JSON
     ///   limits (32 levels, 64 KiB: docs/Security.md), or when the decision cannot be recorded.

@@ -9,12 +9,12 @@ import Foundation
 /// is added, archive entries before anything is unpacked, and the library's rows read back.
 ///
 /// Refused: an empty path; NUL, tab, line breaks and the other C0 and C1 controls, DEL and the
-/// bidi controls (the characters ``TerminalText`` escapes); more than 4096 bytes (Linux's
-/// `PATH_MAX`); a leading `/` (absolute) or a first component `~` (not the home folder here); a
-/// `\` (Windows reads it as `/`); a `..`, `.` or empty component (`a/../b`, `./a`, `a//b`, `a/`);
-/// a component longer than 255 bytes (`NAME_MAX`); a component whose Unicode compatibility form
-/// holds a `/` or `\` or is only dots and spaces (`‥`, `．．`, `／`, `...`, `" "`), as
-/// ``LookAlikes`` folds it.
+/// bidi controls (the characters Paperboy escapes before it shows text on a terminal); more than
+/// 4096 bytes (Linux's `PATH_MAX`); a leading `/` (absolute) or a first component `~` (not the
+/// home folder here); a `\` (Windows reads it as `/`); a `..`, `.` or empty component (`a/../b`,
+/// `./a`, `a//b`, `a/`); a component longer than 255 bytes (`NAME_MAX`); a component whose
+/// Unicode compatibility form holds a `/` or `\` or is only dots and spaces (`‥`, `．．`, `／`,
+/// `...`, `" "`).
 public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
     /// The path, as written (`/`-separated).
     public let text: String

@@ -134,7 +134,9 @@ public final class BandwidthLimiter: Sendable {
 
     /// Waits until `bytes` may be written, in fair slices.
     ///
-    /// - Parameter flow: the transfer asking (from ``makeFlow()``); `0` for an anonymous one.
+    /// - Parameters:
+    ///   - bytes: how many bytes the transfer is about to write.
+    ///   - flow: the transfer asking (from ``makeFlow()``); `0` for an anonymous one.
     /// - Throws: `CancellationError` if the task is cancelled while waiting.
     public func acquire(_ bytes: Int, flow: UInt64 = 0) async throws {
         if unlimited.load(ordering: .relaxed) {

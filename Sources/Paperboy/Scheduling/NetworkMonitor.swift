@@ -56,9 +56,9 @@ public final class FixedNetworkMonitor: NetworkMonitor {
 /// ``NetlinkRouteWatcher``), and every ``fallbackInterval`` besides (NetworkManager's metered
 /// flag changes without one); where no netlink socket can be opened, it reads every
 /// `interval` instead.
-public final class LinuxNetworkMonitor: NetworkMonitor {
+package final class LinuxNetworkMonitor: NetworkMonitor {
     /// How often the state is read again when netlink announces changes.
-    public static let fallbackInterval = Duration.seconds(60)
+    package static let fallbackInterval = Duration.seconds(60)
 
     private let procRoot: URL
     private let sysRoot: URL
@@ -76,7 +76,7 @@ public final class LinuxNetworkMonitor: NetworkMonitor {
     ///   - interval: how often to look again where netlink cannot tell (``fallbackInterval``
     ///     when it can, or `interval` if longer).
     ///   - isMetered: whether an interface is metered (default: ask `nmcli` when it exists).
-    public init(procRoot: URL = URL(fileURLWithPath: "/proc"), sysRoot: URL = URL(fileURLWithPath: "/sys"),
+    package init(procRoot: URL = URL(fileURLWithPath: "/proc"), sysRoot: URL = URL(fileURLWithPath: "/sys"),
                 interval: Duration = .seconds(3), isMetered: (@Sendable (String) -> Bool)? = nil) {
         self.procRoot = procRoot
         self.sysRoot = sysRoot
@@ -91,11 +91,11 @@ public final class LinuxNetworkMonitor: NetworkMonitor {
     }
 
     /// Whether changes are announced by netlink (otherwise the monitor polls every `interval`).
-    public var watchesNetlink: Bool { watcher.withLock { $0 != nil } }
+    package var watchesNetlink: Bool { watcher.withLock { $0 != nil } }
 
-    public var current: NetworkStatus { fixed.current }
+    package var current: NetworkStatus { fixed.current }
 
-    public func changes() -> AsyncStream<NetworkStatus> {
+    package func changes() -> AsyncStream<NetworkStatus> {
         let watching = watcher.withLock { watcher -> Bool in
             if watcher == nil {
                 watcher = NetlinkRouteWatcher(fallback: max(interval, Self.fallbackInterval)) { [weak self] in
@@ -122,7 +122,7 @@ public final class LinuxNetworkMonitor: NetworkMonitor {
     }
 
     /// Reads the status now.
-    public func read() -> NetworkStatus {
+    package func read() -> NetworkStatus {
         guard let interface = defaultRouteInterface() else { return NetworkStatus(kind: .none) }
         return NetworkStatus(kind: classify(interface), interface: interface, isExpensive: meteredLookup(interface))
     }
@@ -141,7 +141,7 @@ public final class LinuxNetworkMonitor: NetworkMonitor {
     }
 
     /// The class of an interface, from sysfs.
-    public func classify(_ interface: String) -> NetworkStatus.Kind {
+    package func classify(_ interface: String) -> NetworkStatus.Kind {
         let folder = sysRoot.appendingPathComponent("class/net/\(interface)")
         let manager = FileManager.default
         if manager.fileExists(atPath: folder.appendingPathComponent("wireless").path)

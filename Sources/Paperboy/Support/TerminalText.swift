@@ -4,13 +4,13 @@
 /// escape sequences that retitle the window, move the cursor, hide text or reorder it (bidi
 /// overrides). ``escape(_:keepingNewlines:)`` writes each such character as `\u{HEX}`, the way
 /// Swift spells it, and leaves every printable character (accents, CJK, emoji) as it is.
-public enum TerminalText {
+package enum TerminalText {
     /// `text` with control characters written as `\u{1B}`: C0 controls (tab kept; newlines kept
     /// when `keepingNewlines`), DEL, C1 controls (U+0080–U+009F), and the bidi controls
     /// U+061C, U+200E, U+200F, U+202A–U+202E and U+2066–U+2069.
     ///
     /// A backslash is left alone, so escaping twice changes nothing more.
-    public static func escape(_ text: some StringProtocol, keepingNewlines: Bool = false) -> String {
+    package static func escape(_ text: some StringProtocol, keepingNewlines: Bool = false) -> String {
         let scalars = text.unicodeScalars
         guard scalars.contains(where: { needsEscape($0, keepingNewlines: keepingNewlines) }) else { return String(text) }
         var escaped = String.UnicodeScalarView()
@@ -25,7 +25,7 @@ public enum TerminalText {
     }
 
     /// Whether `scalar` is one of the characters ``escape(_:keepingNewlines:)`` rewrites.
-    public static func needsEscape(_ scalar: Unicode.Scalar, keepingNewlines: Bool = false) -> Bool {
+    package static func needsEscape(_ scalar: Unicode.Scalar, keepingNewlines: Bool = false) -> Bool {
         switch scalar.value {
         case 0x09: return false
         case 0x0A: return !keepingNewlines

@@ -13,7 +13,7 @@ import Foundation
 ///   trailing dot;
 /// - the ports are equal, a missing port being the scheme's default (http 80, https 443,
 ///   sftp and ssh 22, ftp 21, ftps 990);
-/// - the URL's path, normalized as a server reads it (``NormalizedPath``: RFC 3986 §6.2.2,
+/// - the URL's path, normalized as a server reads it (RFC 3986 §6.2.2,
 ///   encoded dot segments such as `%2e%2e` resolved), is the scope's path or under it on a
 ///   `/` boundary: `/a` covers `/a`, `/a/` and `/a/b`, not `/ab`. An empty path or `/` covers
 ///   every path. The query and fragment play no part.
@@ -26,9 +26,9 @@ import Foundation
 ///
 /// Spellings that servers read differently never match, so that no reading can take a
 /// credential somewhere else:
-/// - a path ``NormalizedPath`` refuses (an encoded `/` or `\`, a literal `\`, double encoding,
-///   a dot segment with `;params`, dots as Unicode look-alikes, control bytes; the full list
-///   is on that type) is covered only by a scope for the whole origin, which covers every path;
+/// - a path that normalization refuses (an encoded `/` or `\`, a literal `\`, double encoding,
+///   a dot segment with `;params`, dots as Unicode look-alikes, control bytes) is covered only
+///   by a scope for the whole origin, which covers every path;
 /// - a host with a percent-escape (`cdn%2eexample.com`), other spellings of an address
 ///   (`0x7f.0.0.1` is not `127.0.0.1`, `[0:0::1]` is not `[::1]`), and text that differs in any
 ///   other way are other hosts;
