@@ -23,12 +23,12 @@ extension DaemonServer {
             let request = try DaemonProtocol.decode(ReadRequest.self, frame)
             var reply = LibraryChangeReply(id: request.id)
             if let name = request.issue {
-                guard let issue = library.issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
-                try library.setCurrentlyReadingIssue(issue)
-                issue.markRead()
+                guard let issue = try served().issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
+                try served().setCurrentlyReadingIssue(named: issue.name)
+                try served().markRead(issue: issue.name)
                 reply.issue = try Self.wire(issue, assets: false)
             } else {
-                try library.setCurrentlyReadingIssue(nil)
+                try served().setCurrentlyReadingIssue(named: nil)
             }
             return DaemonProtocol.frame(Kind.ok, reply)
         case Kind.purge:
@@ -76,7 +76,7 @@ extension DaemonServer {
     }
 
     private func assetsPage(_ request: AssetsRequest) throws -> Data {
-        guard let issue = library.issue(named: request.issue) else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
+        guard let issue = try served().issue(named: request.issue) else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
         var cursor: Issue.PageCursor?
         if let token = request.after {
             guard let parsed = Issue.PageCursor(token: token) else {

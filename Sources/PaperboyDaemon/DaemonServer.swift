@@ -100,16 +100,16 @@ public final class DaemonServer: Sendable {
         }
         let claims = desk.claims
         for id in claims {
-            if let asset = library.asset(identifier: id), asset.state.isActive {
-                asset.download(delegate: desk)
+            if let asset = try served().asset(identifier: id), asset.state.isActive {
+                try served().download(asset, delegate: desk)
             } else {
                 desk.release(id)
             }
         }
         for asset in library.downloadingAssets where asset.state == .finished && !claims.contains(asset.identifier) {
-            asset.download()
+            try served().download(asset, delegate: nil)
         }
-        let events = library.events()
+        let events = try served().events()
         let task = Task { [self] in
             for await event in events { forward(event) }
         }
@@ -135,9 +135,9 @@ public final class DaemonServer: Sendable {
         if deliver, let claimant { registry.state.withLock { $0.claimants[asset.identifier] = claimant } }
         if deliver {
             desk.claim(asset.identifier)
-            asset.download(delegate: desk)
+            library.local?.download(asset, delegate: desk)
         } else {
-            asset.download()
+            library.local?.download(asset, delegate: nil)
         }
     }
 
@@ -311,17 +311,17 @@ public final class DaemonServer: Sendable {
             } catch {
                 throw WireError(DaemonProtocol.ErrorCode.badRequest, error.message)
             }
-            let issue = try library.addIssue(name: request.name, date: request.date)
+            let issue = try served().addIssue(name: request.name, date: request.date)
             var reply = OKReply(id: request.id)
             reply.issue = try Self.wire(issue, assets: false)
             return reply
         case Kind.addAsset:
             let request = try DaemonProtocol.decode(AddAssetRequest.self, frame)
             if let path = request.request.destinationPath { _ = try RelativePath(path, door: "\(frame.kind) destination_path") }
-            guard let issue = library.issue(named: request.issue) else {
+            guard let issue = try served().issue(named: request.issue) else {
                 throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'")
             }
-            let asset = try issue.addAsset(request.request, userInfo: request.userInfo)
+            let asset = try served().addAssets([(request.request, request.userInfo)], toIssue: issue.name, downloading: false)[0]
             if request.download ?? false { download(asset, deliver: request.deliver ?? false, claimant: connection.number) }
             var reply = OKReply(id: request.id)
             reply.asset = Self.wire(asset)
@@ -330,10 +330,10 @@ public final class DaemonServer: Sendable {
             let request = try DaemonProtocol.decode(AssetCommand.self, frame)
             let asset = try existingAsset(request.asset)
             switch frame.kind {
-            case Kind.pause: asset.pause()
+            case Kind.pause: try served().pause(asset: asset.identifier)
             case Kind.cancel:
                 desk.release(asset.identifier)
-                asset.cancel()
+                try served().cancel(asset: asset.identifier)
             default: download(asset, deliver: request.deliver ?? false, claimant: connection.number)
             }
             var reply = OKReply(id: request.id)
@@ -351,7 +351,7 @@ public final class DaemonServer: Sendable {
             if let id = request.asset {
                 reply.asset = Self.wire(try existingAsset(id))
             } else if let name = request.issue {
-                guard let issue = library.issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
+                guard let issue = try served().issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
                 reply.issue = try Self.wire(issue, assets: request.assets ?? true)
             } else {
                 reply.issues = try library.issues.map { try Self.wire($0, assets: request.assets ?? true) }
@@ -389,8 +389,19 @@ public final class DaemonServer: Sendable {
     }
 
     private func existingAsset(_ id: String) throws(LibraryError) -> AssetDownload {
-        guard let asset = library.asset(identifier: id) else { throw LibraryError(.assetNotFound, "no asset with identifier '\(id)'") }
+        guard let asset = try served().asset(identifier: id) else { throw LibraryError(.assetNotFound, "no asset with identifier '\(id)'") }
         return asset
+    }
+
+    /// The library's in-process backend: the request threads call it directly, without a hop to
+    /// the cooperative pool.
+    ///
+    /// - Throws: ``LibraryError`` `.invalidRequest` for a library not opened in this process.
+    func served() throws(LibraryError) -> LocalBackend {
+        guard let local = library.local else {
+            throw LibraryError(.invalidRequest, "the daemon serves a library opened in its own process, not \(library.root.path) through a daemon")
+        }
+        return local
     }
 
     /// The asset as one snapshot: state, progress, attempts and failure read together (a

@@ -26,6 +26,13 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
     /// The issue this asset belongs to.
     public var issue: Issue? { backend.lastKnownIssue(named: issueName) }
 
+    /// The issue this asset belongs to (`nil` once removed).
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func issue() async throws(LibraryError) -> Issue? {
+        try await backend.issue(named: issueName)
+    }
+
     /// What is downloaded (as last refreshed by ``AssetDownloadDelegate/download(_:willResumeWith:)``).
     public var request: AssetRequest? { backend.lastKnownStatus(ofAsset: identifier)?.request }
 

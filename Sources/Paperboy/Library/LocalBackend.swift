@@ -3,8 +3,9 @@ import Synchronization
 
 /// The in-process ``LibraryBackend``: the library's own scheduler, store and folders.
 ///
-/// Its asynchronous operations do what the synchronous ones did before (a store read or a
-/// command to the scheduler) and never fail for want of a connection.
+/// An operation that never waits is synchronous here (a synchronous method meets an asynchronous
+/// requirement), so that code of the package on threads of its own, the daemon's request
+/// handlers, calls it as it is; one that cannot fail does not throw.
 package final class LocalBackend: LibraryBackend {
     let scheduler: Scheduler
 
@@ -33,11 +34,11 @@ package final class LocalBackend: LibraryBackend {
 
     // MARK: Library
 
-    package func issues() async throws(LibraryError) -> [Issue] { lastKnownIssues() }
+    package func issues() -> [Issue] { lastKnownIssues() }
 
-    package func issue(named name: String) async throws(LibraryError) -> Issue? { lastKnownIssue(named: name) }
+    package func issue(named name: String) -> Issue? { lastKnownIssue(named: name) }
 
-    package func addIssue(name: String, date: Date) async throws(LibraryError) -> Issue {
+    package func addIssue(name: String, date: Date) throws(LibraryError) -> Issue {
         let name = try IssueName(name, door: "issue name")
         let date = try LibraryDate(date, door: "addIssue(name:date:) '\(name)'")
         let record = IssueRecord(name: name, date: date, addedAt: scheduler.clock.now, isNew: false, coverPath: nil)
@@ -57,25 +58,25 @@ package final class LocalBackend: LibraryBackend {
         try? FileManager.default.removeItem(at: scheduler.layout.contentURL(issue: name))
     }
 
-    package func currentlyReadingIssue() async throws(LibraryError) -> Issue? { lastKnownCurrentlyReadingIssue() }
+    package func currentlyReadingIssue() -> Issue? { lastKnownCurrentlyReadingIssue() }
 
-    package func setCurrentlyReadingIssue(named name: String?) async throws(LibraryError) {
+    package func setCurrentlyReadingIssue(named name: String?) throws(LibraryError) {
         try store.setMeta("currentlyReadingIssue", name)
     }
 
-    package func badgeCount() async throws(LibraryError) -> Int { lastKnownBadgeCount() }
+    package func badgeCount() -> Int { lastKnownBadgeCount() }
 
-    package func downloadingAssets() async throws(LibraryError) -> [AssetDownload] { lastKnownDownloadingAssets() }
+    package func downloadingAssets() -> [AssetDownload] { lastKnownDownloadingAssets() }
 
-    package func asset(identifier: String) async throws(LibraryError) -> AssetDownload? {
+    package func asset(identifier: String) -> AssetDownload? {
         store.asset(id: identifier).map { asset($0.id, issueName: $0.issueName) }
     }
 
-    package func events() async throws(LibraryError) -> AsyncStream<LibraryEvent> { scheduler.broadcaster.subscribe() }
+    package func events() -> AsyncStream<LibraryEvent> { scheduler.broadcaster.subscribe() }
 
-    package func activity() async throws(LibraryError) -> LibraryActivity { try scheduler.activity() }
+    package func activity() throws(LibraryError) -> LibraryActivity { try scheduler.activity() }
 
-    package func counts() async throws(LibraryError) -> [String: AssetCounts] { try store.assetCounts() }
+    package func counts() throws(LibraryError) -> [String: AssetCounts] { try store.assetCounts() }
 
     package func purge(keep: Int?, budgetBytes: Int64?) async throws(LibraryError) -> [String] {
         if let budgetBytes {
@@ -107,7 +108,7 @@ package final class LocalBackend: LibraryBackend {
         return removed
     }
 
-    package func contentAvailable(payload: JSONValue?, throttle: Duration, dontThrottle: Bool, now: Date?) async throws(LibraryError)
+    package func contentAvailable(payload: JSONValue?, throttle: Duration, dontThrottle: Bool, now: Date?) throws(LibraryError)
         -> ContentAvailableResult {
         if let payload {
             try Library.checkPushPayload(payload)
@@ -134,9 +135,9 @@ package final class LocalBackend: LibraryBackend {
 
     // MARK: Issue
 
-    package func assets(ofIssue name: String) async throws(LibraryError) -> [AssetDownload] { lastKnownAssets(ofIssue: name) }
+    package func assets(ofIssue name: String) -> [AssetDownload] { lastKnownAssets(ofIssue: name) }
 
-    package func addAssets(_ requests: [(AssetRequest, JSONValue?)], toIssue name: String, downloading: Bool) async throws(LibraryError)
+    package func addAssets(_ requests: [(AssetRequest, JSONValue?)], toIssue name: String, downloading: Bool) throws(LibraryError)
         -> [AssetDownload] {
         guard store.issue(named: name) != nil else {
             throw LibraryError(.issueNotFound, "issue '\(name)' is not in the library")
@@ -158,15 +159,15 @@ package final class LocalBackend: LibraryBackend {
         return records.map { asset($0.id, issueName: name) }
     }
 
-    package func markRead(issue name: String) async throws(LibraryError) {
+    package func markRead(issue name: String) {
         store.updateIssue(named: name) { $0.isNew = false }
     }
 
-    package func status(ofIssue name: String) async throws(LibraryError) -> Issue.Status {
+    package func status(ofIssue name: String) throws(LibraryError) -> Issue.Status {
         try lastKnownCounts(ofIssue: name).issueStatus
     }
 
-    package func isNew(issue name: String) async throws(LibraryError) -> Bool { lastKnownIsNew(issue: name) }
+    package func isNew(issue name: String) -> Bool { lastKnownIsNew(issue: name) }
 
     package func waitUntilAvailable(issue name: String) async throws(CancellationError) -> IssueOutcome {
         let assets = lastKnownAssets(ofIssue: name)
@@ -181,27 +182,27 @@ package final class LocalBackend: LibraryBackend {
 
     // MARK: Asset
 
-    package func status(ofAsset identifier: String) async throws(LibraryError) -> AssetStatus {
+    package func status(ofAsset identifier: String) throws(LibraryError) -> AssetStatus {
         guard let status = lastKnownStatus(ofAsset: identifier) else {
             throw LibraryError(.assetNotFound, "asset \(identifier) is not in the library")
         }
         return status
     }
 
-    package func download(_ asset: AssetDownload, delegate: (any AssetDownloadDelegate)?) async throws(LibraryError) {
+    package func download(_ asset: AssetDownload, delegate: (any AssetDownloadDelegate)?) {
         scheduler.download(asset, delegate: delegate)
     }
 
-    package func pause(asset identifier: String) async throws(LibraryError) { scheduler.pause(identifier) }
+    package func pause(asset identifier: String) { scheduler.pause(identifier) }
 
-    package func resume(asset identifier: String) async throws(LibraryError) {
+    package func resume(asset identifier: String) {
         guard let record = store.asset(id: identifier) else { return }
         scheduler.download(asset(identifier, issueName: record.issueName), delegate: nil)
     }
 
-    package func cancel(asset identifier: String) async throws(LibraryError) { scheduler.cancel(identifier) }
+    package func cancel(asset identifier: String) { scheduler.cancel(identifier) }
 
-    package func events(of asset: AssetDownload) async throws(LibraryError) -> DownloadEvents {
+    package func events(of asset: AssetDownload) -> DownloadEvents {
         DownloadEvents.attached { delegate in scheduler.download(asset, delegate: delegate) }
     }
 
@@ -209,7 +210,7 @@ package final class LocalBackend: LibraryBackend {
         try await scheduler.waitUntilFinished(identifier)
     }
 
-    package func updateExpectedSHA256(_ sha256: String?, ofAsset identifier: String) async throws(LibraryError) {
+    package func updateExpectedSHA256(_ sha256: String?, ofAsset identifier: String) throws(LibraryError) {
         try scheduler.updateChecksum(identifier, sha256: sha256)
     }
 
