@@ -1,6 +1,10 @@
 // An app embedding Paperboy: open the library, reconnect downloads at launch, add an issue,
 // download it with a delegate that moves the finished file, then update the shelf.
 //
+// It uses only the API a library served by `paperboy daemon` has too (the asynchronous methods,
+// and the handles' identifier, issueName, name, date, contentURL and userInfo): an app moving to
+// the daemon changes the line that opens the library, and the imports.
+//
 //   swift run EmbeddingExample [LIBRARY_FOLDER]
 import Foundation
 import Paperboy
@@ -19,7 +23,7 @@ final class ShelfDelegate: AssetDownloadDelegate {
 
     func download(_ asset: AssetDownload, didFinishDownloadingTo destinationURL: URL) async throws {
         // The file is only valid during this call: move it where the app wants it.
-        guard let issue = asset.issue, case .string(let name)? = asset.userInfo?["file"] else { return }
+        guard case .string(let name)? = asset.userInfo?["file"], let issue = try await asset.issue() else { return }
         try FileManager.default.createDirectory(at: issue.contentURL, withIntermediateDirectories: true)
         let target = issue.contentURL.appendingPathComponent(name)
         try? FileManager.default.removeItem(at: target)
@@ -59,16 +63,17 @@ let library = try Library.open(at: folder.appendingPathComponent("library"), tra
 let delegate = ShelfDelegate()
 
 // At launch: reconnect whatever was on its way when the app last quit (or crashed).
-for asset in library.downloadingAssets {
+for asset in try await library.downloadingAssets() {
     print("reconnecting \(asset.identifier)")
-    asset.download(delegate: delegate)
+    try await asset.download(delegate: delegate)
 }
 
 let name = "2026-11-21"
-let issue = try library.issue(named: name) ?? library.addIssue(name: name, date: Date())
-if issue.assets.isEmpty {
-    let asset = try issue.addAsset(AssetRequest(url: source), userInfo: ["file": "magazine.pdf"])
-    asset.download(delegate: delegate)
+let found = try await library.issue(named: name)
+let issue = if let found { found } else { try await library.addIssue(name: name, date: Date()) }
+if try await issue.assets().isEmpty {
+    let asset = try await issue.addAsset(AssetRequest(url: source), userInfo: ["file": "magazine.pdf"])
+    try await asset.download(delegate: delegate)
     switch try await asset.waitUntilFinished() {
     case .delivered: print("  \(asset.identifier.prefix(8)): delivered")
     case .failed(let error): print("  \(asset.identifier.prefix(8)): gave up: \(error)")
@@ -79,11 +84,12 @@ if issue.assets.isEmpty {
 // Wait for the issue to complete, then update the shelf.
 switch try await issue.waitUntilAvailable() {
 case .available:
-    print("\(issue.name): \(issue.status), new: \(issue.isNew), badge: \(library.badgeCount)")
+    print("\(issue.name): \(try await issue.status()), new: \(try await issue.isNew()), badge: \(try await library.badgeCount())")
 case .incomplete(let missing):
     print("\(issue.name): \(missing.count) asset(s) missing: \(missing.values.map { "\($0)" })")
 }
-try library.setCurrentlyReadingIssue(issue)
-issue.markRead()
-print("reading \(library.currentlyReadingIssue?.name ?? "nothing"), badge: \(library.badgeCount)")
+try await library.setCurrentlyReadingIssue(issue)
+try await issue.markRead()
+let reading = try await library.currentlyReadingIssue()
+print("reading \(reading?.name ?? "nothing"), badge: \(try await library.badgeCount())")
 await library.close()

@@ -39,10 +39,10 @@ extension TransportConformance {
         var run = LibraryRun()
         do {
             let library = try Library.open(at: root, transports: TransportRegistry([interrupting]), configuration: configuration)
-            let issue = try library.addIssue(name: "conformance", date: Date())
-            let asset = try issue.addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
+            let issue = try await library.addIssue(name: "conformance", date: Date())
+            let asset = try await issue.addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
             let delegate = RecordingDelegate()
-            asset.download(delegate: delegate)
+            try await asset.download(delegate: delegate)
             await delegate.waitForEnd(timeout: options.transferTimeout * 2)
             await library.close()
             run.delivered = delegate.keptFiles.first

@@ -20,12 +20,12 @@ extension DaemonServer {
         case .read(let request):
             var issue: WireIssue?
             if let name = request.issue {
-                guard let found = library.issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
-                try library.setCurrentlyReadingIssue(found)
-                found.markRead()
+                guard let found = try served().issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
+                try served().setCurrentlyReadingIssue(named: found.name)
+                try served().markRead(issue: found.name)
                 issue = try Self.wire(found, assets: false)
             } else {
-                try library.setCurrentlyReadingIssue(nil)
+                try served().setCurrentlyReadingIssue(named: nil)
             }
             return .read(ReadReply(id: request.id, issue: issue))
         case .purge(let request):
@@ -71,7 +71,7 @@ extension DaemonServer {
     }
 
     private func assetsPage(_ request: AssetsRequest) throws -> Reply {
-        guard let issue = library.issue(named: request.issue) else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
+        guard let issue = try served().issue(named: request.issue) else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
         var cursor: Issue.PageCursor?
         if let token = request.after {
             guard let parsed = Issue.PageCursor(token: token) else {

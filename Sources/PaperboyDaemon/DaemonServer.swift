@@ -101,16 +101,16 @@ public final class DaemonServer: Sendable {
         }
         let claims = desk.claims
         for id in claims {
-            if let asset = library.asset(identifier: id), asset.state.isActive {
-                asset.download(delegate: desk)
+            if let asset = try served().asset(identifier: id), asset.state.isActive {
+                try served().download(asset, delegate: desk)
             } else {
                 desk.release(id)
             }
         }
         for asset in library.downloadingAssets where asset.state == .finished && !claims.contains(asset.identifier) {
-            asset.download()
+            try served().download(asset, delegate: nil)
         }
-        let events = library.events()
+        let events = try served().events()
         let task = Task { [self] in
             for await event in events { forward(event) }
         }
@@ -136,9 +136,9 @@ public final class DaemonServer: Sendable {
         if deliver, let claimant { registry.state.withLock { $0.claimants[asset.identifier] = claimant } }
         if deliver {
             desk.claim(asset.identifier)
-            asset.download(delegate: desk)
+            library.local?.download(asset, delegate: desk)
         } else {
-            asset.download()
+            library.local?.download(asset, delegate: nil)
         }
     }
 
@@ -310,14 +310,14 @@ public final class DaemonServer: Sendable {
             } catch {
                 throw WireError(DaemonProtocol.ErrorCode.badRequest, error.message)
             }
-            let issue = try library.addIssue(name: request.name, date: request.date)
+            let issue = try served().addIssue(name: request.name, date: request.date)
             return .issue(IssueReply(id: request.id, issue: try Self.wire(issue, assets: false)))
         case .addAsset(let request):
             if let path = request.request.destinationPath { _ = try RelativePath(path, door: "\(DaemonProtocol.Kind.addAsset) destination_path") }
-            guard let issue = library.issue(named: request.issue) else {
+            guard let issue = try served().issue(named: request.issue) else {
                 throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'")
             }
-            let asset = try issue.addAsset(request.request, userInfo: request.userInfo)
+            let asset = try served().addAssets([(request.request, request.userInfo)], toIssue: issue.name, downloading: false)[0]
             if request.download ?? false { download(asset, deliver: request.deliver ?? false, claimant: connection.number) }
             return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
         case .download(let request), .resume(let request):
@@ -326,12 +326,12 @@ public final class DaemonServer: Sendable {
             return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
         case .pause(let request):
             let asset = try existingAsset(request.asset)
-            asset.pause()
+            try served().pause(asset: asset.identifier)
             return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
         case .cancel(let request):
             let asset = try existingAsset(request.asset)
             desk.release(asset.identifier)
-            asset.cancel()
+            try served().cancel(asset: asset.identifier)
             return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
         case .ack(let request):
             guard desk.acknowledge(request.asset) else {
@@ -343,7 +343,7 @@ public final class DaemonServer: Sendable {
             if let id = request.asset {
                 subject = .asset(Self.wire(try existingAsset(id)))
             } else if let name = request.issue {
-                guard let issue = library.issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
+                guard let issue = try served().issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
                 subject = .issue(try Self.wire(issue, assets: request.assets ?? true))
             } else {
                 subject = .issues(try library.issues.map { try Self.wire($0, assets: request.assets ?? true) })
@@ -374,8 +374,19 @@ public final class DaemonServer: Sendable {
     }
 
     private func existingAsset(_ id: String) throws(LibraryError) -> AssetDownload {
-        guard let asset = library.asset(identifier: id) else { throw LibraryError(.assetNotFound, "no asset with identifier '\(id)'") }
+        guard let asset = try served().asset(identifier: id) else { throw LibraryError(.assetNotFound, "no asset with identifier '\(id)'") }
         return asset
+    }
+
+    /// The library's in-process backend: the request threads call it directly, without a hop to
+    /// the cooperative pool.
+    ///
+    /// - Throws: ``LibraryError`` `.invalidRequest` for a library not opened in this process.
+    func served() throws(LibraryError) -> LocalBackend {
+        guard let local = library.local else {
+            throw LibraryError(.invalidRequest, "the daemon serves a library opened in its own process, not \(library.root.path) through a daemon")
+        }
+        return local
     }
 
     /// The asset as one snapshot: state, progress, attempts and failure read together (a

@@ -45,7 +45,7 @@ struct LibraryStatusSource: StatusSource {
 
     /// Only the columns listed (``AssetListing``), not every asset's request.
     func forEachAsset(of issue: String, _ body: (StatusListing.AssetReport) -> Void) async throws {
-        try library?.issue(named: issue)?.forEachAssetListing { body(StatusListing.AssetReport($0)) }
+        try await library?.issue(named: issue)?.forEachAssetListing { body(StatusListing.AssetReport($0)) }
     }
 }
 

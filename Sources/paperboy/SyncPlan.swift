@@ -37,21 +37,21 @@ struct SyncPlan {
 
     /// Plans every issue of `issues`; the first error stops it.
     static func make(issues: [IssueEntry], config: PaperboyConfiguration, library: Library,
-                     startsDownloads: Bool = false) throws(LibraryError) -> SyncPlan {
+                     startsDownloads: Bool = false) async throws(LibraryError) -> SyncPlan {
         var plan = SyncPlan()
         plan.startsDownloads = startsDownloads
-        for issue in issues { try plan.add(issue, config: config, library: library) }
+        for issue in issues { try await plan.add(issue, config: config, library: library) }
         return plan
     }
 
     /// Adds `configured` to the library if it is not there, adds its missing assets, and plans
     /// the download of every one not delivered yet.
-    mutating func add(_ configured: IssueEntry, config: PaperboyConfiguration, library: Library) throws(LibraryError) {
+    mutating func add(_ configured: IssueEntry, config: PaperboyConfiguration, library: Library) async throws(LibraryError) {
         let issue: Issue
-        if let found = library.issue(named: configured.name) {
+        if let found = try await library.issue(named: configured.name) {
             issue = found
         } else {
-            issue = try library.addIssue(name: configured.name, date: configured.date)
+            issue = try await library.addIssue(name: configured.name, date: configured.date)
         }
         // The issue's assets already in the library, by key: one issue at a time in memory.
         var byKey: [String: AssetStatus] = [:]
@@ -70,7 +70,7 @@ struct SyncPlan {
             // Written queued when downloads start now: the scheduler takes an asset of a higher
             // priority than those it holds at once, so one planned later never waits behind
             // lower ones planned before it.
-            let added = try issue.addAssets(batch, downloading: startsDownloads)
+            let added = try await issue.addAssets(batch, downloading: startsDownloads)
             if !startsDownloads { toDownload += added }
             planned += added.count
         }
@@ -88,9 +88,9 @@ struct SyncPlan {
                 }
                 if status.request.sha256 != asset.sha256 {
                     // The publisher corrected the checksum: the old one would fail every sync.
-                    try download.updateExpectedSHA256(asset.sha256)
+                    try await download.updateExpectedSHA256(asset.sha256)
                 }
-                if startsDownloads { download.download() } else { toDownload.append(download) }
+                if startsDownloads { try await download.download() } else { toDownload.append(download) }
                 work += 1
             }
         }

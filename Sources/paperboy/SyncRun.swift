@@ -58,12 +58,13 @@ struct SyncRun {
             for failure in refresh.failures { Console.error("paperboy: \(failure)") }
         }
 
-        // Subscribed before planning: downloads start while the plan is being written.
-        let events = options.quiet ? nil : library.events()
         let started = ContinuousClock.now
+        let events: AsyncStream<LibraryEvent>?
         var plan: SyncPlan
         do {
-            plan = try SyncPlan.make(issues: issues, config: config, library: library, startsDownloads: true)
+            // Subscribed before planning: downloads start while the plan is being written.
+            events = options.quiet ? nil : try await library.events()
+            plan = try await SyncPlan.make(issues: issues, config: config, library: library, startsDownloads: true)
         } catch {
             Console.error("paperboy: \(source): \(error.message)")
             await library.close()
@@ -71,7 +72,7 @@ struct SyncRun {
         }
         for feedIssue in feedIssues {
             do {
-                try plan.add(feedIssue.entry, config: config, library: library)
+                try await plan.add(feedIssue.entry, config: config, library: library)
             } catch {
                 let message = "feed '\(feedIssue.feed)': issue '\(feedIssue.entry.name)': \(error.message)"
                 Console.error("paperboy: \(message)")
@@ -81,14 +82,16 @@ struct SyncRun {
         let plannedIssues = Set(plan.issues.map(\.name))
         // An issue with an asset to download is not available (that asset is not delivered):
         // only the others need their status, which reads every asset of the issue.
-        let availableBefore = Set(plannedIssues.subtracting(plan.issuesWithWork).filter { library.issue(named: $0)?.status == .available })
+        var availableBefore: Set<String> = []
+        for name in plannedIssues.subtracting(plan.issuesWithWork) {
+            if let issue = try? await library.issue(named: name), issue.status == .available { availableBefore.insert(name) }
+        }
 
         let live = Console.isTerminal && !options.quiet
         let display = live ? ProgressDisplay(library: library, total: plan.toDownloadCount) : nil
         let narrator = options.quiet ? nil : SyncNarrator(display: display, logger: logger, verbose: options.verbose)
-        let narration = narrator.map { narrator in
-            Task { await narrator.follow(events ?? library.events()) }
-        }
+        // There are events exactly when there is a narrator (both unless quiet).
+        let narration = narrator.flatMap { narrator in events.map { events in Task { await narrator.follow(events) } } }
 
         if plan.toDownloadCount == 0, !options.quiet {
             Console.line("paperboy: nothing to do; \(plan.alreadyDelivered) asset(s) already delivered")
@@ -115,16 +118,18 @@ struct SyncRun {
                                 alreadyDelivered: plan.alreadyDelivered, problems: problems)
         report.elapsed = elapsed
         await report.tally(issues: plan.issues, key: { SyncPlan.key($0.urlString, $0.path) }) { [library] name, body in
-            try library.issue(named: name)?.forEachAssetStatus { status in
+            try await library.issue(named: name)?.forEachAssetStatus { status in
                 body(SyncReport.Item(key: SyncPlan.key(status.request.url.absoluteString, status.request.destinationPath ?? ""),
                                      state: status.state, totalBytesWritten: status.totalBytesWritten))
             }
         }
 
         // Issues that became available in this run, oldest first, for the hook.
-        let becameAvailable = plannedIssues.subtracting(availableBefore).intersection(report.complete)
-            .compactMap { library.issue(named: $0) }
-            .sorted { ($0.date, $0.name) < ($1.date, $1.name) }
+        var becameAvailable: [Issue] = []
+        for name in plannedIssues.subtracting(availableBefore).intersection(report.complete) {
+            if let issue = try? await library.issue(named: name) { becameAvailable.append(issue) }
+        }
+        becameAvailable.sort { ($0.date, $0.name) < ($1.date, $1.name) }
         let badge = library.badgeCount
         let jobs = becameAvailable.map { IssueHook.Job(issue: $0, badge: badge) }
         let network = library.networkStatus

@@ -21,7 +21,7 @@ guard arguments.count == 3 else {
     exit(2)
 }
 let library = try Library.open(at: URL(fileURLWithPath: arguments[1]), transports: TransportRegistry([FileTransport()]))
-let issue = try library.addIssue(name: "killed", date: Date())
-let asset = try issue.addAsset(AssetRequest(url: URL(fileURLWithPath: arguments[2])))
-asset.download(delegate: StuckDelegate())
+let issue = try await library.addIssue(name: "killed", date: Date())
+let asset = try await issue.addAsset(AssetRequest(url: URL(fileURLWithPath: arguments[2])))
+try await asset.download(delegate: StuckDelegate())
 while true { try await Task.sleep(for: .seconds(3600)) }

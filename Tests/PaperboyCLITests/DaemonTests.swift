@@ -112,7 +112,7 @@ struct DaemonTests {
         #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0)
         #expect(took < .seconds(2))
         let library = try Library.openForReading(at: workspace.path("lib"))
-        #expect((library.asset(identifier: asset.identifier)?.bytesOnDisk ?? 0) > 1_000_000)
+        #expect(try await (library.asset(identifier: asset.identifier)?.bytesOnDisk ?? 0) > 1_000_000)
     }
 
     @Test func killNineMidTransferResumesFromTheBytesOnDiskAndAReconnectedClientGetsTheFile() async throws {
@@ -128,7 +128,7 @@ struct DaemonTests {
         try await eventually("1.5 MB to be written") { try await asset.refreshed().totalBytesWritten > 1_500_000 }
         _ = await daemon.stop(SIGKILL)
         client.disconnect()
-        let onDisk = try Library.openForReading(at: workspace.path("lib")).asset(identifier: asset.identifier)?.bytesOnDisk ?? 0
+        let onDisk = try await Library.openForReading(at: workspace.path("lib")).asset(identifier: asset.identifier)?.bytesOnDisk ?? 0
         #expect(onDisk > 1_000_000)
 
         daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))

@@ -56,7 +56,7 @@ struct FeedDutyTests {
         #expect(clock.pendingSleeps == [.seconds(30)])
         #expect(try recordedNext() == origin.addingTimeInterval(30))
         clock.advance(by: .seconds(29))
-        #expect(library.issue(named: "2026-11-21") == nil, "refreshed before it was due")
+        #expect(try await library.issue(named: "2026-11-21") == nil, "refreshed before it was due")
 
         clock.advance(by: .seconds(1))
         // Refreshed: its issue added and started; the timer sleeps an hour, its longest, and
@@ -64,7 +64,7 @@ struct FeedDutyTests {
         try await eventually("the refresh to arm the timer again", seen: "\(clock.pendingSleeps)") {
             clock.pendingSleeps == [.seconds(3600)]
         }
-        #expect(library.issue(named: "2026-11-21") != nil)
+        #expect(try await library.issue(named: "2026-11-21") != nil)
         #expect(started.withLock { $0.count } == 1)
         let second = origin.addingTimeInterval(30 + 20_520)
         #expect(try recordedNext() == second)

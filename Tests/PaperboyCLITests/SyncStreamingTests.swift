@@ -20,7 +20,7 @@ struct SyncStreamingTests {
         let server = try FaultServer { request in
             if request.index == 0 {
                 let reader = try? Library.openForReading(at: library)
-                seenAtFirstRequest.withLock { $0 = reader?.issue(named: "big")?.assets.count ?? -1 }
+                seenAtFirstRequest.withLock { $0 = reader?.local?.issue(named: "big")?.assets.count ?? -1 }
             }
             return .serving(Data("x".utf8), for: request)
         }

@@ -31,10 +31,10 @@ struct ClientFailureTests {
             let issue = try await client.addIssue(name: "i", date: date)
             for scripted in ScriptedFailure.all {
                 let remote = try await issue.addAsset(scripted.request(on: home.transport))
-                let local = try #require(library.asset(identifier: remote.identifier))
+                let local = try #require(await library.asset(identifier: remote.identifier))
                 // Waited for through the daemon before it fails: told by the `state` event.
                 async let waited = remote.waitUntilFinished()
-                local.download()
+                try await local.download()
                 guard case .failed(let inProcess) = try await local.waitUntilFinished() else {
                     Issue.record("\(scripted) should fail")
                     continue
@@ -88,7 +88,7 @@ struct ClientFailureTests {
             let remote = try await issue.addAsset(AssetRequest(url: url, destinationPath: "slow.bin"))
             let delegate = RecordingRemoteDelegate()
             try await remote.download(delegate: delegate)
-            let local = try #require(library.asset(identifier: remote.identifier))
+            let local = try #require(await library.asset(identifier: remote.identifier))
             try await eventually("the transfer to stall", seen: "\(local.totalBytesWritten)") { local.totalBytesWritten >= 64 * 1024 }
             try await remote.cancel()
             let outcome = try await remote.waitUntilFinished()

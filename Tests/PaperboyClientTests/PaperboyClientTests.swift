@@ -27,7 +27,7 @@ struct PaperboyClientTests {
             #expect(issue.name == "2026-11-21")
             #expect(issue.date == date)
             #expect(issue.status == .notDownloaded)
-            #expect(issue.contentURL.path == library.issue(named: "2026-11-21")?.contentURL.path)
+            #expect(try await issue.contentURL.path == library.issue(named: "2026-11-21")?.contentURL.path)
             let duplicate = await #expect(throws: LibraryError.self) { try await client.addIssue(name: "2026-11-21", date: date) }
             #expect(duplicate?.code == .duplicateIssue)
             #expect(try await client.issue(named: "2026-11-21")?.name == "2026-11-21")
@@ -64,7 +64,7 @@ struct PaperboyClientTests {
             #expect(handed.map(\.asset) == [asset.identifier])
             #expect(handed.first?.data == data, "the delegate read the whole file in the daemon's inbox")
             #expect(delegate.failures.isEmpty)
-            let destination = try #require(library.issue(named: "2026-11-21")).contentURL.appendingPathComponent("files/b.bin")
+            let destination = try #require(await library.issue(named: "2026-11-21")).contentURL.appendingPathComponent("files/b.bin")
             #expect(FileManager.default.contents(atPath: destination.path) == data)
 
             try await eventually("the issue-available and badge events", seen: "\(events.all)") {

@@ -22,8 +22,8 @@ struct DeliveryDeskTests {
     }
 
     /// Where the asset `name` is delivered (its `destination_path` in the issue's content folder).
-    func destination(_ name: String, _ daemon: RunningDaemon) throws -> URL {
-        try #require(daemon.library.issue(named: issue)).contentURL.appendingPathComponent("files/\(name)")
+    func destination(_ name: String, _ daemon: RunningDaemon) async throws -> URL {
+        try #require(await daemon.library.issue(named: issue)).contentURL.appendingPathComponent("files/\(name)")
     }
 
     /// Adds the issue (once) and an asset served by the in-memory transport, started at once.
@@ -63,7 +63,7 @@ struct DeliveryDeskTests {
             #expect(finished["issue"] as? String == issue)
             let path = try #require(finished["path"] as? String)
             #expect(FileManager.default.contents(atPath: path) == data, "the file waits at the event's path")
-            #expect(!FileManager.default.fileExists(atPath: try destination("a.bin", daemon).path))
+            #expect(!FileManager.default.fileExists(atPath: try await destination("a.bin", daemon).path))
 
             // The first client leaves without an ACK: the file keeps waiting.
             first.disconnect()
@@ -78,7 +78,7 @@ struct DeliveryDeskTests {
             let ack = try await second.request("ACK", #"{"id":2,"asset":"\#(asset)"}"#)
             #expect(ack.kind == "OK", "\(WireClient.describe(ack))")
             _ = try await stateEvent(second, asset, "delivered")
-            #expect(FileManager.default.contents(atPath: try destination("a.bin", daemon).path) == data)
+            #expect(FileManager.default.contents(atPath: try await destination("a.bin", daemon).path) == data)
             #expect(!FileManager.default.fileExists(atPath: path), "the inbox file was moved")
             let available = try await second.event("issue-available") { $0["event"] as? String == "issue-available" }
             #expect(available["issue"] as? String == issue)
@@ -113,7 +113,7 @@ struct DeliveryDeskTests {
             #expect(try await finishedEvent(client, asset)["path"] as? String == path)
             #expect(try await client.request("ACK", #"{"id":1,"asset":"\#(asset)"}"#).kind == "OK")
             _ = try await stateEvent(client, asset, "delivered")
-            #expect(FileManager.default.contents(atPath: try destination("b.bin", daemon).path) == data)
+            #expect(FileManager.default.contents(atPath: try await destination("b.bin", daemon).path) == data)
             #expect(claims() == [])
         }
     }
@@ -170,7 +170,7 @@ struct DeliveryDeskTests {
                 return event["event"] as? String == "state" && ((event["state"] as? JSON)?["name"] as? String) == "delivered"
             }
             #expect(delivered["asset"] as? String == asset)
-            #expect(FileManager.default.contents(atPath: try destination("e.bin", daemon).path) == data)
+            #expect(FileManager.default.contents(atPath: try await destination("e.bin", daemon).path) == data)
             #expect((claims() ?? []).isEmpty)
         }
     }

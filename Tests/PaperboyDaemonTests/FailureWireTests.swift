@@ -20,11 +20,11 @@ struct FailureWireTests {
         try await home.withDaemon { daemon in
             let client = try await WireClient.negotiated(home.socket)
             #expect(try await client.request("SUBSCRIBE", #"{"id":1}"#).kind == "OK")
-            let issue = try daemon.library.addIssue(name: "i", date: Date())
+            let issue = try await daemon.library.addIssue(name: "i", date: Date())
             let url = home.transport.serve(Data("x".utf8), at: "locked.bin",
                                            script: [.fail(TransportError(.authenticationFailed, "HTTP 401 Unauthorized"))])
-            let locked = try issue.addAsset(AssetRequest(url: url, destinationPath: "locked.bin"))
-            locked.download()
+            let locked = try await issue.addAsset(AssetRequest(url: url, destinationPath: "locked.bin"))
+            try await locked.download()
             guard case .failed(let failure) = try await locked.waitUntilFinished() else {
                 Issue.record("the 401 should fail the asset")
                 return
@@ -64,10 +64,10 @@ struct FailureWireTests {
         try await home.withDaemon { daemon in
             let client = try await WireClient.negotiated(home.socket)
             #expect(try await client.request("SUBSCRIBE", #"{"id":1}"#).kind == "OK")
-            let issue = try daemon.library.addIssue(name: "i", date: Date())
-            let slow = try issue.addAsset(AssetRequest(
+            let issue = try await daemon.library.addIssue(name: "i", date: Date())
+            let slow = try await issue.addAsset(AssetRequest(
                 url: home.transport.serve(randomData(256 * 1024), at: "slow.bin", script: [.stallAfter(64 * 1024)]), destinationPath: "slow.bin"))
-            slow.download()
+            try await slow.download()
             try await eventually("the transfer to stall", seen: "\(slow.totalBytesWritten)") { slow.totalBytesWritten >= 64 * 1024 }
             let downloading = asset(try await client.request("STATUS", #"{"id":2,"asset":"\#(slow.identifier)"}"#))
             #expect((downloading["state"] as? JSON)?["name"] as? String == "downloading")
@@ -80,8 +80,8 @@ struct FailureWireTests {
                     && (event["state"] as? JSON)?["name"] as? String == "cancelled"
             }
 
-            let quick = try issue.addAsset(AssetRequest(url: home.transport.serve(Data("q".utf8), at: "q.bin"), destinationPath: "q.bin"))
-            quick.download()
+            let quick = try await issue.addAsset(AssetRequest(url: home.transport.serve(Data("q".utf8), at: "q.bin"), destinationPath: "q.bin"))
+            try await quick.download()
             #expect(try await quick.waitUntilFinished() == .delivered)
             let delivered = asset(try await client.request("STATUS", #"{"id":4,"asset":"\#(quick.identifier)"}"#))
             #expect((delivered["state"] as? JSON)?["name"] as? String == "delivered")

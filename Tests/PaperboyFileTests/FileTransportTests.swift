@@ -108,9 +108,9 @@ struct FileTransportTests {
     @Test func throughTheLibraryTheFileLandsInTheIssueFolder() async throws {
         let (url, data) = try source(2 << 20)
         let library = try Library.open(at: folder.appendingPathComponent("lib"), transports: TransportRegistry([FileTransport()]))
-        let issue = try library.addIssue(name: "i", date: Date())
-        let asset = try issue.addAsset(AssetRequest(url: url, sha256: sha256Hex(data), destinationPath: "sub/out.bin"))
-        asset.download()
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let asset = try await issue.addAsset(AssetRequest(url: url, sha256: sha256Hex(data), destinationPath: "sub/out.bin"))
+        try await asset.download()
         await library.waitUntilIdle()
         #expect(asset.state == .delivered)
         #expect(try Bytes(Data(contentsOf: issue.contentURL.appendingPathComponent("sub/out.bin"))) == Bytes(data))
@@ -120,9 +120,9 @@ struct FileTransportTests {
     @Test func throughTheLibraryAMissingFileIsNotFoundAndLeavesNothing() async throws {
         let root = folder.appendingPathComponent("lib")
         let library = try Library.open(at: root, transports: TransportRegistry([FileTransport()]))
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: folder.appendingPathComponent("gone.pdf")))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: folder.appendingPathComponent("gone.pdf")))
         var last: DownloadEvent?
-        for await event in asset.events() { last = event }
+        for await event in try await asset.events() { last = event }
         guard case .failed(let error) = last else {
             Testing.Issue.record("expected a failure, got \(String(describing: last))")
             return

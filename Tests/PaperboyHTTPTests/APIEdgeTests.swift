@@ -28,10 +28,10 @@ struct APIEdgeTests {
         var partial: URL { root.appendingPathComponent(".partial/\(asset.identifier)") }
     }
 
-    func open(_ url: URL, in folder: TempFolder, sha256: String? = nil, configuration: Library.Configuration = .forTests(attempts: 1)) throws -> Run {
+    func open(_ url: URL, in folder: TempFolder, sha256: String? = nil, configuration: Library.Configuration = .forTests(attempts: 1)) async throws -> Run {
         let root = folder.file("library")
         let library = try Library.open(at: root, transports: TransportRegistry([HTTPTransport()]), configuration: configuration)
-        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
+        let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
         return Run(library: library, asset: asset, root: root)
     }
 
@@ -51,11 +51,11 @@ struct APIEdgeTests {
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let folder = TempFolder()
-        let run = try open(nginx.url("/missing.bin"), in: folder)
+        let run = try await open(nginx.url("/missing.bin"), in: folder)
         // Two observers of one download see the same failure, and `==` says so.
-        async let first = collect(run.asset.events())
-        async let second = collect(run.asset.events())
-        let (a, b) = await (first, second)
+        async let first = collect(try await run.asset.events())
+        async let second = collect(try await run.asset.events())
+        let (a, b) = try await (first, second)
         let error = try #require(failure(a))
         #expect(a == b)
         #expect(error.reason == .notFound)
@@ -74,8 +74,8 @@ struct APIEdgeTests {
         guard let nginx = try await startNginx() else { return }
         defer { nginx.stop() }
         let folder = TempFolder()
-        let run = try open(nginx.url("/file.bin"), in: folder, sha256: String(repeating: "0", count: 64))
-        let events = await collect(run.asset.events())
+        let run = try await open(nginx.url("/file.bin"), in: folder, sha256: String(repeating: "0", count: 64))
+        let events = await collect(try await run.asset.events())
         let error = try #require(failure(events))
         #expect(error.reason == .checksumMismatch)
         #expect(error.isChecksumMismatch && !error.isNotFound)
@@ -103,7 +103,7 @@ struct APIEdgeTests {
             .init(scope: URLScope(string: "http://127.0.0.1:\(server.port)/")!, credential: Credential(user: "reader", password: "wrong")),
         ])
         let folder = TempFolder()
-        let run = try open(server.url("/private.bin"), in: folder, configuration: configuration)
+        let run = try await open(server.url("/private.bin"), in: folder, configuration: configuration)
         let error = try #require(failure(await collect(run.asset.events())))
         #expect(error.reason == .authentication)
         #expect(error.isAuthenticationFailure && !error.isNotFound)
@@ -120,14 +120,14 @@ struct APIEdgeTests {
         let server = try FaultServer { request in .serving(data, for: request, fault: .stallAfter(192 * 1024)) }
         defer { server.stop() }
         let folder = TempFolder()
-        let run = try open(server.url("/stalls.bin"), in: folder, configuration: .forTests(attempts: 1, idleTimeout: .seconds(300)))
-        let events = Task { await collect(run.asset.events()) }
+        let run = try await open(server.url("/stalls.bin"), in: folder, configuration: .forTests(attempts: 1, idleTimeout: .seconds(300)))
+        let events = Task { await collect(try await run.asset.events()) }
         try await eventually("the 192 KiB before the stall on disk", seen: "\(run.asset.bytesOnDisk) bytes on disk") {
             run.asset.bytesOnDisk >= 192 * 1024
         }
         #expect(run.asset.bytesOnDisk == 192 * 1024, "the partial file holds the bytes so far")
         #expect(run.asset.totalBytesWritten == 192 * 1024)
-        run.asset.cancel()
+        try await run.asset.cancel()
         let error = try #require(failure(await events.value))
         #expect(error.reason == .cancelled)
         #expect(error.isCancelled)
@@ -146,9 +146,9 @@ struct APIEdgeTests {
         let folder = TempFolder()
         let root = folder.file("library")
         let library = try Library.open(at: root, transports: TransportRegistry([HTTPTransport()]), configuration: .forTests(attempts: 1))
-        let asset = try library.addIssue(name: "issue", date: Date())
+        let asset = try await library.addIssue(name: "issue", date: Date())
             .addAsset(AssetRequest(url: nginx.url("/file.bin"), sha256: sha256Hex(data), destinationPath: "file.bin"))
-        let events = await collect(asset.events())
+        let events = await collect(try await asset.events())
         guard case .finished = events.last else {
             Testing.Issue.record("expected .finished, got \(String(describing: events.last))")
             return
@@ -172,12 +172,12 @@ struct APIEdgeTests {
         configuration.networkMonitor = monitor
         let folder = TempFolder()
         let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]), configuration: configuration)
-        let issue = try library.addIssue(name: "issue", date: Date())
-        let byAddress = try issue.addAsset(AssetRequest(url: server.url("/a.bin"), destinationPath: "a.bin"))
-        let byName = try issue.addAsset(AssetRequest(url: server.url("/b.bin", host: "localhost"), destinationPath: "b.bin"))
+        let issue = try await library.addIssue(name: "issue", date: Date())
+        let byAddress = try await issue.addAsset(AssetRequest(url: server.url("/a.bin"), destinationPath: "a.bin"))
+        let byName = try await issue.addAsset(AssetRequest(url: server.url("/b.bin", host: "localhost"), destinationPath: "b.bin"))
         // TEST-NET-1 (RFC 5737): never reached, as it must wait.
-        let remote = try issue.addAsset(AssetRequest(url: URL(string: "http://192.0.2.1:\(server.port)/c.bin")!, destinationPath: "c.bin"))
-        for asset in [byAddress, byName, remote] { asset.download() }
+        let remote = try await issue.addAsset(AssetRequest(url: URL(string: "http://192.0.2.1:\(server.port)/c.bin")!, destinationPath: "c.bin"))
+        for asset in [byAddress, byName, remote] { try await asset.download() }
         await library.waitUntilIdle()
         #expect(byAddress.state == .delivered)
         #expect(byName.state == .delivered)

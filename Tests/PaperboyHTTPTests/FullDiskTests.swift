@@ -26,9 +26,9 @@ struct FullDiskTests {
         configuration.minFreeSpace = .bytes(4 << 20)
 
         let library = try Library.open(at: root, transports: registry, configuration: configuration)
-        let asset = try library.addIssue(name: "weekly", date: Date()).addAsset(AssetRequest(url: server.url("/endless.bin")))
+        let asset = try await library.addIssue(name: "weekly", date: Date()).addAsset(AssetRequest(url: server.url("/endless.bin")))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         await library.close()
 
@@ -50,7 +50,7 @@ struct FullDiskTests {
         // `status` (the read-only open) tells the truth: failed, with the reason.
         let reader = try Library.openForReading(at: root)
         var listed: [AssetListing] = []
-        try reader.issue(named: "weekly")?.forEachAssetListing { listed.append($0) }
+        try await reader.issue(named: "weekly")?.forEachAssetListing { listed.append($0) }
         #expect(listed.count == 1)
         guard case .failed(let message)? = listed.first?.state else {
             Testing.Issue.record("status shows \(listed.first.map { "\($0.state)" } ?? "nothing"), not failed")
@@ -62,7 +62,7 @@ struct FullDiskTests {
 
         // And so does the library after a restart.
         let reopened = try Library.open(at: root, transports: registry, configuration: configuration)
-        let again = try #require(reopened.issue(named: "weekly")?.assets.first)
+        let again = try await #require(reopened.issue(named: "weekly")?.assets.first)
         #expect(again.state.name == "failed", "\(again.state)")
         await reopened.close()
     }

@@ -27,13 +27,13 @@ struct LighttpdIntegrationTests {
     /// on disk; returns the asset and the bytes the library kept.
     func interruptedDownload(of url: URL, sha256: String?, in folder: TempFolder) async throws -> (id: String, kept: Int64) {
         let library = try openLibrary(in: folder)
-        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
-        asset.download()
+        let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
+        try await asset.download()
         try await eventually("1 MiB written", seen: "\(asset.totalBytesWritten) bytes, state \(asset.state)") {
             asset.totalBytesWritten >= 1 << 20
         }
         await library.close()
-        let kept = try #require(Library.openForReading(at: folder.file("library")).asset(identifier: asset.identifier)).totalBytesWritten
+        let kept = try #require(await Library.openForReading(at: folder.file("library")).asset(identifier: asset.identifier)).totalBytesWritten
         return (asset.identifier, kept)
     }
 
@@ -41,7 +41,7 @@ struct LighttpdIntegrationTests {
     func resume(_ id: String, in folder: TempFolder) async throws -> RecordingDelegate {
         let library = try openLibrary(in: folder)
         let delegate = RecordingDelegate()
-        try #require(library.asset(identifier: id)).download(delegate: delegate)
+        try await #require(library.asset(identifier: id)).download(delegate: delegate)
         await delegate.waitForEnd()
         await library.close()
         return delegate

@@ -51,19 +51,19 @@ struct NginxIntegrationTests {
         let configuration = Library.Configuration.forTests(attempts: 1)
 
         var library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]), configuration: configuration)
-        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
-        asset.download()
+        let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
+        try await asset.download()
         try await eventually("1 MiB written", seen: "\(asset.totalBytesWritten) bytes, state \(asset.state)") {
             asset.totalBytesWritten >= 1 << 20
         }
         await library.close()
-        let kept = try #require(Library.openForReading(at: folder.file("library")).asset(identifier: asset.identifier)).totalBytesWritten
+        let kept = try #require(await Library.openForReading(at: folder.file("library")).asset(identifier: asset.identifier)).totalBytesWritten
         #expect(kept >= 1 << 20)
         #expect(kept < Int64(data.count))
 
         library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]), configuration: configuration)
         let delegate = RecordingDelegate()
-        try #require(library.asset(identifier: asset.identifier)).download(delegate: delegate)
+        try await #require(library.asset(identifier: asset.identifier)).download(delegate: delegate)
         await delegate.waitForEnd()
         await library.close()
 

@@ -21,14 +21,14 @@ struct ResumeSpliceTests {
         guard let nginx = try await startNginx(files: ["file.bin": old]) else { return nil }
         let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]),
                                        configuration: .forTests(attempts: 1))
-        let asset = try library.addIssue(name: "issue", date: Date())
+        let asset = try await library.addIssue(name: "issue", date: Date())
             .addAsset(AssetRequest(url: nginx.url("/slow/file.bin"), sha256: sha256))
-        asset.download()
+        try await asset.download()
         try await eventually("256 KiB written", seen: "\(asset.totalBytesWritten) bytes, state \(asset.state)") {
             asset.totalBytesWritten >= 256 << 10
         }
         await library.close()
-        let kept = try #require(Library.openForReading(at: folder.file("library")).asset(identifier: asset.identifier)).totalBytesWritten
+        let kept = try #require(await Library.openForReading(at: folder.file("library")).asset(identifier: asset.identifier)).totalBytesWritten
         try #require(kept > 0 && kept < Int64(size), "\(kept) bytes kept")
 
         let file = nginx.documentRoot.appendingPathComponent("file.bin")
@@ -48,7 +48,7 @@ struct ResumeSpliceTests {
         })
         let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]),
                                        configuration: .forTests(attempts: 1))
-        try #require(library.asset(identifier: id)).download(delegate: delegate)
+        try await #require(library.asset(identifier: id)).download(delegate: delegate)
         await delegate.waitForEnd()
         await library.close()
         return delegate

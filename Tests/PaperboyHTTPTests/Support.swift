@@ -39,8 +39,8 @@ func downloadThroughLibrary(
     sha256: String? = nil, delegate: RecordingDelegate = RecordingDelegate(), transport: HTTPTransport = HTTPTransport()
 ) async throws -> RecordingDelegate {
     let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([transport]), configuration: configuration)
-    let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
-    asset.download(delegate: delegate)
+    let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
+    try await asset.download(delegate: delegate)
     await delegate.waitForEnd()
     await library.close()
     return delegate

@@ -20,9 +20,9 @@ struct SFTPBackPressureTests {
                                        configuration: configuration)
         // About 2.5 s of writes behind a read that ends at once.
         let request = AssetRequest(url: url, sha256: sha256Hex(small), maxBytesPerSecond: 600_000)
-        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(request)
+        let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(request)
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         await library.close()
         #expect(!delegate.events.contains { if case .failed = $0 { true } else { false } }, "events: \(delegate.events)")

@@ -15,9 +15,9 @@ struct SFTPErrorReasonTests {
         ])
         let root = setup.folder.file("library-\(path)")
         let library = try Library.open(at: root, transports: TransportRegistry([setup.transport()]), configuration: configuration)
-        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: setup.server.url(path)))
+        let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: setup.server.url(path)))
         var last: DownloadEvent?
-        for await event in asset.events() { last = event }
+        for await event in try await asset.events() { last = event }
         await library.waitUntilIdle()
         let partialLeft = FileManager.default.fileExists(atPath: root.appendingPathComponent(".partial/\(asset.identifier)").path)
         await library.close()

@@ -25,9 +25,9 @@ struct SFTPSplitTests {
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "large.bin")
         let library = try library(setup)
-        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
+        let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         await library.close()
         #expect(delegate.keptFiles.first.map(sha256Hex) == sha256Hex(data))
@@ -41,9 +41,9 @@ struct SFTPSplitTests {
         let library = try library(setup, attempts: 2)
         // Slow enough to be cut in the middle, even on a busy machine.
         let request = AssetRequest(url: url, sha256: sha256Hex(data), maxBytesPerSecond: 4_000_000)
-        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(request)
+        let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(request)
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         try await eventually("2 MiB written", seen: "\(asset.totalBytesWritten) bytes, state \(asset.state)") {
             asset.totalBytesWritten >= 2 << 20
         }

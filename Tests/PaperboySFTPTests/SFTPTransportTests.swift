@@ -311,9 +311,9 @@ struct SFTPTransportTests {
         let url = try setup.publish(data, as: "file.bin")
         let library = try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([setup.transport()]),
                                        configuration: setup.configuration())
-        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
+        let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         await library.close()
         #expect(delegate.keptFiles.count == 1)
@@ -331,9 +331,9 @@ struct SFTPTransportTests {
         try handle.close()
         let library = try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([setup.transport()]),
                                        configuration: setup.configuration())
-        let asset = try library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         let state = asset.state
         let partial = (try? FileManager.default.attributesOfItem(atPath: setup.folder.file("library/.partial/\(asset.identifier)").path))?[.size] as? Int64

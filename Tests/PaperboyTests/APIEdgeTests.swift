@@ -86,9 +86,9 @@ struct APIEdgeTests {
     @Test func libraryEventsCompareWithEquals() async throws {
         let folder = TempFolder()
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
-        let issue = try library.addIssue(name: "i", date: Date())
-        let asset = try issue.addAsset(AssetRequest(url: URL(string: "mem://example/a")!))
-        #expect(LibraryEvent.issueDownloadCompleted(issue) == .issueDownloadCompleted(try #require(library.issue(named: "i"))))
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let asset = try await issue.addAsset(AssetRequest(url: URL(string: "mem://example/a")!))
+        #expect(LibraryEvent.issueDownloadCompleted(issue) == .issueDownloadCompleted(try #require(await library.issue(named: "i"))))
         #expect(LibraryEvent.assetStateChanged(asset, .idle) == .assetStateChanged(asset, .idle))
         #expect(LibraryEvent.assetStateChanged(asset, .idle) != .assetStateChanged(asset, .downloading))
         await library.close()
@@ -97,7 +97,7 @@ struct APIEdgeTests {
     @Test func anIssueWithNothingDownloadedIsNotDownloadedNotNil() async throws {
         let folder = TempFolder()
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/a")!))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/a")!))
         // Through an optional, as apps write it: `.none` used to be Optional.none here.
         #expect(asset.issue?.status == .notDownloaded)
         #expect(asset.issue?.status != nil)
@@ -136,11 +136,11 @@ struct APIEdgeTests {
         configuration.networkMonitor = monitor
         configuration.mode = .background
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([transport]), configuration: configuration)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let localAsset = try issue.addAsset(AssetRequest(url: local, destinationPath: "local.bin"))
-        let remoteAsset = try issue.addAsset(AssetRequest(url: remote, destinationPath: "remote.bin"))
-        localAsset.download()
-        remoteAsset.download()
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let localAsset = try await issue.addAsset(AssetRequest(url: local, destinationPath: "local.bin"))
+        let remoteAsset = try await issue.addAsset(AssetRequest(url: remote, destinationPath: "remote.bin"))
+        try await localAsset.download()
+        try await remoteAsset.download()
         await library.waitUntilIdle()
         #expect(localAsset.state == .delivered)
         #expect(remoteAsset.state == .waiting(.network))

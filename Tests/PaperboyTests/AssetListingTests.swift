@@ -15,7 +15,7 @@ struct AssetListingTests {
     @Test func aListingReadsEveryRowAsTheFullStatusDoes() async throws {
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([InMemoryTransport()]),
                                        configuration: Library.Configuration.forTests())
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         let urls = [
             "https://user@example.com/a.pdf", "https://example.com/a%20b.pdf", "HTTPS://Example.com/c.pdf",
             "file:///tmp/plain.txt", "file:///tmp/a%20b.txt", "file:///tmp/dir/", "file://localhost/tmp/x.txt",
@@ -27,7 +27,7 @@ struct AssetListingTests {
         requests.append((AssetRequest(url: URL(string: "https://example.com/h")!, headers: ["X-A": "1"], destinationPath: "headers"), nil))
         requests.append((AssetRequest(url: URL(string: "https://example.com/u.zip")!, destinationPath: "unpacked", unpack: .zip), nil))
         requests.append((AssetRequest(url: URL(string: "https://example.com/none")!), nil))
-        let assets = try issue.addAssets(requests, downloading: false)
+        let assets = try await issue.addAssets(requests, downloading: false)
         let store = library.scheduler.store
         // A password (refused now, held by an older row), failed, waiting to retry, damaged (a
         // URL that does not parse, a number, the migration's marker), and one with an update not
@@ -72,8 +72,8 @@ struct AssetListingTests {
     @Test func aLibraryThatCannotBeReadThrowsInsteadOfListingNothing() async throws {
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([InMemoryTransport()]),
                                        configuration: Library.Configuration.forTests())
-        let issue = try library.addIssue(name: "i", date: Date())
-        _ = try issue.addAssets([(AssetRequest(url: URL(string: "https://example.com/a")!), nil)], downloading: false)
+        let issue = try await library.addIssue(name: "i", date: Date())
+        _ = try await issue.addAssets([(AssetRequest(url: URL(string: "https://example.com/a")!), nil)], downloading: false)
         try await library.scheduler.store.pool.write { db in try db.execute(sql: "ALTER TABLE asset RENAME COLUMN state TO damaged") }
 
         func isStorageError(_ error: any Error) -> Bool {

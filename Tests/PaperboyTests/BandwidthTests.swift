@@ -271,9 +271,9 @@ struct BandwidthTests {
         var configuration = Library.Configuration.forTests()
         configuration.bandwidthLimit = 4_000_000
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([transport]), configuration: configuration)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "cb://host/x")!))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "cb://host/x")!))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         #expect(delegate.keptFiles == [data])
         #expect(transport.pauses.value > 0)
@@ -316,10 +316,10 @@ struct BandwidthRealTimeTests {
         var configuration = Library.Configuration.forTests()
         configuration.bandwidthLimit = 2_000_000
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([transport]), configuration: configuration)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
         let start = ContinuousClock.now
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         let elapsed = ContinuousClock.now - start
         #expect(delegate.keptFiles == [data])
@@ -339,14 +339,14 @@ struct BandwidthRealTimeTests {
         var configuration = Library.Configuration.forTests()
         configuration.bandwidthLimit = 50_000_000
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([transport]), configuration: configuration)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let slowAsset = try issue.addAsset(AssetRequest(url: slow, maxBytesPerSecond: 1_000_000))
-        let fastAsset = try issue.addAsset(AssetRequest(url: fast))
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let slowAsset = try await issue.addAsset(AssetRequest(url: slow, maxBytesPerSecond: 1_000_000))
+        let fastAsset = try await issue.addAsset(AssetRequest(url: fast))
         let slowDelegate = RecordingDelegate()
         let fastDelegate = RecordingDelegate()
         let start = ContinuousClock.now
-        slowAsset.download(delegate: slowDelegate)
-        fastAsset.download(delegate: fastDelegate)
+        try await slowAsset.download(delegate: slowDelegate)
+        try await fastAsset.download(delegate: fastDelegate)
         await fastDelegate.waitForEnd()
         let fastTime = ContinuousClock.now - start
         await slowDelegate.waitForEnd()

@@ -25,8 +25,8 @@ struct BootTrustTests {
     /// reopened library continues from, as it reports them and in the database.
     func reopen(checkpointBoot: String?, expected: Int64 = 5_000, onDisk: Int = 3_000, boot: String?) async throws -> (memory: Int64, stored: Int64) {
         var library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: configuration(boot: "boot-a"))
-        let issue = try library.addIssue(name: "i-\(UUID().uuidString)", date: Date())
-        let asset = try issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/a"), destinationPath: "a"))
+        let issue = try await library.addIssue(name: "i-\(UUID().uuidString)", date: Date())
+        let asset = try await issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/a"), destinationPath: "a"))
         try await library.scheduler.store.pool.write { db in
             try db.execute(sql: """
                 UPDATE asset SET state = 'downloading', bytesOnDisk = 1000, expectedBytes = ?, validator = 'v1',
@@ -39,7 +39,7 @@ struct BootTrustTests {
 
         library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: configuration(boot: boot))
         // A paused asset is in the store only: what the library reports is read from there.
-        let memory = library.asset(identifier: asset.identifier)?.totalBytesWritten ?? -1
+        let memory = try await library.asset(identifier: asset.identifier)?.totalBytesWritten ?? -1
         library.scheduler.store.flush()
         let stored = try await library.scheduler.store.pool.read { db in
             try Int64.fetchOne(db, sql: "SELECT bytesOnDisk FROM asset WHERE id = ?", arguments: [asset.identifier])
@@ -101,9 +101,9 @@ struct BootTrustTests {
         configuration.checkpointInterval = .zero
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
         transport.committedBoot.withLock { $0 = Self.committedBoot(in: library) }
-        let issue = try library.addIssue(name: "seg", date: Date())
+        let issue = try await library.addIssue(name: "seg", date: Date())
         let delegate = RecordingDelegate()
-        try issue.addAsset(AssetRequest(url: URL(string: "probe://host/file")!)).download(delegate: delegate)
+        try await issue.addAsset(AssetRequest(url: URL(string: "probe://host/file")!)).download(delegate: delegate)
         await delegate.waitForEnd()
         #expect(delegate.keptFiles == [data])
         let seen = transport.seen.withLock { $0 }
@@ -129,9 +129,9 @@ extension BootTrustTests {
                 """)
         }
         transport.committedBoot.withLock { $0 = Self.committedBoot(in: library) }
-        let issue = try library.addIssue(name: "seg", date: Date())
+        let issue = try await library.addIssue(name: "seg", date: Date())
         let delegate = RecordingDelegate()
-        try issue.addAsset(AssetRequest(url: URL(string: "probe://host/file")!)).download(delegate: delegate)
+        try await issue.addAsset(AssetRequest(url: URL(string: "probe://host/file")!)).download(delegate: delegate)
         await delegate.waitForEnd()
         // No byte landed out of order while the database still trusted the file's length.
         #expect(transport.segmentGranted.withLock { $0 } == false)

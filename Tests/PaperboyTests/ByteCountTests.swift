@@ -102,10 +102,10 @@ struct ByteCountTests {
         let folder = TempFolder()
         let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([InMemoryTransport()]),
                                        configuration: Library.Configuration.forTests())
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         for rate: Int64 in [0, -1, Self.max + 1] {
-            #expect {
-                try issue.addAsset(AssetRequest(url: URL(string: "mem://example/a")!, destinationPath: "a", maxBytesPerSecond: rate))
+            await #expect {
+                try await issue.addAsset(AssetRequest(url: URL(string: "mem://example/a")!, destinationPath: "a", maxBytesPerSecond: rate))
             } throws: { error in
                 guard let error = error as? LibraryError else { return false }
                 return error.code == .invalidRequest && error.message.hasPrefix("maxBytesPerSecond of mem://example/a: expected a rate")
@@ -113,7 +113,7 @@ struct ByteCountTests {
             }
         }
         #expect(issue.assets.isEmpty)
-        _ = try issue.addAsset(AssetRequest(url: URL(string: "mem://example/a")!, destinationPath: "a", maxBytesPerSecond: Self.max))
+        _ = try await issue.addAsset(AssetRequest(url: URL(string: "mem://example/a")!, destinationPath: "a", maxBytesPerSecond: Self.max))
         for budget: Int64 in [-1, Self.max + 1] {
             await #expect {
                 try await library.purge(budgetBytes: budget)
@@ -121,7 +121,7 @@ struct ByteCountTests {
                 (error as? LibraryError)?.code == .invalidRequest
             }
         }
-        #expect(library.issue(named: "i") != nil)
+        #expect(try await library.issue(named: "i") != nil)
         await library.close()
     }
 }

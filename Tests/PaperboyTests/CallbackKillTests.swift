@@ -79,7 +79,7 @@ struct CallbackKillTests {
             #expect(pending.first?.state == .finished, "killed \(point) in didFinish: \(String(describing: pending.first?.state))")
             #expect(pending.first?.totalBytesWritten == Int64(data.count))
             let delegate = RecordingDelegate()
-            for asset in library.downloadingAssets { asset.download(delegate: delegate) }
+            for asset in library.downloadingAssets { try await asset.download(delegate: delegate) }
             if let asset = pending.first {
                 let outcome = try await asset.waitUntilFinished()
                 if case .delivered = outcome {} else { Testing.Issue.record("killed \(point) in didFinish: \(outcome)") }

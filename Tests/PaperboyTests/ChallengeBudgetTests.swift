@@ -44,10 +44,10 @@ struct ChallengeBudgetTests {
         let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([transport]),
                                        configuration: Library.Configuration.forTests(attempts: 3))
         let url = URL(string: "ask://example.com/issue.pdf")!
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         // An app that answers every challenge with a credential.
         let delegate = RecordingDelegate(challengeAnswer: { _ in .useCredential(Credential(user: "reader", password: "secret")) })
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         guard case .failed(let code, let message) = delegate.events.last else {
             Testing.Issue.record("expected a failure, got \(delegate.events.suffix(1))")

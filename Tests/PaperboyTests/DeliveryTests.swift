@@ -17,25 +17,25 @@ struct DeliveryTests {
         let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(10))
         let url = transport.serve(data, at: "big.pdf")
         let library = try open(transport)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let asset = try issue.addAsset(AssetRequest(url: url, sha256: String(repeating: "0", count: 64), destinationPath: "big.pdf"))
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let asset = try await issue.addAsset(AssetRequest(url: url, sha256: String(repeating: "0", count: 64), destinationPath: "big.pdf"))
         for bad in ["abc", String(repeating: "g", count: 64)] {
-            #expect(throws: LibraryError.self, "\(bad)") { try asset.updateExpectedSHA256(bad) }
+            await #expect(throws: LibraryError.self, "\(bad)") { try await asset.updateExpectedSHA256(bad) }
         }
-        asset.download()
+        try await asset.download()
         try await eventually("bytes written") { asset.totalBytesWritten > 0 }
-        try asset.updateExpectedSHA256(sha256Hex(data).uppercased())
+        try await asset.updateExpectedSHA256(sha256Hex(data).uppercased())
         #expect(asset.request?.sha256 == sha256Hex(data))
         await library.waitUntilIdle()
         #expect(asset.state == .delivered, "\(asset.state)")
         #expect(try Bytes(Data(contentsOf: issue.contentURL.appendingPathComponent("big.pdf"))) == Bytes(data))
         // Delivered: a new checksum changes nothing.
-        try asset.updateExpectedSHA256(nil)
+        try await asset.updateExpectedSHA256(nil)
         #expect(asset.state == .delivered)
         await library.close()
         // The corrected request was stored.
         let reopened = try open(transport)
-        #expect(reopened.issue(named: "i")?.assets.first?.request?.sha256 == sha256Hex(data))
+        #expect(try await reopened.issue(named: "i")?.assets.first?.request?.sha256 == sha256Hex(data))
         await reopened.close()
     }
 
@@ -44,10 +44,10 @@ struct DeliveryTests {
         let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(1))
         let url = transport.serve(data, at: "big.pdf")
         let library = try open(transport)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let asset = try issue.addAsset(AssetRequest(url: url))
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let asset = try await issue.addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
 
         let events = delegate.events
@@ -83,14 +83,14 @@ struct DeliveryTests {
         let pdfURL = transport.serve(pdf, at: "mag.pdf")
         let coverURL = transport.serve(cover, at: "cover.png")
         let library = try open(transport)
-        let events = library.events()
-        let issue = try library.addIssue(name: "2026-11-21", date: Date())
-        let assets = try issue.addAssets([
+        let events = try await library.events()
+        let issue = try await library.addIssue(name: "2026-11-21", date: Date())
+        let assets = try await issue.addAssets([
             (AssetRequest(url: pdfURL, sha256: sha256Hex(pdf), destinationPath: "magazine.pdf"), nil),
             (AssetRequest(url: coverURL, destinationPath: "art/cover.png"), nil),
         ])
         #expect(issue.status == .notDownloaded)
-        for asset in assets { asset.download() }
+        for asset in assets { try await asset.download() }
         #expect(issue.status == .downloading)
         await library.waitUntilIdle()
 
@@ -108,7 +108,7 @@ struct DeliveryTests {
             }
         }
         #expect(completed == "2026-11-21")
-        issue.markRead()
+        try await issue.markRead()
         #expect(library.badgeCount == 0)
         await library.close()
     }
@@ -117,10 +117,10 @@ struct DeliveryTests {
         let transport = InMemoryTransport()
         let url = transport.serve(randomData(100_000), at: "bad")
         let library = try open(transport)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let asset = try issue.addAsset(AssetRequest(url: url, sha256: String(repeating: "ab", count: 32), destinationPath: "bad.bin"))
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let asset = try await issue.addAsset(AssetRequest(url: url, sha256: String(repeating: "ab", count: 32), destinationPath: "bad.bin"))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         guard case .failed(let code, let message) = delegate.events.last else {
             Testing.Issue.record("expected a failure, got \(delegate.events)")
@@ -144,10 +144,10 @@ struct DeliveryTests {
     @Test func unsupportedSchemeNamesTheSchemeAndTheRegisteredOnes() async throws {
         let transport = InMemoryTransport()
         let library = try open(transport)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let asset = try issue.addAsset(AssetRequest(url: URL(string: "gopher://host/file")!))
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let asset = try await issue.addAsset(AssetRequest(url: URL(string: "gopher://host/file")!))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         guard case .failed(let code, let message) = delegate.events.last else {
             Testing.Issue.record("expected a failure")
@@ -164,10 +164,10 @@ struct DeliveryTests {
         let transport = InMemoryTransport()
         let url = transport.serve(data, at: "crash.bin")
         let first = try open(transport)
-        let issue = try first.addIssue(name: "i", date: Date())
-        let asset = try issue.addAsset(AssetRequest(url: url))
+        let issue = try await first.addIssue(name: "i", date: Date())
+        let asset = try await issue.addAsset(AssetRequest(url: url))
         let hanging = RecordingDelegate(finish: .hang)
-        asset.download(delegate: hanging)
+        try await asset.download(delegate: hanging)
         await hanging.waitForEnd()
         // The app dies inside didFinish: nothing was recorded as delivered.
         await first.close()
@@ -177,10 +177,10 @@ struct DeliveryTests {
         #expect(pending.map(\.identifier) == [asset.identifier])
         #expect(pending.first?.state == .finished)
         let delegate = RecordingDelegate()
-        pending.first?.download(delegate: delegate)
+        try await pending.first?.download(delegate: delegate)
         await delegate.waitForEnd()
         #expect(delegate.keptFiles == [data])
-        try await eventually("delivered") { second.asset(identifier: asset.identifier)?.state == .delivered }
+        try await eventually("delivered") { try await second.asset(identifier: asset.identifier)?.state == .delivered }
         #expect(transport.jobs.count == 1)
         await second.close()
     }
@@ -189,15 +189,15 @@ struct DeliveryTests {
         let transport = InMemoryTransport()
         let url = transport.serve(Data("keep me".utf8), at: "k.txt")
         let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let refusing = RecordingDelegate(finish: .throwError)
-        asset.download(delegate: refusing)
+        try await asset.download(delegate: refusing)
         await refusing.waitForEnd()
         await library.waitUntilIdle()
         #expect(asset.state == .finished)
         let target = folder.file("moved.txt")
         let taking = RecordingDelegate(finish: .move(to: target))
-        asset.download(delegate: taking)
+        try await asset.download(delegate: taking)
         await taking.waitForEnd()
         try await eventually("delivered") { asset.state == .delivered }
         #expect(try String(contentsOf: target, encoding: .utf8) == "keep me")
@@ -209,10 +209,10 @@ struct DeliveryTests {
         let transport = InMemoryTransport()
         let url = transport.serve(data, at: "seq.bin")
         let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         var finishedURL: URL?
         var sawProgress = false
-        var iterator = asset.events().makeAsyncIterator()
+        var iterator = try await asset.events().makeAsyncIterator()
         while let event = await iterator.next() {
             switch event {
             case .progress: sawProgress = true
@@ -234,13 +234,13 @@ struct DeliveryTests {
         let transport = InMemoryTransport()
         let url = transport.serve(Data("payload".utf8), at: "p")
         let library = try open(transport)
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         let outside = folder.file("outside")
         try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(at: issue.contentURL, withIntermediateDirectories: true)
         try FileManager.default.createSymbolicLink(at: issue.contentURL.appendingPathComponent("link"), withDestinationURL: outside)
-        let asset = try issue.addAsset(AssetRequest(url: url, destinationPath: "link/file.txt"))
-        asset.download()
+        let asset = try await issue.addAsset(AssetRequest(url: url, destinationPath: "link/file.txt"))
+        try await asset.download()
         await library.waitUntilIdle()
         guard case .failed(let message) = asset.state else {
             Testing.Issue.record("expected failure, got \(asset.state)")
@@ -256,14 +256,14 @@ struct DeliveryTests {
     func deliverAgain(into folder: String, after change: (Paperboy.Issue) throws -> Void) async throws -> (Library, Paperboy.Issue, AssetDownload) {
         let transport = InMemoryTransport()
         let library = try open(transport)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let first = try issue.addAsset(AssetRequest(url: transport.serve(Data("a".utf8), at: "a"), destinationPath: "\(folder)/a"))
-        first.download()
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let first = try await issue.addAsset(AssetRequest(url: transport.serve(Data("a".utf8), at: "a"), destinationPath: "\(folder)/a"))
+        try await first.download()
         await library.waitUntilIdle()
         #expect(first.state == .delivered)
         try change(issue)
-        let second = try issue.addAsset(AssetRequest(url: transport.serve(Data("b".utf8), at: "b"), destinationPath: "\(folder)/b"))
-        second.download()
+        let second = try await issue.addAsset(AssetRequest(url: transport.serve(Data("b".utf8), at: "b"), destinationPath: "\(folder)/b"))
+        try await second.download()
         await library.waitUntilIdle()
         return (library, issue, second)
     }
@@ -300,10 +300,10 @@ struct DeliveryTests {
         let transport = InMemoryTransport()
         let url = transport.serve(data, at: "page.pdf")
         let library = try open(transport)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let asset = try issue.addAsset(AssetRequest(url: url, destinationPath: "pages/page.pdf"))
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let asset = try await issue.addAsset(AssetRequest(url: url, destinationPath: "pages/page.pdf"))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         await library.waitUntilIdle()
         let finished = delegate.events.compactMap { event -> String? in
@@ -323,12 +323,12 @@ struct DeliveryTests {
         let transport = InMemoryTransport()
         let url = transport.serve(Data("payload".utf8), at: "p")
         let library = try open(transport)
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         let occupied = issue.contentURL.appendingPathComponent("pages/one")
         try FileManager.default.createDirectory(at: occupied, withIntermediateDirectories: true)
         if folderHasContent { try Data("kept".utf8).write(to: occupied.appendingPathComponent("inside")) }
-        let asset = try issue.addAsset(AssetRequest(url: url, destinationPath: "pages/one"))
-        asset.download()
+        let asset = try await issue.addAsset(AssetRequest(url: url, destinationPath: "pages/one"))
+        try await asset.download()
         await library.waitUntilIdle()
         guard case .failed(let message) = asset.state else {
             Testing.Issue.record("expected failure, got \(asset.state)")

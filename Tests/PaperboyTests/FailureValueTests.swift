@@ -30,11 +30,11 @@ struct FailureValueTests {
 
     @Test func eachFailureIsTheSameValueInItsStatusAndAfterARelaunch() async throws {
         var library = try open()
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         var seen: [(ScriptedFailure, String, LibraryError)] = []
         for scripted in ScriptedFailure.all {
-            let asset = try issue.addAsset(scripted.request(on: transport))
-            asset.download()
+            let asset = try await issue.addAsset(scripted.request(on: transport))
+            try await asset.download()
             guard let error = try await failure(of: asset, scripted.name) else { continue }
             #expect(scripted.matches(error), "\(scripted): \(error.code) \(error.reason) \(String(describing: error.transportCode)) \(error.isRetryable)")
             #expect(error.transportError?.code == scripted.transportCode, "\(scripted)")
@@ -46,9 +46,9 @@ struct FailureValueTests {
         await library.close()
 
         library = try open()
-        let reopened = try #require(library.issue(named: "i"))
+        let reopened = try #require(await library.issue(named: "i"))
         for (scripted, id, before) in seen {
-            let asset = try #require(library.asset(identifier: id))
+            let asset = try #require(await library.asset(identifier: id))
             guard let after = try await failure(of: asset, scripted.name) else { continue }
             #expect(after.code == before.code, "\(scripted)")
             #expect(after.reason == before.reason, "\(scripted)")
@@ -90,7 +90,7 @@ struct FailureValueTests {
             "bad": (.checksumMismatch, false),
         ]
         for row in rows {
-            let asset = try #require(library.asset(identifier: row.id))
+            let asset = try #require(await library.asset(identifier: row.id))
             guard let error = try await failure(of: asset, row.id) else { continue }
             #expect(error.reason == expected[row.id]?.0, "\(row.id)")
             #expect(error.isRetryable == expected[row.id]?.1, "\(row.id)")
@@ -106,10 +106,10 @@ struct FailureValueTests {
     @Test func aDownloadCancelledWhileItRunsIsToldAsCancelledToTheLibrarysEvents() async throws {
         let library = try open()
         let states = Mutex<[AssetState]>([])
-        let events = library.events()
-        let issue = try library.addIssue(name: "i", date: Date())
+        let events = try await library.events()
+        let issue = try await library.addIssue(name: "i", date: Date())
         let url = transport.serve(randomData(256 * 1024), at: "slow.bin", script: [.stallAfter(64 * 1024)])
-        let asset = try issue.addAsset(AssetRequest(url: url, destinationPath: "slow.bin"))
+        let asset = try await issue.addAsset(AssetRequest(url: url, destinationPath: "slow.bin"))
         let listener = Task {
             for await event in events {
                 guard case .assetStateChanged(let changed, let state) = event, changed == asset else { continue }
@@ -117,9 +117,9 @@ struct FailureValueTests {
             }
         }
         defer { listener.cancel() }
-        asset.download()
+        try await asset.download()
         try await eventually("the transfer to stall", seen: "\(asset.totalBytesWritten)") { asset.totalBytesWritten >= 64 * 1024 }
-        asset.cancel()
+        try await asset.cancel()
         #expect(try await asset.waitUntilFinished() == .cancelled)
         try await eventually("the cancelled state among the events", seen: "\(states.withLock { $0 })") {
             states.withLock { $0.last == .cancelled }
@@ -131,7 +131,7 @@ struct FailureValueTests {
     @Test func aFailureAndAPauseOfAnAssetThatLeavesMemoryAreToldToTheLibrarysEvents() async throws {
         let library = try open()
         let states = Mutex<[String: [AssetState]]>([:])
-        let events = library.events()
+        let events = try await library.events()
         let listener = Task {
             for await event in events {
                 guard case .assetStateChanged(let changed, let state) = event else { continue }
@@ -139,15 +139,15 @@ struct FailureValueTests {
             }
         }
         defer { listener.cancel() }
-        let issue = try library.addIssue(name: "i", date: Date())
-        let missing = try issue.addAsset(AssetRequest(url: URL(string: "mem://example/missing.bin")!))
-        missing.download()
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let missing = try await issue.addAsset(AssetRequest(url: URL(string: "mem://example/missing.bin")!))
+        try await missing.download()
         guard let error = try await failure(of: missing, "missing.bin") else { return }
         try await eventually("the failed state among the events", seen: "\(states.withLock { $0 })") {
             states.withLock { $0[missing.identifier]?.last } == .failed(error.message)
         }
-        let idle = try issue.addAsset(AssetRequest(url: transport.serve(Data("x".utf8), at: "x.bin")))
-        idle.pause()
+        let idle = try await issue.addAsset(AssetRequest(url: transport.serve(Data("x".utf8), at: "x.bin")))
+        try await idle.pause()
         try await eventually("the paused state among the events", seen: "\(states.withLock { $0 })") {
             states.withLock { $0[idle.identifier]?.last } == .waiting(.pausedByApp)
         }

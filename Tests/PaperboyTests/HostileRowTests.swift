@@ -18,8 +18,8 @@ struct HostileRowTests {
     /// store hands on only counts its doors could have written.
     @Test func countsAndRatesAboveTwoToThe62ReadAsAbsent() async throws {
         var library = try open()
-        let issue = try library.addIssue(name: "i", date: Date())
-        let added = try issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/a"), destinationPath: "a", maxBytesPerSecond: 5))
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let added = try await issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/a"), destinationPath: "a", maxBytesPerSecond: 5))
         try await library.scheduler.store.pool.write { db in
             try db.execute(sql: """
                 UPDATE asset SET bytesOnDisk = 4611686018427387905, expectedBytes = 4611686018427387905,
@@ -37,10 +37,10 @@ struct HostileRowTests {
 
     @Test func hugeNegativeAndNonNumericValuesInAnAssetRowOpenWithoutATrap() async throws {
         var library = try open()
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         let request = AssetRequest(url: URL(fileURLWithPath: "/nowhere/a"), sha256: String(repeating: "a", count: 64), destinationPath: "a")
-        let added = try issue.addAsset(request)
-        let other = try issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/b"), destinationPath: "b"))
+        let added = try await issue.addAsset(request)
+        let other = try await issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/b"), destinationPath: "b"))
         try await library.scheduler.store.pool.write { db in
             try db.execute(sql: """
                 UPDATE asset SET state = 'retry', attempts = 9223372036854775807, bytesOnDisk = -5, expectedBytes = -7,
@@ -65,7 +65,7 @@ struct HostileRowTests {
         #expect((0...5).contains(damaged.attempts))
         #expect(damaged.bytesOnDisk == 0)
         #expect(damaged.expectedBytes == nil)
-        let reopened = try #require(library.issue(named: "i"))
+        let reopened = try #require(await library.issue(named: "i"))
         #expect(reopened.assets.count == 2)
         for asset in reopened.assets {
             if case .waiting(.retry(let until, let attempt)) = asset.state {
@@ -74,7 +74,7 @@ struct HostileRowTests {
             }
         }
         // A later asset still gets a sequence number after the huge one.
-        let later = try reopened.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/c"), destinationPath: "c"))
+        let later = try await reopened.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/c"), destinationPath: "c"))
         #expect(try #require(library.scheduler.store.asset(id: later.identifier)).seq > 0)
         await library.close()
     }
@@ -84,8 +84,8 @@ struct HostileRowTests {
     @Test func oneDamagedRowHidesNothingElseAndIsNamed() async throws {
         var library = try open()
         for (name, day) in [("a", 1.0), ("b", 2.0), ("c", 3.0)] {
-            let issue = try library.addIssue(name: name, date: Date(timeIntervalSince1970: 1_790_000_000 + day * 86_400))
-            try issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/\(name)"), destinationPath: "x"))
+            let issue = try await library.addIssue(name: name, date: Date(timeIntervalSince1970: 1_790_000_000 + day * 86_400))
+            try await issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/\(name)"), destinationPath: "x"))
         }
         try await library.scheduler.store.pool.write { db in
             try db.execute(sql: "UPDATE issue SET date = '10000-01-01 00:00:00.000' WHERE name = 'b'")
@@ -96,8 +96,8 @@ struct HostileRowTests {
 
         library = try open()
         #expect(library.issues.map(\.name) == ["c"])
-        #expect(library.issue(named: "a") == nil)
-        let c = try #require(library.issue(named: "c"))
+        #expect(try await library.issue(named: "a") == nil)
+        let c = try #require(await library.issue(named: "c"))
         #expect(c.assets.count == 1)
         let asset = try #require(c.assets.first)
         guard case .failed(let message) = asset.state else {
@@ -119,7 +119,7 @@ struct HostileRowTests {
         #expect(damaged[2].removal.hasPrefix("DELETE FROM asset WHERE rowid = "))
         #expect(damaged[1].description.hasPrefix("issue 'b': its date '10000-01-01 00:00:00.000' cannot be read; remove the row with: sqlite3 "))
         // Adding an issue under a damaged row's name says so, instead of a decoding error.
-        let error = try #require(throws: LibraryError.self) { try library.addIssue(name: "b", date: Date()) }
+        let error = try await #require(throws: LibraryError.self) { try await library.addIssue(name: "b", date: Date()) }
         #expect(error.message.contains("issue 'b': its date '10000-01-01 00:00:00.000' cannot be read"), "\(error.message)")
         // Purging passes over what it cannot read.
         #expect(try await library.purge(keep: 0) == [])
@@ -139,11 +139,11 @@ struct HostileRowTests {
         let transport = InMemoryTransport()
         let openLibrary = { try Library.open(at: root, transports: TransportRegistry([transport]), configuration: .forTests()) }
         var library = try openLibrary()
-        let kept = try library.addIssue(name: "kept", date: Date(timeIntervalSince1970: 1_790_000_000))
+        let kept = try await library.addIssue(name: "kept", date: Date(timeIntervalSince1970: 1_790_000_000))
             .addAsset(AssetRequest(url: transport.serve(randomData(100, seed: 1), at: "kept"), destinationPath: "kept.pdf"))
-        let climbing = try library.addIssue(name: "i", date: Date(timeIntervalSince1970: 1_790_086_400))
+        let climbing = try await library.addIssue(name: "i", date: Date(timeIntervalSince1970: 1_790_086_400))
             .addAsset(AssetRequest(url: transport.serve(randomData(100, seed: 2), at: "climbing"), destinationPath: "a.pdf"))
-        let renamed = try library.addIssue(name: "j", date: Date(timeIntervalSince1970: 1_790_172_800))
+        let renamed = try await library.addIssue(name: "j", date: Date(timeIntervalSince1970: 1_790_172_800))
             .addAsset(AssetRequest(url: transport.serve(randomData(100, seed: 3), at: "renamed"), destinationPath: "b.pdf"))
         try await library.scheduler.store.pool.writeWithoutTransaction { db in
             try db.execute(sql: "UPDATE asset SET destinationPath = '../../../outside.pdf' WHERE id = ?", arguments: [climbing.identifier])
@@ -155,21 +155,21 @@ struct HostileRowTests {
         await library.close()
 
         library = try openLibrary()
-        for id in [kept.identifier, climbing.identifier, renamed.identifier] { library.asset(identifier: id)?.download() }
+        for id in [kept.identifier, climbing.identifier, renamed.identifier] { try await library.asset(identifier: id)?.download() }
         await library.waitUntilIdle()
-        #expect(library.asset(identifier: kept.identifier)?.state == .delivered)
+        #expect(try await library.asset(identifier: kept.identifier)?.state == .delivered)
         #expect(!FileManager.default.fileExists(atPath: folder.file("outside.pdf").path), "a stored path led out of the library")
         #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("b.pdf").path), "an issue named '..' is the library")
         for (asset, problem) in [(climbing, "its destination path '../../../outside.pdf' must not contain '..'"),
                                  (renamed, "its issue name '..' must not start with '.'")] {
-            let state = library.asset(identifier: asset.identifier)?.state
+            let state = try await library.asset(identifier: asset.identifier)?.state
             guard case .failed(let message)? = state else {
                 Testing.Issue.record("expected the asset to fail (\(problem)), got \(String(describing: state))")
                 continue
             }
             #expect(message.contains(problem), "\(message)")
         }
-        #expect(library.issue(named: "..") == nil)
+        #expect(try await library.issue(named: "..") == nil)
         let damaged = try library.damagedRows
         #expect(damaged.map(\.table) == [.issue])
         #expect(damaged.map(\.key) == [".."])
@@ -185,9 +185,9 @@ struct HostileRowTests {
     /// with a C1 control, which the configuration refused, passed the rows' copy of the rule.
     @Test func aStoredCoverPathLeavingTheIssueFolderReadsAsNoneAndAStoredC1PathIsDamaged() async throws {
         var library = try open()
-        let issue = try library.addIssue(name: "i", date: Date(timeIntervalSince1970: 1_790_000_000))
-        try library.addIssue(name: "j", date: Date(timeIntervalSince1970: 1_790_086_400))
-        let asset = try issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/a"), destinationPath: "a.pdf"))
+        let issue = try await library.addIssue(name: "i", date: Date(timeIntervalSince1970: 1_790_000_000))
+        try await library.addIssue(name: "j", date: Date(timeIntervalSince1970: 1_790_086_400))
+        let asset = try await issue.addAsset(AssetRequest(url: URL(fileURLWithPath: "/nowhere/a"), destinationPath: "a.pdf"))
         try await library.scheduler.store.pool.write { db in
             try db.execute(sql: "UPDATE issue SET coverPath = '../../../etc/passwd' WHERE name = 'i'")
             try db.execute(sql: "UPDATE issue SET coverPath = 'cover.jpg' WHERE name = 'j'")
@@ -196,11 +196,11 @@ struct HostileRowTests {
         await library.close()
 
         library = try open()
-        #expect(library.issue(named: "i")?.coverURL == nil)
-        let cover = try #require(library.issue(named: "j")?.coverURL)
-        #expect(cover == library.issue(named: "j")?.contentURL.appendingPathComponent("cover.jpg"))
-        guard case .failed(let message)? = library.asset(identifier: asset.identifier)?.state else {
-            Testing.Issue.record("expected the asset to fail, got \(String(describing: library.asset(identifier: asset.identifier)?.state))")
+        #expect(try await library.issue(named: "i")?.coverURL == nil)
+        let cover = try await #require(library.issue(named: "j")?.coverURL)
+        #expect(try await cover == library.issue(named: "j")?.contentURL.appendingPathComponent("cover.jpg"))
+        guard case .failed(let message)? = try await library.asset(identifier: asset.identifier)?.state else {
+            Testing.Issue.record("expected the asset to fail, got \(String(describing: try await library.asset(identifier: asset.identifier)?.state))")
             await library.close()
             return
         }

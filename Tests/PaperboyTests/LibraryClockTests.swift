@@ -21,19 +21,19 @@ struct LibraryClockTests {
     @Test func contentAvailableIsThrottledOnTheLibrarysClock() async throws {
         let library = try open()
         let start = clock.now
-        #expect(try library.contentAvailable() == .refresh)
+        await #expect(try library.contentAvailable() == .refresh)
         #expect(library.lastContentRefresh == start)
         clock.advance(by: .seconds(86_400) - .milliseconds(1))
-        #expect(try library.contentAvailable() == .throttled(nextAllowed: start.addingTimeInterval(86_400)))
+        await #expect(try library.contentAvailable() == .throttled(nextAllowed: start.addingTimeInterval(86_400)))
         clock.advance(by: .milliseconds(1))
-        #expect(try library.contentAvailable() == .refresh)
+        await #expect(try library.contentAvailable() == .refresh)
         await library.close()
     }
 
     @Test func anIssueIsAddedAtTheLibrarysTime() async throws {
         let library = try open()
         clock.advance(by: .milliseconds(1_500))
-        try library.addIssue(name: "i", date: Date(timeIntervalSince1970: 0))
+        try await library.addIssue(name: "i", date: Date(timeIntervalSince1970: 0))
         #expect(library.scheduler.store.issue(named: "i")?.addedAt == clock.now)
         await library.close()
     }
@@ -81,9 +81,9 @@ struct LibraryClockTests {
         let data = randomData(10_000)
         let url = transport.serve(data, at: "f")
         let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         for _ in 0..<10 {
             try await clock.waitForSleep(of: .milliseconds(10))
             clock.advance(by: .milliseconds(10))

@@ -16,7 +16,7 @@ struct LibraryCreationTests {
         let leftover = root.appendingPathComponent(".library.sqlite.new")
         try Data("not a database".utf8).write(to: leftover)
         let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
-        _ = try library.addIssue(name: "one", date: Date())
+        _ = try await library.addIssue(name: "one", date: Date())
         await library.close()
         #expect(!FileManager.default.fileExists(atPath: leftover.path))
         let database = root.appendingPathComponent("library.sqlite")
@@ -24,7 +24,7 @@ struct LibraryCreationTests {
         #expect(mode & 0o077 == 0, "mode \(String(mode, radix: 8))")
         // Complete: a read-only open (what `status` does) accepts it.
         let reading = try Library.openForReading(at: root)
-        #expect(reading.issue(named: "one") != nil)
+        #expect(try await reading.issue(named: "one") != nil)
     }
 
     /// A writer killed mid-transaction leaves a hot journal (or a WAL index to rebuild) that a
@@ -35,7 +35,7 @@ struct LibraryCreationTests {
         do {
             // In a scope of its own: the database's connections close with the library.
             let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
-            _ = try library.addIssue(name: "kept", date: Date())
+            _ = try await library.addIssue(name: "kept", date: Date())
             await library.close()
         }
         let database = root.appendingPathComponent("library.sqlite")
@@ -64,10 +64,10 @@ struct LibraryCreationTests {
         #expect(size > 0)
         // The read-only open (status) sees the last committed state.
         let reading = try Library.openForReading(at: root)
-        #expect(reading.issue(named: "kept") != nil)
+        #expect(try await reading.issue(named: "kept") != nil)
         // And a writer opens it as well.
         let reopened = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
-        #expect(reopened.issue(named: "kept") != nil)
+        #expect(try await reopened.issue(named: "kept") != nil)
         await reopened.close()
     }
 }

@@ -24,10 +24,10 @@ struct LibraryDateTests {
 
     @Test func anIssueDatedOutsideYears1To9999IsRefusedAndTheShelfStays() async throws {
         var library = try open()
-        try library.addIssue(name: "a", date: Date(timeIntervalSince1970: 1_790_000_000))
+        try await library.addIssue(name: "a", date: Date(timeIntervalSince1970: 1_790_000_000))
         for date in Self.outside {
-            #expect(throws: LibraryError.self, "\(date.timeIntervalSince1970)") {
-                try library.addIssue(name: "far", date: date)
+            await #expect(throws: LibraryError.self, "\(date.timeIntervalSince1970)") {
+                try await library.addIssue(name: "far", date: date)
             }
         }
         await library.close()
@@ -38,13 +38,13 @@ struct LibraryDateTests {
 
     @Test func theErrorNamesTheDoorAndTheDate() async throws {
         let library = try open()
-        let error = try #require(throws: LibraryError.self) {
-            try library.addIssue(name: "far", date: Self.outside[0])
+        let error = try await #require(throws: LibraryError.self) {
+            try await library.addIssue(name: "far", date: Self.outside[0])
         }
         #expect(error.code == .invalidRequest)
         #expect(error.message == "addIssue(name:date:) 'far': 10000-01-01T04:00:00Z is outside the dates the library records "
                 + "(years 1 to 9999 in UTC, whatever the offset)")
-        #expect(library.issue(named: "far") == nil)
+        #expect(try await library.issue(named: "far") == nil)
         await library.close()
     }
 
@@ -53,17 +53,17 @@ struct LibraryDateTests {
         let first = Date(timeIntervalSince1970: -62_135_596_800)
         let last = Date(timeIntervalSince1970: 253_402_300_799.999)
         let nearlyRounded = Date(timeIntervalSince1970: 253_402_300_799.9994)
-        try library.addIssue(name: "first", date: first)
-        try library.addIssue(name: "last", date: last)
-        try library.addIssue(name: "rounded", date: nearlyRounded)
-        try library.addIssue(name: "reform", date: Date(timeIntervalSince1970: -12_219_292_800))  // 1582-10-15
+        try await library.addIssue(name: "first", date: first)
+        try await library.addIssue(name: "last", date: last)
+        try await library.addIssue(name: "rounded", date: nearlyRounded)
+        try await library.addIssue(name: "reform", date: Date(timeIntervalSince1970: -12_219_292_800))  // 1582-10-15
         await library.close()
         library = try open()
         #expect(library.issues.map(\.name) == ["rounded", "last", "reform", "first"])
-        #expect(library.issue(named: "first")?.date == first)
-        #expect(library.issue(named: "last")?.date == last)
-        #expect(library.issue(named: "rounded")?.date == last)
-        #expect(library.issue(named: "reform")?.date == Date(timeIntervalSince1970: -12_219_292_800))
+        #expect(try await library.issue(named: "first")?.date == first)
+        #expect(try await library.issue(named: "last")?.date == last)
+        #expect(try await library.issue(named: "rounded")?.date == last)
+        #expect(try await library.issue(named: "reform")?.date == Date(timeIntervalSince1970: -12_219_292_800))
         await library.close()
     }
 

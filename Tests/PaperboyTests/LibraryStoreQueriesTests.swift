@@ -139,7 +139,7 @@ struct LibraryStoreQueriesTests {
     @Test func issueStatusAndCountsThroughTheLibrary() async throws {
         let root = folder.file("library")
         let library = try Library.open(at: root, transports: TransportRegistry([InMemoryTransport()]), configuration: Library.Configuration.forTests())
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         #expect(try issue.status == .notDownloaded && issue.assetCounts == AssetCounts())
         let store = library.scheduler.store
         try addAssets([.delivered, .delivered], to: "i", in: store)

@@ -33,7 +33,7 @@ struct LibraryStoreTests {
 
     @Test func aFailedBatchIsTriedAgainWithItsUpdates() async throws {
         let library = try open()
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/a")!))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/a")!))
         try await failUpdates(library)
         var patch = AssetPatch(id: asset.identifier)
         patch.bytesOnDisk = 1234
@@ -59,10 +59,10 @@ struct LibraryStoreTests {
         let transport = InMemoryTransport(chunkSize: 64 * 1024)
         let url = transport.serve(data, at: "stalls.bin", script: [.stallAfter(1 << 20)])
         let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         try await failUpdates(library)
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         let failure = delegate.events.compactMap { event -> String? in
             if case .failed(let code, let message) = event, code == "storage" { return message } else { return nil }
@@ -81,9 +81,9 @@ struct LibraryStoreTests {
         let transport = InMemoryTransport()
         let url = transport.serve(data, at: "a.bin")
         var library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url, destinationPath: "a.bin"))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url, destinationPath: "a.bin"))
         try await failUpdates(library, when: "NEW.state = 'delivered'")
-        asset.download()
+        try await asset.download()
         await library.waitUntilIdle()
         guard case .failed(let message) = asset.state else {
             Issue.record("reported \(asset.state) although 'delivered' could not be recorded")
@@ -97,7 +97,7 @@ struct LibraryStoreTests {
         await library.close()
         // The next open finds the file in place and records it.
         library = try open(transport)
-        #expect(library.asset(identifier: asset.identifier)?.state == .delivered)
+        #expect(try await library.asset(identifier: asset.identifier)?.state == .delivered)
         await library.close()
     }
 }

@@ -15,9 +15,9 @@ struct LimiterStatisticsTests {
                                        configuration: .forTests(clock: clock))
         let recorded = { library.recordedBandwidthStatistics?.bytesGranted }
         let parked = { library.scheduler.state.withLock { $0.statisticsWaiter != nil } }
-        let issue = try library.addIssue(name: "i", date: Date())
-        let first = try issue.addAsset(AssetRequest(url: transport.serve(randomData(600_000), at: "a.bin"), destinationPath: "a.bin"))
-        first.download()
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let first = try await issue.addAsset(AssetRequest(url: transport.serve(randomData(600_000), at: "a.bin"), destinationPath: "a.bin"))
+        try await first.download()
         #expect(try await first.waitUntilFinished() == .delivered)
         // Nothing is recorded before the recorder's second has passed.
         try await clock.waitForSleep(of: Scheduler.statisticsInterval)
@@ -31,8 +31,8 @@ struct LimiterStatisticsTests {
         try await eventually("the recorder parked", seen: "\(clock.pendingSleeps)") { parked() }
         #expect(clock.sleeperCount == 0, "\(clock.pendingSleeps)")
 
-        let second = try issue.addAsset(AssetRequest(url: transport.serve(randomData(700_000), at: "b.bin"), destinationPath: "b.bin"))
-        second.download()
+        let second = try await issue.addAsset(AssetRequest(url: transport.serve(randomData(700_000), at: "b.bin"), destinationPath: "b.bin"))
+        try await second.download()
         #expect(try await second.waitUntilFinished() == .delivered)
         try await clock.waitForSleep(of: Scheduler.statisticsInterval)
         #expect(recorded() == 600_000)

@@ -105,10 +105,10 @@ struct NetworkTests {
         configuration.networkMonitor = monitor
         configuration.checkpointInterval = .milliseconds(50)
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([transport]), configuration: configuration)
-        let asset = try library.addIssue(name: "i", date: Date())
+        let asset = try await library.addIssue(name: "i", date: Date())
             .addAsset(AssetRequest(url: url, network: NetworkPolicyOverride(allowedKinds: [.wifi, .wired])))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         try await eventually("some bytes") { asset.totalBytesWritten > 256 * 1024 }
         monitor.set(NetworkStatus(kind: .cellular, isExpensive: true))
         try await eventually("waiting for network") { asset.state == .waiting(.network) }
@@ -132,8 +132,8 @@ struct NetworkTests {
         var configuration = Library.Configuration.forTests()
         configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .none))
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([LocalTransport()]), configuration: configuration)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "x.txt"))
-        asset.download()
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "x.txt"))
+        try await asset.download()
         await library.waitUntilIdle()
         #expect(asset.state == .delivered)
         await library.close()
@@ -147,12 +147,12 @@ struct NetworkTests {
         configuration.mode = .background
         configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .cellular, isExpensive: true))
         let library = try Library.open(at: folder.file("lib"), transports: TransportRegistry([transport]), configuration: configuration)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let waiting = try issue.addAsset(AssetRequest(url: url))
-        let optedIn = try issue.addAsset(AssetRequest(url: url, destinationPath: "x", network: NetworkPolicyOverride(
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let waiting = try await issue.addAsset(AssetRequest(url: url))
+        let optedIn = try await issue.addAsset(AssetRequest(url: url, destinationPath: "x", network: NetworkPolicyOverride(
             allowedKinds: [.cellular], allowsExpensive: true)))
-        waiting.download()
-        optedIn.download()
+        try await waiting.download()
+        try await optedIn.download()
         await library.waitUntilIdle()
         #expect(waiting.state == .waiting(.network))
         #expect(optedIn.state == .delivered)

@@ -17,9 +17,9 @@ struct ReconcilerTests {
     /// (which a successful open takes as finished).
     func libraryWithFiles() async throws -> (partial: URL, inbox: URL) {
         let library = try open()
-        let issue = try library.addIssue(name: "i", date: Date())
-        let asset = try issue.addAsset(AssetRequest(url: URL(string: "mem://example/a.pdf")!, destinationPath: "a.pdf"))
-        let finished = try issue.addAsset(AssetRequest(url: URL(string: "mem://example/b.pdf")!))
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let asset = try await issue.addAsset(AssetRequest(url: URL(string: "mem://example/a.pdf")!, destinationPath: "a.pdf"))
+        let finished = try await issue.addAsset(AssetRequest(url: URL(string: "mem://example/b.pdf")!))
         let layout = library.scheduler.layout
         let partial = layout.partialURL(asset: asset.identifier)
         let inbox = layout.inboxURL(asset: finished.identifier, request: try #require(finished.request))

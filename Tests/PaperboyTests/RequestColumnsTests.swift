@@ -81,24 +81,24 @@ struct RequestColumnsTests {
         }
         let damaged = try #require(library.scheduler.store.asset(id: "damaged"))
         #expect(damaged.request.url == AssetRecord.unreadableURL)
-        guard case .failed(let message)? = library.asset(identifier: "damaged")?.state else {
+        guard case .failed(let message)? = try await library.asset(identifier: "damaged")?.state else {
             Issue.record("the damaged asset should be failed")
             return
         }
         #expect(message.contains("unreadable") && message.contains("damaged"), "\(message)")
         // The issue lists its assets in order, from the index the migration made.
-        #expect(library.issue(named: "i")?.assets.map(\.identifier) == ids + ["damaged"])
+        #expect(try await library.issue(named: "i")?.assets.map(\.identifier) == ids + ["damaged"])
         await library.close()
     }
 
     @Test func requestsAddedNowRoundTripThroughTheColumns() async throws {
         var library = try open()
-        let issue = try library.addIssue(name: "i", date: Date())
-        let added = try issue.addAssets(Self.requests.map { ($0, nil) })
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let added = try await issue.addAssets(Self.requests.map { ($0, nil) })
         await library.close()
         library = try open()
         for (asset, request) in zip(added, Self.requests) {
-            #expect(library.asset(identifier: asset.identifier)?.request == request)
+            #expect(try await library.asset(identifier: asset.identifier)?.request == request)
         }
         await library.close()
     }
@@ -106,9 +106,9 @@ struct RequestColumnsTests {
     @Test func aFailuresReasonSurvivesAReopen() async throws {
         let transport = InMemoryTransport()
         var library = try open(transport)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let missing = try issue.addAsset(AssetRequest(url: URL(string: "mem://example/missing")!, destinationPath: "m"))
-        missing.download()
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let missing = try await issue.addAsset(AssetRequest(url: URL(string: "mem://example/missing")!, destinationPath: "m"))
+        try await missing.download()
         guard case .failed(let before) = try await missing.waitUntilFinished() else {
             Issue.record("the missing asset should fail")
             return
@@ -117,7 +117,7 @@ struct RequestColumnsTests {
         await library.close()
 
         library = try open(transport)
-        let reopened = try #require(library.asset(identifier: missing.identifier))
+        let reopened = try #require(await library.asset(identifier: missing.identifier))
         guard case .failed(let after) = try await reopened.waitUntilFinished() else {
             Issue.record("the missing asset should still be failed")
             return

@@ -19,8 +19,8 @@ struct ResumeTests {
     /// Downloads until the transport drops the connection after `cut` bytes, then closes the library.
     func interrupted(_ transport: InMemoryTransport) async throws -> (asset: String, partial: URL) {
         let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/file.bin")!))
-        asset.download()
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/file.bin")!))
+        try await asset.download()
         await library.waitUntilIdle()
         guard case .failed = asset.state else {
             Testing.Issue.record("expected a failure, got \(asset.state)")
@@ -33,9 +33,9 @@ struct ResumeTests {
 
     func resume(_ transport: any Transport, _ id: String, boot: String = "boot-1") async throws -> (RecordingDelegate, Library) {
         let library = try open(transport, boot: boot)
-        let asset = try #require(library.asset(identifier: id))
+        let asset = try #require(await library.asset(identifier: id))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         return (delegate, library)
     }
@@ -145,14 +145,14 @@ struct ResumeTests {
         let transport = InMemoryTransport()
         let url = transport.serve(data, at: "p.bin", script: [.stallAfter(cut)])
         let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         try await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
-        asset.pause()
+        try await asset.pause()
         try await eventually("paused") { asset.state == .waiting(.pausedByApp) }
         #expect(asset.totalBytesWritten == Int64(cut))
-        asset.download()
+        try await asset.download()
         await delegate.waitForEnd()
         #expect(delegate.events.contains(.resumed(total: Int64(cut), expected: Int64(data.count))))
         #expect(delegate.keptFiles == [data])
@@ -167,15 +167,15 @@ struct ResumeTests {
         let transport = InMemoryTransport()
         let url = transport.serve(data, at: "same.bin", script: [.stallAfter(cut)])
         let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         try await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
-        asset.pause()
+        try await asset.pause()
         try await eventually("paused") { asset.state == .waiting(.pausedByApp) }
-        let stream = asset.events()
-        asset.download(delegate: delegate)
+        let stream = try await asset.events()
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         var streamed: [DownloadEvent] = []
         for await event in stream { streamed.append(event) }
@@ -212,20 +212,20 @@ struct ResumeTests {
             var configuration = Library.Configuration.forTests()
             configuration.bootIdentity = { "boot-1" }
             let first = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
-            let asset = try first.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
-            asset.download()
+            let asset = try await first.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+            try await asset.download()
             try await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
             await first.close()
 
             let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
-            let resumed = try #require(library.asset(identifier: asset.identifier))
+            let resumed = try #require(await library.asset(identifier: asset.identifier))
             switch round % 3 {
             case 1: try await eventually("round \(round): the transfer begun again") { transport.jobs.count == 2 }
             case 2: try await eventually("round \(round): bytes past the cut") { resumed.totalBytesWritten > Int64(cut) }
             default: break
             }
             let delegate = RecordingDelegate()
-            for asset in library.downloadingAssets { asset.download(delegate: delegate) }
+            for asset in library.downloadingAssets { try await asset.download(delegate: delegate) }
             await delegate.waitForEnd()
             let events = delegate.events
             #expect(events.first == .resumed(total: Int64(cut), expected: Int64(size)), "round \(round): \(events.prefix(3))")
@@ -242,17 +242,17 @@ struct ResumeTests {
         let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(2))
         let url = transport.serve(data, at: name)
         let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         try await eventually("some bytes") { asset.totalBytesWritten > 0 }
         return (transport, library, asset, delegate)
     }
 
     @Test func downloadRightAfterPauseIsNotLost() async throws {
         let (_, library, asset, delegate) = try await transferUnderWay("p2.bin")
-        asset.pause()
-        asset.download()      // before the paused transfer has even stopped
+        try await asset.pause()
+        try await asset.download()      // before the paused transfer has even stopped
         await delegate.waitForEnd()
         #expect(delegate.keptFiles == [data])
         await library.close()
@@ -260,9 +260,9 @@ struct ResumeTests {
 
     @Test func downloadRightAfterCancelStartsAfreshForTheNewDelegate() async throws {
         let (transport, library, asset, cancelled) = try await transferUnderWay("c2.bin")
-        asset.cancel()
+        try await asset.cancel()
         let fresh = RecordingDelegate()
-        asset.download(delegate: fresh)      // before the cancelled transfer has even stopped
+        try await asset.download(delegate: fresh)      // before the cancelled transfer has even stopped
         await cancelled.waitForEnd()
         await fresh.waitForEnd()
         #expect(cancelled.events.contains { if case .failed(let code, _) = $0 { code == "cancelled" } else { false } })
@@ -278,10 +278,10 @@ struct ResumeTests {
     @Test(arguments: ["pause", "cancel"])
     func aCancelAfterADownloadAskedForWhileStoppingIsFinal(first: String) async throws {
         let (transport, library, asset, before) = try await transferUnderWay("c3-\(first).bin")
-        if first == "pause" { asset.pause() } else { asset.cancel() }
+        if first == "pause" { try await asset.pause() } else { try await asset.cancel() }
         let after = RecordingDelegate()
-        asset.download(delegate: after)
-        asset.cancel()
+        try await asset.download(delegate: after)
+        try await asset.cancel()
         await before.waitForEnd()
         await after.waitForEnd()
         await library.waitUntilIdle()
@@ -300,18 +300,18 @@ struct ResumeTests {
         let error = TransportError(.connectionLost, "reset", isRetryable: true)
         let url = transport.serve(small, at: "small.bin", script: [.stallAfter(50_000), .failAfter(100_000, error)])
         let library = try open(transport, attempts: 3)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         try await eventually("50,000 bytes") { asset.totalBytesWritten >= 50_000 }
         // Gathered in memory while the transfer runs: nothing in the partial file yet.
         let partial = library.scheduler.layout.partialURL(asset: asset.identifier)
         #expect(((try? FileManager.default.attributesOfItem(atPath: partial.path))?[.size] as? NSNumber)?.intValue == 0)
-        asset.pause()
+        try await asset.pause()
         try await eventually("paused") { asset.state == .waiting(.pausedByApp) }
         // Pausing wrote them and recorded them: the next attempt continues from there.
         #expect(((try? FileManager.default.attributesOfItem(atPath: partial.path))?[.size] as? NSNumber)?.intValue == 50_000)
-        asset.download()
+        try await asset.download()
         await delegate.waitForEnd()
         #expect(delegate.keptFiles == [small])
         #expect(transport.jobs.map(\.offset) == [0, 50_000, 150_000])  // the failed attempt sent 100,000
@@ -322,11 +322,11 @@ struct ResumeTests {
         let transport = InMemoryTransport()
         let url = transport.serve(data, at: "c.bin", script: [.stallAfter(cut)])
         let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         try await eventually("stall") { asset.totalBytesWritten == Int64(cut) }
-        asset.cancel()
+        try await asset.cancel()
         await delegate.waitForEnd()
         #expect(delegate.events.last == .failed(code: "cancelled", message: "download of asset \(asset.identifier) was cancelled"))
         #expect(asset.state == .cancelled)
@@ -339,13 +339,13 @@ struct ResumeTests {
         let fresh = transport.serve(data, at: "fresh.bin")
         let (id, _) = try await interrupted(transport)
         let library = try open(transport)
-        let asset = try #require(library.asset(identifier: id))
+        let asset = try #require(await library.asset(identifier: id))
         let delegate = RecordingDelegate(refresh: { request in
             var request = request
             request.url = fresh
             return request
         })
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         #expect(delegate.events.first == .willResume(url: URL(string: "mem://example/file.bin")!))
         #expect(transport.jobs.last?.url == fresh)

@@ -26,9 +26,9 @@ struct RetryProgressTests {
         let url = transport.serve(data, at: "f", script: Array(repeating: .failAfter(1_000, lost), count: 9))
         let retry = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5), maxDelay: .milliseconds(10))
         let library = try open(transport, retry: retry)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         for attempt in 1...9 {
             try await eventually("attempt \(attempt)") { transport.jobs.count == attempt }
             // Each attempt made progress: the first delay (5 ms) again, and attempt 1 of 2 again.
@@ -49,8 +49,8 @@ struct RetryProgressTests {
         // Two attempts without progress (waits of 100 ms, then 200 ms), one with, then waiting.
         let url = transport.serve(randomData(10_000, seed: 4), at: "f", script: [.fail(lost), .fail(lost), .failAfter(1_000, lost), .stallAfter(0)])
         let library = try open(transport, retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(100), maxDelay: .seconds(10)))
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
-        asset.download()
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        try await asset.download()
         var waits: [(attempt: Int, left: Duration)] = []
         for attempt in 1...3 {
             let shown = try await clock.retryShown(by: asset)
@@ -76,9 +76,9 @@ struct RetryProgressTests {
         let retry = RetryPolicy(maxAttempts: 1_000, baseDelay: .milliseconds(20), maxDelay: .milliseconds(40),
                                 noProgressTimeout: .milliseconds(300))
         let library = try open(transport, retry: retry)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         var starts: [Duration] = [.zero]
         for attempt in 1...8 {
             try await eventually("attempt \(attempt)") { transport.jobs.count == attempt }
@@ -113,9 +113,9 @@ struct RetryProgressTests {
         let retry = RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5), maxDelay: .milliseconds(10),
                                 noProgressTimeout: .milliseconds(100))
         let library = try open(transport, retry: retry)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         for attempt in 1...10 {
             for _ in 0..<(attempt < 10 ? 3 : 2) {
                 try await clock.waitForSleep(of: .milliseconds(30))

@@ -20,10 +20,10 @@ struct RetryWaitLimitTests {
         let library = try await offThePool { [folder] in
             try Library.open(at: folder.url, transports: TransportRegistry([transport]), configuration: .forTests(attempts: 5, clock: clock))
         }
-        let issue = try library.addIssue(name: "i", date: Date())
-        let asset = try issue.addAsset(AssetRequest(url: url, destinationPath: "late.bin"))
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let asset = try await issue.addAsset(AssetRequest(url: url, destinationPath: "late.bin"))
         let started = clock.now
-        asset.download()
+        try await asset.download()
 
         let limited = Mutex(false)
         let wait = Task {

@@ -81,22 +81,22 @@ struct ScaleTests {
         #expect(Set(transport.jobs.compactMap(\.assetIdentifier)).isSubset(of: queuedFirst), "\(transport.jobs.map(\.assetIdentifier))")
 
         // Public reads of assets out of memory come from the store.
-        #expect(library.asset(identifier: deliveredID)?.state == .delivered)
-        let failed = try #require(library.asset(identifier: failedID))
+        #expect(try await library.asset(identifier: deliveredID)?.state == .delivered)
+        let failed = try #require(await library.asset(identifier: failedID))
         guard case .failed(let error) = try await failed.waitUntilFinished() else {
             Issue.record("\(failedID) should be failed")
             return
         }
         #expect(error.reason == .notFound)
-        #expect(library.issue(named: "issue-050")?.assets.count == 1_000)
-        #expect(library.issue(named: "issue-050")?.status == .available)
+        #expect(try await library.issue(named: "issue-050")?.assets.count == 1_000)
+        #expect(try await library.issue(named: "issue-050")?.status == .available)
         #expect(library.downloadingAssets.count == 2_000)
         let activity = try library.activity
         #expect(activity.downloading == 4 && activity.queued == 996 && activity.paused == 1_000 && activity.failed == 1_000, "\(activity)")
 
         // Asking for the paused ones and the failed ones queues them in the store, not in memory.
-        for asset in library.issue(named: "issue-098")?.assets ?? [] { asset.download() }
-        for asset in library.issue(named: "issue-097")?.assets ?? [] { asset.download() }
+        for asset in try await library.issue(named: "issue-098")?.assets ?? [] { try await asset.download() }
+        for asset in try await library.issue(named: "issue-097")?.assets ?? [] { try await asset.download() }
         #expect(scheduler.entriesInMemory <= Scheduler.windowSize + 4 + 10, "\(scheduler.entriesInMemory) assets in memory")
         #expect(try library.activity.queued == 2_996)
         await library.close()
@@ -111,21 +111,21 @@ struct ScaleTests {
         var configuration = Library.Configuration.forTests()
         configuration.maxConcurrentTransfers = 1
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         let low = try await offThePool {
-            try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
+            try library.local!.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, toIssue: issue.name, downloading: true)
         }
         try await eventually("the first transfer") { transport.jobs.count == 1 }
         #expect(library.scheduler.entriesInMemory <= Scheduler.windowSize + 1)
         let request = AssetRequest(url: source, priority: 9, destinationPath: "high")
         let high: AssetDownload
         if addedDownloading {
-            high = try issue.addAssets([(request, nil)], downloading: true)[0]
+            high = try await issue.addAssets([(request, nil)], downloading: true)[0]
         } else {
-            high = try issue.addAsset(request)
-            high.download()
+            high = try await issue.addAsset(request)
+            try await high.download()
         }
-        low[0].pause()
+        try await low[0].pause()
         try await eventually("the second transfer") { transport.jobs.count == 2 }
         #expect(transport.jobs.dropFirst().first?.assetIdentifier == high.identifier, "\(transport.jobs.map(\.assetIdentifier))")
         #expect(try library.activity.queued == 599)
@@ -143,15 +143,15 @@ struct ScaleTests {
         var configuration = Library.Configuration.forTests()
         configuration.maxConcurrentTransfers = 3
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         // Two transfers that never end keep the window below its size while the rest is asked for.
-        _ = try issue.addAssets([(AssetRequest(url: stalled, destinationPath: "s0"), nil), (AssetRequest(url: stalled, destinationPath: "s1"), nil)],
+        _ = try await issue.addAssets([(AssetRequest(url: stalled, destinationPath: "s0"), nil), (AssetRequest(url: stalled, destinationPath: "s1"), nil)],
                                 downloading: true)
         try await eventually("the stalled transfers") { transport.jobs.count >= 2 }
         let assets = try await offThePool {
-            try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
+            try library.local!.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, toIssue: issue.name, downloading: true)
         }
-        for asset in assets { asset.download() }
+        for asset in assets { try await asset.download() }
         try await eventually("600 assets delivered") { assets.allSatisfy { $0.state == .delivered } }
         let left = assets.filter { $0.state != .delivered }.count
         #expect(left == 0, "\(left) of 600 assets never ran")
@@ -170,16 +170,16 @@ struct ScaleTests {
         var configuration = Library.Configuration.forTests(clock: clock)
         configuration.maxConcurrentTransfers = 1
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let first = try issue.addAssets([(AssetRequest(url: stalled, destinationPath: "s"), nil)], downloading: true)[0]
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let first = try await issue.addAssets([(AssetRequest(url: stalled, destinationPath: "s"), nil)], downloading: true)[0]
         try await eventually("the stalled transfer") { transport.jobs.count == 1 }
         let assets = try await offThePool {
-            try issue.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, downloading: true)
+            try library.local!.addAssets((0..<600).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, toIssue: issue.name, downloading: true)
         }
         // The queued assets cannot be read any more (a damaged schema): the window drains, and
         // reading the rest fails.
         try await library.scheduler.store.pool.write { db in try db.execute(sql: "ALTER TABLE asset RENAME COLUMN priority TO damaged") }
-        first.pause()
+        try await first.pause()
         try await eventually("the window drained") { library.scheduler.entriesInMemory == 0 }
         #expect(try library.activity.queued > 300)
         try await library.scheduler.store.pool.write { db in try db.execute(sql: "ALTER TABLE asset RENAME COLUMN damaged TO priority") }
@@ -208,12 +208,12 @@ struct ScaleTests {
         var configuration = Library.Configuration.forTests()
         configuration.networkMonitor = monitor
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         let wifiOnly = NetworkPolicyOverride(allowedKinds: [.wifi])
         // 2,000 rows written synchronously: off the cooperative pool.
         let assets = try await offThePool {
-            try issue.addAssets((0..<2_000).map { (AssetRequest(url: source, destinationPath: "f\($0)", network: wifiOnly), nil) },
-                                downloading: true)
+            try library.local!.addAssets((0..<2_000).map { (AssetRequest(url: source, destinationPath: "f\($0)", network: wifiOnly), nil) },
+                                toIssue: issue.name, downloading: true)
         }
         try await eventually("all waiting for Wi-Fi", seen: "\(String(describing: try? library.activity))") {
             (try? library.activity.waitingForNetwork) == 2_000
@@ -243,9 +243,9 @@ struct ScaleTests {
         configuration.retry = RetryPolicy(maxAttempts: 3, baseDelay: .seconds(3), maxDelay: .seconds(3))
         configuration.retryJitter = { _ in 1 }
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         let assets = try await offThePool {
-            try issue.addAssets(urls.enumerated().map { (AssetRequest(url: $1, destinationPath: "f\($0)"), nil) }, downloading: true)
+            try library.local!.addAssets(urls.enumerated().map { (AssetRequest(url: $1, destinationPath: "f\($0)"), nil) }, toIssue: issue.name, downloading: true)
         }
         // Every first attempt fails at once (the clock stands still): all 600 wait to retry 3 s on.
         try await eventually("600 first attempts", seen: "\(transport.jobs.count) attempts") { transport.jobs.count == 600 }

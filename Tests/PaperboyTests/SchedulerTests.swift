@@ -30,8 +30,8 @@ struct SchedulerTests {
         let error = TransportError(.serverError, "HTTP 503")
         let url = transport.serve(Data("ok".utf8), at: "r", script: [.fail(error), .fail(error), .serve])
         let library = try openTimed(transport, clock, retry: RetryPolicy(maxAttempts: 5, baseDelay: .milliseconds(20), maxDelay: .milliseconds(40)))
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url, destinationPath: "r"))
-        asset.download()
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url, destinationPath: "r"))
+        try await asset.download()
         // Attempt 2 after 20 ms, attempt 3 after twice that; each starts at its date, not 1 ms before.
         for (attempt, delay) in [(2, Duration.milliseconds(20)), (3, .milliseconds(40))] {
             let shown = try await clock.retryShown(by: asset)
@@ -51,11 +51,11 @@ struct SchedulerTests {
         let error = TransportError(.timedOut, "no byte for 60 s")
         let url = transport.serve(Data("x".utf8), at: "t", script: Array(repeating: .fail(error), count: 10))
         let library = try openTimed(transport, clock, retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5), maxDelay: .milliseconds(20)))
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         for round in 0..<2 {
             // Asking again starts a fresh round of attempts: 5 ms, then 10 ms apart.
             let delegate = RecordingDelegate()
-            asset.download(delegate: delegate)
+            try await asset.download(delegate: delegate)
             for (attempt, delay) in [(2, Duration.milliseconds(5)), (3, .milliseconds(10))] {
                 let shown = try await clock.retryShown(by: asset)
                 #expect(shown.attempt == attempt && shown.left == delay, "round \(round): \(shown)")
@@ -83,8 +83,8 @@ struct SchedulerTests {
         let clock = TestClock()
         let url = transport.serve(Data("ok".utf8), at: "r", script: [.fail(TransportError(.serverError, "HTTP 503")), .serve])
         let library = try openTimed(transport, clock, retry: RetryPolicy(maxAttempts: 3, baseDelay: .seconds(2), maxDelay: .seconds(2)))
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url, destinationPath: "r"))
-        asset.download()
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url, destinationPath: "r"))
+        try await asset.download()
         let shown = try await clock.retryShown(by: asset)
         #expect(shown.attempt == 2 && shown.left == .seconds(2), "\(shown)")
         try await eventually("the retry let go to the store") { library.scheduler.entriesInMemory == 0 }
@@ -103,9 +103,9 @@ struct SchedulerTests {
     @Test func fatalErrorsAreNotRetried() async throws {
         let transport = InMemoryTransport()
         let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/missing")!))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/missing")!))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         #expect(transport.jobs.count == 1)
         guard case .failed(_, let message) = delegate.events.last else {
@@ -132,15 +132,15 @@ struct SchedulerTests {
             $0.maxConcurrentTransfers = 3
             $0.maxTransfersPerHost = 2
         }
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         var requests: [(AssetRequest, JSONValue?)] = []
         for index in 0..<30 {
             let host = index.isMultiple(of: 2) ? "a.example" : "b.example"
             let url = transport.serve(randomData(8 * 1024, seed: UInt64(index)), at: "f\(index)", host: host)
             requests.append((AssetRequest(url: url, destinationPath: "f\(index)"), nil))
         }
-        let assets = try issue.addAssets(requests)
-        for asset in assets { asset.download() }
+        let assets = try await issue.addAssets(requests)
+        for asset in assets { try await asset.download() }
         await library.waitUntilIdle()
         #expect(assets.allSatisfy { $0.state == .delivered })
         #expect(transport.maxConcurrent(host: "a.example") == 2)
@@ -165,11 +165,11 @@ struct SchedulerTests {
                 overlapped.withLock { $0 = started }
             }
         }
-        let issue = try library.addIssue(name: "i", date: Date())
-        let first = try issue.addAsset(AssetRequest(url: transport.serve(randomData(4096, seed: 1), at: "a"), destinationPath: "a"))
-        let second = try issue.addAsset(AssetRequest(url: transport.serve(randomData(4096, seed: 2), at: "b"), destinationPath: "b"))
-        first.download()
-        second.download()
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let first = try await issue.addAsset(AssetRequest(url: transport.serve(randomData(4096, seed: 1), at: "a"), destinationPath: "a"))
+        let second = try await issue.addAsset(AssetRequest(url: transport.serve(randomData(4096, seed: 2), at: "b"), destinationPath: "b"))
+        try await first.download()
+        try await second.download()
         await library.waitUntilIdle()
         #expect(overlapped.withLock { $0 } == true)
         #expect(first.state == .delivered && second.state == .delivered)
@@ -180,18 +180,18 @@ struct SchedulerTests {
     @Test func higherPriorityRunsFirstAndFIFOWithinOne() async throws {
         let transport = InMemoryTransport()
         let library = try open(transport) { $0.maxConcurrentTransfers = 1 }
-        let issue = try library.addIssue(name: "i", date: Date())
+        let issue = try await library.addIssue(name: "i", date: Date())
         let blocker = transport.serve(Data("b".utf8), at: "blocker", script: [.stallAfter(0)])
-        let first = try issue.addAsset(AssetRequest(url: blocker))
-        first.download()
+        let first = try await issue.addAsset(AssetRequest(url: blocker))
+        try await first.download()
         try await eventually("blocker running") { transport.jobs.count == 1 }
         var order: [String] = []
         for (name, priority) in [("low1", 0), ("high1", 5), ("low2", 0), ("high2", 5), ("mid", 2)] {
             let url = transport.serve(Data(name.utf8), at: name)
-            try issue.addAsset(AssetRequest(url: url, priority: priority)).download()
+            try await issue.addAsset(AssetRequest(url: url, priority: priority)).download()
             order.append(name)
         }
-        first.cancel()
+        try await first.cancel()
         await library.waitUntilIdle()
         #expect(transport.jobs.dropFirst().map(\.url.lastPathComponent) == ["high1", "high2", "mid", "low1", "low2"])
         await library.close()

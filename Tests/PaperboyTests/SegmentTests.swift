@@ -119,10 +119,10 @@ struct SegmentTests {
 
     func download(_ transport: SegmentingTransport, attempts: Int = 1, sha256: String? = nil) async throws -> (AssetDownload, RecordingDelegate, Library) {
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests(attempts: attempts))
-        let asset = try library.addIssue(name: "i", date: Date())
+        let asset = try await library.addIssue(name: "i", date: Date())
             .addAsset(AssetRequest(url: URL(string: "seg://example/file.bin")!, sha256: sha256))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         return (asset, delegate, library)
     }
@@ -168,9 +168,9 @@ struct SegmentTests {
 
         // Reopened as after a crash: the download continues from the gap, and is intact.
         let reopened = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests())
-        let again = try #require(reopened.asset(identifier: id))
+        let again = try #require(await reopened.asset(identifier: id))
         let delegate = RecordingDelegate()
-        again.download(delegate: delegate)
+        try await again.download(delegate: delegate)
         await delegate.waitForEnd()
         #expect(transport.offsets.withLock { $0 } == [0, Int64(cut)])
         #expect(delegate.keptFiles == [data])

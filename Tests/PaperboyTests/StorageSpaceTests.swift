@@ -39,9 +39,9 @@ struct StorageSpaceTests {
     func failure(announcing length: Int64, sent: Int) async throws -> (state: AssetState, events: [RecordingDelegate.Event], partial: Int64?) {
         let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([AnnouncingTransport(length: length, sent: sent)]),
                                        configuration: Library.Configuration.forTests(attempts: 3))
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "announce://host/huge.bin")!))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "announce://host/huge.bin")!))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         let state = asset.state
         let partial = (try? FileManager.default.attributesOfItem(atPath: folder.file("library/.partial/\(asset.identifier)").path))?[.size] as? Int64
@@ -145,9 +145,9 @@ struct StorageSpaceTests {
         let root = folder.file(validator == nil ? "unvalidated" : "validated")
         let library = try Library.open(at: root, transports: TransportRegistry([DroppingTransport(validator: validator)]),
                                        configuration: Library.Configuration.forTests(attempts: 1))
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "drop://host/x.bin")!))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "drop://host/x.bin")!))
         let delegate = RecordingDelegate()
-        asset.download(delegate: delegate)
+        try await asset.download(delegate: delegate)
         await delegate.waitForEnd()
         let partial = root.appendingPathComponent(".partial/\(asset.identifier)")
         let size = (try? FileManager.default.attributesOfItem(atPath: partial.path))?[.size] as? Int64

@@ -47,8 +47,8 @@ struct ValidatorFirstTests {
         let url = transport.serve(data, at: "big", script: [.stallAfter(64 << 10)])
         let root = folder.file("library")
         let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration())
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
-        asset.download()
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        try await asset.download()
         let partial = LibraryLayout(root: root).partialURL(asset: asset.identifier)
         try await eventually("64 KiB in the partial file", seen: "\(Self.fileSize(partial)) bytes") { Self.fileSize(partial) == 64 << 10 }
 
@@ -67,7 +67,7 @@ struct ValidatorFirstTests {
         #expect(relaunched.serve(data, at: "big") == url)
         let reopened = try Library.open(at: killed, transports: TransportRegistry([relaunched]), configuration: configuration())
         let delegate = RecordingDelegate()
-        try #require(reopened.asset(identifier: asset.identifier)).download(delegate: delegate)
+        try await #require(try await reopened.asset(identifier: asset.identifier)).download(delegate: delegate)
         await delegate.waitForEnd()
         await reopened.close()
         #expect(relaunched.jobs.first?.offset == Int64(64 << 10), "continued at \(relaunched.jobs.map(\.offset)), 65536 bytes were on disk")

@@ -17,10 +17,10 @@ struct WaitTests {
     @Test func deliveredAssetsMakeAnAvailableIssue() async throws {
         let transport = InMemoryTransport()
         let library = try open(transport)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let cover = try issue.addAsset(AssetRequest(url: transport.serve(randomData(10_000), at: "c.jpg"), destinationPath: "c.jpg", role: .cover))
-        let pages = try issue.addAsset(AssetRequest(url: transport.serve(randomData(300_000), at: "p.pdf"), destinationPath: "p.pdf"))
-        for asset in [cover, pages] { asset.download() }
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let cover = try await issue.addAsset(AssetRequest(url: transport.serve(randomData(10_000), at: "c.jpg"), destinationPath: "c.jpg", role: .cover))
+        let pages = try await issue.addAsset(AssetRequest(url: transport.serve(randomData(300_000), at: "p.pdf"), destinationPath: "p.pdf"))
+        for asset in [cover, pages] { try await asset.download() }
         let outcome = try await issue.waitUntilAvailable()
         guard case .available = outcome else {
             Testing.Issue.record("expected available, got \(outcome)")
@@ -41,11 +41,11 @@ struct WaitTests {
     @Test func aFailureIsReportedWithItsError() async throws {
         let transport = InMemoryTransport()
         let library = try open(transport)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let good = try issue.addAsset(AssetRequest(url: transport.serve(Data("ok".utf8), at: "ok.txt"), destinationPath: "ok.txt"))
-        let missing = try issue.addAsset(AssetRequest(url: URL(string: "mem://example/missing.pdf")!))
-        good.download()
-        missing.download()
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let good = try await issue.addAsset(AssetRequest(url: transport.serve(Data("ok".utf8), at: "ok.txt"), destinationPath: "ok.txt"))
+        let missing = try await issue.addAsset(AssetRequest(url: URL(string: "mem://example/missing.pdf")!))
+        try await good.download()
+        try await missing.download()
         let outcome = try await missing.waitUntilFinished()
         guard case .failed(let error) = outcome else {
             Testing.Issue.record("expected a failure, got \(outcome)")
@@ -65,11 +65,11 @@ struct WaitTests {
         let transport = InMemoryTransport()
         let url = transport.serve(randomData(500_000), at: "s.bin", script: [.stallAfter(100_000)])
         let library = try open(transport)
-        let asset = try library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
+        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let waiting = Task { try await asset.waitUntilFinished() }
-        asset.download()
+        try await asset.download()
         try await eventually("stall") { asset.totalBytesWritten == 100_000 }
-        asset.cancel()
+        try await asset.cancel()
         guard case .cancelled = try await waiting.value else {
             Testing.Issue.record("expected cancelled")
             return
@@ -82,9 +82,9 @@ struct WaitTests {
         let transport = InMemoryTransport()
         let url = transport.serve(randomData(500_000), at: "s.bin", script: [.stallAfter(100_000)])
         let library = try open(transport)
-        let issue = try library.addIssue(name: "i", date: Date())
-        let asset = try issue.addAsset(AssetRequest(url: url))
-        asset.download()
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let asset = try await issue.addAsset(AssetRequest(url: url))
+        try await asset.download()
         try await eventually("stall") { asset.totalBytesWritten == 100_000 }
         let waiters = { library.scheduler.state.withLock { $0.assetWaiters[asset.identifier]?.count ?? 0 } }
         let assetWait = Task { try await asset.waitUntilFinished() }

@@ -174,7 +174,7 @@ struct Delivery: Sendable {
             scheduler.store.flush()
             scheduler.store.updateIssue(named: completedIssue) { $0.isNew = true }
             if let record = scheduler.store.issue(named: completedIssue) {
-                scheduler.broadcaster.send(.issueDownloadCompleted(Issue(record: record, scheduler: scheduler)))
+                scheduler.broadcaster.send(.issueDownloadCompleted(scheduler.backend.issue(record)))
             }
         }
         scheduler.state.withLock { state in

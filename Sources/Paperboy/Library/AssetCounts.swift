@@ -58,16 +58,25 @@ public struct AssetCounts: Sendable, Hashable {
 
 extension Issue {
     /// The issue's assets counted by state (one aggregate query, whatever the issue's size).
-    /// Throws ``LibraryError`` when the library cannot be read.
+    /// Throws ``LibraryError`` when the library cannot be read; through a daemon, the counts it
+    /// last reported.
     public var assetCounts: AssetCounts {
-        get throws(LibraryError) { try scheduler.store.assetCounts(issueName: name)[name] ?? AssetCounts() }
+        get throws(LibraryError) { try backend.lastKnownCounts(ofIssue: name) }
     }
 }
 
 extension Library {
     /// Every issue's assets counted by state, by issue name, in one aggregate query (issues
-    /// without assets are absent). Throws ``LibraryError`` when the library cannot be read.
+    /// without assets are absent). Throws ``LibraryError`` when the library cannot be read;
+    /// through a daemon, the counts it last reported (``counts()`` asks it).
     public func assetCountsByIssue() throws(LibraryError) -> [String: AssetCounts] {
-        try scheduler.store.assetCounts()
+        try backend.lastKnownCounts()
+    }
+
+    /// Every issue's assets counted by state, by issue name (issues without assets are absent).
+    ///
+    /// - Throws: ``LibraryError`` when the library (or its daemon) cannot be read.
+    public func counts() async throws(LibraryError) -> [String: AssetCounts] {
+        try await backend.counts()
     }
 }

@@ -4,45 +4,44 @@ import Synchronization
 /// One asset of one issue: the analog of NKAssetDownload.
 ///
 /// A handle with a stable ``identifier``: keep the identifier, not the handle, across launches.
-/// Its properties read the library's live state.
+/// Its methods work the same in-process and through a daemon; its properties are in-process
+/// conveniences that read the library's live state (through a daemon, what the daemon last
+/// reported, never waiting for it).
 public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
     /// Stable across launches.
     public let identifier: String
     /// The name of the issue this asset belongs to (no read of the library).
     public let issueName: String
-    let scheduler: Scheduler
+    let backend: any LibraryBackend
 
-    init(identifier: String, issueName: String, scheduler: Scheduler) {
+    package init(identifier: String, issueName: String, backend: any LibraryBackend) {
         self.identifier = identifier
         self.issueName = issueName
-        self.scheduler = scheduler
+        self.backend = backend
     }
 
+    /// The scheduler of an in-process library; `nil` through a daemon.
+    var scheduler: Scheduler? { (backend as? LocalBackend)?.scheduler }
+
     /// The issue this asset belongs to.
-    public var issue: Issue? {
-        scheduler.store.issue(named: issueName).map { Issue(record: $0, scheduler: scheduler) }
+    public var issue: Issue? { backend.lastKnownIssue(named: issueName) }
+
+    /// The issue this asset belongs to (`nil` once removed).
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func issue() async throws(LibraryError) -> Issue? {
+        try await backend.issue(named: issueName)
     }
 
     /// What is downloaded (as last refreshed by ``AssetDownloadDelegate/download(_:willResumeWith:)``).
-    public var request: AssetRequest? {
-        scheduler.snapshot(identifier)?.request ?? scheduler.store.asset(id: identifier)?.request
-    }
+    public var request: AssetRequest? { backend.lastKnownStatus(ofAsset: identifier)?.request }
 
     /// The app's JSON data given to ``Issue/addAsset(_:userInfo:)``.
-    public var userInfo: JSONValue? {
-        // Stored within the limits when added; checked again all the same: a row can be changed.
-        let reader = JSONReader("userInfo of asset \(identifier) in the library's database",
-                                limits: .appValue.with(maxBytes: max(scheduler.maxUserInfoBytes, JSONReader.Limits.appValue.maxBytes)))
-        return scheduler.store.asset(id: identifier)?.userInfo.flatMap { try? reader.decode(JSONValue.self, from: $0) }
-    }
+    public var userInfo: JSONValue? { backend.lastKnownUserInfo(ofAsset: identifier) }
 
-    /// Where the asset is, and why it waits when it waits.
-    public var state: AssetState {
-        if let live = scheduler.snapshot(identifier) { return live.state }
-        guard let record = scheduler.store.asset(id: identifier) else { return .cancelled }
-        return Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
-                                     attempts: record.attempts, detail: record.detail, now: scheduler.clock.now)
-    }
+    /// Where the asset is, and why it waits when it waits; ``AssetState/cancelled`` once it is
+    /// no longer in the library.
+    public var state: AssetState { backend.lastKnownStatus(ofAsset: identifier)?.state ?? .cancelled }
 
     /// The progress count: bytes of the file fetched and kept so far, from which a transfer
     /// continues.
@@ -52,10 +51,7 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
     /// mismatch discards the bytes); for another failure, the bytes kept to resume from. While a
     /// transfer runs it can be ahead of what is durable on disk. To know what the asset occupies
     /// in the library's own folders now, read ``bytesOnDisk``.
-    public var totalBytesWritten: Int64 {
-        if let live = scheduler.snapshot(identifier) { return live.written }
-        return scheduler.store.asset(id: identifier)?.bytesOnDisk ?? 0
-    }
+    public var totalBytesWritten: Int64 { backend.lastKnownStatus(ofAsset: identifier)?.totalBytesWritten ?? 0 }
 
     /// Bytes this asset occupies in the library's own folders now, read from the disk: its
     /// partial file (the bytes a transfer resumes from) while it is not finished, or its finished
@@ -63,18 +59,24 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
     ///
     /// `0` when the asset holds nothing there: never started, cancelled, delivered (the file then
     /// belongs to the issue folder or to the app), or failed without keeping a byte (a 404, a
-    /// refused credential, a checksum mismatch: no empty partial file is left behind).
+    /// refused credential, a checksum mismatch: no empty partial file is left behind). Always `0`
+    /// through a daemon, whose folders this process does not read.
     public var bytesOnDisk: Int64 {
-        let layout = scheduler.layout
+        guard let layout = scheduler?.layout else { return 0 }
         let partial = POSIX.regularFileSize(layout.partialURL(asset: identifier)) ?? 0
         guard let request else { return partial }
         return partial + (POSIX.regularFileSize(layout.inboxURL(asset: identifier, request: request)) ?? 0)
     }
 
     /// The total size, once the source has told it.
-    public var expectedTotalBytes: Int64? {
-        if let live = scheduler.snapshot(identifier) { return live.expected }
-        return scheduler.store.asset(id: identifier)?.expectedBytes
+    public var expectedTotalBytes: Int64? { backend.lastKnownStatus(ofAsset: identifier)?.expectedTotalBytes }
+
+    /// A snapshot of the asset: state, progress, attempts and failure, read at once.
+    ///
+    /// - Throws: ``LibraryError`` `.assetNotFound` when the library no longer has it, or when a
+    ///   daemon cannot be reached.
+    public func status() async throws(LibraryError) -> AssetStatus {
+        try await backend.status(ofAsset: identifier)
     }
 
     /// Starts the download, or reconnects to it (after a relaunch, for example).
@@ -92,8 +94,10 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
     /// interrupted download resuming when the library opens), the first delegate attached gets
     /// ``AssetDownloadDelegate/download(_:didResumeAt:expectedTotalBytes:)`` with that offset,
     /// before any progress.
-    public func download(delegate: (any AssetDownloadDelegate)? = nil) {
-        scheduler.download(self, delegate: delegate)
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func download(delegate: (any AssetDownloadDelegate)? = nil) async throws(LibraryError) {
+        try await backend.download(self, delegate: delegate)
     }
 
     /// Waits until the asset is delivered, fails, or is cancelled, and says which.
@@ -102,22 +106,20 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
     /// until it is started and ends. Cancelling the waiting task ends the wait only: the
     /// download goes on. To wait with a deadline, race this against `Task.sleep` in a task group.
     ///
-    /// - Returns: `.closed` if the library closes first.
+    /// - Returns: `.closed` if the library closes first (or its daemon goes away).
     /// - Throws: `CancellationError` when the waiting task is cancelled.
     public func waitUntilFinished() async throws(CancellationError) -> AssetOutcome {
-        try await scheduler.waitUntilFinished(identifier)
+        try await backend.waitUntilFinished(asset: identifier)
     }
 
     /// Starts or reconnects, delivering the events as an asynchronous sequence.
     ///
     /// The sequence ends after `.finished` or `.failed`. The file of `.finished` exists until the
     /// next call to `next()`; until then, it is still in the inbox and survives a crash.
-    public func events() -> DownloadEvents {
-        let (stream, continuation) = AsyncStream.makeStream(of: DownloadEvents.Envelope.self)
-        let adapter = StreamDelegate(continuation: continuation)
-        continuation.onTermination = { _ in adapter.releaseAll() }
-        download(delegate: adapter)
-        return DownloadEvents(stream: stream)
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func events() async throws(LibraryError) -> DownloadEvents {
+        try await backend.events(of: self)
     }
 
     /// Changes the SHA-256 the file must have (`nil`: none), as when a publisher corrects a
@@ -127,20 +129,32 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Throws: ``LibraryError`` `.invalidRequest` for a checksum that is not 64 hexadecimal
     ///   digits, or when the file is already verified and being delivered; `.assetNotFound`.
-    public func updateExpectedSHA256(_ sha256: String?) throws(LibraryError) {
-        try scheduler.updateChecksum(identifier, sha256: sha256)
+    public func updateExpectedSHA256(_ sha256: String?) async throws(LibraryError) {
+        try await backend.updateExpectedSHA256(sha256, ofAsset: identifier)
     }
 
-    /// Stops the transfer, keeping the bytes; ``download(delegate:)`` continues it.
-    public func pause() { scheduler.pause(identifier) }
+    /// Stops the transfer, keeping the bytes; ``resume()`` or ``download(delegate:)`` continues it.
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func pause() async throws(LibraryError) { try await backend.pause(asset: identifier) }
+
+    /// Continues the asset with the delegates it has, as ``download(delegate:)`` without a
+    /// delegate does: a paused transfer goes on from its bytes; a failed or cancelled asset starts
+    /// again. An asset no longer in the library is left alone.
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func resume() async throws(LibraryError) { try await backend.resume(asset: identifier) }
 
     /// Stops the transfer and removes its partial bytes; delegates get a `.cancelled` failure.
-    public func cancel() { scheduler.cancel(identifier) }
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func cancel() async throws(LibraryError) { try await backend.cancel(asset: identifier) }
 
     public var description: String { "AssetDownload(\(identifier))" }
 
+    /// The same asset of the same library (backend object).
     public static func == (lhs: AssetDownload, rhs: AssetDownload) -> Bool {
-        lhs.identifier == rhs.identifier && lhs.scheduler === rhs.scheduler
+        lhs.identifier == rhs.identifier && lhs.backend === rhs.backend
     }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(identifier) }
@@ -156,6 +170,15 @@ public struct DownloadEvents: AsyncSequence, Sendable {
     }
 
     let stream: AsyncStream<Envelope>
+
+    /// The events of a delegate that `attach` attaches (to a download, by a backend).
+    package static func attached(_ attach: (any AssetDownloadDelegate) -> Void) -> DownloadEvents {
+        let (stream, continuation) = AsyncStream.makeStream(of: Envelope.self)
+        let adapter = StreamDelegate(continuation: continuation)
+        continuation.onTermination = { _ in adapter.releaseAll() }
+        attach(adapter)
+        return DownloadEvents(stream: stream)
+    }
 
     public func makeAsyncIterator() -> Iterator {
         Iterator(base: stream.makeAsyncIterator())

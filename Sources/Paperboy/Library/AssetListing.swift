@@ -129,8 +129,10 @@ private extension UInt8 {
 extension Issue {
     /// Calls `body` with a listing of each of the issue's assets, in the order they were added,
     /// a page (1,000 assets) at a time, with the live state of transfers the library runs; as
-    /// ``forEachAssetStatus(_:)``, cheaper. Throws ``LibraryError`` when the library cannot be read.
+    /// ``forEachAssetStatus(_:)``, cheaper. Throws ``LibraryError`` when the library cannot be read,
+    /// or `.invalidRequest` when it is opened through a daemon.
     package func forEachAssetListing(_ body: (AssetListing) throws -> Void) throws {
+        guard let scheduler else { throw LibraryError.inProcessOnly("Issue.forEachAssetListing") }
         try scheduler.store.forEachAssetListing(issueName: name, now: scheduler.clock.now) { listing in
             guard let live = scheduler.snapshot(listing.identifier) else { return try body(listing) }
             var listing = listing

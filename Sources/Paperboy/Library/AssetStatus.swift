@@ -20,7 +20,7 @@ public struct AssetStatus: Sendable, Hashable {
     public var failure: LibraryError?
 }
 
-/// What a library is doing right now (see ``Library/activity``).
+/// What a library is doing right now (see ``Library/activity()``).
 public struct LibraryActivity: Sendable, Hashable {
     /// Assets transferring now.
     public var downloading = 0
@@ -47,7 +47,7 @@ public struct LibraryActivity: Sendable, Hashable {
 
 extension Issue {
     /// Snapshots of the issue's assets, in the order they were added. Throws ``LibraryError``
-    /// when the library cannot be read.
+    /// when the library cannot be read, or is opened through a daemon.
     public var assetStatuses: [AssetStatus] {
         get throws {
             var statuses: [AssetStatus] = []
@@ -60,9 +60,11 @@ extension Issue {
     /// read from the library a page at a time: memory holds one page (1,000 assets) however big
     /// the issue is, and `body` may use the library. Assets added or removed meanwhile may or
     /// may not be seen. Throws ``LibraryError`` when the library cannot be read (never taken
-    /// for "no more assets"), or what `body` throws.
+    /// for "no more assets"), or what `body` throws. In-process only: through a daemon it throws
+    /// `.invalidRequest` (``assets()`` and ``AssetDownload/status()`` work both ways).
     public func forEachAssetStatus(_ body: (AssetStatus) throws -> Void) throws {
-        try scheduler.store.forEachAsset(issueName: name) { record in try body(status(of: record)) }
+        guard let scheduler else { throw LibraryError.inProcessOnly("Issue.forEachAssetStatus") }
+        try scheduler.store.forEachAsset(issueName: name) { record in try body(scheduler.status(of: record)) }
     }
 
     /// Where a page of ``assetStatuses(after:limit:)`` ends: the next page starts after it.
@@ -78,22 +80,20 @@ extension Issue {
 
     /// At most `limit` snapshots of the issue's assets after `cursor`, in the order they were
     /// added, and the cursor of the next page (`nil` after the last): a client lists a big issue
-    /// a page at a time, each read on its own. Throws when the library cannot be read.
+    /// a page at a time, each read on its own. Throws when the library cannot be read, or is
+    /// opened through a daemon.
     package func assetStatuses(after cursor: PageCursor?, limit: Int) throws(LibraryError) -> (statuses: [AssetStatus], next: PageCursor?) {
+        guard let scheduler else { throw LibraryError.inProcessOnly("Issue.assetStatuses(after:limit:)") }
         let page = try scheduler.store.assetPage(issueName: name, after: cursor.map { ($0.seq, $0.id) }, limit: max(1, limit))
         let next = page.count >= max(1, limit) ? page.last.map { PageCursor(seq: $0.seq, id: $0.id) } : nil
-        return (page.map(status(of:)), next)
+        return (page.map(scheduler.status(of:)), next)
     }
-
-    private func status(of record: AssetRecord) -> AssetStatus { scheduler.status(of: record) }
 }
 
 extension AssetDownload {
     /// A snapshot of the asset (state, progress, attempts, failure) read at once; `nil` when
-    /// the library no longer has it.
-    package var status: AssetStatus? {
-        scheduler.store.asset(id: identifier).map(scheduler.status(of:))
-    }
+    /// the library no longer has it. Through a daemon, what it last reported.
+    package var status: AssetStatus? { backend.lastKnownStatus(ofAsset: identifier) }
 }
 
 extension Scheduler {
@@ -112,9 +112,17 @@ extension Scheduler {
 
 extension Library {
     /// Counts and bytes of the work in progress. Throws ``LibraryError`` when the library cannot
-    /// be read (never taken for "nothing to do").
+    /// be read (never taken for "nothing to do"); through a daemon, what it last reported.
     public var activity: LibraryActivity {
-        get throws(LibraryError) { try scheduler.activity() }
+        get throws(LibraryError) { try backend.lastKnownActivity() }
+    }
+
+    /// Counts and bytes of the work in progress.
+    ///
+    /// - Throws: ``LibraryError`` when the library (or its daemon) cannot be read (never taken
+    ///   for "nothing to do").
+    public func activity() async throws(LibraryError) -> LibraryActivity {
+        try await backend.activity()
     }
 }
 

@@ -2,7 +2,10 @@ import Foundation
 
 /// One issue of a publication: a unique name, a date, a content folder, and its assets.
 ///
-/// An `Issue` is a handle: its properties read the library's current state.
+/// An `Issue` is a handle: ``name``, ``date`` and ``contentURL`` are read when it is made; its
+/// methods work the same in-process and through a daemon; its other properties are in-process
+/// conveniences that read the library's current state (through a daemon, what the daemon last
+/// reported, never waiting for it).
 public struct Issue: Sendable, Hashable, CustomStringConvertible {
     /// The issue's status as a shelf shows it.
     ///
@@ -25,33 +28,49 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
     public let name: String
     /// The publication date.
     public let date: Date
-    let scheduler: Scheduler
+    /// The folder that holds the issue's delivered content (the daemon's, through a daemon).
+    public let contentURL: URL
+    let backend: any LibraryBackend
 
-    init(record: IssueRecord, scheduler: Scheduler) {
-        name = record.name.text
-        date = record.date.date
-        self.scheduler = scheduler
+    package init(name: String, date: Date, contentURL: URL, backend: any LibraryBackend) {
+        self.name = name
+        self.date = date
+        self.contentURL = contentURL
+        self.backend = backend
     }
 
-    /// The folder that holds the issue's delivered content.
-    public var contentURL: URL { scheduler.layout.contentURL(issue: name) }
+    init(record: IssueRecord, backend: LocalBackend) {
+        self.init(name: record.name.text, date: record.date.date,
+                  contentURL: backend.scheduler.layout.contentURL(issue: record.name.text), backend: backend)
+    }
+
+    /// The scheduler of an in-process library; `nil` through a daemon.
+    var scheduler: Scheduler? { (backend as? LocalBackend)?.scheduler }
 
     /// The issue's assets, in the order they were added; a row that cannot be read is left out
     /// (``Library/damagedRows`` names it).
-    public var assets: [AssetDownload] {
-        scheduler.store.assetIDs(issueName: name).map {
-            AssetDownload(identifier: $0, issueName: name, scheduler: scheduler)
-        }
+    public var assets: [AssetDownload] { backend.lastKnownAssets(ofIssue: name) }
+
+    /// The issue's assets, in the order they were added (see ``assets``).
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func assets() async throws(LibraryError) -> [AssetDownload] {
+        try await backend.assets(ofIssue: name)
     }
 
     /// Whether the issue is complete, on its way, or neither; ``Status/notDownloaded`` when the
     /// library cannot be read (``assetCounts`` throws the reason).
     public var status: Status { (try? assetCounts)?.issueStatus ?? .notDownloaded }
 
-    /// The delivered cover image (an asset with the ``AssetRole/cover`` role), if any.
-    public var coverURL: URL? {
-        scheduler.store.issue(named: name)?.coverPath.map { contentURL.appendingPathComponent($0.text) }
+    /// Whether the issue is complete, on its way, or neither.
+    ///
+    /// - Throws: ``LibraryError`` when the library (or its daemon) cannot be read.
+    public func status() async throws(LibraryError) -> Status {
+        try await backend.status(ofIssue: name)
     }
+
+    /// The delivered cover image (an asset with the ``AssetRole/cover`` role), if any.
+    public var coverURL: URL? { backend.lastKnownCoverURL(ofIssue: name) }
 
     /// Waits until each of the issue's assets (as of this call) is delivered, failed, or
     /// cancelled, and says whether the issue is complete.
@@ -62,22 +81,24 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Throws: `CancellationError` when the waiting task is cancelled.
     public func waitUntilAvailable() async throws(CancellationError) -> IssueOutcome {
-        let assets = self.assets
-        var missing: [AssetDownload: AssetOutcome] = [:]
-        for asset in assets {
-            let outcome = try await asset.waitUntilFinished()
-            if case .delivered = outcome { continue }
-            missing[asset] = outcome
-        }
-        return assets.isEmpty || !missing.isEmpty ? .incomplete(missing) : .available
+        try await backend.waitUntilAvailable(issue: name)
     }
 
     /// Whether the issue became available and has not been marked read (counts in the badge).
-    public var isNew: Bool { scheduler.store.issue(named: name)?.isNew ?? false }
+    public var isNew: Bool { backend.lastKnownIsNew(issue: name) }
+
+    /// Whether the issue became available and has not been marked read (see ``isNew``).
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func isNew() async throws(LibraryError) -> Bool {
+        try await backend.isNew(issue: name)
+    }
 
     /// Clears ``isNew``.
-    public func markRead() {
-        scheduler.store.updateIssue(named: name) { $0.isNew = false }
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func markRead() async throws(LibraryError) {
+        try await backend.markRead(issue: name)
     }
 
     /// Adds an asset to download into this issue; start it with ``AssetDownload/download(delegate:)``.
@@ -88,8 +109,8 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
     ///     docs/Security.md lists the limits).
     /// - Throws: ``LibraryError`` for a malformed request, a too large `userInfo`, or a removed issue.
     @discardableResult
-    public func addAsset(_ request: AssetRequest, userInfo: JSONValue? = nil) throws(LibraryError) -> AssetDownload {
-        try addAssets([(request, userInfo)])[0]
+    public func addAsset(_ request: AssetRequest, userInfo: JSONValue? = nil) async throws(LibraryError) -> AssetDownload {
+        try await addAssets([(request, userInfo)])[0]
     }
 
     /// Adds several assets in one transaction (much faster than one by one).
@@ -99,31 +120,19 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
     ///   - downloading: also start them, as ``AssetDownload/download(delegate:)`` without a
     ///     delegate does, in the same transaction (they are written queued): the way to add
     ///     thousands of assets to download, since nothing is read back.
+    /// - Throws: ``LibraryError`` as ``addAsset(_:userInfo:)`` does, for the first request refused
+    ///   (then none is added).
     @discardableResult
-    public func addAssets(_ requests: [(AssetRequest, JSONValue?)], downloading: Bool = false) throws(LibraryError) -> [AssetDownload] {
-        guard scheduler.store.issue(named: name) != nil else {
-            throw LibraryError(.issueNotFound, "issue '\(name)' is not in the library")
-        }
-        var seq = scheduler.store.nextAssetSeq()
-        var records: [AssetRecord] = []
-        for (request, userInfo) in requests {
-            let request = try request.validated()
-            let userInfoJSON = try userInfo?.userInfoJSON(for: request.url, maxBytes: scheduler.maxUserInfoBytes)
-            records.append(AssetRecord(
-                id: Self.newAssetIdentifier(), issueName: name, seq: seq, request: request, userInfo: userInfoJSON,
-                state: (downloading ? PersistedState.queued : .idle).rawValue, detail: nil, retryAt: nil, attempts: 0, bytesOnDisk: 0,
-                expectedBytes: nil, validator: nil, validatorStrength: nil))
-            seq += 1
-        }
-        try scheduler.store.insertAssets(records)
-        if downloading { scheduler.enqueue(records) }
-        return records.map { AssetDownload(identifier: $0.id, issueName: name, scheduler: scheduler) }
+    public func addAssets(_ requests: [(AssetRequest, JSONValue?)], downloading: Bool = false) async throws(LibraryError)
+        -> [AssetDownload] {
+        try await backend.addAssets(requests, toIssue: name, downloading: downloading)
     }
 
     public var description: String { "Issue(\(name))" }
 
+    /// The same issue of the same library (backend object).
     public static func == (lhs: Issue, rhs: Issue) -> Bool {
-        lhs.name == rhs.name && lhs.scheduler === rhs.scheduler
+        lhs.name == rhs.name && lhs.backend === rhs.backend
     }
 
     public func hash(into hasher: inout Hasher) { hasher.combine(name) }

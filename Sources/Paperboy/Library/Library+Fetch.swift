@@ -10,8 +10,10 @@ extension Library {
     ///   - maxBytes: the largest size accepted (4 MiB by default).
     ///   - options: transport options, as for an asset (a CA file, say).
     /// - Throws: ``LibraryError`` wrapping the transport's error, or `.invalidRequest` when the
-    ///   resource is larger than `maxBytes`.
+    ///   resource is larger than `maxBytes`; `.invalidRequest` through a daemon (use
+    ///   ``fetchData(from:transports:configuration:maxBytes:options:)`` there).
     public func fetchData(from url: URL, maxBytes: Int = 4 << 20, options: [String: String] = [:]) async throws(LibraryError) -> Data {
+        guard let scheduler = local?.scheduler else { throw LibraryError.inProcessOnly("Library.fetchData(from:)") }
         let settings = scheduler.settings
         return try await Self.fetch(url, maxBytes: maxBytes, options: options, transports: scheduler.transports,
                                     credentials: settings.credentials, retry: settings.retry,

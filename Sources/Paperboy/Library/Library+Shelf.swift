@@ -25,24 +25,13 @@ extension Library {
     /// - Throws: ``LibraryError`` `.invalidRequest` for a payload out of the push payload's JSON
     ///   limits (32 levels, 64 KiB: docs/Security.md), or when the decision cannot be recorded.
     public func contentAvailable(payload: JSONValue? = nil, throttle: Duration = .seconds(86_400),
-                                 dontThrottle: Bool = false, now: Date? = nil) throws(LibraryError) -> ContentAvailableResult {
-        if let payload {
-            try Self.checkPushPayload(payload)
-            if !Self.saysContentAvailable(payload) { return .ignored }
-        }
-        let now = now ?? scheduler.clock.now
-        if !dontThrottle, let last = lastContentRefresh {
-            let next = last.addingTimeInterval(throttle.seconds)
-            if now < next { return .throttled(nextAllowed: next) }
-        }
-        try scheduler.store.setMeta("lastContentRefresh", String(now.timeIntervalSince1970))
-        return .refresh
+                                 dontThrottle: Bool = false, now: Date? = nil) async throws(LibraryError) -> ContentAvailableResult {
+        try await backend.contentAvailable(payload: payload, throttle: throttle, dontThrottle: dontThrottle, now: now)
     }
 
-    /// When ``contentAvailable(payload:throttle:dontThrottle:now:)`` last said to refresh.
-    public var lastContentRefresh: Date? {
-        scheduler.store.meta("lastContentRefresh").flatMap(Double.init).map { Date(timeIntervalSince1970: $0) }
-    }
+    /// When ``contentAvailable(payload:throttle:dontThrottle:now:)`` last said to refresh; `nil`
+    /// through a daemon (which keeps its own).
+    public var lastContentRefresh: Date? { local?.lastContentRefresh }
 
     /// Refuses a push payload out of ``JSONReader/pushPayload``'s limits, in-process and before a
     /// client sends it to a daemon alike.
@@ -82,33 +71,7 @@ extension Library {
     /// - Throws: ``LibraryError`` `.invalidRequest` naming the value when `budgetBytes` is out of range.
     @discardableResult
     public func purge(keep: Int? = nil, budgetBytes: Int64? = nil) async throws(LibraryError) -> [String] {
-        if let budgetBytes {
-            do throws(BoundaryError) { _ = try ByteCount(budgetBytes, door: "purge(keep:budgetBytes:) budgetBytes") } catch { throw LibraryError(error) }
-        }
-        let reading = currentlyReadingIssue?.name
-        let all = issues   // newest first
-        var removable = all.reversed().filter { $0.name != reading && $0.status == .available }
-        var removed: [String] = []
-        if let keep {
-            var excess = all.count - max(0, keep)
-            while excess > 0, !removable.isEmpty {
-                let issue = removable.removeFirst()
-                try await removeIssue(issue)
-                removed.append(issue.name)
-                excess -= 1
-            }
-        }
-        if let budgetBytes {
-            var sizes = Dictionary(uniqueKeysWithValues: issues.map { ($0.name, Self.folderSize($0.contentURL)) })
-            var total = sizes.values.reduce(0, +)
-            while total > budgetBytes, !removable.isEmpty {
-                let issue = removable.removeFirst()
-                total -= sizes.removeValue(forKey: issue.name) ?? 0
-                try await removeIssue(issue)
-                removed.append(issue.name)
-            }
-        }
-        return removed
+        try await backend.purge(keep: keep, budgetBytes: budgetBytes)
     }
 
     /// Bytes used by the files under `folder`.

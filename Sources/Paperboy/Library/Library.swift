@@ -15,14 +15,23 @@ import Synchronization
 ///
 /// ```swift
 /// let library = try Library.open(at: folder, transports: TransportRegistry([FileTransport()]))
-/// let issue = try library.addIssue(name: "2026-11-21", date: .now)
-/// let asset = try issue.addAsset(AssetRequest(url: source, destinationPath: "magazine.pdf"))
-/// asset.download(delegate: myDelegate)
+/// let issue = try await library.addIssue(name: "2026-11-21", date: .now)
+/// let asset = try await issue.addAsset(AssetRequest(url: source, destinationPath: "magazine.pdf"))
+/// try await asset.download(delegate: myDelegate)
 /// ```
 ///
-/// At launch, reconnect with `library.downloadingAssets.forEach { $0.download(delegate: d) }`:
-/// transfers interrupted by a crash continue from the bytes really on disk, and finished files
-/// that were never handed over are delivered again.
+/// At launch, reconnect with `for asset in try await library.downloadingAssets() { try await
+/// asset.download(delegate: d) }`: transfers interrupted by a crash continue from the bytes
+/// really on disk, and finished files that were never handed over are delivered again.
+///
+/// A library is served by a backend: this process's own scheduler and database
+/// (``open(at:transports:configuration:)``), or a paperboy daemon (`PaperboyClient`'s
+/// `Library.connect`). The asynchronous methods of `Library`, ``Issue`` and ``AssetDownload`` work
+/// the same both ways. The synchronous properties (``issues``, ``badgeCount``,
+/// ``AssetDownload/state``…) are in-process conveniences: live in this process, and through a
+/// daemon what it last reported. Members that drive this process's own scheduler
+/// (``bandwidthLimiter``, ``waitUntilIdle(includingNetworkWaits:retryWaitLimit:)``,
+/// ``fetchData(from:maxBytes:options:)``…) work in-process only and say what they do otherwise.
 public final class Library: Sendable {
     /// How a library schedules and records its work.
     public struct Configuration: Sendable {
@@ -114,15 +123,31 @@ public final class Library: Sendable {
         public init() {}
     }
 
-    /// The library's folder.
+    /// The library's folder (the daemon's, through a daemon).
     public let root: URL
-    let scheduler: Scheduler
+    /// What serves the library: ``LocalBackend`` in-process.
+    package let backend: any LibraryBackend
     private let lockDescriptor: Mutex<Int32>
 
-    private init(root: URL, scheduler: Scheduler, lockDescriptor: Int32) {
-        self.root = root
-        self.scheduler = scheduler
+    /// A library served by `backend` (a daemon's, say).
+    package convenience init(backend: any LibraryBackend) {
+        self.init(backend: backend, lockDescriptor: -1)
+    }
+
+    private init(backend: any LibraryBackend, lockDescriptor: Int32) {
+        root = backend.root
+        self.backend = backend
         self.lockDescriptor = Mutex(lockDescriptor)
+    }
+
+    /// The in-process backend; `nil` for a library opened through a daemon.
+    package var local: LocalBackend? { backend as? LocalBackend }
+
+    /// The scheduler of an in-process library, for code and tests of this module that work on
+    /// its internals; public members reach it through ``local`` and never trap.
+    var scheduler: Scheduler {
+        guard let local else { fatalError("Library.scheduler: \(root.path) is not opened in this process") }
+        return local.scheduler
     }
 
     deinit {
@@ -219,7 +244,7 @@ public final class Library: Sendable {
             throw error
         }
         scheduler.startBackgroundWork()
-        return Library(root: layout.root, scheduler: scheduler, lockDescriptor: lock)
+        return Library(backend: LocalBackend(scheduler: scheduler), lockDescriptor: lock)
     }
 
     /// The Linux monitor, or a fixed status from `PAPERBOY_NETWORK`.
@@ -255,7 +280,7 @@ public final class Library: Sendable {
         let scheduler = Scheduler(
             store: store, layout: layout, transports: TransportRegistry(), settings: settings,
             durability: Durability(root: layout.root, enabled: false), logger: configuration.logger)
-        return Library(root: layout.root, scheduler: scheduler, lockDescriptor: -1)
+        return Library(backend: LocalBackend(scheduler: scheduler), lockDescriptor: -1)
     }
 
     // MARK: Issues
@@ -267,23 +292,26 @@ public final class Library: Sendable {
     ///   control or bidi characters, more than 255 bytes, look-alikes); `.invalidRequest` for a date outside years 1 to 9999
     ///   in UTC (``LibraryDate``); `.storage` when a damaged row holds the name (``damagedRows``).
     @discardableResult
-    public func addIssue(name: String, date: Date) throws(LibraryError) -> Issue {
-        let name = try IssueName(name, door: "issue name")
-        let date = try LibraryDate(date, door: "addIssue(name:date:) '\(name)'")
-        let record = IssueRecord(name: name, date: date, addedAt: scheduler.clock.now, isNew: false, coverPath: nil)
-        try scheduler.store.insertIssue(record)
-        return Issue(record: record, scheduler: scheduler)
+    public func addIssue(name: String, date: Date) async throws(LibraryError) -> Issue {
+        try await backend.addIssue(name: name, date: date)
     }
 
     /// The issue named `name`, if any.
-    public func issue(named name: String) -> Issue? {
-        scheduler.store.issue(named: name).map { Issue(record: $0, scheduler: scheduler) }
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func issue(named name: String) async throws(LibraryError) -> Issue? {
+        try await backend.issue(named: name)
     }
 
     /// Every issue, newest first. An issue whose row cannot be read is left out, never hides the
-    /// others: ``damagedRows`` names it.
-    public var issues: [Issue] {
-        scheduler.store.issues().map { Issue(record: $0, scheduler: scheduler) }
+    /// others: ``damagedRows`` names it. Through a daemon, the issues it last reported.
+    public var issues: [Issue] { backend.lastKnownIssues() }
+
+    /// Every issue, newest first; an issue whose row cannot be read is left out (``damagedRows``).
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func issues() async throws(LibraryError) -> [Issue] {
+        try await backend.issues()
     }
 
     /// The rows of the library's database that cannot be read back (issues, then assets), each
@@ -292,60 +320,80 @@ public final class Library: Sendable {
     /// with the rest, and an asset whose state cannot be read reads as failed. Empty for a sound
     /// library; a listing shows these next to what it lists, and a sync reports them.
     ///
-    /// - Throws: ``LibraryError`` `.storage` when the database cannot be read at all.
+    /// - Throws: ``LibraryError`` `.storage` when the database cannot be read at all;
+    ///   `.invalidRequest` through a daemon (its listings carry them).
     public var damagedRows: [DamagedRow] {
-        get throws(LibraryError) { try scheduler.store.damagedRows() }
+        get throws(LibraryError) {
+            guard let local else { throw LibraryError.inProcessOnly("Library.damagedRows") }
+            return try local.store.damagedRows()
+        }
     }
 
     /// Removes an issue: cancels its downloads, deletes its content folder and its records.
     public func removeIssue(_ issue: Issue) async throws(LibraryError) {
-        let assets = scheduler.store.assets(issueName: issue.name)
-        await scheduler.removeIssue(issue.name)
-        for asset in assets {
-            POSIX.remove(scheduler.layout.partialURL(asset: asset.id))
-            POSIX.remove(scheduler.layout.inboxURL(asset: asset.id, request: asset.request))
-        }
-        if currentlyReadingIssue?.name == issue.name { try setCurrentlyReadingIssue(nil) }
-        try scheduler.store.deleteIssue(named: issue.name)
-        try? FileManager.default.removeItem(at: issue.contentURL)
+        try await backend.removeIssue(named: issue.name)
     }
+
+    /// Assets asked for and not yet delivered (waiting, downloading, or finished in the inbox);
+    /// through a daemon, those it last reported.
+    ///
+    /// At launch, call ``AssetDownload/download(delegate:)`` on each to reconnect.
+    public var downloadingAssets: [AssetDownload] { backend.lastKnownDownloadingAssets() }
 
     /// Assets asked for and not yet delivered (waiting, downloading, or finished in the inbox).
     ///
     /// At launch, call ``AssetDownload/download(delegate:)`` on each to reconnect.
-    public var downloadingAssets: [AssetDownload] {
-        scheduler.activeAssets()
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func downloadingAssets() async throws(LibraryError) -> [AssetDownload] {
+        try await backend.downloadingAssets()
     }
 
     /// The asset with this identifier, if it still exists.
-    public func asset(identifier: String) -> AssetDownload? {
-        if let record = scheduler.store.asset(id: identifier) {
-            return AssetDownload(identifier: record.id, issueName: record.issueName, scheduler: scheduler)
-        }
-        return nil
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func asset(identifier: String) async throws(LibraryError) -> AssetDownload? {
+        try await backend.asset(identifier: identifier)
     }
 
+    /// The issue the user is reading; it is never purged. Through a daemon, the one it last reported.
+    public var currentlyReadingIssue: Issue? { backend.lastKnownCurrentlyReadingIssue() }
+
     /// The issue the user is reading; it is never purged.
-    public var currentlyReadingIssue: Issue? {
-        scheduler.store.meta("currentlyReadingIssue").flatMap { issue(named: $0) }
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func currentlyReadingIssue() async throws(LibraryError) -> Issue? {
+        try await backend.currentlyReadingIssue()
     }
 
     /// Records the issue the user is reading (`nil` for none).
-    public func setCurrentlyReadingIssue(_ issue: Issue?) throws(LibraryError) {
-        try scheduler.store.setMeta("currentlyReadingIssue", issue?.name)
+    public func setCurrentlyReadingIssue(_ issue: Issue?) async throws(LibraryError) {
+        try await backend.setCurrentlyReadingIssue(named: issue?.name)
     }
 
+    /// How many issues are new (available and not marked read); through a daemon, the count it
+    /// last reported.
+    public var badgeCount: Int { backend.lastKnownBadgeCount() }
+
     /// How many issues are new (available and not marked read).
-    public var badgeCount: Int { scheduler.store.countNewIssues() }
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func badgeCount() async throws(LibraryError) -> Int {
+        try await backend.badgeCount()
+    }
 
     // MARK: Events and lifetime
 
-    /// Library-wide events: issues completed, assets changing state.
-    public func events() -> AsyncStream<LibraryEvent> {
-        scheduler.broadcaster.subscribe()
+    /// Library-wide events from now on: issues completed, assets changing state.
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func events() async throws(LibraryError) -> AsyncStream<LibraryEvent> {
+        try await backend.events()
     }
 
     /// Returns once nothing is queued, downloading, waiting for a retry or being delivered.
+    /// Through a daemon it returns at once (wait for each asset with
+    /// ``AssetDownload/waitUntilFinished()`` there).
     ///
     /// - Parameters:
     ///   - includingNetworkWaits: also wait for assets waiting for an allowed network
@@ -353,40 +401,50 @@ public final class Library: Sendable {
     ///   - retryWaitLimit: retries due later than it allows do not count either (they keep
     ///     waiting in the library); by default every retry is waited for.
     public func waitUntilIdle(includingNetworkWaits: Bool = false, retryWaitLimit: RetryWaitLimit? = nil) async {
-        await scheduler.waitUntilIdle(includingNetworkWaits: includingNetworkWaits, retryWaitLimit: retryWaitLimit)
+        await local?.scheduler.waitUntilIdle(includingNetworkWaits: includingNetworkWaits, retryWaitLimit: retryWaitLimit)
     }
 
     // MARK: Policies
 
     /// The global bandwidth limiter: read its ``BandwidthLimiter/statistics``, or change the
-    /// limit at run time with ``BandwidthLimiter/setBytesPerSecond(_:)``.
-    public var bandwidthLimiter: BandwidthLimiter { scheduler.limiter }
+    /// limit at run time with ``BandwidthLimiter/setBytesPerSecond(_:)``. Through a daemon, an
+    /// unlimited limiter of its own that governs no transfer (the daemon's limit is set in its
+    /// configuration).
+    public var bandwidthLimiter: BandwidthLimiter {
+        local?.scheduler.limiter ?? BandwidthLimiter(bytesPerSecond: nil)
+    }
 
-    /// Follows a time-of-day schedule for the global limit from now on (`nil`: stop following it).
+    /// Follows a time-of-day schedule for the global limit from now on (`nil`: stop following
+    /// it). Does nothing through a daemon.
     public func setBandwidthSchedule(_ schedule: BandwidthSchedule?) {
-        scheduler.setSchedule(schedule)
+        local?.scheduler.setSchedule(schedule)
     }
 
     /// Changes the limit of each transfer on its own, running ones included (`nil`: none).
+    /// Does nothing through a daemon.
     public func setPerTransferBandwidthLimit(_ bytesPerSecond: Int64?) {
-        scheduler.setPerTransferLimit(bytesPerSecond)
+        local?.scheduler.setPerTransferLimit(bytesPerSecond)
     }
 
-    /// The network status the scheduler works with.
-    public var networkStatus: NetworkStatus { scheduler.state.withLock { $0.network } }
+    /// The network status the scheduler works with; through a daemon, whose scheduler decides,
+    /// an unknown network (``NetworkStatus/Kind/other``).
+    public var networkStatus: NetworkStatus {
+        local?.scheduler.state.withLock { $0.network } ?? NetworkStatus(kind: .other)
+    }
 
     /// The limiter statistics recorded by the process that has the library open (about once a
-    /// second), for reading from another process.
+    /// second), for reading from another process; `nil` through a daemon.
     public var recordedBandwidthStatistics: BandwidthLimiter.Statistics? {
+        guard let local else { return nil }
         let reader = JSONReader("bandwidth statistics in the library's database", limits: .stateFile)
-        return scheduler.store.meta("bandwidth").flatMap { try? reader.decode(BandwidthLimiter.Statistics.self, from: Data($0.utf8)) }
+        return local.store.meta("bandwidth").flatMap { try? reader.decode(BandwidthLimiter.Statistics.self, from: Data($0.utf8)) }
     }
 
     /// Stops running transfers (their bytes are kept and continue at the next open) and writes
-    /// everything pending to the database.
+    /// everything pending to the database. Through a daemon, closes the connection; the
+    /// daemon's downloads go on.
     public func close() async {
-        await scheduler.close()
-        scheduler.broadcaster.finish()
+        await backend.close()
         releaseLock()
     }
 }

@@ -61,6 +61,8 @@ final class Scheduler: Sendable {
     let logger: Logger
     let broadcaster = EventBroadcaster()
     let state: Mutex<State>
+    /// The backend serving this scheduler (see ``backend``).
+    let backendReference = Mutex(BackendReference())
     /// The configured clock: retries, timeouts, the limiter and the schedule read it.
     var clock: any LibraryClock { settings.clock }
 
@@ -162,8 +164,9 @@ final class Scheduler: Sendable {
 
     /// Assets asked for and not yet delivered, oldest first.
     func activeAssets() -> [AssetDownload] {
-        store.assetIDs(inStates: [.queued, .paused, .retry, .network, .downloading, .finished]).map {
-            AssetDownload(identifier: $0.id, issueName: $0.issueName, scheduler: self)
+        let backend = self.backend
+        return store.assetIDs(inStates: [.queued, .paused, .retry, .network, .downloading, .finished]).map {
+            backend.asset($0.id, issueName: $0.issueName)
         }
     }
 
@@ -264,6 +267,6 @@ final class Scheduler: Sendable {
             }
         }
         guard let current, let issueName else { return }
-        broadcaster.send(.assetStateChanged(AssetDownload(identifier: id, issueName: issueName, scheduler: self), current))
+        broadcaster.send(.assetStateChanged(backend.asset(id, issueName: issueName), current))
     }
 }

@@ -50,7 +50,7 @@ struct DaemonCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         do {
-            _ = try daemon.addConfiguredIssues(config)
+            _ = try await daemon.addConfiguredIssues(config)
         } catch {
             logger.error("\(config.fileURL.lastPathComponent): \(error.message)")
         }
@@ -101,11 +101,11 @@ final class Daemon: @unchecked Sendable {
 
     /// Adds the configuration's issues and assets that are not in the library, and starts every
     /// configured asset not delivered yet; returns how many issues were added.
-    func addConfiguredIssues(_ config: PaperboyConfiguration) throws(LibraryError) -> Int {
+    func addConfiguredIssues(_ config: PaperboyConfiguration) async throws(LibraryError) -> Int {
         let before = Set(library.issues.map(\.name))
-        let plan = try SyncPlan.make(issues: config.issues, config: config, library: library)
+        let plan = try await SyncPlan.make(issues: config.issues, config: config, library: library)
         for asset in plan.toDownload where !asset.state.isActive {
-            if let server { server.download(asset, deliver: false) } else { asset.download() }
+            if let server { server.download(asset, deliver: false) } else { try await asset.download() }
         }
         return Set(library.issues.map(\.name)).subtracting(before).count
     }
@@ -128,7 +128,7 @@ final class Daemon: @unchecked Sendable {
         config.withLock { $0 = fresh }
         await feeds?.reconfigure(fresh)
         do {
-            return try addConfiguredIssues(fresh)
+            return try await addConfiguredIssues(fresh)
         } catch {
             throw ReloadError(description: "\(url.lastPathComponent): \(error.message)")
         }

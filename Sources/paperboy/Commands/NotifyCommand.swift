@@ -68,7 +68,7 @@ struct NotifyCommand: AsyncParsableCommand {
         let library = try SyncRun.openLibrary(config)
         let decision: ContentAvailableResult
         do {
-            decision = try library.contentAvailable(
+            decision = try await library.contentAvailable(
                 payload: json, throttle: config.notifications.throttle, dontThrottle: config.notifications.dontThrottle)
         } catch {
             await library.close()

@@ -43,16 +43,16 @@ struct ReadCommand: AsyncParsableCommand {
         var code: Int32 = 0
         do {
             if let name {
-                if let issue = library.issue(named: name) {
-                    try library.setCurrentlyReadingIssue(issue)
-                    issue.markRead()
+                if let issue = try await library.issue(named: name) {
+                    try await library.setCurrentlyReadingIssue(issue)
+                    try await issue.markRead()
                     told(issue.contentURL)
                 } else {
                     notFound(in: library.root)
                     code = 1
                 }
             } else {
-                try library.setCurrentlyReadingIssue(nil)
+                try await library.setCurrentlyReadingIssue(nil)
                 told(nil)
             }
         } catch {

@@ -82,7 +82,7 @@ actor FeedDuty {
                                 "NOTIFY: no feed named '\(name)' (feeds: \(config.feeds.map(\.name).joined(separator: ", ")))")
             }
         }
-        let decision = try library.contentAvailable(
+        let decision = try await library.contentAvailable(
             payload: request.payload, throttle: config.notifications.throttle, dontThrottle: config.notifications.dontThrottle)
         switch decision {
         case .ignored:
@@ -151,9 +151,9 @@ actor FeedDuty {
         var added: [String] = []
         var plan = SyncPlan()
         for item in result.issues {
-            let isNew = library.issue(named: item.entry.name) == nil
             do {
-                try plan.add(item.entry, config: config, library: library)
+                let isNew = try await library.issue(named: item.entry.name) == nil
+                try await plan.add(item.entry, config: config, library: library)
                 if isNew { added.append(item.entry.name) }
             } catch {
                 failures.append("feed '\(item.feed)': issue '\(item.entry.name)': \(error.message)")

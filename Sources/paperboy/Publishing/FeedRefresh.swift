@@ -22,7 +22,7 @@ struct FeedRefresh {
     static func refresh(config: PaperboyConfiguration, library: Library, logger: Logger) async -> FeedRefresh {
         await refresh(config: config, purged: PurgedIssues(library: library).names, logger: logger,
                       fetch: { url, options throws(LibraryError) in try await library.fetchData(from: url, options: options) },
-                      exists: { library.issue(named: $0) != nil })
+                      exists: { (try? await library.issue(named: $0)) != nil })
     }
 
     /// As ``refresh(config:library:logger:)``, for a command whose library a daemon holds:
@@ -30,7 +30,7 @@ struct FeedRefresh {
     /// names `paperboy purge` removed.
     static func refresh(config: PaperboyConfiguration, purged: Set<String>, logger: Logger,
                         fetch: (URL, [String: String]) async throws(LibraryError) -> Data,
-                        exists: (String) -> Bool) async -> FeedRefresh {
+                        exists: (String) async -> Bool) async -> FeedRefresh {
         var result = FeedRefresh()
         var taken = Set(config.issues.map(\.name))
         for feed in config.feeds {
@@ -55,11 +55,11 @@ struct FeedRefresh {
                     continue
                 }
                 taken.insert(issue.name)
-                if purged.contains(issue.name), !exists(issue.name) {
+                if purged.contains(issue.name), await !exists(issue.name) {
                     logger.info("feed '\(feed.name)': issue '\(issue.name)' was purged; not adding it again")
                     continue
                 }
-                if !exists(issue.name) { fresh += 1 }
+                if await !exists(issue.name) { fresh += 1 }
                 result.issues.append(FeedIssue(feed: feed.name, entry: issue.entry))
             }
             logger.notice("feed '\(feed.name)': \(catalog.issues.count) issue(s), \(fresh) new")

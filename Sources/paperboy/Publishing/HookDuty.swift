@@ -15,7 +15,9 @@ final class HookDuty: Sendable {
 
     /// Starts following `library`'s events; `config` gives the configuration in force.
     init(library: Library, logger: Logger, config: @escaping @Sendable () -> PaperboyConfiguration) {
-        let events = library.events()
+        // Subscribed here, before this returns, so that no completion is missed; a library
+        // served by a daemon runs its hooks there.
+        let events = library.local?.events() ?? AsyncStream { $0.finish() }
         task = Task {
             for await event in events {
                 guard case .issueDownloadCompleted(let issue) = event else { continue }
