@@ -254,9 +254,9 @@ struct DaemonProtocolTests {
                 #expect(added.kind == "OK", "\(date): \(WireClient.describe(added))")
                 #expect((json(added)["issue"] as? JSON)?["date"] as? String == shown, "\(date): \(WireClient.describe(added))")
             }
-            #expect(daemon.library.issue(named: "alone")?.date == LibraryDate.utc(year: 2026, month: 11, day: 21))
-            #expect(daemon.library.issue(named: "old")?.date == LibraryDate.utc(year: 1500, month: 3, day: 1))
-            #expect(daemon.library.issue(named: "older")?.date == LibraryDate.utc(year: 1500, month: 3, day: 1, hour: 10, minute: 30))
+            #expect(try await daemon.library.issue(named: "alone")?.date == LibraryDate.utc(year: 2026, month: 11, day: 21))
+            #expect(try await daemon.library.issue(named: "old")?.date == LibraryDate.utc(year: 1500, month: 3, day: 1))
+            #expect(try await daemon.library.issue(named: "older")?.date == LibraryDate.utc(year: 1500, month: 3, day: 1, hour: 10, minute: 30))
             // Numbers in an app's own JSON are numbers: the integer rule is for integer fields.
             let asset = try await client.request(
                 "ADDASSET", #"{"id":4,"issue":"alone","request":{"url":"mem://example/a"},"user_info":{"pages":1.0,"size":1e3}}"#)
