@@ -15,7 +15,7 @@ struct PaperboyCommand: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [
             SyncCommand.self, StatusCommand.self, IssuesCommand.self, AddCommand.self, NotifyCommand.self,
-            ReadCommand.self, PurgeCommand.self, ConformanceCommand.self, DaemonCommand.self,
+            ReadCommand.self, PurgeCommand.self, CheckCommand.self, ConformanceCommand.self, DaemonCommand.self,
         ]
     )
 

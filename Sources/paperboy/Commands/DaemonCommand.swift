@@ -114,6 +114,10 @@ final class Daemon: @unchecked Sendable {
     /// new issues and assets are added and started. A file with errors changes nothing.
     func reload() async throws -> Int {
         let url = config.withLock { $0.fileURL }
+        // Read first by a child process: a file that aborts the TOML parser ends the child only.
+        if let problem = await ConfigurationPreflight.problem(with: url) {
+            throw ReloadError(description: problem)
+        }
         let fresh: PaperboyConfiguration
         do {
             fresh = try PaperboyConfiguration.load(contentsOf: url)
