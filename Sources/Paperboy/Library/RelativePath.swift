@@ -74,7 +74,8 @@ public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
     /// What a refused character is called in messages.
     static let controlProblem = "must not contain NUL, control or bidi characters"
 
-    /// NUL, tab, line breaks, the other C0 and C1 controls, DEL and the bidi controls.
+    /// NUL, tab, line breaks (U+2028 and U+2029 too), the other C0 and C1 controls, DEL and the bidi
+    /// controls: what ``TerminalText`` escapes.
     static func isRefusedCharacter(_ scalar: Unicode.Scalar) -> Bool {
         scalar.value < 0x20 || TerminalText.needsEscape(scalar)
     }
