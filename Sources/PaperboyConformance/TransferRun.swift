@@ -1,12 +1,14 @@
 import Foundation
 import Paperboy
+import PaperboyTesting
 import Synchronization
 
 /// How a transfer under test ended.
 enum TransferResult: Sendable, CustomStringConvertible {
     case finished
     case failed(any Error)
-    case timedOut(Duration)
+    /// The guard (a ``WaitBudget``, described with the wall time it took) was spent first.
+    case timedOut(String)
 
     var isFinished: Bool {
         if case .finished = self { return true }
@@ -23,13 +25,14 @@ enum TransferResult: Sendable, CustomStringConvertible {
         case .finished: return "success"
         case .failed(let error as TransportError): return "TransportError \(error.code) (retryable: \(error.isRetryable)): \(error)"
         case .failed(let error): return "\(type(of: error)): \(error)"
-        case .timedOut(let limit): return "no result within \(limit)"
+        case .timedOut(let budget): return "no result within \(budget)"
         }
     }
 }
 
 /// One transfer running in its own task, whose result can be awaited with a time limit even
 /// when the transport ignores cancellation (the stuck task is then left behind, not awaited).
+/// The limit is a ``WaitBudget``: a process starved by a busy machine does not spend it.
 final class TransferRun: Sendable {
     private struct State {
         var result: TransferResult?
@@ -57,14 +60,15 @@ final class TransferRun: Sendable {
 
     func cancel() { task.withLock { $0?.cancel() } }
 
-    /// The result, or `.timedOut` (after cancelling the task) when `timeout` passes first.
-    func result(timeout: Duration) async -> TransferResult {
+    /// The result, or `.timedOut` (after cancelling the task) when the budget `limit` is spent first.
+    func result(within limit: Duration) async -> TransferResult {
         let timer = Task { [self] in
-            try? await Task.sleep(for: timeout)
-            if !Task.isCancelled {
-                cancel()
-                finish(.timedOut(timeout))
+            var budget = WaitBudget(limit, turn: .milliseconds(50))
+            while !budget.isSpent {
+                guard (try? await budget.pause()) != nil else { return }
             }
+            cancel()
+            finish(.timedOut("\(budget)"))
         }
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<TransferResult, Never>) in
             let done = state.withLock { state -> TransferResult? in

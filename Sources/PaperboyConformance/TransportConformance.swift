@@ -71,9 +71,10 @@ public struct TransportConformance: Sendable {
         public var largeResourceSize = 6 << 20
         /// The largest chunk a transport may hand to one `write`.
         public var maxBytesPerWrite = 2 << 20
-        /// How long a cancelled transfer may take to end.
+        /// How long a cancelled transfer may take to end. Like ``transferTimeout``, counted as a
+        /// `WaitBudget` (PaperboyTesting): time the whole process was not scheduled does not count.
         public var cancellationDeadline: Duration = .seconds(5)
-        /// How long any one transfer may take before the check gives up on it.
+        /// How long any one transfer may take before the check gives up on it (a `WaitBudget`).
         public var transferTimeout: Duration = .seconds(30)
         /// Job timeouts passed to the transport.
         public var connectTimeout: Duration = .seconds(10)

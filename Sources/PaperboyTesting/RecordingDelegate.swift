@@ -54,7 +54,8 @@ public final class RecordingDelegate: AssetDownloadDelegate {
     /// Contents of the files received in `didFinish` (with the `.copy` behaviour).
     public var keptFiles: [Data] { kept.withLock { $0 } }
 
-    /// Waits until `didFinish` or `didFail` was called (returns at once if it was), or the timeout passes.
+    /// Waits until `didFinish` or `didFail` was called (returns at once if it was), or the timeout
+    /// (a ``WaitBudget``) is spent.
     public func waitForEnd(timeout: Duration = .seconds(30)) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -63,7 +64,7 @@ public final class RecordingDelegate: AssetDownloadDelegate {
                     if done { continuation.resume() } else { self.ended.withLock { $0.append(continuation) } }
                 }
             }
-            group.addTask { try? await Task.sleep(for: timeout) }
+            group.addTask { try? await WaitBudget.spend(timeout) }
             await group.next()
             group.cancelAll()
             // Release a waiter left behind by the timeout.

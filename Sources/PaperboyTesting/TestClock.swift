@@ -133,7 +133,8 @@ public final class TestClock: LibraryClock, Sendable {
     }
 
     /// Waits until at least `count` tasks sleep on this clock; the only real-time wait here, a
-    /// deadline for a test that would otherwise hang.
+    /// deadline for a test that would otherwise hang (a ``WaitBudget``: a starved process does
+    /// not use it up).
     ///
     /// - Throws: ``TimedOut`` naming how many sleepers were seen when `timeout` passed, or
     ///   `CancellationError`.
@@ -143,7 +144,7 @@ public final class TestClock: LibraryClock, Sendable {
             return state.nextID
         }
         let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
+            try? await WaitBudget.spend(timeout)
             self?.expireWaiter(id, count: count, timeout: timeout)
         }
         defer { timer.cancel() }
