@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Paperboy
 import PaperboyTesting
@@ -10,16 +11,19 @@ struct ResumeTests {
     let data = randomData(3 << 20)
     let cut = 1 << 20
 
-    func open(_ transport: any Transport, attempts: Int = 1, boot: String = "boot-1") throws -> Library {
+    func open(_ transport: any Transport, attempts: Int = 1, boot: String = "boot-1",
+              configure: (inout Library.Configuration) -> Void = { _ in }) throws -> Library {
         var configuration = Library.Configuration.forTests(attempts: attempts)
         configuration.bootIdentity = { boot }
+        configure(&configuration)
         return try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
     }
 
     /// Downloads until the transport drops the connection after `cut` bytes, then closes the library.
-    func interrupted(_ transport: InMemoryTransport) async throws -> (asset: String, partial: URL) {
+    func interrupted(_ transport: InMemoryTransport, sha256: String? = nil) async throws -> (asset: String, partial: URL) {
         let library = try open(transport)
-        let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/file.bin")!))
+        let asset = try await library.addIssue(name: "i", date: Date())
+            .addAsset(AssetRequest(url: URL(string: "mem://example/file.bin")!, sha256: sha256))
         try await asset.download()
         await library.waitUntilIdle()
         guard case .failed = asset.state else {
@@ -138,6 +142,66 @@ struct ResumeTests {
         let careless = CarelessTransport(inner: transport, newer: newer)
         let (delegate, library) = try await resume(careless, id)
         #expect(delegate.keptFiles == [newer])
+        await library.close()
+    }
+
+    /// Runs `before` (set once the test's assets exist) ahead of each transfer of `inner`.
+    final class HeldTransport: Transport, Sendable {
+        let inner: InMemoryTransport
+        let before = Mutex<(@Sendable (TransferJob) async throws -> Void)?>(nil)
+        init(_ inner: InMemoryTransport) { self.inner = inner }
+        var schemes: Set<String> { inner.schemes }
+        var capabilities: TransportCapabilities { inner.capabilities }
+        func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
+            if let before = before.withLock({ $0 }) { try await before(job) }
+            try await inner.transfer(job, into: sink)
+        }
+    }
+
+    /// A resume that splices two versions (the source kept its validator) fails its SHA-256 and
+    /// is fetched again from 0 in the same attempt: that fetch is one more transfer, and stays
+    /// within the limits. Another asset (on the same host, or on another with one transfer in
+    /// all) waits until the first is verified.
+    @Test(arguments: [(perHost: 1, total: 4, host: "example"), (perHost: 4, total: 1, host: "elsewhere")])
+    func aSplicedResumeFetchedAgainFromZeroStaysWithinTheLimits(perHost: Int, total: Int, host: String) async throws {
+        let transport = makeTransport()
+        let url = URL(string: "mem://example/file.bin")!
+        let newer = randomData(data.count, seed: 31)
+        let (id, _) = try await interrupted(transport, sha256: sha256Hex(newer))
+        transport.replace(url, with: newer, validator: "v1")
+        // The other asset stalls once started, so that it is still running if a fetch overlaps it.
+        let otherURL = transport.serve(randomData(64 << 10, seed: 32), at: "other.bin", host: host, script: [.stallAfter(1024)])
+
+        let held = HeldTransport(transport)
+        let library = try open(held) {
+            $0.maxTransfersPerHost = perHost
+            $0.maxConcurrentTransfers = total
+        }
+        let asset = try #require(await library.asset(identifier: id))
+        let other = try await library.addIssue(name: "j", date: Date()).addAsset(AssetRequest(url: otherURL))
+        // Each fetch of the spliced asset waits until the other asset has been asked for, and,
+        // if it was started meanwhile, until its transfer runs: an overlap is then certain.
+        held.before.withLock {
+            $0 = { job in
+                guard job.url == url else { return }
+                try await eventually("the other asset queued or transferring", seen: "\(other.state)") {
+                    let state = other.state
+                    return state != .idle && (state != .downloading || transport.jobs.contains { $0.url == otherURL })
+                }
+            }
+        }
+        let delegate = RecordingDelegate()
+        try await asset.download(delegate: delegate)
+        try await other.download()
+        await delegate.waitForEnd()
+        try await eventually("the other asset's transfer", seen: "\(transport.jobs.map(\.url))") {
+            transport.jobs.contains { $0.url == otherURL }
+        }
+
+        #expect(delegate.keptFiles.map(sha256Hex) == [sha256Hex(newer)])
+        #expect(transport.jobs.filter { $0.url == url }.map(\.offset) == [0, Int64(cut), 0])
+        #expect(transport.maxConcurrent(host: "example") == 1, "transfers at once against example")
+        #expect(transport.maxConcurrentTotal == 1, "transfers at once")
         await library.close()
     }
 

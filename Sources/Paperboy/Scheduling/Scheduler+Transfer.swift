@@ -17,8 +17,8 @@ extension Scheduler {
     }
 
     /// A transfer's place in the global and per-host limits, given back exactly once: as soon
-    /// as the network part ends (making the file durable and moving it need no connection),
-    /// or when the transfer ends otherwise.
+    /// as the network part ends for good (making the file durable and moving it need no
+    /// connection), or when the transfer ends otherwise.
     final class TransferSlot: Sendable {
         let host: String
         private let held = Atomic<Bool>(true)
@@ -124,9 +124,12 @@ extension Scheduler {
                 options: request.options, assetIdentifier: run.id)
             do {
                 try await challenges.run { try await transport.transfer(job, into: sink) }
-                // The source has sent everything: the next transfer may start while these bytes
-                // are written, checked, made durable and moved (a failure below retries later).
-                releaseSlot(run.slot)
+                // A first resume whose bytes fail their check is fetched again from 0 below, in
+                // this attempt: that fetch is a transfer too, so the place is kept until then.
+                let mayStartOver = sink.startOffset > 0 && failedResume == nil
+                // Otherwise the source has sent everything: the next transfer may start while these
+                // bytes are written, checked, made durable and moved (a failure below retries later).
+                if !mayStartOver { releaseSlot(run.slot) }
                 await sink.waitForCheckpoints()
                 if Task.isCancelled {
                     await sink.recordProgressDurably()
@@ -139,13 +142,14 @@ extension Scheduler {
                     unverified = error
                 }
                 if let error = unverified {
-                    guard let mismatch = sink.mismatch, sink.startOffset > 0 || failedResume != nil else { throw error }
+                    guard let mismatch = sink.mismatch else { throw error }
                     if let first = failedResume {
                         let discarded = error.code == .checksumMismatch ? "; the file was discarded" : ""
                         throw LibraryError(error.code, "\(request.url.redactedString): after resuming at byte \(first.offset), \(first.mismatch); "
                                            + "fetched again from 0 and \(mismatch)\(discarded)",
                                            isRetryable: error.isRetryable, underlying: error.underlying)
                     }
+                    guard mayStartOver else { throw error }
                     // Complete, yet not the resource: a source that kept its validator while its
                     // bytes changed (an ETag made of size and mtime, a date) spliced two versions.
                     // Fetched again from 0 at once; only a second failure fails the asset.
@@ -154,6 +158,7 @@ extension Scheduler {
                     startOver()
                     continue
                 }
+                releaseSlot(run.slot)
                 // When a file system sync covers the file, no descriptor is held while waiting for
                 // one (finishing transfers no longer count against the limits, see above).
                 let grouped = durability.joinsGroupCommit(size: sink.written)
