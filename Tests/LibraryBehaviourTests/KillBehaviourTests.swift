@@ -1,0 +1,174 @@
+import BehaviourLives
+import Foundation
+import Paperboy
+import PaperboyTestServers
+import PaperboyTesting
+import Synchronization
+import Testing
+
+/// kill -9 and relaunch: the process serving the library (the app in process; the daemon) is
+/// killed with SIGKILL at a point of a first life, and the relaunched library keeps every
+/// promise: bytes on disk are resumed from, a file not handed over is delivered again (at least
+/// once), a pause, a failure and a delivery stay what they were.
+@Suite("Library behaviour: kill -9 and relaunch", .timeLimit(.minutes(3)))
+struct KillBehaviourTests {
+    /// An HTTP source whose first response stops after `cut` bytes and whose later ones wait at
+    /// `gate` before serving the range asked for.
+    final class StallingSource: Sendable {
+        let data: Data
+        let server: FaultServer
+        let gate = DispatchSemaphore(value: 0)
+
+        init(_ data: Data, cut: Int) throws {
+            self.data = data
+            let gate = gate
+            server = try FaultServer { request in
+                if request.index == 0 { return .serving(data, for: request, fault: .stallAfter(cut)) }
+                _ = gate.wait(timeout: .now() + 60)
+                return .serving(data, for: request)
+            }
+        }
+
+        var url: URL { server.url("/big.bin") }
+
+        /// Lets every waiting and later request through.
+        func release() {
+            for _ in 0..<8 { gate.signal() }
+        }
+
+        /// Where the second request's range started (`nil`: no range, or no second request).
+        var resumedAt: Int64? {
+            let requests = server.requests
+            guard requests.count > 1, let range = requests[1].header("range"), range.hasPrefix("bytes=") else { return nil }
+            return Int64(range.dropFirst(6).prefix { $0 != "-" })
+        }
+
+        deinit { server.stop() }
+    }
+
+    /// Killed while bytes arrive: the relaunched library asks the source for the rest only, and
+    /// the delegate attached at launch hears `didResumeAt` with the bytes kept before any progress.
+    @Test(arguments: Backends.all)
+    func killedMidTransferTheRelaunchResumesFromTheBytesOnDisk(backend: any BackendFactory) async throws {
+        let home = BehaviourHome(backend)
+        let source = try StallingSource(try await payload(2_000_000, seed: 3), cut: 1_000_000)
+        let session = try await home.relaunched(after: .midTransfer(url: source.url, bytes: 1))
+        do {
+            let library = session.library
+            let pending = try await library.downloadingAssets()
+            try #require(pending.count == 1, "\(pending)")
+            let delegate = RecordingDelegate()
+            try await pending[0].download(delegate: delegate)
+            source.release()
+            #expect(try await pending[0].waitUntilFinished() == .delivered)
+            await delegate.waitForEnd()
+            let offset = try #require(source.resumedAt, "the second request: \(source.server.requests.map(\.headers))")
+            #expect(offset > 0)
+            #expect(delegate.events.first == .resumed(total: offset, expected: Int64(source.data.count)), "\(delegate.events)")
+            #expect(delegate.keptFiles == [source.data])
+        }
+        await session.close()
+    }
+
+    /// Killed inside `didFinish`: the file is listed at launch as finished and delivered again.
+    @Test(arguments: Backends.all)
+    func killedInsideDidFinishTheFileIsDeliveredAgain(backend: any BackendFactory) async throws {
+        let home = BehaviourHome(backend)
+        let data = try await payload(300_000, seed: 4)
+        let session = try await home.relaunched(after: .insideDidFinish(url: try home.file("source.bin", data)))
+        try await expectRedelivered(data, by: session)
+        await session.close()
+    }
+
+    /// Killed after a delegate threw from `didFinish`: the file kept in the inbox is delivered.
+    @Test(arguments: Backends.all)
+    func killedAfterADelegateThrewTheKeptFileIsDelivered(backend: any BackendFactory) async throws {
+        let home = BehaviourHome(backend)
+        let data = try await payload(300_000, seed: 5)
+        let session = try await home.relaunched(after: .afterDelegateThrew(url: try home.file("source.bin", data)))
+        try await expectRedelivered(data, by: session)
+        await session.close()
+    }
+
+    /// The README's relaunch loop gets the one file waiting, byte for byte.
+    func expectRedelivered(_ data: Data, by session: BackendSession) async throws {
+        let library = session.library
+        let pending = try await library.downloadingAssets()
+        try #require(pending.count == 1, "\(pending)")
+        let status = try await pending[0].status()
+        #expect(status.state == .finished && status.totalBytesWritten == Int64(data.count), "\(status.state), \(status.totalBytesWritten)")
+        let delegate = RecordingDelegate()
+        for asset in try await library.downloadingAssets() { try await asset.download(delegate: delegate) }
+        #expect(try await pending[0].waitUntilFinished() == .delivered)
+        #expect(delegate.keptFiles == [data], "\(delegate.events)")
+        #expect(try await library.downloadingAssets().isEmpty)
+    }
+
+    /// Killed while paused: still paused after the relaunch, its bytes kept; `resume()` asks
+    /// the source for the rest.
+    @Test(arguments: Backends.all)
+    func killedWhilePausedItStaysPausedUntilResumed(backend: any BackendFactory) async throws {
+        let home = BehaviourHome(backend)
+        let source = try StallingSource(try await payload(2_000_000, seed: 6), cut: 500_000)
+        let session = try await home.relaunched(after: .whilePaused(url: source.url, bytes: 1))
+        do {
+            let pending = try await session.library.downloadingAssets()
+            try #require(pending.count == 1, "\(pending)")
+            let status = try await pending[0].status()
+            #expect(status.state == .waiting(.pausedByApp), "\(status.state)")
+            #expect(status.totalBytesWritten > 0)
+            source.release()
+            #expect(source.server.requests.count == 1, "a paused asset is not resumed by a relaunch")
+            let delegate = RecordingDelegate()
+            try await pending[0].download(delegate: delegate)
+            #expect(try await pending[0].waitUntilFinished() == .delivered)
+            #expect(source.resumedAt == status.totalBytesWritten)
+            #expect(delegate.keptFiles == [source.data])
+        }
+        await session.close()
+    }
+
+    /// A failure recorded before the kill is the same failure after it, reason included (a 404
+    /// once read back as `.other` through the daemon).
+    @Test(arguments: Backends.all)
+    func aFailureRecordedBeforeTheKillKeepsItsReason(backend: any BackendFactory) async throws {
+        let server = try FaultServer { _ in ServerResponse(status: 404) }
+        defer { server.stop() }
+        for (name, url) in [("a missing file", URL(fileURLWithPath: "/nonexistent/paperboy/missing.bin")), ("HTTP 404", server.url("/missing.bin"))] {
+            let home = BehaviourHome(backend)
+            let session = try await home.relaunched(after: .afterFailure(url: url))
+            let assets = try await session.library.issue(named: FirstLife.issueName)?.assets() ?? []
+            try #require(assets.count == 1, "\(name): \(assets)")
+            let failure = try await assets[0].status().failure
+            #expect(failure?.reason == .notFound && failure?.code == .transport && failure?.transportCode == .notFound
+                    && failure?.isRetryable == false, "\(name): \(String(describing: failure))")
+            if let failure { #expect(try await assets[0].waitUntilFinished() == .failed(failure), "\(name)") }
+            await session.close()
+        }
+    }
+
+    /// A delivered issue is still available and new after a kill, its file in place.
+    @Test(arguments: Backends.all)
+    func aDeliveryBeforeTheKillStaysDelivered(backend: any BackendFactory) async throws {
+        let home = BehaviourHome(backend)
+        let data = try await payload(100_000, seed: 7)
+        let session = try await home.relaunched(after: .afterDelivery(url: try home.file("source.bin", data), destinationPath: "files/a.bin"))
+        let library = session.library
+        let issue = try #require(try await library.issue(named: FirstLife.issueName))
+        #expect(try await issue.status() == .available)
+        #expect(try await issue.isNew())
+        #expect(try await library.badgeCount() == 1)
+        #expect(try await library.downloadingAssets().isEmpty)
+        #expect(try await issue.assets().asyncMap { try await $0.status().state } == [.delivered])
+        #expect(FileManager.default.contents(atPath: issue.contentURL.appendingPathComponent("files/a.bin").path) == data)
+        await session.close()
+    }
+}
+
+extension Array {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var result: [T] = []
+        for element in self { result.append(try await transform(element)) }
+        return result
+    }
+}
