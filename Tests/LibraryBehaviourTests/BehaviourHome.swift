@@ -70,21 +70,24 @@ struct BehaviourHome: Sendable {
 
 /// A library's events, collected as they come (``Library/events()``).
 final class LibraryEventLog: Sendable {
-    private let events = Mutex<[LibraryEvent]>([])
-    private let task = Mutex<Task<Void, Never>?>(nil)
+    private final class Record: Sendable {
+        let events = Mutex<[LibraryEvent]>([])
+    }
+
+    private let record = Record()
+    private let task: Task<Void, Never>
 
     /// Subscribes to `library`'s events from now on.
     init(_ library: Library) async throws {
         let stream = try await library.events()
-        let task = Task { [events] in
-            for await event in stream { events.withLock { $0.append(event) } }
+        task = Task { [record] in
+            for await event in stream { record.events.withLock { $0.append(event) } }
         }
-        self.task.withLock { $0 = task }
     }
 
-    deinit { task.withLock { $0?.cancel() } }
+    deinit { task.cancel() }
 
-    var all: [LibraryEvent] { events.withLock { $0 } }
+    var all: [LibraryEvent] { record.events.withLock { $0 } }
 
     /// The states `asset` was told in, in order.
     func states(of asset: AssetDownload) -> [AssetState] {
@@ -138,11 +141,21 @@ extension RecordingDelegate {
 
 extension TestClock {
     /// Moves the clock past the delay before each of `chunks` chunks of an in-memory transport
-    /// whose chunk delay is `delay` (the library's progress interval in scenarios), one at a time.
+    /// whose chunk delay is `delay` (the library's progress interval in scenarios), one at a
+    /// time: each sleep of the transport is awaited, whatever else sleeps on the clock (the
+    /// library's statistics recorder).
     func passChunks(_ chunks: Int, delay: Duration = .milliseconds(20)) async throws {
         for _ in 0..<chunks {
-            try await waitForSleepers(1)
+            _ = try await waitForSleep(of: delay)
             advance(by: delay)
+        }
+    }
+
+    /// Moves the clock a second at a time until `condition` holds (a retry timed with jitter).
+    func advance(until what: String, _ condition: @escaping () async throws -> Bool) async throws {
+        try await eventually(what) {
+            advance(by: .seconds(1))
+            return try await condition()
         }
     }
 }

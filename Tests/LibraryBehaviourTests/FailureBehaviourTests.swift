@@ -119,10 +119,9 @@ struct FailureBehaviourTests {
             try await asset.download()
             try await asset.waitForStatus("waiting for its retry") { if case .waiting(.retry) = $0.state { true } else { false } }
             guard case .waiting(.retry(let until, let attempt)) = try await asset.status().state else { return }
-            #expect(attempt == 1 && until > clock.now, "retry \(attempt) at \(until), now \(clock.now)")
+            #expect(attempt == 2 && until > clock.now, "retry \(attempt) at \(until), now \(clock.now)")
             #expect(home.memory.jobs.count == 1, "no second attempt before the clock moves")
-            try await clock.waitForSleepers(1)
-            clock.advance(by: .seconds(1))
+            try await clock.advance(until: "the second attempt") { home.memory.jobs.count == 2 }
             #expect(try await asset.waitUntilFinished() == .delivered)
             #expect(home.memory.jobs.count == 2)
         }
@@ -137,11 +136,7 @@ struct FailureBehaviourTests {
         try await home.with(attempts: 3, clock: clock) { library in
             let asset = try await library.addIssue(name: "i", date: Date()).addAsset(unreachable.request(on: home.memory))
             try await asset.download()
-            for retry in 1...2 {
-                try await asset.waitForStatus("waiting for retry \(retry)") { $0.state.name == "waiting" }
-                try await clock.waitForSleepers(1)
-                clock.advance(by: .seconds(1))
-            }
+            try await clock.advance(until: "the third attempt") { home.memory.jobs.count == 3 }
             guard case .failed(let error) = try await asset.waitUntilFinished() else {
                 Testing.Issue.record("not a failure")
                 return

@@ -37,13 +37,13 @@ struct WaitBehaviourTests {
         try await home.with { library in
             let asset = try await library.addIssue(name: "i", date: Date())
                 .addAsset(AssetRequest(url: home.memory.serve(try await payload(50_000), at: "a.bin"), destinationPath: "a.bin"))
-            let returned = Mutex(false)
+            let returned = Returned()
             let waiting = Task {
-                defer { returned.withLock { $0 = true } }
+                defer { returned.flag.withLock { $0 = true } }
                 return try await asset.waitUntilFinished()
             }
             #expect(try await asset.status().state == .idle)
-            #expect(!returned.withLock { $0 }, "the wait did not return for an idle asset")
+            #expect(!returned.flag.withLock { $0 }, "the wait did not return for an idle asset")
             try await asset.download()
             #expect(try await waiting.value == .delivered)
         }
@@ -59,7 +59,7 @@ struct WaitBehaviourTests {
             let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: home.memory.serve(data, at: "a.bin")))
             let delegate = RecordingDelegate()
             try await asset.download(delegate: delegate)
-            try await clock.waitForSleepers(1)
+            _ = try await clock.waitForSleep(of: .milliseconds(20))
             let waiting = Task { try await asset.waitUntilFinished() }
             waiting.cancel()
             await #expect(throws: CancellationError.self) { try await waiting.value }
@@ -78,7 +78,7 @@ struct WaitBehaviourTests {
         let issue = try await session.library.addIssue(name: "i", date: Date())
         let asset = try await issue.addAsset(AssetRequest(url: home.memory.serve(try await payload(3 * 64 * 1024), at: "a.bin")))
         try await asset.download()
-        try await clock.waitForSleepers(1)
+        _ = try await clock.waitForSleep(of: .milliseconds(20))
         let waiting = Task { try await asset.waitUntilFinished() }
         let issueWaiting = Task { try await issue.waitUntilAvailable() }
         await session.close()
@@ -198,4 +198,9 @@ struct WaitBehaviourTests {
             #expect(events.completedIssues.isEmpty)
         }
     }
+}
+
+/// Whether a wait returned.
+final class Returned: Sendable {
+    let flag = Mutex(false)
 }
