@@ -60,6 +60,20 @@ struct BehaviourHome: Sendable {
                                    configuration: Self.configuration(attempts: 1, clock: SystemClock()))
     }
 
+    /// Lives `life` in a process killed at its kill point, serves the library again, runs `body`
+    /// on it, and closes it, also when `body` throws.
+    func withRelaunched<T>(after life: FirstLife, _ body: (Library) async throws -> T) async throws -> T {
+        let session = try await relaunched(after: life)
+        do {
+            let result = try await body(session.library)
+            await session.close()
+            return result
+        } catch {
+            await session.close()
+            throw error
+        }
+    }
+
     /// A file under the scenario's folder holding `data`, as a `file:` URL.
     func file(_ name: String, _ data: Data) throws -> URL {
         let url = folder.file(name)

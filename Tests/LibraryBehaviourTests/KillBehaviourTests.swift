@@ -52,9 +52,7 @@ struct KillBehaviourTests {
     func killedMidTransferTheRelaunchResumesFromTheBytesOnDisk(backend: any BackendFactory) async throws {
         let home = BehaviourHome(backend)
         let source = try StallingSource(try await payload(2_000_000, seed: 3), cut: 1_000_000)
-        let session = try await home.relaunched(after: .midTransfer(url: source.url, bytes: 1))
-        do {
-            let library = session.library
+        try await home.withRelaunched(after: .midTransfer(url: source.url, bytes: 1)) { library in
             let pending = try await library.downloadingAssets()
             try #require(pending.count == 1, "\(pending)")
             let delegate = RecordingDelegate()
@@ -69,7 +67,6 @@ struct KillBehaviourTests {
             #expect(told.first == .resumed(total: offset, expected: Int64(source.data.count)), "\(delegate.events)")
             #expect(delegate.keptFiles == [source.data])
         }
-        await session.close()
     }
 
     /// Killed inside `didFinish`: the file is listed at launch as finished and delivered again.
@@ -77,9 +74,7 @@ struct KillBehaviourTests {
     func killedInsideDidFinishTheFileIsDeliveredAgain(backend: any BackendFactory) async throws {
         let home = BehaviourHome(backend)
         let data = try await payload(300_000, seed: 4)
-        let session = try await home.relaunched(after: .insideDidFinish(url: try home.file("source.bin", data)))
-        try await expectRedelivered(data, by: session)
-        await session.close()
+        try await home.withRelaunched(after: .insideDidFinish(url: try home.file("source.bin", data))) { try await expectRedelivered(data, by: $0) }
     }
 
     /// Killed after a delegate threw from `didFinish`: the file kept in the inbox is delivered.
@@ -87,14 +82,11 @@ struct KillBehaviourTests {
     func killedAfterADelegateThrewTheKeptFileIsDelivered(backend: any BackendFactory) async throws {
         let home = BehaviourHome(backend)
         let data = try await payload(300_000, seed: 5)
-        let session = try await home.relaunched(after: .afterDelegateThrew(url: try home.file("source.bin", data)))
-        try await expectRedelivered(data, by: session)
-        await session.close()
+        try await home.withRelaunched(after: .afterDelegateThrew(url: try home.file("source.bin", data))) { try await expectRedelivered(data, by: $0) }
     }
 
     /// The README's relaunch loop gets the one file waiting, byte for byte.
-    func expectRedelivered(_ data: Data, by session: BackendSession) async throws {
-        let library = session.library
+    func expectRedelivered(_ data: Data, by library: Library) async throws {
         let pending = try await library.downloadingAssets()
         try #require(pending.count == 1, "\(pending)")
         let status = try await pending[0].status()
@@ -112,9 +104,8 @@ struct KillBehaviourTests {
     func killedWhilePausedItStaysPausedUntilResumed(backend: any BackendFactory) async throws {
         let home = BehaviourHome(backend)
         let source = try StallingSource(try await payload(2_000_000, seed: 6), cut: 500_000)
-        let session = try await home.relaunched(after: .whilePaused(url: source.url, bytes: 1))
-        do {
-            let pending = try await session.library.downloadingAssets()
+        try await home.withRelaunched(after: .whilePaused(url: source.url, bytes: 1)) { library in
+            let pending = try await library.downloadingAssets()
             try #require(pending.count == 1, "\(pending)")
             let status = try await pending[0].status()
             // A pause is written with the store's next batch, 25 ms after `pause()`: a kill before
@@ -131,7 +122,6 @@ struct KillBehaviourTests {
             #expect((source.resumedAt ?? 0) > 0, "continued from the bytes kept")
             #expect(delegate.keptFiles == [source.data])
         }
-        await session.close()
     }
 
     /// A failure recorded before the kill is the same failure after it, reason included (a 404
@@ -170,16 +160,15 @@ struct KillBehaviourTests {
     func aDeliveryBeforeTheKillStaysDelivered(backend: any BackendFactory) async throws {
         let home = BehaviourHome(backend)
         let data = try await payload(100_000, seed: 7)
-        let session = try await home.relaunched(after: .afterDelivery(url: try home.file("source.bin", data), destinationPath: "files/a.bin"))
-        let library = session.library
-        let issue = try #require(try await library.issue(named: FirstLife.issueName))
-        #expect(try await issue.status() == .available)
-        #expect(try await issue.isNew())
-        #expect(try await library.badgeCount() == 1)
-        #expect(try await library.downloadingAssets().isEmpty)
-        #expect(try await issue.assets().asyncMap { try await $0.status().state } == [.delivered])
-        #expect(FileManager.default.contents(atPath: issue.contentURL.appendingPathComponent("files/a.bin").path) == data)
-        await session.close()
+        try await home.withRelaunched(after: .afterDelivery(url: try home.file("source.bin", data), destinationPath: "files/a.bin")) { library in
+            let issue = try #require(try await library.issue(named: FirstLife.issueName))
+            #expect(try await issue.status() == .available)
+            #expect(try await issue.isNew())
+            #expect(try await library.badgeCount() == 1)
+            #expect(try await library.downloadingAssets().isEmpty)
+            #expect(try await issue.assets().asyncMap { try await $0.status().state } == [.delivered])
+            #expect(FileManager.default.contents(atPath: issue.contentURL.appendingPathComponent("files/a.bin").path) == data)
+        }
     }
 }
 
