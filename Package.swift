@@ -186,6 +186,21 @@ let package = Package(
             path: "Tests/CallbackKillApp",
             swiftSettings: swiftSettings
         ),
+        // The library behaviour suite's first lives (what a library does before it is killed),
+        // shared by the suite and the app it kills.
+        .target(
+            name: "BehaviourLives",
+            dependencies: ["Paperboy"],
+            path: "Tests/BehaviourLives",
+            swiftSettings: swiftSettings
+        ),
+        // A library in a process of its own, killed with SIGKILL by the behaviour suite.
+        .executableTarget(
+            name: "BehaviourKillApp",
+            dependencies: ["Paperboy", "PaperboyFile", "PaperboyHTTP", "BehaviourLives"],
+            path: "Tests/BehaviourKillApp",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PaperboyTests",
             dependencies: [
@@ -271,6 +286,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/PaperboyClientTests",
+            swiftSettings: swiftSettings
+        ),
+        // The library behaviour suite: the shared API of Library, Issue and AssetDownload,
+        // every scenario run against each backend (in process; through a daemon).
+        .testTarget(
+            name: "LibraryBehaviourTests",
+            dependencies: [
+                "Paperboy", "PaperboyFile", "PaperboyHTTP", "PaperboyTesting", "PaperboyTestServers",
+                "PaperboyClient", "PaperboyDaemon", "BehaviourLives", "BehaviourKillApp", "paperboy",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/LibraryBehaviourTests",
             swiftSettings: swiftSettings
         ),
         // The examples, through the conformance suite (the Python helper via PaperboyExec); the

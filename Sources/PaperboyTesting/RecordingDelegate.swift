@@ -31,6 +31,7 @@ public final class RecordingDelegate: AssetDownloadDelegate {
 
     private let recorded = Mutex<[Event]>([])
     private let kept = Mutex<[Data]>([])
+    private let failed = Mutex<[LibraryError]>([])
     private let finishBehaviour: FinishBehaviour
     private let challengeAnswer: @Sendable (AuthChallenge) -> AuthChallengeDisposition
     private let refresh: @Sendable (AssetRequest) -> AssetRequest
@@ -50,6 +51,9 @@ public final class RecordingDelegate: AssetDownloadDelegate {
 
     /// Every call so far, in order.
     public var events: [Event] { recorded.withLock { $0 } }
+
+    /// The errors received in `didFail`, whole (``Event/failed(code:message:)`` keeps their code and message).
+    public var failures: [LibraryError] { failed.withLock { $0 } }
 
     /// Contents of the files received in `didFinish` (with the `.copy` behaviour).
     public var keptFiles: [Data] { kept.withLock { $0 } }
@@ -107,6 +111,7 @@ public final class RecordingDelegate: AssetDownloadDelegate {
 
     public func download(_ asset: AssetDownload, didFailWithError error: LibraryError) {
         recorded.withLock { $0.append(.failed(code: error.code.rawValue, message: error.message)) }
+        failed.withLock { $0.append(error) }
         end()
     }
 

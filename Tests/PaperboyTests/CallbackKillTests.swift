@@ -25,28 +25,8 @@ struct CallbackKillTests {
     /// Runs the app on `library` and kills it at `point` of its `didFinish`. Returns whether the
     /// callback was reached.
     func runKilledInsideCallback(library: URL, source: URL, at point: KillPoint) async throws -> Bool {
-        var pipeFDs: [Int32] = [0, 0]
-        guard pipe(&pipeFDs) == 0 else { throw ServerError("pipe: \(String(cString: strerror(errno)))") }
-        for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        let process: ChildProcess
-        do {
-            defer { close(pipeFDs[1]) }
-            process = try ChildProcess(Self.app.path, [library.path, source.path], standardOutput: pipeFDs[1])
-        } catch {
-            close(pipeFDs[0])
-            throw error
-        }
-        let readEnd = pipeFDs[0]
-        // On a thread of its own: the kill follows the byte by microseconds, whatever the pool does.
-        let reached = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            Thread {
-                var poller = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
-                var byte: UInt8 = 0
-                let reached = poll(&poller, 1, 30_000) == 1 && read(readEnd, &byte, 1) == 1
-                if !reached || point == .atOnce { process.signal(SIGKILL) }
-                continuation.resume(returning: reached)
-            }.start()
-        }
+        let (process, reached) = try await ChildProcess.startedUntilKillPoint(
+            Self.app.path, [library.path, source.path], killingAtTheByte: point == .atOnce)
         if reached, point == .afterFinishedIsRecorded {
             var configuration = GRDB.Configuration()
             configuration.readonly = true
@@ -59,7 +39,6 @@ struct CallbackKillTests {
             process.signal(SIGKILL)
         }
         await process.exited()
-        close(readEnd)
         return reached
     }
 

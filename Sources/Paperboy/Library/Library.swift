@@ -329,7 +329,8 @@ public final class Library: Sendable {
         }
     }
 
-    /// Removes an issue: cancels its downloads, deletes its content folder and its records.
+    /// Removes an issue: cancels its downloads (their delegates get a `.cancelled` failure),
+    /// deletes its content folder and its records.
     public func removeIssue(_ issue: Issue) async throws(LibraryError) {
         try await backend.removeIssue(named: issue.name)
     }

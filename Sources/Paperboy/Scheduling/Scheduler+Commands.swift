@@ -179,8 +179,11 @@ extension Scheduler {
 
     /// Forgets the assets of an issue: running transfers stop, files are removed by the caller.
     func removeIssue(_ name: String) async {
-        let tasks: [Task<Void, Never>] = state.withLock { state in
+        let (tasks, ended) = state.withLock { state -> ([Task<Void, Never>], [(String, AssetEventHub)]) in
             var tasks: [Task<Void, Never>] = []
+            // Delegates of assets with no transfer to stop (paused, waiting) hear the end now;
+            // those of running transfers when each stops.
+            var ended: [(String, AssetEventHub)] = []
             for id in state.entries.values.filter({ $0.issueName == name }).map(\.id) {
                 state.update(id) { entry in
                     entry.retryTask?.cancel()
@@ -190,14 +193,17 @@ extension Scheduler {
                         tasks.append(task)
                     }
                 }
-                if state.entries[id]?.task == nil {
+                if var entry = state.entries[id], entry.task == nil {
+                    Self.mergeCancelledHub(&entry)
+                    if let hub = entry.hub { ended.append((id, hub)) }
                     state.update(id) { $0.state = .cancelled; $0.delivering = false }
                     state.remove(id)
                 }
             }
             wakeIdleWaiters(&state)
-            return tasks
+            return (tasks, ended)
         }
+        for (id, hub) in ended { hub.failed(LibraryError.cancelled(asset: id)) }
         for task in tasks { await task.value }
     }
 }

@@ -125,6 +125,10 @@ extension Scheduler {
                 return
             }
             if current.stop == .remove {
+                // Removed with its issue: its delegates hear that it ended, as after a cancel.
+                var ended = current
+                Self.mergeCancelledHub(&ended)
+                if let hub = ended.hub { failure = (hub, LibraryError.cancelled(asset: id)) }
                 state.update(id) { $0.state = .cancelled; $0.task = nil }
                 state.remove(id)
                 pump(&state)
