@@ -18,17 +18,30 @@ nginx on loopback serves generated files.
     aria2c (-j4). Printed: the total rate's error, and Jain's fairness index of the four rates
     while all four run ((sum x)^2 / (n * sum x^2): 1 is perfectly fair, 0.25 one takes all).
 
+With --daemon, instead: `paperboy daemon` serving clients over its socket (the tests check the
+same promises without measuring: DaemonSharedLimitTests on a test clock, DaemonBandwidthTests).
+(c) Two clients, each on its own connection, each downloading one MB-megabyte file under one
+    RATE limit. Printed: the total rate (least-squares slope of both partial files' bytes over
+    the middle of the run, from 2 MB each to the first end) against RATE, each client's share of
+    the bytes moved in that window, and Jain's index of the two.
+(d) SIGHUP with a new limit while one transfer runs: RATE to RATE/5 (the rate over 2 s before,
+    then over 4 s from the log's "reloaded"), and RATE/200 to RATE (the time from SIGHUP until
+    the transfer has moved 1 MB more).
+(e) SIGTERM to exit: the time from the signal until the process is reaped, and its exit
+    status, for a daemon running a transfer and for an idle one.
+
 Environment: PAPERBOY=path (a built paperboy; default Benchmarks/build.sh, the release build),
 BASELINE=path (another paperboy binary, e.g. main's, run as "paperboy-base" in the same rounds).
 The load average is printed before and after: other work on the machine shows in the windows.
 """
-import argparse, os, shutil, signal, socket, subprocess, sys, tempfile, time
+import argparse, json, os, shutil, signal, socket, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 parser = argparse.ArgumentParser()
 parser.add_argument("--mb", type=int, default=200)
 parser.add_argument("--rate", type=int, default=20_000_000)
 parser.add_argument("--runs", type=int, default=1)
+parser.add_argument("--daemon", action="store_true", help="the daemon's shared limit, SIGHUP and SIGTERM instead")
 args = parser.parse_args()
 RATE, SIZE = args.rate, args.mb * 1_000_000
 
@@ -38,9 +51,15 @@ PAPERBOY = subprocess.run([os.path.join(ROOT, "Benchmarks", "build.sh")], check=
                           stdout=subprocess.PIPE, text=True).stdout.strip()
 work = tempfile.mkdtemp(prefix="paperboy-bw-", dir="/var/tmp")
 www = os.path.join(work, "www"); os.makedirs(www)
-for name, size in [("big.bin", SIZE)] + [(f"part{i}.bin", SIZE // 4) for i in range(4)]:
-    with open(os.path.join(www, name), "wb") as f:
-        f.write(os.urandom(size))
+if args.daemon:
+    # Sparse: a hole reads as zeros (the daemon's library does not compress).
+    for name in ["c0.bin", "c1.bin", "d.bin"]:
+        with open(os.path.join(www, name), "wb") as f:
+            f.truncate(SIZE)
+else:
+    for name, size in [("big.bin", SIZE)] + [(f"part{i}.bin", SIZE // 4) for i in range(4)]:
+        with open(os.path.join(www, name), "wb") as f:
+            f.write(os.urandom(size))
 sock = socket.socket(); sock.bind(("127.0.0.1", 0)); port = sock.getsockname()[1]; sock.close()
 os.makedirs(os.path.join(work, "tmp"))
 conf = os.path.join(work, "nginx.conf")
@@ -95,14 +114,17 @@ def transfer_rate(samples, total):
     """Bytes per second from the first sample with data to the first with everything: the
     least-squares slope of bytes over time. (The difference between the two ends is biased by
     a tool's write size: at 1 MB/s one 512 KiB write is half a second.)"""
-    points = [p for p in span(samples, total) if p[1] > 0]
+    return slope([p for p in span(samples, total) if p[1] > 0])
+
+
+def slope(points):
+    """Least-squares slope of (time, bytes) points."""
     if len(points) < 2 or points[-1][0] <= points[0][0]:
         return float("nan")
     n = len(points)
     mean_t = sum(t for t, _ in points) / n
     mean_b = sum(b for _, b in points) / n
-    return (sum((t - mean_t) * (b - mean_b) for t, b in points)
-            / sum((t - mean_t) ** 2 for t, _ in points))
+    return sum((t - mean_t) * (b - mean_b) for t, b in points) / sum((t - mean_t) ** 2 for t, _ in points)
 
 
 def worst_window(samples, total):
@@ -139,9 +161,164 @@ def paperboys():
     return found
 
 
+class Wire:
+    """One client connection to the daemon, speaking its frames (docs/Daemon.md)."""
+
+    def __init__(self, path, name):
+        self.socket = socket.socket(socket.AF_UNIX)
+        self.socket.connect(path)
+        self.reader = self.socket.makefile("rb")
+        self.id = 0
+        self.request("HELLO", {"protocols": [1], "client": name})
+
+    def request(self, kind, payload):
+        self.id += 1
+        body = json.dumps(dict(payload, id=self.id)).encode()
+        self.socket.sendall(f"{kind} {len(body)}\n".encode() + body)
+        while True:
+            answer, length = self.reader.readline().split()
+            reply = json.loads(self.reader.read(int(length)))
+            if answer != b"EVENT":
+                if answer != b"OK" and kind != "HELLO":
+                    raise SystemExit(f"{kind}: {answer.decode()} {reply}")
+                return reply
+
+    def download(self, issue, url):
+        """Adds the issue and its asset, started at once; returns the asset's id."""
+        self.request("ADDISSUE", {"name": issue, "date": "2026-11-21T00:00:00Z"})
+        reply = self.request("ADDASSET", {"issue": issue, "request": {"url": url, "destination_path": "f.bin"}, "download": True})
+        return reply["asset"]["id"]
+
+    def close(self):
+        self.socket.close()
+
+
+class Daemon:
+    """`paperboy daemon` on a fresh library under `limit`, logging to its folder."""
+
+    def __init__(self, binary, folder, limit):
+        self.folder, self.binary = folder, binary
+        self.runtime = os.path.join(folder, "runtime"); os.makedirs(self.runtime, mode=0o700)
+        self.config = os.path.join(folder, "paperboy.toml")
+        self.set_limit(limit)
+        self.log = os.path.join(folder, "daemon.log")
+        env = dict(os.environ, XDG_RUNTIME_DIR=self.runtime, PAPERBOY_NETWORK="wired")
+        self.process = subprocess.Popen([binary, "daemon", "-v", "--config", self.config], env=env,
+                                        stderr=open(self.log, "w"), stdout=subprocess.DEVNULL)
+        self.socket = os.path.join(self.runtime, "paperboy", "daemon.sock")
+        while not os.path.exists(self.socket):
+            if self.process.poll() is not None:
+                raise SystemExit(f"the daemon exited: {open(self.log).read()}")
+            time.sleep(0.01)
+
+    def set_limit(self, limit):
+        with open(self.config + ".tmp", "w") as f:
+            f.write(f'[library]\npath = "lib"\nsync_to_disk = false\n[scheduler]\nmax_per_host = 4\n[bandwidth]\nlimit = "{limit}"\n')
+        os.replace(self.config + ".tmp", self.config)
+
+    def partial(self, asset):
+        try:
+            return os.path.getsize(os.path.join(self.folder, "lib", ".partial", asset))
+        except OSError:
+            return None
+
+    def reloads(self):
+        return open(self.log).read().count("reloaded")
+
+    def sigterm(self):
+        """SIGTERM; returns (seconds until reaped, exit status)."""
+        start = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        status = self.process.wait()
+        return time.monotonic() - start, status
+
+
+def sample(daemon, assets, seconds, until=lambda sizes: False):
+    """(time, [size of each partial file]) every 20 ms for `seconds`, or until `until(sizes)` or
+    one of them is gone (finished)."""
+    samples, start = [], time.monotonic()
+    while time.monotonic() - start < seconds:
+        sizes = [daemon.partial(a) for a in assets]
+        if None in sizes or until(sizes):
+            break
+        samples.append((time.monotonic(), sizes))
+        time.sleep(0.02)
+    return samples
+
+
+def wait_until(condition, what, seconds=60):
+    start = time.monotonic()
+    while not condition():
+        if time.monotonic() - start > seconds:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def daemon_run(run):
+    print(f"== run {run}: (c) two clients of one daemon, {SIZE / 1e6:.0f} MB each, under one {RATE} B/s limit ==")
+    print(f"{'build':<14} {'total B/s':>12} {'ratio':>7} {'error':>8} {'shares':>13} {'Jain':>7}  window")
+    for name, binary in paperboys():
+        daemon = Daemon(binary, os.path.join(work, f"c{run}-{name}"), RATE)
+        clients = [Wire(daemon.socket, f"client-{i}") for i in range(2)]
+        assets = [client.download(f"c{i}", f"{base}/c{i}.bin") for i, client in enumerate(clients)]
+        wait_until(lambda: all((daemon.partial(a) or 0) > 2_000_000 for a in assets), "2 MB of each transfer")
+        samples = sample(daemon, assets, SIZE / RATE)
+        (t0, s0), (t1, s1) = samples[0], samples[-1]
+        moved = [b - a for a, b in zip(s0, s1)]
+        total = slope([(t, sum(s)) for t, s in samples])
+        shares = [m / max(1, sum(moved)) for m in moved]
+        print(f"{name:<14} {total:12.0f} {total / RATE:7.4f} {100 * (total - RATE) / RATE:+7.2f}% "
+              f"{shares[0]:6.3f}/{shares[1]:.3f} {jain(moved):7.4f}  {t1 - t0:.1f} s", flush=True)
+        for client in clients:
+            client.close()
+        daemon.sigterm()
+
+    print(f"== run {run}: (d) SIGHUP with a new limit while a transfer runs ==")
+    print(f"{'build':<14} {'before B/s':>11} {'after B/s':>11} {'after/new':>9} {'SIGHUP to reloaded':>19} "
+          f"{'raise: SIGHUP to 1 MB more':>27}")
+    stops = []
+    for name, binary in paperboys():
+        daemon = Daemon(binary, os.path.join(work, f"d{run}-{name}"), RATE)
+        client = Wire(daemon.socket, "client")
+        asset = client.download("d", f"{base}/d.bin")
+        wait_until(lambda: (daemon.partial(asset) or 0) > 2_000_000, "2 MB of the transfer")
+        before = slope([(t, s[0]) for t, s in sample(daemon, [asset], 2)])
+        lower = RATE // 5
+        daemon.set_limit(lower)
+        hup = time.monotonic()
+        daemon.process.send_signal(signal.SIGHUP)
+        wait_until(lambda: daemon.reloads() == 1, "the first reload")
+        reloaded = time.monotonic() - hup
+        after = slope([(t, s[0]) for t, s in sample(daemon, [asset], 4)])
+        # Then from a very low limit up to RATE: how long until the transfer goes on at the new one.
+        daemon.set_limit(RATE // 200)
+        daemon.process.send_signal(signal.SIGHUP)
+        wait_until(lambda: daemon.reloads() == 2, "the second reload")
+        time.sleep(3)   # the driver settles at the low limit (a grant of 512 KiB takes 5 s at 100 kB/s)
+        daemon.set_limit(RATE)
+        start_bytes = daemon.partial(asset) or 0
+        hup = time.monotonic()
+        daemon.process.send_signal(signal.SIGHUP)
+        done = sample(daemon, [asset], 30, until=lambda sizes: sizes[0] >= start_bytes + 1_000_000)
+        raised = (done[-1][0] if done else time.monotonic()) - hup
+        print(f"{name:<14} {before:11.0f} {after:11.0f} {after / lower:9.4f} {reloaded * 1000:16.0f} ms {raised:24.2f} s", flush=True)
+        client.close()
+        stops.append((name, "running a transfer", *daemon.sigterm()))
+        idle = Daemon(binary, os.path.join(work, f"e{run}-{name}"), RATE)
+        time.sleep(1)
+        stops.append((name, "idle", *idle.sigterm()))
+
+    print(f"== run {run}: (e) SIGTERM to exit ==")
+    print(f"{'build':<14} {'daemon':<20} {'SIGTERM to reaped':>18} {'exit status':>12}")
+    for name, what, seconds, status in stops:
+        print(f"{name:<14} {what:<20} {seconds * 1000:15.1f} ms {status:12d}", flush=True)
+
+
 print(f"paperboy: {PAPERBOY}" + (f"; baseline: {BASELINE}" if BASELINE else ""))
 print(f"load average before: {load()} ({os.cpu_count()} cores)")
-for run in range(1, args.runs + 1):
+for run in range(1, args.runs + 1 if args.daemon else 1):
+    daemon_run(run)
+for run in range(1, args.runs + 1 if not args.daemon else 1):
     print(f"== run {run}: (a) one {SIZE / 1e6:.0f} MB download at {RATE} B/s ==")
     print(f"{'tool':<14} {'seconds':>8} {'B/s':>12} {'ratio':>7} {'error':>8} {'worst 1 s':>10}")
     case = os.path.join(work, f"a{run}"); os.makedirs(case)

@@ -39,9 +39,9 @@ struct DaemonActivationTests {
         let log = try String(contentsOf: daemon.log, encoding: .utf8)
         #expect(log.contains("on \(path.path) (socket activation)"), "\(log)")
         client.disconnect()
-        let took = await daemon.stop()
+        // It stops by itself on SIGTERM (how fast is Benchmarks/bandwidth/run.py --daemon's figure).
+        _ = await daemon.stop()
         #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0)
-        #expect(took < .seconds(2))
         // systemd's socket stays for the next activation.
         #expect(FileManager.default.fileExists(atPath: path.path))
     }

@@ -239,7 +239,7 @@ struct DaemonChallengeTests {
 }
 
 /// What a server puts in a challenge (realm, prompts) is bounded before it reaches a client.
-@Suite("CHALLENGE frames", .timeLimit(.minutes(1)))
+@Suite("CHALLENGE frames", .timeLimit(.minutes(2)))
 struct ChallengeMessageTests {
     @Test func aServersRealmAndPromptsAreBoundedAndNoFrameNearsTheLimit() throws {
         let huge = String(repeating: "p", count: 100_000)

@@ -61,7 +61,7 @@ struct DaemonHostileJSONTests {
             "daemon request ADDASSET: JSON nested deeper than 64 levels at byte 125",
         ])
         // It stops as a healthy daemon does.
-        #expect(await daemon.stop() < .seconds(10))
+        _ = await daemon.stop()
         #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0, "\(log())")
     }
 

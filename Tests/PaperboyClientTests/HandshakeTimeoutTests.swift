@@ -7,7 +7,7 @@ import Testing
 
 /// The client's `HELLO` timeout (10 s) on a test clock: what the client says, and that it gives up
 /// exactly then (PaperboyCLITests' `PaperboyClientWriteTests` times the same wait to the millisecond).
-@Suite("PaperboyClient's handshake", .timeLimit(.minutes(1)))
+@Suite("PaperboyClient's handshake", .timeLimit(.minutes(2)))
 struct HandshakeTimeoutTests {
     let folder = TempFolder(prefix: "pbc")
 

@@ -9,7 +9,7 @@ import Testing
 /// message of PaperboyWire its receiver reads (``Request``, the ``Reply`` of its request's kind,
 /// ``Event``…), encodes back to the same JSON (a request may leave defaults out), and every frame
 /// kind and event has one.
-@Suite("Daemon.md's protocol examples")
+@Suite("Daemon.md's protocol examples", .timeLimit(.minutes(1)))
 struct DaemonDocExamplesTests {
     /// One ```` ```json ```` block after a `<!-- example: … -->` line.
     struct Example: CustomStringConvertible {

@@ -31,10 +31,13 @@ struct DaemonHome: Sendable {
     /// - Parameters:
     ///   - socket: where to listen, if not at ``socket``.
     ///   - reload: what `RELOAD` does.
-    func start(socket: URL? = nil, reload: @escaping @Sendable () async throws -> Int = { 0 }) async throws -> RunningDaemon {
+    ///   - configure: changes to the library's configuration (`forTests()`), such as a clock.
+    func start(socket: URL? = nil, reload: @escaping @Sendable () async throws -> Int = { 0 },
+               configure: @escaping @Sendable (inout Library.Configuration) -> Void = { _ in }) async throws -> RunningDaemon {
         let library = try await offThePool { [self] in
             var configuration = Library.Configuration.forTests()
             configuration.deliversFinishedFilesOnOpen = false
+            configure(&configuration)
             return try Library.open(at: libraryURL, transports: TransportRegistry([transport]), configuration: configuration)
         }
         let server = DaemonServer(
@@ -71,8 +74,9 @@ struct RunningDaemon: Sendable {
 extension DaemonHome {
     /// Starts a daemon, runs `body` with it, and stops it, also when `body` throws.
     func withDaemon<T>(reload: @escaping @Sendable () async throws -> Int = { 0 },
+                       configure: @escaping @Sendable (inout Library.Configuration) -> Void = { _ in },
                        _ body: (RunningDaemon) async throws -> T) async throws -> T {
-        let daemon = try await start(reload: reload)
+        let daemon = try await start(reload: reload, configure: configure)
         do {
             let result = try await body(daemon)
             await daemon.stop()

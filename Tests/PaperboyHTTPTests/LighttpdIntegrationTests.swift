@@ -90,7 +90,7 @@ struct LighttpdIntegrationTests {
     /// lighttpd does not unblock SIGTERM itself: started with the test thread's mask (the
     /// concurrency runtime blocks SIGTERM), it outlived every test. It must exit: a hang fails
     /// the test at its time limit.
-    @Test(.timeLimit(.minutes(1))) func stopsOnSIGTERM() async throws {
+    @Test(.timeLimit(.minutes(2))) func stopsOnSIGTERM() async throws {
         guard let lighttpd = try await startLighttpd(Data()) else { return }
         lighttpd.stop()
         await lighttpd.exited()

@@ -5,7 +5,7 @@ import Foundation
 import PaperboyTestServers
 import Testing
 
-@Suite("Test server reaper", .timeLimit(.minutes(1)))
+@Suite("Test server reaper", .timeLimit(.minutes(2)))
 struct ServerReaperTests {
     @Test func aTrackedServerIsStoppedAtExitAndAStoppedOneIsForgotten() async throws {
         // Like a server, it handles SIGTERM itself (the test process may ignore it, and an ignored

@@ -6,7 +6,7 @@ import Synchronization
 import Testing
 
 /// The write-behind queue of SFTP downloads, on its own: what a stop does with the chunks it holds.
-@Suite("SFTP write-behind", .timeLimit(.minutes(1)))
+@Suite("SFTP write-behind", .timeLimit(.minutes(2)))
 struct SFTPWriteBehindTests {
     /// A target whose first write waits for the test's gate, recording every byte.
     final class Target: Sendable {

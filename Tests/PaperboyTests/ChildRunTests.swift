@@ -146,7 +146,7 @@ private final class Ended: Sendable {
 
 /// A child and its grandchild really killed after the timeout, in real time: the bound is
 /// generous, for a loaded machine; the exact moments are `ChildRun`'s tests, on a test clock.
-@Suite("ChildRun in real time", .serialized, .timeLimit(.minutes(1)))
+@Suite("ChildRun in real time", .serialized, .timeLimit(.minutes(2)))
 struct ChildRunRealTimeTests {
     private let path = ["PATH": "/usr/bin:/bin"]
 

@@ -10,7 +10,7 @@ import Testing
 /// disagreed: `a//b`, `./a` and 300-byte components were paths to some and not to others, C1
 /// controls were refused only by the configuration, `\` only in archives, `..` as an issue name
 /// passed the configuration, and bidi controls and look-alikes passed all three.
-@Suite("Names and paths") struct NamesAndPathsTests {
+@Suite("Names and paths", .timeLimit(.minutes(1))) struct NamesAndPathsTests {
     static let issueNames: [(String, String?)] = [
         ("2026-11-21", nil), ("Ausgabe März 2026 — Nº 3", nil), ("日本語の号", nil), ("a.b", nil), ("a..b", nil),
         ("a b", nil), ("trailing.", nil), ("~home", nil), ("📰", nil), (String(repeating: "x", count: 255), nil),

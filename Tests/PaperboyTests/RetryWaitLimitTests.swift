@@ -8,7 +8,7 @@ import Testing
 /// ``Library/waitUntilIdle(includingNetworkWaits:retryWaitLimit:)``: a one-shot caller stops
 /// waiting for a retry due later than its limit; without one (the daemon, an app) every retry is
 /// waited for (issue 26, case 8).
-@Suite("Waiting for a library with a retry wait limit", .timeLimit(.minutes(1)))
+@Suite("Waiting for a library with a retry wait limit", .timeLimit(.minutes(2)))
 struct RetryWaitLimitTests {
     let folder = TempFolder(prefix: "retry-wait")
 

@@ -8,7 +8,7 @@ import Testing
 /// held up does not count, so a starved process does not fail a correct test; a hang still does.
 /// The held-up waiter is played by a condition that takes longer than the whole guard (an async
 /// sleep standing for a machine that did not schedule the process; nothing waits for it).
-@Suite("Wait budgets", .timeLimit(.minutes(1)))
+@Suite("Wait budgets", .timeLimit(.minutes(2)))
 struct WaitBudgetTests {
     @Test func aTurnHeldUpByTheMachineCountsAtMostTenTurns() async throws {
         var budget = WaitBudget(.milliseconds(100))

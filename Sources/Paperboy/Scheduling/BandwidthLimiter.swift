@@ -107,6 +107,10 @@ public final class BandwidthLimiter: Sendable {
         if rate != nil { drive() }
     }
 
+    /// How many requests wait for tokens now: a test stepping a test clock moves it only once
+    /// every running transfer waits here (then each step's grants are the limiter's alone).
+    package var waitingRequests: Int { state.withLock { $0.queue.count } }
+
     /// What the limiter achieved so far.
     public var statistics: Statistics {
         let now = clock.uptimeSeconds
