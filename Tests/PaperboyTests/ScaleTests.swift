@@ -71,7 +71,9 @@ struct ScaleTests {
             let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests())
             return (library, ContinuousClock.now - started)
         }
-        #expect(opening < .seconds(5), "opening took \(opening)")
+        // How fast is Benchmarks/scale's figure (docs/Benchmarks.md), not a bound here: what opening
+        // holds in memory, below, is what keeps it flat in the library's size.
+        print("a library of 100,000 assets opened in \(opening)")
         try await eventually("four transfers running") { transport.jobs.count == 4 }
 
         let scheduler = library.scheduler
