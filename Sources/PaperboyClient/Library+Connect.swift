@@ -34,3 +34,11 @@ extension Library {
     /// The daemon serving this library; `nil` in process.
     package var daemon: DaemonBackend? { backend as? DaemonBackend }
 }
+
+extension Library {
+    /// Closes the daemon connection at once, as ``Library/close()`` does through a daemon (for a
+    /// `defer`); does nothing in process.
+    package func disconnect() {
+        daemon?.disconnect()
+    }
+}

@@ -78,10 +78,10 @@ struct DaemonBandwidthTests {
         var bytes: [Int64]
     }
 
-    func sample(_ assets: [RemoteAsset]) async throws -> Sample {
+    func sample(_ assets: [AssetDownload]) async throws -> Sample {
         let sent = ContinuousClock.now
         var bytes: [Int64] = []
-        for asset in assets { bytes.append(try await asset.refreshed().totalBytesWritten) }
+        for asset in assets { bytes.append(try await asset.status().totalBytesWritten) }
         return Sample(sent: sent, received: ContinuousClock.now, bytes: bytes)
     }
 
@@ -120,10 +120,10 @@ struct DaemonBandwidthTests {
         defer { cleanUp() }
         let daemon = try await DaemonProcess(config: config(limit: "20MB/s"), runtime: runtime(), log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
-        var assets: [RemoteAsset] = []
-        var clients: [PaperboyClient] = []
+        var assets: [AssetDownload] = []
+        var clients: [Library] = []
         for name in ["a", "b"] {
-            let client = try await PaperboyClient.connect(socket: daemon.socket, name: "client-\(name)")
+            let client = try await Library.connect(socket: daemon.socket, name: "client-\(name)")
             let issue = try await client.addIssue(name: name, date: Date())
             let asset = try await issue.addAsset(AssetRequest(url: nginx.url("/\(name).bin"), destinationPath: "\(name).bin"))
             try await asset.download()
@@ -159,11 +159,11 @@ struct DaemonBandwidthTests {
         let file = config(limit: "20MB/s")
         let daemon = try await DaemonProcess(config: file, runtime: runtime(), log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
-        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let client = try await Library.connect(socket: daemon.socket)
         let asset = try await client.addIssue(name: "hup", date: Date())
             .addAsset(AssetRequest(url: nginx.url("/big.bin"), destinationPath: "big.bin"))
         try await asset.download()
-        try await eventually("the transfer to be under way") { try await asset.refreshed().totalBytesWritten > 2_000_000 }
+        try await eventually("the transfer to be under way") { try await asset.status().totalBytesWritten > 2_000_000 }
 
         let start = try await sample([asset])
         try await measure(for: .seconds(2))
