@@ -77,6 +77,18 @@ final class ClientConnection: Sendable {
         }
     }
 
+    /// Queues the request `make` builds without waiting for its answer (dropped when it comes):
+    /// it goes out before any request made after this call, and requests are answered in order.
+    func post(_ make: (Int64) -> Request) {
+        let open = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            defer { state.nextID += 1 }
+            state.outgoing.append(make(state.nextID).frame)
+            return true
+        }
+        if open { ready.signal() }
+    }
+
     /// As ``request(as:_:)``, for a request answered when something happens (`WAIT`): cancelling
     /// the task stops waiting for the answer (throwing `CancellationError`), which is then dropped.
     func cancellableRequest<Answer: Decodable>(as answer: Answer.Type, _ make: (Int64) -> Request) async throws -> Answer {

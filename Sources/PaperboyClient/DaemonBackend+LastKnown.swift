@@ -41,6 +41,8 @@ extension DaemonBackend {
         mirror.withLock { $0.counts(ofIssue: name) }
     }
 
+    package func lastKnownStatus(ofIssue name: String) -> Issue.Status { mirror.withLock { $0.status(ofIssue: name) } }
+
     package func lastKnownAssets(ofIssue name: String) -> [AssetDownload] {
         mirror.withLock { $0.assetIDs(ofIssue: name) }.map { handle($0, issue: name) }
     }

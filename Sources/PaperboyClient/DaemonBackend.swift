@@ -28,6 +28,9 @@ package final class DaemonBackend: LibraryBackend {
         var handles: [String: AssetDownload] = [:]
         /// Finished files announced while no delegate of this process was attached to the asset.
         var parked: [String: String] = [:]
+        /// The last `resumed` of a transfer no delegate of this process was attached to (a daemon
+        /// replays it at subscription): the first delegate attached gets it, as in process.
+        var parkedResume: [String: (total: Int64, expected: Int64?)] = [:]
         /// Assets whose `finished` is being handed to delegates (a replay is ignored meanwhile).
         var delivering: Set<String> = []
     }
@@ -49,15 +52,11 @@ package final class DaemonBackend: LibraryBackend {
         }
     }
 
-    /// Connects to the daemon on `socket` and subscribes to its events.
+    /// Connects to the daemon on `socket` and subscribes to its events (without waiting for the
+    /// answer: every later request is answered after it).
     package static func connect(socket: URL, name: String, clock: any LibraryClock) async throws(LibraryError) -> DaemonBackend {
         let backend = DaemonBackend(connection: try await ClientConnection.connect(socket: socket, name: name, clock: clock))
-        do {
-            _ = try await backend.connection.request(as: EmptyReply.self) { .subscribe(PlainRequest(id: $0)) }
-        } catch {
-            backend.connection.close()
-            throw error
-        }
+        backend.connection.post { .subscribe(PlainRequest(id: $0)) }
         return backend
     }
 
@@ -78,14 +77,17 @@ package final class DaemonBackend: LibraryBackend {
     /// Attaches `delegate` (when given) to `asset` and asks the daemon to download it, claimed
     /// when this process has a delegate for it; hands over a file that waited for one.
     func attach(_ delegate: (any AssetDownloadDelegate)?, to asset: AssetDownload) async throws(LibraryError) {
-        let claimed = state.withLock { state -> Bool in
+        let (claimed, resumed) = state.withLock { state -> (Bool, (total: Int64, expected: Int64?)?) in
+            var resumed: (total: Int64, expected: Int64?)?
             if let delegate {
                 let attached = state.delegates[asset.identifier] ?? []
+                if attached.isEmpty { resumed = state.parkedResume.removeValue(forKey: asset.identifier) }
                 if !attached.contains(where: { Self.isSame($0, delegate) }) { state.delegates[asset.identifier] = attached + [delegate] }
                 state.handles[asset.identifier] = asset
             }
-            return !(state.delegates[asset.identifier] ?? []).isEmpty
+            return (!(state.delegates[asset.identifier] ?? []).isEmpty, resumed)
         }
+        if let delegate, let resumed { delegate.download(asset, didResumeAt: resumed.total, expectedTotalBytes: resumed.expected) }
         let reply = try await connection.request(as: AssetReply.self) {
             .download(AssetCommand(id: $0, asset: asset.identifier, deliver: claimed ? true : nil))
         }
@@ -104,6 +106,7 @@ package final class DaemonBackend: LibraryBackend {
     private func detach(_ asset: String) -> [any AssetDownloadDelegate] {
         state.withLock { state in
             state.handles[asset] = nil
+            state.parkedResume[asset] = nil
             return state.delegates.removeValue(forKey: asset) ?? []
         }
     }
@@ -140,6 +143,7 @@ package final class DaemonBackend: LibraryBackend {
                                   expectedTotalBytes: expected.map { max(0, $0) })
             }
         case .resumed(_, _, let total, let expected):
+            if delegates.isEmpty { state.withLock { $0.parkedResume[asset] = (max(0, total), expected.map { max(0, $0) }) } }
             for delegate in delegates {
                 delegate.download(handle, didResumeAt: max(0, total), expectedTotalBytes: expected.map { max(0, $0) })
             }

@@ -62,6 +62,7 @@ struct DaemonMirror {
     mutating func recordListing(_ assets: [WireAsset], ofIssue issue: String) {
         for asset in assets { record(asset) }
         issueAssets[issue] = assets.map(\.id)
+        recount(issue)
     }
 
     mutating func removeIssue(_ name: String) {
@@ -84,6 +85,7 @@ struct DaemonMirror {
             assets[asset]?.status?.state = wire.state
             assets[asset]?.status?.failure = wire.failure
             if case .cancelled = wire.state { assets[asset]?.status?.totalBytesWritten = 0 }
+            if let name = issue ?? assets[asset]?.issueName { recount(name) }
         case .issueAvailable(let issue):
             issues[issue]?.status = .available
             issues[issue]?.isNew = true
@@ -113,10 +115,16 @@ struct DaemonMirror {
         issueAssets[issue] ?? assets.filter { $0.value.issueName == issue }.keys.sorted()
     }
 
-    /// The issue's status: from its assets' states when they are known, else as reported.
+    /// The issue's status: as last reported, or as the states of its listed assets make it since.
     func status(ofIssue name: String) -> Issue.Status {
-        if issueAssets[name] != nil { return counts(ofIssue: name).issueStatus }
-        return issues[name]?.status ?? .notDownloaded
+        issues[name]?.status ?? .notDownloaded
+    }
+
+    /// Decides the issue's status from its listed assets' states (when a listing is known).
+    private mutating func recount(_ issue: String) {
+        guard issueAssets[issue] != nil, issues[issue] != nil else { return }
+        let status = counts(ofIssue: issue).issueStatus
+        issues[issue]?.status = status
     }
 
     func counts(ofIssue name: String) -> AssetCounts {

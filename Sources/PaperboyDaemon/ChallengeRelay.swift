@@ -26,6 +26,9 @@ final class ChallengeRelay: Sendable {
     private struct Waiting {
         var connection: Int
         var asset: String
+        /// `challenge` or `resumption`, and what happens without an answer: for the log.
+        var label: String
+        var fallback: String
         var resume: @Sendable (Answer?) -> Void
         var timer: Task<Void, Never>?
     }
@@ -53,7 +56,7 @@ final class ChallengeRelay: Sendable {
         let id = UUID().uuidString
         let message = ChallengeMessage(id: id, asset: asset.identifier, issue: asset.issue?.name, challenge)
         logger.info("asset \(asset.identifier): \(challenge); asking client \(connection.number) (challenge \(id))")
-        let answer = await ask(id, asset: asset.identifier, on: connection,
+        let answer = await ask(id, asset: asset.identifier, label: "challenge", fallback: "default handling", on: connection,
                                frame: DaemonProtocol.frame(DaemonProtocol.Kind.challenge, message))
         if case .disposition(let disposition)? = answer { return disposition }
         return .performDefaultHandling
@@ -67,18 +70,20 @@ final class ChallengeRelay: Sendable {
         let id = UUID().uuidString
         let message = ResumingMessage(id: id, asset: asset.identifier, issue: asset.issueName, request: request)
         logger.info("asset \(asset.identifier): resuming; asking client \(connection.number) for its request (resumption \(id))")
-        let answer = await ask(id, asset: asset.identifier, on: connection,
+        let answer = await ask(id, asset: asset.identifier, label: "resumption", fallback: "the request it had", on: connection,
                                frame: DaemonProtocol.frame(DaemonProtocol.Kind.resuming, message))
         if case .request(let refreshed)? = answer { return refreshed }
         return request
     }
 
     /// Sends `frame` (a question named `id`) and waits for its answer; `nil`: none came.
-    private func ask(_ id: String, asset: String, on connection: DaemonConnection, frame: Data) async -> Answer? {
+    private func ask(_ id: String, asset: String, label: String, fallback: String, on connection: DaemonConnection,
+                     frame: Data) async -> Answer? {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Answer?, Never>) in
                 waiting.withLock {
-                    $0[id] = Waiting(connection: connection.number, asset: asset, resume: { continuation.resume(returning: $0) })
+                    $0[id] = Waiting(connection: connection.number, asset: asset, label: label, fallback: fallback,
+                                     resume: { continuation.resume(returning: $0) })
                 }
                 let (timeout, clock) = (timeout, clock)
                 let timer = Task { [weak self] in
@@ -151,9 +156,9 @@ final class ChallengeRelay: Sendable {
         case .disposition(.cancelAuthenticationChallenge)?: "cancel"
         case .disposition(.rejectProtectionSpace)?: "reject protection space"
         case .request?: "a request"
-        case nil: "no answer"
+        case nil: entry.fallback
         }
-        logger.info("asset \(entry.asset): question \(id): \(shown)\(why.map { " (\($0))" } ?? "")")
+        logger.info("asset \(entry.asset): \(entry.label) \(id): \(shown)\(why.map { " (\($0))" } ?? "")")
         entry.resume(answer)
         return true
     }
