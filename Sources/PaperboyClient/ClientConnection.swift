@@ -23,9 +23,16 @@ final class ClientConnection: Sendable {
     private let ready = DispatchSemaphore(value: 0)
     let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
-    /// `CHALLENGE`s from the daemon, apart from events: answering one must not wait behind them.
-    let challenges: AsyncStream<ChallengeMessage>
-    private let challengeSink: AsyncStream<ChallengeMessage>.Continuation
+    /// `CHALLENGE`s and `RESUMING`s from the daemon, apart from events: answering one must not
+    /// wait behind them.
+    let questions: AsyncStream<Question>
+    private let questionSink: AsyncStream<Question>.Continuation
+
+    /// A question the daemon asks the client that claimed an asset.
+    enum Question: Sendable {
+        case challenge(ChallengeMessage)
+        case resuming(ResumingMessage)
+    }
 
     private struct State {
         var nextID: Int64 = 1
@@ -42,7 +49,7 @@ final class ClientConnection: Sendable {
         self.socket = socket
         self.library = library
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
-        (challenges, challengeSink) = AsyncStream.makeStream(of: ChallengeMessage.self)
+        (questions, questionSink) = AsyncStream.makeStream(of: Question.self)
     }
 
     /// Starts the reader and writer threads.
@@ -61,6 +68,34 @@ final class ClientConnection: Sendable {
     /// Sends the request `make` builds with its `id` and decodes its `OK` as `Answer` (the type
     /// ``Reply/type(answering:)`` names for the kind), or throws its `ERROR` as a ``LibraryError``.
     func request<Answer: Decodable>(as answer: Answer.Type, _ make: (Int64) -> Request) async throws(LibraryError) -> Answer {
+        do {
+            return try await request(as: answer, cancellable: false, make)
+        } catch let error as LibraryError {
+            throw error
+        } catch {
+            throw disconnected()
+        }
+    }
+
+    /// Queues the request `make` builds without waiting for its answer (dropped when it comes):
+    /// it goes out before any request made after this call, and requests are answered in order.
+    func post(_ make: (Int64) -> Request) {
+        let open = state.withLock { state -> Bool in
+            guard !state.closed else { return false }
+            defer { state.nextID += 1 }
+            state.outgoing.append(make(state.nextID).frame)
+            return true
+        }
+        if open { ready.signal() }
+    }
+
+    /// As ``request(as:_:)``, for a request answered when something happens (`WAIT`): cancelling
+    /// the task stops waiting for the answer (throwing `CancellationError`), which is then dropped.
+    func cancellableRequest<Answer: Decodable>(as answer: Answer.Type, _ make: (Int64) -> Request) async throws -> Answer {
+        try await request(as: answer, cancellable: true, make)
+    }
+
+    private func request<Answer: Decodable>(as answer: Answer.Type, cancellable: Bool, _ make: (Int64) -> Request) async throws -> Answer {
         let id = state.withLock { state -> Int64 in
             defer { state.nextID += 1 }
             return state.nextID
@@ -68,25 +103,24 @@ final class ClientConnection: Sendable {
         let request = make(id)
         let kind = request.kind
         let frame = request.frame
-        let reply: CheckedFrame
-        do {
-            reply = try await withCheckedThrowingContinuation { continuation in
+        let reply: CheckedFrame = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
                 let open = state.withLock { state -> Bool in
                     guard !state.closed else { return false }
+                    if cancellable, Task.isCancelled { return false }
                     state.waiting[id] = continuation
                     state.outgoing.append(frame)
                     return true
                 }
                 guard open else {
-                    continuation.resume(throwing: disconnected())
+                    continuation.resume(throwing: cancellable && Task.isCancelled ? CancellationError() : disconnected())
                     return
                 }
                 ready.signal()
             }
-        } catch let error as LibraryError {
-            throw error
-        } catch {
-            throw disconnected()
+        } onCancel: {
+            guard cancellable, let continuation = state.withLock({ $0.waiting.removeValue(forKey: id) }) else { return }
+            continuation.resume(throwing: CancellationError())
         }
         if reply.kind == DaemonProtocol.Kind.error {
             guard let wire = try? DaemonProtocol.decode(WireError.self, reply) else {
@@ -154,7 +188,13 @@ final class ClientConnection: Sendable {
             }
             if frame.kind == DaemonProtocol.Kind.challenge {
                 if let challenge = try? DaemonProtocol.decode(ChallengeMessage.self, frame) {
-                    challengeSink.yield(challenge)
+                    questionSink.yield(.challenge(challenge))
+                }
+                continue
+            }
+            if frame.kind == DaemonProtocol.Kind.resuming {
+                if let resuming = try? DaemonProtocol.decode(ResumingMessage.self, frame) {
+                    questionSink.yield(.resuming(resuming))
                 }
                 continue
             }
@@ -173,7 +213,7 @@ final class ClientConnection: Sendable {
         ready.signal()
         for continuation in waiting { continuation.resume(throwing: disconnected()) }
         eventSink.finish()
-        challengeSink.finish()
+        questionSink.finish()
         threadEnded()
     }
 

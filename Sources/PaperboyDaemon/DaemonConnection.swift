@@ -32,6 +32,9 @@ final class DaemonConnection: Sendable {
         var closed = false
         var negotiated = false
         var subscribed = false
+        /// Requests answered when done (`WAIT`), cancelled when the connection ends.
+        var tasks: [Int: Task<Void, Never>] = [:]
+        var taskCounter = 0
         /// The reader and the writer; the last one to end closes the descriptor (never while
         /// the other could still use its number).
         var threads = 2
@@ -91,12 +94,30 @@ final class DaemonConnection: Sendable {
         if queued { ready.signal() }
     }
 
+    /// Runs `body` (a request answered when done) in a task cancelled if the connection ends first.
+    func run(_ body: @escaping @Sendable () async -> Void) {
+        state.withLock { state in
+            guard !state.closed else { return }
+            state.taskCounter += 1
+            let key = state.taskCounter
+            // Created under the lock, so it is recorded before it can end and remove itself.
+            state.tasks[key] = Task { [self] in
+                await body()
+                _ = self.state.withLock { $0.tasks.removeValue(forKey: key) }
+            }
+        }
+    }
+
     /// Shuts the socket down: the reader sees the end, the writer stops and closes it.
     func close() {
-        let first = state.withLock { state -> Bool in
-            defer { state.closed = true }
-            return !state.closed
+        let (first, tasks) = state.withLock { state -> (Bool, [Task<Void, Never>]) in
+            defer {
+                state.closed = true
+                state.tasks = [:]
+            }
+            return (!state.closed, Array(state.tasks.values))
         }
+        for task in tasks { task.cancel() }
         if first {
             shutdown(fd, Int32(SHUT_RDWR))
             ready.signal()

@@ -4,13 +4,15 @@ import Paperboy
 import PaperboyWire
 import PaperboyFraming
 
-/// The library requests (`SHELF`, `ASSETS`, `READ`, `PURGE`): what `paperboy issues`,
-/// `status`, `read` and `purge` ask a daemon.
+/// The library requests (`SHELF`, `ASSETS`, `READ`, `PURGE`: what `paperboy issues`, `status`,
+/// `read` and `purge` ask a daemon), and those that serve the rest of `Library`'s API (`REMOVE`,
+/// `MARKREAD`, `CHECKSUM`, `WAIT`), each through the library's in-process backend.
 extension DaemonServer {
     /// Items in a `SHELF` or `ASSETS` page, fewer when their JSON would not fit in a frame.
     static let pageSize = 500
 
-    /// Answers a library request (`SHELF`, `ASSETS`, `READ`, `PURGE`); `nil` for another.
+    /// Answers a library request (`SHELF`, `ASSETS`, `READ`, `PURGE`, `REMOVE`, `MARKREAD`,
+    /// `CHECKSUM`); `nil` for another.
     func answerLibrary(_ request: Request) throws -> Reply? {
         switch request {
         case .shelf(let request):
@@ -22,7 +24,7 @@ extension DaemonServer {
             if let name = request.issue {
                 guard let found = try served().issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
                 try served().setCurrentlyReadingIssue(named: found.name)
-                try served().markRead(issue: found.name)
+                if request.markRead ?? true { try served().markRead(issue: found.name) }
                 issue = try Self.wire(found, assets: false)
             } else {
                 try served().setCurrentlyReadingIssue(named: nil)
@@ -41,6 +43,22 @@ extension DaemonServer {
                 try await library.purge(keep: request.keep, budgetBytes: request.budgetBytes)
             }
             return .purge(PurgeReply(id: request.id, removed: removed))
+        case .remove(let request):
+            guard try served().issue(named: request.issue) != nil else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
+            let served = try served()
+            try waitFor { () async throws(LibraryError) in try await served.removeIssue(named: request.issue) }
+            return .empty(EmptyReply(id: request.id))
+        case .markRead(let request):
+            guard try served().issue(named: request.issue) != nil else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
+            try served().markRead(issue: request.issue)
+            guard let issue = try served().issue(named: request.issue) else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
+            return .issue(IssueReply(id: request.id, issue: try Self.wire(issue, assets: false)))
+        case .checksum(let request):
+            guard let asset = try served().asset(identifier: request.asset) else {
+                throw LibraryError(.assetNotFound, "no asset with identifier '\(request.asset)'")
+            }
+            try served().updateExpectedSHA256(request.sha256, ofAsset: asset.identifier)
+            return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
         default:
             return nil
         }
@@ -100,6 +118,26 @@ extension DaemonServer {
                 return reply
             }
             count /= 2
+        }
+    }
+
+    /// Starts answering a `WAIT`: the `OK` comes when the asset ends or the issue is complete,
+    /// after requests that arrive meanwhile (as for `NOTIFY`); the wait ends with the connection.
+    func wait(_ request: WaitRequest, on connection: DaemonConnection) throws {
+        let served = try served()
+        let waiting: @Sendable () async throws(CancellationError) -> WaitReply
+        if let asset = request.asset {
+            guard served.asset(identifier: asset) != nil else { throw LibraryError(.assetNotFound, "no asset with identifier '\(asset)'") }
+            waiting = { () async throws(CancellationError) in WaitReply(id: request.id, asset: try await served.waitUntilFinished(asset: asset)) }
+        } else if let issue = request.issue {
+            guard served.issue(named: issue) != nil else { throw LibraryError(.issueNotFound, "no issue named '\(issue)'") }
+            waiting = { () async throws(CancellationError) in WaitReply(id: request.id, issue: try await served.waitUntilAvailable(issue: issue)) }
+        } else {
+            throw WireError(DaemonProtocol.ErrorCode.badRequest, "WAIT: needs 'asset' or 'issue'")
+        }
+        connection.run {
+            guard let reply = try? await waiting() else { return }
+            connection.send(Reply.wait(reply).frame)
         }
     }
 

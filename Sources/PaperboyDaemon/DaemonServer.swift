@@ -45,6 +45,11 @@ public final class DaemonServer: Sendable {
         }
 
         let state = Mutex(State())
+
+        /// The connection that claimed `asset` last, while it is connected.
+        func claimant(of asset: String) -> DaemonConnection? {
+            state.withLock { state in state.claimants[asset].flatMap { state.connections[$0] } }
+        }
     }
 
     /// Creates a server for `library` (which it does not close).
@@ -72,8 +77,9 @@ public final class DaemonServer: Sendable {
             let subscribed = registry.state.withLock { Array($0.connections.values) }
             for connection in subscribed { connection.send(event: event) }
         }, askClient: { asset, challenge in
-            let claimant = registry.state.withLock { state in state.claimants[asset.identifier].flatMap { state.connections[$0] } }
-            return await challenges.ask(challenge, asset: asset, on: claimant)
+            await challenges.ask(challenge, asset: asset, on: registry.claimant(of: asset.identifier))
+        }, askResuming: { asset, request in
+            await challenges.askResuming(request, asset: asset, on: registry.claimant(of: asset.identifier))
         })
     }
 
@@ -241,7 +247,7 @@ public final class DaemonServer: Sendable {
             // A failure's reason and codes travel with its state (read here, off the library's
             // event path: failures are few).
             let failure: LibraryError? = if case .failed = assetState { asset.status?.failure } else { nil }
-            broadcast(.state(asset: asset.identifier, state: WireState(assetState, failure: failure)))
+            broadcast(.state(asset: asset.identifier, issue: asset.issueName, state: WireState(assetState, failure: failure)))
             if case .cancelled = assetState { desk.release(asset.identifier) }
         case .issueDownloadCompleted(let issue):
             broadcast(.issueAvailable(issue: issue.name))
@@ -368,7 +374,14 @@ public final class DaemonServer: Sendable {
                 }
             }
             return nil
-        case .shelf, .assets, .read, .purge:
+        case .resumeWith(let request):
+            try challenges.answer(request, original: { [library] in library.local?.lastKnownStatus(ofAsset: $0)?.request },
+                                  from: connection.number)
+            return .empty(EmptyReply(id: request.id))
+        case .wait(let request):
+            try wait(request, on: connection)
+            return nil
+        case .shelf, .assets, .read, .purge, .remove, .markRead, .checksum:
             return try answerLibrary(request)
         }
     }

@@ -41,9 +41,12 @@ final class DeliveryDesk: AssetDownloadDelegate {
     let broadcast: @Sendable (Event) -> Void
     /// Asks the client that claimed an asset to answer a challenge.
     let askClient: @Sendable (AssetDownload, AuthChallenge) async -> AuthChallengeDisposition
+    /// Asks the client that claimed an asset for the request to resume it with.
+    let askResuming: @Sendable (AssetDownload, AssetRequest) async -> AssetRequest
 
     init(libraryRoot: URL, logger: Logger, broadcast: @escaping @Sendable (Event) -> Void,
-         askClient: @escaping @Sendable (AssetDownload, AuthChallenge) async -> AuthChallengeDisposition = { _, _ in .performDefaultHandling }) {
+         askClient: @escaping @Sendable (AssetDownload, AuthChallenge) async -> AuthChallengeDisposition = { _, _ in .performDefaultHandling },
+         askResuming: @escaping @Sendable (AssetDownload, AssetRequest) async -> AssetRequest = { $1 }) {
         claimsFile = ClaimsFile(libraryRoot: libraryRoot)
         switch claimsFile.read() {
         case .claims(let saved):
@@ -58,6 +61,7 @@ final class DeliveryDesk: AssetDownloadDelegate {
         self.logger = logger
         self.broadcast = broadcast
         self.askClient = askClient
+        self.askResuming = askResuming
     }
 
     /// The claimed assets recorded by an earlier run.
@@ -157,6 +161,10 @@ final class DeliveryDesk: AssetDownloadDelegate {
 
     func download(_ asset: AssetDownload, didReceive challenge: AuthChallenge) async -> AuthChallengeDisposition {
         await askClient(asset, challenge)
+    }
+
+    func download(_ asset: AssetDownload, willResumeWith request: AssetRequest) async -> AssetRequest {
+        await askResuming(asset, request)
     }
 
     private static func finishedEvent(asset: String, _ pending: Pending) -> Event {

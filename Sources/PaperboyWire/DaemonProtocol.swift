@@ -59,7 +59,7 @@ public enum DaemonProtocol {
         /// Every code above and in the extensions (docs/Daemon.md lists each).
         package static let all = [
             malformedFrame, frameTooLarge, badRequest, unknownKind, notNegotiated, unsupportedVersion, notPending,
-            reloadFailed, permissionDenied, feedNotFound, unknownChallenge,
+            reloadFailed, permissionDenied, feedNotFound, unknownChallenge, unknownResumption,
         ]
     }
 

@@ -16,8 +16,9 @@ package enum Event: Codable, Sendable, Equatable {
     case finished(asset: String, issue: String, path: String)
     /// A claimed asset gave up; its claim is dropped.
     case failed(asset: String, issue: String?, error: WireError)
-    /// Any asset changed state.
-    case state(asset: String, state: WireState)
+    /// Any asset changed state (`issue`: its issue's name, which a daemon of an earlier
+    /// version did not send).
+    case state(asset: String, issue: String?, state: WireState)
     /// Every asset of the issue is delivered.
     case issueAvailable(issue: String)
     /// How many issues are new, after `issue-available`.
@@ -40,7 +41,7 @@ package enum Event: Codable, Sendable, Equatable {
     package var asset: String? {
         switch self {
         case .progress(let asset, _, _, _), .resumed(let asset, _, _, _), .finished(let asset, _, _), .failed(let asset, _, _),
-             .state(let asset, _):
+             .state(let asset, _, _):
             asset
         case .issueAvailable, .badge:
             nil
@@ -50,7 +51,7 @@ package enum Event: Codable, Sendable, Equatable {
     /// The issue's name, for the events that carry it.
     package var issue: String? {
         switch self {
-        case .resumed(_, let issue, _, _), .failed(_, let issue, _): issue
+        case .resumed(_, let issue, _, _), .failed(_, let issue, _), .state(_, let issue, _): issue
         case .finished(_, let issue, _), .issueAvailable(let issue): issue
         default: nil
         }
@@ -82,7 +83,7 @@ package enum Event: Codable, Sendable, Equatable {
         case "failed":
             self = .failed(asset: try asset(), issue: try issue(), error: try container.decode(WireError.self, forKey: .error))
         case "state":
-            self = .state(asset: try asset(), state: try container.decode(WireState.self, forKey: .state))
+            self = .state(asset: try asset(), issue: try issue(), state: try container.decode(WireState.self, forKey: .state))
         case "issue-available":
             self = .issueAvailable(issue: try container.decode(String.self, forKey: .issue))
         case "badge":
@@ -109,7 +110,7 @@ package enum Event: Codable, Sendable, Equatable {
             try container.encode(path, forKey: .path)
         case .failed(_, _, let error):
             try container.encode(error, forKey: .error)
-        case .state(_, let state):
+        case .state(_, _, let state):
             try container.encode(state, forKey: .state)
         case .badge(let badge):
             try container.encode(badge, forKey: .badge)

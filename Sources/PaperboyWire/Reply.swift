@@ -4,13 +4,13 @@ import Paperboy
 /// `OK`, daemon → client: the answer to one request, its type decided by the request's kind
 /// (``Reply/decode(answering:_:)``). Every answer carries the request's `id`.
 package enum Reply: Sendable {
-    /// `ADDISSUE`.
+    /// `ADDISSUE`, `MARKREAD`.
     case issue(IssueReply)
-    /// `ADDASSET`, `DOWNLOAD`, `RESUME`, `PAUSE`, `CANCEL`.
+    /// `ADDASSET`, `DOWNLOAD`, `RESUME`, `PAUSE`, `CANCEL`, `CHECKSUM`.
     case asset(AssetReply)
     /// `STATUS`.
     case status(StatusReply)
-    /// `SUBSCRIBE`, `ACK`, `ANSWER`: only the `id`.
+    /// `SUBSCRIBE`, `ACK`, `ANSWER`, `REMOVE`, `RESUMEWITH`: only the `id`.
     case empty(EmptyReply)
     /// `RELOAD`.
     case reload(ReloadReply)
@@ -24,15 +24,18 @@ package enum Reply: Sendable {
     case purge(PurgeReply)
     /// `NOTIFY`.
     case notify(NotifyReply)
+    /// `WAIT`.
+    case wait(WaitReply)
 
     /// The type of the `OK` answering a request of `kind`, `nil` for a kind that is not a request.
     package static func type(answering kind: String) -> (any Codable.Type)? {
         typealias Kind = DaemonProtocol.Kind
         switch kind {
-        case Kind.addIssue: return IssueReply.self
-        case Kind.addAsset, Kind.download, Kind.resume, Kind.pause, Kind.cancel: return AssetReply.self
+        case Kind.addIssue, Kind.markRead: return IssueReply.self
+        case Kind.addAsset, Kind.download, Kind.resume, Kind.pause, Kind.cancel, Kind.checksum: return AssetReply.self
         case Kind.status: return StatusReply.self
-        case Kind.subscribe, Kind.ack, Kind.answer: return EmptyReply.self
+        case Kind.subscribe, Kind.ack, Kind.answer, Kind.remove, Kind.resumeWith: return EmptyReply.self
+        case Kind.wait: return WaitReply.self
         case Kind.reload: return ReloadReply.self
         case Kind.shelf: return ShelfReply.self
         case Kind.assets: return AssetsReply.self
@@ -60,6 +63,7 @@ package enum Reply: Sendable {
         case is ReadReply.Type: return .read(try DaemonProtocol.decode(ReadReply.self, frame))
         case is PurgeReply.Type: return .purge(try DaemonProtocol.decode(PurgeReply.self, frame))
         case is NotifyReply.Type: return .notify(try DaemonProtocol.decode(NotifyReply.self, frame))
+        case is WaitReply.Type: return .wait(try DaemonProtocol.decode(WaitReply.self, frame))
         default: throw WireError(DaemonProtocol.ErrorCode.unknownKind, "no OK answers \(kind)")
         }
     }
@@ -77,6 +81,7 @@ package enum Reply: Sendable {
         case .read(let reply): reply
         case .purge(let reply): reply
         case .notify(let reply): reply
+        case .wait(let reply): reply
         }
     }
 
@@ -84,7 +89,7 @@ package enum Reply: Sendable {
     package var frame: Data { DaemonProtocol.frame(DaemonProtocol.Kind.ok, payload) }
 }
 
-/// `OK` to `SUBSCRIBE`, `ACK` and `ANSWER`; also how a client reads the `id` of any answer.
+/// `OK` to `SUBSCRIBE`, `ACK`, `ANSWER`, `REMOVE` and `RESUMEWITH`; also how a client reads the `id` of any answer.
 package struct EmptyReply: Codable, Sendable {
     package var id: Int64
 
@@ -93,7 +98,7 @@ package struct EmptyReply: Codable, Sendable {
     }
 }
 
-/// `OK` to `ADDISSUE`: the issue, without `assets`.
+/// `OK` to `ADDISSUE` and `MARKREAD`: the issue, without `assets`.
 package struct IssueReply: Codable, Sendable {
     package var id: Int64
     package var issue: WireIssue
@@ -104,7 +109,7 @@ package struct IssueReply: Codable, Sendable {
     }
 }
 
-/// `OK` to `ADDASSET` (with `user_info` when it has one), `DOWNLOAD`, `RESUME`, `PAUSE`, `CANCEL`.
+/// `OK` to `ADDASSET` (with `user_info` when it has one), `DOWNLOAD`, `RESUME`, `PAUSE`, `CANCEL`, `CHECKSUM`.
 package struct AssetReply: Codable, Sendable {
     package var id: Int64
     package var asset: WireAsset

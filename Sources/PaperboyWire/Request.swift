@@ -23,6 +23,11 @@ package enum Request: Sendable {
     case purge(PurgeRequest)
     case notify(NotifyRequest)
     case answer(AnswerRequest)
+    case remove(IssueCommand)
+    case markRead(IssueCommand)
+    case wait(WaitRequest)
+    case checksum(ChecksumRequest)
+    case resumeWith(ResumeWithRequest)
 
     /// Decodes a request's payload by its kind.
     ///
@@ -49,6 +54,11 @@ package enum Request: Sendable {
         case Kind.purge: self = .purge(try read(PurgeRequest.self))
         case Kind.notify: self = .notify(try read(NotifyRequest.self))
         case Kind.answer: self = .answer(try read(AnswerRequest.self))
+        case Kind.remove: self = .remove(try read(IssueCommand.self))
+        case Kind.markRead: self = .markRead(try read(IssueCommand.self))
+        case Kind.wait: self = .wait(try read(WaitRequest.self))
+        case Kind.checksum: self = .checksum(try read(ChecksumRequest.self))
+        case Kind.resumeWith: self = .resumeWith(try read(ResumeWithRequest.self))
         default: throw WireError(DaemonProtocol.ErrorCode.unknownKind, "unknown message kind \(frame.kind)")
         }
     }
@@ -74,6 +84,11 @@ package enum Request: Sendable {
         case .purge: Kind.purge
         case .notify: Kind.notify
         case .answer: Kind.answer
+        case .remove: Kind.remove
+        case .markRead: Kind.markRead
+        case .wait: Kind.wait
+        case .checksum: Kind.checksum
+        case .resumeWith: Kind.resumeWith
         }
     }
 
@@ -92,6 +107,10 @@ package enum Request: Sendable {
         case .purge(let payload): payload
         case .notify(let payload): payload
         case .answer(let payload): payload
+        case .remove(let payload), .markRead(let payload): payload
+        case .wait(let payload): payload
+        case .checksum(let payload): payload
+        case .resumeWith(let payload): payload
         }
     }
 

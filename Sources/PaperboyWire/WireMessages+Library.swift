@@ -127,14 +127,18 @@ package struct AssetsReply: Codable, Sendable {
     }
 }
 
-/// `READ`: `issue` becomes the currently-reading issue and is marked read; no `issue` clears it.
+/// `READ`: `issue` becomes the currently-reading issue and is marked read (unless `mark_read`
+/// is false); no `issue` clears it.
 package struct ReadRequest: Codable, Sendable {
     package var id: Int64
     package var issue: String?
+    /// Whether the issue is also marked read; absent: true.
+    package var markRead: Bool?
 
-    package init(id: Int64, issue: String?) {
+    package init(id: Int64, issue: String?, markRead: Bool? = nil) {
         self.id = id
         self.issue = issue
+        self.markRead = markRead
     }
 }
 

@@ -21,7 +21,7 @@ enum DaemonRoute {
     ///
     /// - Throws: `ExitCode(1)` (having said why) for a socket that is not to be trusted or a
     ///   daemon that refuses the connection.
-    static func connect(_ config: PaperboyConfiguration, options: GlobalOptions) async throws -> PaperboyClient? {
+    static func connect(_ config: PaperboyConfiguration, options: GlobalOptions) async throws -> DaemonBackend? {
         let socket = config.daemon.socket
         switch DaemonSocket.trust(socket) {
         case .absent:
@@ -39,9 +39,10 @@ enum DaemonRoute {
             return nil
         }
         close(probe)
-        let client: PaperboyClient
+        let client: DaemonBackend
         do {
-            client = try await PaperboyClient.connect(socket: socket, name: "paperboy \(CommandLine.arguments.dropFirst().first ?? "")")
+            client = try await DaemonBackend.connect(socket: socket, name: "paperboy \(CommandLine.arguments.dropFirst().first ?? "")",
+                                                     clock: SystemClock())
         } catch {
             Console.error("paperboy: \(error.message)")
             throw ExitCode(1)

@@ -14,16 +14,19 @@ import Synchronization
 struct RemoteSyncRun {
     let options: GlobalOptions
     let config: PaperboyConfiguration
-    let client: PaperboyClient
+    let client: DaemonBackend
+    /// The daemon's library, for what ``Library``'s API does.
+    let library: Library
     var wait = false
     var includeFeeds = true
     var issues: [IssueEntry]
     var source: String
 
-    init(options: GlobalOptions, config: PaperboyConfiguration, client: PaperboyClient) {
+    init(options: GlobalOptions, config: PaperboyConfiguration, client: DaemonBackend) {
         self.options = options
         self.config = config
         self.client = client
+        library = Library(backend: client)
         issues = config.issues
         source = config.fileURL.lastPathComponent
     }
@@ -68,9 +71,9 @@ struct RemoteSyncRun {
             problems += refresh.failures
             for failure in refresh.failures { Console.error("paperboy: \(failure)") }
         }
-        let events: AsyncStream<RemoteEvent>
+        let events: AsyncStream<LibraryEvent>
         do {
-            events = try await client.events()
+            events = try await library.events()
         } catch {
             Console.error("paperboy: \(error.message)")
             return 1
@@ -78,19 +81,20 @@ struct RemoteSyncRun {
         let started = ContinuousClock.now
         var plan = RemotePlan()
         do {
-            for issue in issues { try await plan.add(issue, config: config, client: client) }
+            for issue in issues { try await plan.add(issue, config: config, library: library) }
         } catch {
             Console.error("paperboy: \(source): \(error.message)")
             return 2
         }
         let tracker = Tracker(planned: Set(plan.names.keys), wait: wait, retryWaitLimit: config.syncRetryWaitLimit)
         let narrator = options.quiet ? nil : SyncNarrator(display: nil, logger: Logger(label: "paperboy"), verbose: options.verbose)
-        let narration = Task { [client, plan, verbose = options.verbose] in
+        let narration = Task { [plan, verbose = options.verbose] in
             var announced: Set<String> = []
             for await event in events {
-                guard case .assetStateChanged(let id, let state) = event, tracker.update(id, state) else { continue }
+                guard case .assetStateChanged(let asset, let state) = event, tracker.update(asset.identifier, state) else { continue }
+                let id = asset.identifier
                 var bytes: Int64 = 0
-                if verbose, state == .delivered { bytes = (try? await client.asset(identifier: id))?.totalBytesWritten ?? 0 }
+                if verbose, state == .delivered { bytes = (try? await asset.status())?.totalBytesWritten ?? 0 }
                 narrator?.narrate(id, named: plan.names[id] ?? id, state, bytes: bytes, announced: &announced)
             }
         }
@@ -178,23 +182,23 @@ struct RemotePlan {
 
     /// Adds the issue if the daemon's library lacks it, adds its missing assets, and asks for
     /// every one not delivered (an asset is its URL and path within its issue, as in-process).
-    mutating func add(_ configured: IssueEntry, config: PaperboyConfiguration, client: PaperboyClient) async throws(LibraryError) {
-        let issue: RemoteIssue
-        if let found = try await client.issue(named: configured.name) {
+    mutating func add(_ configured: IssueEntry, config: PaperboyConfiguration, library: Library) async throws(LibraryError) {
+        let issue: Issue
+        if let found = try await library.issue(named: configured.name) {
             issue = found
         } else {
             do {
-                issue = try await client.addIssue(name: configured.name, date: configured.date)
+                issue = try await library.addIssue(name: configured.name, date: configured.date)
             } catch where error.code == .duplicateIssue {
-                guard let found = try await client.issue(named: configured.name) else { throw error }
+                guard let found = try await library.issue(named: configured.name) else { throw error }
                 issue = found
             }
         }
         if !issueNames.contains(configured.name) { issueNames.append(configured.name) }
-        var existing: [String: RemoteAsset] = [:]
-        try await client.forEachAsset(ofIssue: issue.name) { asset in
+        var existing: [String: AssetDownload] = [:]
+        for asset in try await issue.assets() {
             // Replies show URLs without their user and password: compare them so.
-            if let request = asset.request { existing[SyncPlan.key(request.url.absoluteString, request.destinationPath ?? "")] = client.remoteAsset(asset) }
+            if let request = asset.request { existing[SyncPlan.key(request.url.absoluteString, request.destinationPath ?? "")] = asset }
         }
         var work = false
         for asset in configured.assets {
@@ -221,7 +225,7 @@ struct RemotePlan {
             plannedCount += 1
         }
         issues.append(configured)
-        if !work, issue.status == .available { availableBefore.insert(issue.name) }
+        if !work, try await issue.status() == .available { availableBefore.insert(issue.name) }
     }
 }
 

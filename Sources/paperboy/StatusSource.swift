@@ -51,10 +51,10 @@ struct LibraryStatusSource: StatusSource {
 
 /// A daemon: the shelf (`SHELF`), then each issue's assets (`ASSETS`), a page at a time.
 struct DaemonStatusSource: StatusSource {
-    let client: PaperboyClient
+    let client: DaemonBackend
     let shelf: ShelfReply
 
-    init(client: PaperboyClient) async throws(LibraryError) {
+    init(client: DaemonBackend) async throws(LibraryError) {
         self.client = client
         shelf = try await client.shelf()
     }

@@ -29,7 +29,7 @@ struct DaemonActivationTests {
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"),
                                              listening: (listening, path))
         close(listening)
-        let client = try await PaperboyClient.connect(socket: path)
+        let client = try await Library.connect(socket: path)
         let source = workspace.write(randomData(50_000, seed: 3), to: "a.bin")
         let asset = try await client.addIssue(name: "activated", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "a.bin"))
         try await asset.download(delegate: RemoteRecorder())
@@ -50,7 +50,7 @@ struct DaemonActivationTests {
         let (config, runtime) = setUp()
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"),
                                              environment: ["LISTEN_PID": "1", "LISTEN_FDS": "1"])
-        let client = try await PaperboyClient.connect(socket: runtime.appendingPathComponent("paperboy/daemon.sock"))
+        let client = try await Library.connect(socket: runtime.appendingPathComponent("paperboy/daemon.sock"))
         #expect(try await client.issues().isEmpty)
         client.disconnect()
         #expect(!(try String(contentsOf: daemon.log, encoding: .utf8)).contains("socket activation"))

@@ -70,7 +70,7 @@ struct DaemonCLITests {
             #expect(try Bytes(Data(contentsOf: delivered)) == Bytes(data))
         }
         // Another client sees them delivered.
-        let other = try await PaperboyClient.connect(socket: daemon.socket)
+        let other = try await Library.connect(socket: daemon.socket)
         let assets = try await other.issue(named: "2026-11-21")?.assets() ?? []
         #expect(assets.count == 3 && assets.allSatisfy { $0.state == .delivered })
         other.disconnect()
@@ -119,7 +119,7 @@ struct DaemonCLITests {
                                     standardError: fd)
         close(fd)
         defer { sync.signal(SIGKILL) }
-        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let client = try await Library.connect(socket: daemon.socket)
         try await eventually("the daemon to start the sync's download") {
             let asset = try await client.issue(named: "detach")?.assets().first
             return (asset?.totalBytesWritten ?? 0) > 0 || asset?.state == .downloading
@@ -310,7 +310,7 @@ struct DaemonCLITests {
         result = try await run(["purge", "--keep", "1", "--config", config.path], runtime: runtime)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout == "removed new\nremoved newest\npaperboy: removed 2 issue(s); kept old (being read)\n")
-        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let client = try await Library.connect(socket: daemon.socket)
         #expect(try await client.issues().map(\.name) == ["old"])
         client.disconnect()
         let purged = try JSONDecoder().decode([String].self, from: Data(contentsOf: workspace.path("lib/purged-issues.json")))
@@ -328,7 +328,8 @@ struct DaemonCLITests {
         let config = workspace.write("[library]\npath = \"lib\"\nsync_to_disk = false\n", to: "daemon.toml")
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
-        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let client = try await Library.connect(socket: daemon.socket)
+        let served = try #require(client.daemon)
         let issue = try await client.addIssue(name: "long", date: Date(timeIntervalSince1970: 1_790_000_000))
         let count = 1_201
         for index in 0..<count {
@@ -338,7 +339,7 @@ struct DaemonCLITests {
         var sizes: [Int] = []
         var after: String?
         repeat {
-            let page = try await client.assetsPage(issue: "long", after: after)
+            let page = try await served.assetsPage(issue: "long", after: after)
             sizes.append(page.assets.count)
             after = page.next
         } while after != nil
@@ -350,9 +351,9 @@ struct DaemonCLITests {
         let assets = try #require((json["issues"] as? [[String: Any]])?.first?["assets"] as? [[String: Any]])
         #expect(assets.compactMap { $0["path"] as? String } == (0..<count).map { String(format: "a%04d.bin", $0) })
 
-        await #expect(throws: LibraryError.self) { try await client.assetsPage(issue: "missing", after: nil) }
+        await #expect(throws: LibraryError.self) { try await served.assetsPage(issue: "missing", after: nil) }
         do {
-            _ = try await client.assetsPage(issue: "long", after: "not a cursor")
+            _ = try await served.assetsPage(issue: "long", after: "not a cursor")
             Issue.record("a cursor that is not one was accepted")
         } catch {
             #expect(error.code.rawValue == "bad-request" && error.message.contains("'after'"), "\(error)")
@@ -364,7 +365,7 @@ struct DaemonCLITests {
             #expect(error.code.rawValue == "bad-request", "\(error)")
         }
         do {
-            try await client.setCurrentlyReadingIssue(named: "missing")
+            try await served.read(issue: "missing")
             Issue.record("an unknown issue became the one being read")
         } catch {
             #expect(error.code == .issueNotFound, "\(error)")

@@ -14,8 +14,8 @@ import Synchronization
 import Testing
 @testable import paperboy
 
-/// A ``RemoteDownloadDelegate`` that answers challenges as it is told, recording what it saw.
-final class ChallengeAnswerer: RemoteDownloadDelegate {
+/// A ``AssetDownloadDelegate`` that answers challenges as it is told, recording what it saw.
+final class ChallengeAnswerer: AssetDownloadDelegate {
     struct Seen {
         var challenges: [AuthChallenge] = []
         var finished: [Data] = []
@@ -27,17 +27,17 @@ final class ChallengeAnswerer: RemoteDownloadDelegate {
 
     init(_ answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) { self.answer = answer }
 
-    func download(_ asset: RemoteAsset, didReceive challenge: AuthChallenge) async -> AuthChallengeDisposition {
+    func download(_ asset: AssetDownload, didReceive challenge: AuthChallenge) async -> AuthChallengeDisposition {
         seen.withLock { $0.challenges.append(challenge) }
         return await answer(challenge)
     }
 
-    func download(_ asset: RemoteAsset, didFinishDownloadingTo destinationURL: URL) async throws {
+    func download(_ asset: AssetDownload, didFinishDownloadingTo destinationURL: URL) async throws {
         let data = (try? Data(contentsOf: destinationURL)) ?? Data()
         seen.withLock { $0.finished.append(data) }
     }
 
-    func download(_ asset: RemoteAsset, didFailWithError error: LibraryError) {
+    func download(_ asset: AssetDownload, didFailWithError error: LibraryError) {
         seen.withLock { $0.failures.append(error) }
     }
 }
@@ -62,8 +62,8 @@ struct DaemonChallengeTests {
     struct Setup {
         let server: FaultServer
         let daemon: DaemonProcess
-        let client: PaperboyClient
-        let asset: RemoteAsset
+        let client: Library
+        let asset: AssetDownload
 
         func stop() async {
             client.disconnect()
@@ -79,7 +79,7 @@ struct DaemonChallengeTests {
         mkdir(runtime.path, 0o700)
         let config = workspace.write("[library]\npath = \"lib\"\n\(extra)", to: "paperboy.toml")
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
-        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let client = try await Library.connect(socket: daemon.socket)
         let asset = try await client.addIssue(name: "locked", date: Date())
             .addAsset(AssetRequest(url: server.url("/issue.pdf"), destinationPath: "issue.pdf"))
         try await asset.download(delegate: delegate)
@@ -225,7 +225,7 @@ struct DaemonChallengeTests {
 
         let started = ContinuousClock.now
         client.disconnect()
-        let observer = try await PaperboyClient.connect(socket: daemon.socket)
+        let observer = try await Library.connect(socket: daemon.socket)
         try await eventually("the asset to fail once its client left") {
             if case .failed = try await observer.asset(identifier: asset.identifier)?.state { return true }
             return false
@@ -280,7 +280,7 @@ struct ChallengeTimeoutTests {
         let daemon = DaemonServer(library: library, socket: socket, logger: Logger(label: "test"),
                                   challengeTimeout: .seconds(60), clock: clock) { 0 }
         try daemon.start()
-        let client = try await PaperboyClient.connect(socket: socket)
+        let client = try await Library.connect(socket: socket)
         // A client that would answer after two minutes of real time: only the timeout ends the wait.
         let delegate = ChallengeAnswerer { _ in
             try? await Task.sleep(for: .seconds(120))

@@ -25,7 +25,7 @@ struct DaemonClaimsTests {
         let claims = workspace.path("lib/daemon-claims.json")
         let log = workspace.path("daemon.log")
         var daemon = try await DaemonProcess(config: config, runtime: runtime, log: log)
-        let app = try await PaperboyClient.connect(socket: daemon.socket)
+        let app = try await Library.connect(socket: daemon.socket)
         let asset = try await app.addIssue(name: "late", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "late.bin"))
         // The app never takes the file (its delegate throws: no ACK), whether it is still
         // connected when the file is finished or not (the limiter's first burst can finish
@@ -33,7 +33,7 @@ struct DaemonClaimsTests {
         // and then, in about one full run in ten).
         try await asset.download(delegate: Refusing())
         app.disconnect()
-        let observer = try await PaperboyClient.connect(socket: daemon.socket)
+        let observer = try await Library.connect(socket: daemon.socket)
         try await eventually("the refused file to be finished and held") { try await observer.asset(identifier: asset.identifier)?.state == .finished }
         observer.disconnect()
         _ = await daemon.stop()
@@ -56,14 +56,14 @@ struct DaemonClaimsTests {
                                  seen: (try? String(contentsOf: claims, encoding: .utf8)) ?? "no claims file") {
                 (try? String(contentsOf: claims, encoding: .utf8))?.contains(asset.identifier) == true
             }
-            let check = try await PaperboyClient.connect(socket: daemon.socket)
+            let check = try await Library.connect(socket: daemon.socket)
             #expect(try await check.asset(identifier: asset.identifier)?.state == .finished, "restart \(number)")
             check.disconnect()
             _ = await daemon.stop()
         }
 
         daemon = try await DaemonProcess(config: config, runtime: runtime, log: log)
-        let relaunched = try await PaperboyClient.connect(socket: daemon.socket)
+        let relaunched = try await Library.connect(socket: daemon.socket)
         let recorder = RemoteRecorder()
         for pending in try await relaunched.downloadingAssets() { try await pending.download(delegate: recorder) }
         #expect(try await relaunched.asset(identifier: asset.identifier)?.waitUntilFinished() == .delivered)
@@ -76,8 +76,8 @@ struct DaemonClaimsTests {
 }
 
 /// A delegate that does not take the file: the daemon keeps it waiting for the next client.
-private final class Refusing: RemoteDownloadDelegate {
+private final class Refusing: AssetDownloadDelegate {
     struct NotNow: Error {}
 
-    func download(_ asset: RemoteAsset, didFinishDownloadingTo destinationURL: URL) async throws { throw NotNow() }
+    func download(_ asset: AssetDownload, didFinishDownloadingTo destinationURL: URL) async throws { throw NotNow() }
 }

@@ -69,7 +69,7 @@ struct DaemonFeedTests {
         let (config, runtime) = setUp(schedule: #"{"version": 1, "feeds": {"gazette": {"next_refresh": "2020-01-01T00:00:00Z"}}}"#)
         var daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
-        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let client = try await Library.connect(socket: daemon.socket)
         // Due since 2020: refreshed at start (the timer armed for now), its issue added and
         // downloaded, then the timer armed again once the next refresh was recorded.
         try await eventually("the issue to be available") { try await client.issue(named: "2026-11-21")?.status == .available }
@@ -89,7 +89,7 @@ struct DaemonFeedTests {
         #expect(try nextRefresh() == next)
         let wake = try #require(timerWakes(daemon).last)
         #expect(wake > Date() + 3600 - 600, "the restarted daemon's timer wakes at \(wake)")
-        let again = try await PaperboyClient.connect(socket: daemon.socket)
+        let again = try await Library.connect(socket: daemon.socket)
         #expect(try await again.issue(named: "2026-11-28") == nil)
         let shown = ISO8601DateFormatter().string(from: next)
         #expect(log(daemon).components(separatedBy: "feed 'gazette': next refresh at \(shown)").count == 3, "\(log(daemon))")
@@ -132,10 +132,11 @@ struct DaemonFeedTests {
         // A schedule far in the future was kept (2999 is more than 6 h away: brought forward).
         let next = try #require(try nextRefresh())
         #expect(next <= Date() + 6 * 3600)
-        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let client = try await Library.connect(socket: daemon.socket)
         let alert = try JSONDecoder().decode(JSONValue.self, from: Data(#"{"aps": {"alert": "hi"}}"#.utf8))
         #expect(try await client.contentAvailable(payload: alert) == .ignored)
-        let error = await #expect(throws: LibraryError.self) { try await client.contentAvailable(feed: "nope") }
+        let served = try #require(client.daemon)
+        let error = await #expect(throws: LibraryError.self) { try await served.notify(payload: nil, feed: "nope") }
         #expect(error?.code.rawValue == "feed-not-found" && error?.message.contains("no feed named 'nope'") == true)
         #expect(try await client.issues().isEmpty)
         client.disconnect()

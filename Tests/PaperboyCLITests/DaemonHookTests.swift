@@ -27,12 +27,12 @@ struct DaemonHookTests {
             """, to: "paperboy.toml")
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
-        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let client = try await Library.connect(socket: daemon.socket)
         // Two issues, one of two assets: the hook runs when the last asset of each is delivered.
         // Both assets are added before either downloads: an issue that gains an asset after it
         // became available becomes available again when that one is delivered (another hook run).
         let first = try await client.addIssue(name: "first", date: Date())
-        var assets: [RemoteAsset] = []
+        var assets: [AssetDownload] = []
         for name in ["a.bin", "b.bin"] {
             let source = workspace.write(randomData(50_000, seed: UInt64(name.count)), to: "src/first-\(name)")
             assets.append(try await first.addAsset(AssetRequest(url: source, destinationPath: name)))

@@ -12,8 +12,8 @@ import PaperboyTesting
 import Synchronization
 import Testing
 
-/// Records the callback trio of a ``RemoteDownloadDelegate``.
-final class RemoteRecorder: RemoteDownloadDelegate {
+/// Records the callback trio of a ``AssetDownloadDelegate``.
+final class RemoteRecorder: AssetDownloadDelegate {
     struct Seen {
         var resumedAt: Int64?
         var finished: [(String, Data)] = []
@@ -22,16 +22,16 @@ final class RemoteRecorder: RemoteDownloadDelegate {
 
     let seen = Mutex(Seen())
 
-    func download(_ asset: RemoteAsset, didResumeAt totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
+    func download(_ asset: AssetDownload, didResumeAt totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
         seen.withLock { $0.resumedAt = $0.resumedAt ?? totalBytesWritten }
     }
 
-    func download(_ asset: RemoteAsset, didFinishDownloadingTo destinationURL: URL) async throws {
+    func download(_ asset: AssetDownload, didFinishDownloadingTo destinationURL: URL) async throws {
         let data = (try? Data(contentsOf: destinationURL)) ?? Data()
         seen.withLock { $0.finished.append((asset.identifier, data)) }
     }
 
-    func download(_ asset: RemoteAsset, didFailWithError error: LibraryError) {
+    func download(_ asset: AssetDownload, didFailWithError error: LibraryError) {
         seen.withLock { $0.failures.append(error) }
     }
 }
@@ -61,7 +61,7 @@ struct DaemonTests {
             let data = randomData(200_000 + index, seed: UInt64(index + 1))
             sources.append((workspace.write(data, to: "source-\(index).bin"), data))
         }
-        let first = try await PaperboyClient.connect(socket: daemon.socket)
+        let first = try await Library.connect(socket: daemon.socket)
         let issue = try await first.addIssue(name: "2026-11-21", date: Date(timeIntervalSince1970: 1_790_000_000))
         var identifiers: [String] = []
         for (index, (url, _)) in sources.enumerated() {
@@ -73,7 +73,7 @@ struct DaemonTests {
         }
         first.disconnect()
 
-        let second = try await PaperboyClient.connect(socket: daemon.socket)
+        let second = try await Library.connect(socket: daemon.socket)
         var states: [AssetState] = []
         try await eventually("the three assets to be delivered", seen: "\(states)") {
             states = try await second.issue(named: "2026-11-21")?.assets().map(\.state) ?? []
@@ -98,12 +98,12 @@ struct DaemonTests {
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
         let source = workspace.write(try await offThePool { randomData(20_000_000, seed: 7) }, to: "big.bin")
-        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let client = try await Library.connect(socket: daemon.socket)
         let asset = try await client.addIssue(name: "slow", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "big.bin"))
         try await asset.download()
         var written: Int64 = 0
         try await eventually("1 MB to be written", seen: "\(written) bytes") {
-            written = try await asset.refreshed().totalBytesWritten
+            written = try await asset.status().totalBytesWritten
             return written > 1_000_000
         }
         client.disconnect()
@@ -120,11 +120,11 @@ struct DaemonTests {
         let source = workspace.write(data, to: "big.bin")
         var daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
-        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let client = try await Library.connect(socket: daemon.socket)
         let asset = try await client.addIssue(name: "kill", date: Date())
             .addAsset(AssetRequest(url: source, sha256: sha256Hex(data), destinationPath: "big.bin"))
         try await asset.download(delegate: RemoteRecorder())
-        try await eventually("1.5 MB to be written") { try await asset.refreshed().totalBytesWritten > 1_500_000 }
+        try await eventually("1.5 MB to be written") { try await asset.status().totalBytesWritten > 1_500_000 }
         _ = await daemon.stop(SIGKILL)
         client.disconnect()
         let onDisk = try await Library.openForReading(at: workspace.path("lib")).asset(identifier: asset.identifier)?.bytesOnDisk ?? 0
@@ -132,7 +132,7 @@ struct DaemonTests {
 
         daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         let recorder = RemoteRecorder()
-        let again = try await PaperboyClient.connect(socket: daemon.socket)
+        let again = try await Library.connect(socket: daemon.socket)
         let found = try #require(try await again.downloadingAssets().first { $0.identifier == asset.identifier })
         try await found.download(delegate: recorder)
         #expect(try await found.waitUntilFinished() == .delivered)
@@ -150,16 +150,16 @@ struct DaemonTests {
         let source = workspace.write(data, to: "late.bin")
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
-        let app = try await PaperboyClient.connect(socket: daemon.socket)
+        let app = try await Library.connect(socket: daemon.socket)
         let asset = try await app.addIssue(name: "late", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "late.bin"))
         try await asset.download(delegate: RemoteRecorder())
         app.disconnect()
         // Finished, and held in the daemon's inbox for a client: not delivered (the relaunched
         // app's delegate getting it below proves it was still held).
-        let observer = try await PaperboyClient.connect(socket: daemon.socket)
+        let observer = try await Library.connect(socket: daemon.socket)
         try await eventually("the file to be finished and held") { try await observer.asset(identifier: asset.identifier)?.state == .finished }
 
-        let relaunched = try await PaperboyClient.connect(socket: daemon.socket)
+        let relaunched = try await Library.connect(socket: daemon.socket)
         let recorder = RemoteRecorder()
         for pending in try await relaunched.downloadingAssets() { try await pending.download(delegate: recorder) }
         #expect(try await relaunched.asset(identifier: asset.identifier)?.waitUntilFinished() == .delivered)
@@ -167,11 +167,13 @@ struct DaemonTests {
         #expect(recorder.seen.withLock { $0.finished.first?.1 } == data)
         relaunched.disconnect()
 
-        let later = try await PaperboyClient.connect(socket: daemon.socket)
+        let later = try await Library.connect(socket: daemon.socket)
         let events = try await later.events()
         let finished = Mutex<[String]>([])
         let reader = Task {
-            for await event in events { if case .finished(let id, _) = event { finished.withLock { $0.append(id) } } }
+            for await event in events {
+                if case .assetStateChanged(let asset, .finished) = event { finished.withLock { $0.append(asset.identifier) } }
+            }
         }
         let never = RemoteRecorder()
         try await later.asset(identifier: asset.identifier)?.download(delegate: never)
@@ -183,8 +185,8 @@ struct DaemonTests {
         try await eventually("the marker file's finished event", seen: "finished events for \(finished.withLock { $0 })") {
             finished.withLock { $0.contains(marker.identifier) }
         }
-        #expect(finished.withLock { $0 } == [marker.identifier], "the acknowledged file was announced again")
-        #expect(never.seen.withLock { $0.finished.isEmpty })
+        #expect(finished.withLock { $0 } == [marker.identifier], "the acknowledged file finished again")
+        #expect(never.seen.withLock { $0.finished.isEmpty }, "the acknowledged file was handed over again")
         later.disconnect()
         reader.cancel()
         observer.disconnect()

@@ -63,7 +63,7 @@ struct PaperboyClientWriteTests {
         let daemon = try DeafDaemon(socket: runtime.appendingPathComponent("mute.sock"), answersHello: false)
         defer { daemon.release() }
         let clock = TestClock()
-        let connecting = Task { try await PaperboyClient.connect(socket: daemon.socket, clock: clock) }
+        let connecting = Task { try await Library.connect(socket: daemon.socket, clock: clock) }
         // HELLO is sent; the wait for the answer is the one timer.
         try await clock.waitForSleepers(1)
         #expect(clock.pendingSleeps == [.seconds(10)])
@@ -84,7 +84,7 @@ struct PaperboyClientWriteTests {
         mkdir(runtime.path, 0o700)
         let daemon = try DeafDaemon(socket: runtime.appendingPathComponent("deaf.sock"))
         defer { daemon.release() }
-        let client = try await PaperboyClient.connect(socket: daemon.socket)
+        let client = try await Library.connect(socket: daemon.socket)
         // With the old blocking writes, the pool's threads block in write(2) and nothing below
         // runs: a watchdog thread then closes the daemon's end so that the test ends, failing.
         let wedged = Mutex(false)

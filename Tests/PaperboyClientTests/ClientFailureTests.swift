@@ -6,10 +6,10 @@ import PaperboyTestServers
 import PaperboyTesting
 import Testing
 
-/// The same failure is the same `LibraryError` through `PaperboyClient` as in the daemon's
+/// The same failure is the same `LibraryError` through `Library.connect` as in the daemon's
 /// library: waited for before or after it happened, in a status, a listing, an event and a
 /// delegate's call; a download cancelled while it runs is told as `cancelled`.
-@Suite("Failures through PaperboyClient", .timeLimit(.minutes(2)))
+@Suite("Failures through the daemon", .timeLimit(.minutes(2)))
 struct ClientFailureTests {
     let home = ClientHome()
     let date = Date(timeIntervalSince1970: 1_795_000_000)
@@ -25,7 +25,7 @@ struct ClientFailureTests {
 
     @Test func eachFailureIsTheSameLibraryErrorThroughTheDaemon() async throws {
         try await home.withDaemon { library in
-            let client = try await PaperboyClient.connect(socket: home.socket)
+            let client = try await Library.connect(socket: home.socket)
             defer { client.disconnect() }
             let events = EventLog(try await client.events())
             let issue = try await client.addIssue(name: "i", date: date)
@@ -51,23 +51,26 @@ struct ClientFailureTests {
                     continue
                 }
                 expectSame(after, inProcess, "\(scripted), waited for after")
-                expectSame(try await remote.refreshed().failure, inProcess, "\(scripted), status")
-                expectSame(try await issue.assets().first { $0.identifier == remote.identifier }?.failure, inProcess, "\(scripted), listing")
+                expectSame(try await remote.status().failure, inProcess, "\(scripted), status")
+                expectSame(try await issue.assets().first { $0.identifier == remote.identifier }?.status?.failure, inProcess,
+                           "\(scripted), listing")
                 try await eventually("the failed state of \(scripted)", seen: "\(events.all)") {
-                    events.all.contains(.assetStateChanged(asset: remote.identifier, .failed(inProcess.message)))
+                    events.all.contains(.assetStateChanged(remote, .failed(inProcess.message)))
                 }
+                // The synchronous read: what the daemon last reported, the same error.
+                expectSame(remote.status?.failure, inProcess, "\(scripted), last reported")
             }
         }
     }
 
     @Test func aClaimedFailureReachesTheDelegateAsInProcess() async throws {
         try await home.withDaemon { library in
-            let client = try await PaperboyClient.connect(socket: home.socket)
+            let client = try await Library.connect(socket: home.socket)
             defer { client.disconnect() }
             let issue = try await client.addIssue(name: "i", date: date)
             let scripted = try #require(ScriptedFailure.all.first { $0.reason == .authentication })
             let remote = try await issue.addAsset(scripted.request(on: home.transport))
-            let delegate = RecordingRemoteDelegate()
+            let delegate = InboxReader()
             try await remote.download(delegate: delegate)
             guard case .failed(let inProcess) = try await #require(library.asset(identifier: remote.identifier)).waitUntilFinished() else {
                 Issue.record("\(scripted) should fail")
@@ -80,13 +83,13 @@ struct ClientFailureTests {
 
     @Test func aDownloadCancelledWhileItRunsIsToldAsCancelled() async throws {
         try await home.withDaemon { library in
-            let client = try await PaperboyClient.connect(socket: home.socket)
+            let client = try await Library.connect(socket: home.socket)
             defer { client.disconnect() }
             let events = EventLog(try await client.events())
             let issue = try await client.addIssue(name: "i", date: date)
             let url = home.transport.serve(randomData(256 * 1024), at: "slow.bin", script: [.stallAfter(64 * 1024)])
             let remote = try await issue.addAsset(AssetRequest(url: url, destinationPath: "slow.bin"))
-            let delegate = RecordingRemoteDelegate()
+            let delegate = InboxReader()
             try await remote.download(delegate: delegate)
             let local = try #require(await library.asset(identifier: remote.identifier))
             try await eventually("the transfer to stall", seen: "\(local.totalBytesWritten)") { local.totalBytesWritten >= 64 * 1024 }
@@ -94,10 +97,11 @@ struct ClientFailureTests {
             let outcome = try await remote.waitUntilFinished()
             #expect(outcome == .cancelled, "\(outcome)")
             try await eventually("the cancelled state and the delegate's failure", seen: "\(events.all) \(delegate.failures)") {
-                events.all.contains(.assetStateChanged(asset: remote.identifier, .cancelled)) && !delegate.failures.isEmpty
+                events.states(of: remote).contains(.cancelled) && !delegate.failures.isEmpty
             }
             expectSame(delegate.failures.first, LibraryError.cancelled(asset: remote.identifier), "the delegate's")
             #expect(delegate.failures.first?.reason == .cancelled)
+            #expect(remote.state == .cancelled, "the synchronous read follows the event")
         }
     }
 }

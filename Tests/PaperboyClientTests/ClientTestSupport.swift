@@ -53,11 +53,14 @@ struct ClientHome: Sendable {
     }
 }
 
-/// Records what a ``RemoteDownloadDelegate`` is told; `didFinishDownloadingTo` reads the file,
-/// then throws when `refuses` (the file then stays in the daemon's inbox).
-final class RecordingRemoteDelegate: RemoteDownloadDelegate {
+/// Records what an ``AssetDownloadDelegate`` of a library opened through the daemon is told;
+/// `didFinishDownloadingTo` reads the file (and the asset's user info, a synchronous read), then
+/// throws when `refuses` (the file then stays in the daemon's inbox).
+final class InboxReader: AssetDownloadDelegate {
     struct Seen {
         var finished: [(asset: String, path: String, data: Data?)] = []
+        var userInfos: [JSONValue?] = []
+        var resumedWith: [AssetRequest] = []
         var failures: [LibraryError] = []
         var lastTotal: Int64 = 0
     }
@@ -67,45 +70,64 @@ final class RecordingRemoteDelegate: RemoteDownloadDelegate {
     let seen = Mutex(Seen())
     let refuses: Bool
 
-    init(refuses: Bool = false) {
+    init(refuses: Bool = false, refresh: @escaping @Sendable (AssetRequest) -> AssetRequest = { $0 }) {
         self.refuses = refuses
+        self.refresh = refresh
     }
 
     var finished: [(asset: String, path: String, data: Data?)] { seen.withLock { $0.finished } }
     var failures: [LibraryError] { seen.withLock { $0.failures } }
+    var userInfos: [JSONValue?] { seen.withLock { $0.userInfos } }
+    var resumedWith: [AssetRequest] { seen.withLock { $0.resumedWith } }
+    /// What `willResumeWith` returns for the request it is given.
+    let refresh: @Sendable (AssetRequest) -> AssetRequest
 
-    func download(_ asset: RemoteAsset, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
+    func download(_ asset: AssetDownload, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, expectedTotalBytes: Int64?) {
         seen.withLock { $0.lastTotal = totalBytesWritten }
     }
 
-    func download(_ asset: RemoteAsset, didFinishDownloadingTo destinationURL: URL) async throws {
+    func download(_ asset: AssetDownload, didFinishDownloadingTo destinationURL: URL) async throws {
         let data = FileManager.default.contents(atPath: destinationURL.path)
-        seen.withLock { $0.finished.append((asset.identifier, destinationURL.path, data)) }
+        let userInfo = asset.userInfo
+        seen.withLock {
+            $0.finished.append((asset.identifier, destinationURL.path, data))
+            $0.userInfos.append(userInfo)
+        }
         if refuses { throw Refused() }
     }
 
-    func download(_ asset: RemoteAsset, didFailWithError error: LibraryError) {
+    func download(_ asset: AssetDownload, didFailWithError error: LibraryError) {
         seen.withLock { $0.failures.append(error) }
+    }
+
+    func download(_ asset: AssetDownload, willResumeWith request: AssetRequest) async -> AssetRequest {
+        seen.withLock { $0.resumedWith.append(request) }
+        return refresh(request)
     }
 }
 
 /// A client's library-wide events, collected as they come.
 final class EventLog: Sendable {
     private final class Record: Sendable {
-        let state = Mutex<(events: [RemoteEvent], ended: Bool)>(([], false))
+        let state = Mutex<(events: [LibraryEvent], ended: Bool)>(([], false))
     }
 
     private let record = Record()
 
     /// Starts collecting `stream` until it ends.
-    init(_ stream: AsyncStream<RemoteEvent>) {
+    init(_ stream: AsyncStream<LibraryEvent>) {
         Task { [record] in
             for await event in stream { record.state.withLock { $0.events.append(event) } }
             record.state.withLock { $0.ended = true }
         }
     }
 
-    var all: [RemoteEvent] { record.state.withLock { $0.events } }
+    var all: [LibraryEvent] { record.state.withLock { $0.events } }
+
+    /// The states seen of `asset`, in order.
+    func states(of asset: AssetDownload) -> [AssetState] {
+        all.compactMap { if case .assetStateChanged(asset, let state) = $0 { state } else { nil } }
+    }
     var hasEnded: Bool { record.state.withLock { $0.ended } }
 }
 

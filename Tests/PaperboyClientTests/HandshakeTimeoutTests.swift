@@ -14,7 +14,7 @@ struct HandshakeTimeoutTests {
     @Test func aServerThatAcceptsAndNeverAnswersHelloFailsTheConnection() async throws {
         let fake = try FakeDaemon(in: folder.file("run"))
         let clock = TestClock()
-        let connecting = Task { try await PaperboyClient.connect(socket: fake.socket, name: "patient", clock: clock) }
+        let connecting = Task { try await Library.connect(socket: fake.socket, name: "patient", clock: clock) }
         try await clock.waitForSleepers(1)
         try await eventually("the client's HELLO read by the server") { fake.hello != nil }
         clock.advance(by: .seconds(10))

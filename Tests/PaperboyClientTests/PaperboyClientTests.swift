@@ -7,26 +7,26 @@ import PaperboyTestServers
 import PaperboyTesting
 import Testing
 
-/// `PaperboyClient` against the daemon's server in process (docs/Daemon.md "PaperboyClient"):
-/// connecting, issues and assets, events, a delivery handed to a delegate and acknowledged, a
-/// file kept for the next connection, and what disconnecting ends.
-@Suite("PaperboyClient against an in-process daemon", .timeLimit(.minutes(2)))
+/// `Library.connect` against the daemon's server in process (docs/Daemon.md "Moving an app to the
+/// daemon"): connecting, issues and assets, events, a delivery handed to a delegate and
+/// acknowledged, a file kept for the next connection, and what disconnecting ends.
+@Suite("Library.connect against an in-process daemon", .timeLimit(.minutes(2)))
 struct PaperboyClientTests {
     let home = ClientHome()
     let date = Date(timeIntervalSince1970: 1_795_000_000)
 
     @Test func connectingGivesTheLibraryAndItsIssuesAndAssets() async throws {
         try await home.withDaemon { library in
-            let client = try await PaperboyClient.connect(socket: home.socket, name: "client test")
+            let client = try await Library.connect(socket: home.socket, name: "client test")
             defer { client.disconnect() }
-            #expect(client.libraryURL.path == library.root.path)
+            #expect(client.root.path == library.root.path)
             #expect(try await client.issues().isEmpty)
             #expect(try await client.badgeCount() == 0)
 
             let issue = try await client.addIssue(name: "2026-11-21", date: date)
             #expect(issue.name == "2026-11-21")
             #expect(issue.date == date)
-            #expect(issue.status == .notDownloaded)
+            #expect(try await issue.status() == .notDownloaded)
             #expect(try await issue.contentURL.path == library.issue(named: "2026-11-21")?.contentURL.path)
             let duplicate = await #expect(throws: LibraryError.self) { try await client.addIssue(name: "2026-11-21", date: date) }
             #expect(duplicate?.code == .duplicateIssue)
@@ -38,6 +38,7 @@ struct PaperboyClientTests {
             let asset = try await issue.addAsset(AssetRequest(url: url, destinationPath: "a.bin"), userInfo: .object(["n": .number(1)]))
             #expect(asset.issueName == "2026-11-21")
             #expect(asset.state == .idle)
+            #expect(try await asset.status().state == .idle)
             #expect(asset.request?.url == url)
             #expect(asset.userInfo == .object(["n": .number(1)]))
             #expect(try await issue.assets().map(\.identifier) == [asset.identifier])
@@ -52,53 +53,56 @@ struct PaperboyClientTests {
     @Test func aDownloadWithADelegateIsHandedToItThenAcknowledgedAndDelivered() async throws {
         let data = try await generated(250_000, seed: 21)
         try await home.withDaemon { library in
-            let client = try await PaperboyClient.connect(socket: home.socket)
+            let client = try await Library.connect(socket: home.socket)
             defer { client.disconnect() }
             let events = EventLog(try await client.events())
             let issue = try await client.addIssue(name: "2026-11-21", date: date)
             let asset = try await issue.addAsset(AssetRequest(url: home.transport.serve(data, at: "b.bin"), destinationPath: "files/b.bin"))
-            let delegate = RecordingRemoteDelegate()
+            let delegate = InboxReader()
             try await asset.download(delegate: delegate)
             #expect(try await asset.waitUntilFinished() == .delivered)
             let handed = delegate.finished
             #expect(handed.map(\.asset) == [asset.identifier])
             #expect(handed.first?.data == data, "the delegate read the whole file in the daemon's inbox")
             #expect(delegate.failures.isEmpty)
+            #expect(asset.state == .delivered, "the synchronous read follows the events")
             let destination = try #require(await library.issue(named: "2026-11-21")).contentURL.appendingPathComponent("files/b.bin")
             #expect(FileManager.default.contents(atPath: destination.path) == data)
 
-            try await eventually("the issue-available and badge events", seen: "\(events.all)") {
-                events.all.contains(.issueAvailable("2026-11-21")) && events.all.contains(.badge(1))
+            try await eventually("the issue's completion event", seen: "\(events.all)") {
+                events.all.contains(.issueDownloadCompleted(issue))
             }
             let seen = events.all
-            #expect(seen.contains(.finished(asset: asset.identifier, path: handed.first?.path ?? "")), "\(seen)")
-            #expect(seen.contains(.assetStateChanged(asset: asset.identifier, .delivered)), "\(seen)")
-            let order = [RemoteEvent.finished(asset: asset.identifier, path: handed.first?.path ?? ""),
-                         .assetStateChanged(asset: asset.identifier, .delivered), .issueAvailable("2026-11-21"), .badge(1)]
+            let order: [LibraryEvent] = [.assetStateChanged(asset, .downloading), .assetStateChanged(asset, .finished),
+                                         .assetStateChanged(asset, .delivered), .issueDownloadCompleted(issue)]
+            #expect(order.allSatisfy(seen.contains), "\(seen)")
             #expect(order.compactMap { seen.firstIndex(of: $0) } == order.compactMap { seen.firstIndex(of: $0) }.sorted(), "\(seen)")
+            guard case .issueDownloadCompleted(let completed)? = seen.first(where: { if case .issueDownloadCompleted = $0 { true } else { false } }) else { return }
+            #expect(completed.contentURL == issue.contentURL && completed.date == date, "the event's issue is a whole handle")
             #expect(try await client.badgeCount() == 1)
+            try await eventually("the badge as last reported", seen: "\(client.badgeCount)") { client.badgeCount == 1 }
         }
     }
 
     @Test func aDelegateThatThrowsKeepsTheFileForTheNextConnection() async throws {
         let data = try await generated(120_000, seed: 22)
         try await home.withDaemon { _ in
-            let first = try await PaperboyClient.connect(socket: home.socket)
+            let first = try await Library.connect(socket: home.socket)
             let issue = try await first.addIssue(name: "2026-11-21", date: date)
             let asset = try await issue.addAsset(AssetRequest(url: home.transport.serve(data, at: "c.bin"), destinationPath: "c.bin"))
-            let refusing = RecordingRemoteDelegate(refuses: true)
+            let refusing = InboxReader(refuses: true)
             try await asset.download(delegate: refusing)
             try await eventually("the refusing delegate to be handed the file", seen: "\(refusing.finished.count) call(s)") {
                 !refusing.finished.isEmpty
             }
-            first.disconnect()
+            await first.close()
 
-            let second = try await PaperboyClient.connect(socket: home.socket)
+            let second = try await Library.connect(socket: home.socket)
             defer { second.disconnect() }
             let waiting = try await second.downloadingAssets()
             #expect(waiting.map(\.identifier) == [asset.identifier])
             #expect(waiting.first?.state == .finished, "still in the inbox, not delivered")
-            let taking = RecordingRemoteDelegate()
+            let taking = InboxReader()
             try await waiting[0].download(delegate: taking)
             #expect(try await waiting[0].waitUntilFinished() == .delivered)
             #expect(taking.finished.map(\.path) == refusing.finished.map(\.path), "the same file, at the same place")
@@ -113,9 +117,9 @@ struct PaperboyClientTests {
             await gate.pass()
             return 0
         }) { _ in
-            let client = try await PaperboyClient.connect(socket: home.socket)
+            let client = try await Library.connect(socket: home.socket)
             let events = EventLog(try await client.events())
-            let reload = Task { try await client.reload() }
+            let reload = Task { try await client.daemon?.reload() }
             try await eventually("the daemon to be reloading", seen: "\(gate.arrivals) arrival(s)") { gate.arrivals == 1 }
             client.disconnect()
             do {
@@ -135,7 +139,7 @@ struct PaperboyClientTests {
 
     @Test func theEventsEndWhenTheDaemonStops() async throws {
         let (client, events) = try await home.withDaemon { _ in
-            let client = try await PaperboyClient.connect(socket: home.socket)
+            let client = try await Library.connect(socket: home.socket)
             return (client, EventLog(try await client.events()))
         }
         defer { client.disconnect() }
@@ -146,7 +150,7 @@ struct PaperboyClientTests {
 
     @Test func connectingWhereNoDaemonListensFailsAndMayBeRetried() async throws {
         do {
-            _ = try await PaperboyClient.connect(socket: home.socket)
+            _ = try await Library.connect(socket: home.socket)
             Issue.record("connected to nothing")
         } catch {
             #expect(error.code == .transport)
@@ -161,7 +165,7 @@ struct PaperboyClientTests {
             try? FrameWriter.write(refusal, to: connection, isSocket: true)
         }
         do {
-            _ = try await PaperboyClient.connect(socket: fake.socket)
+            _ = try await Library.connect(socket: fake.socket)
             Issue.record("connected to a daemon that refused")
         } catch {
             #expect(error.code == .transport)

@@ -71,6 +71,9 @@ struct DaemonDocExamplesTests {
         case (DaemonProtocol.Kind.challenge, 1):
             let frame = try checked(DaemonProtocol.Kind.challenge, request: false, example.json)
             return (try encoder.encode(DaemonProtocol.decode(ChallengeMessage.self, frame)), false)
+        case (DaemonProtocol.Kind.resuming, 1):
+            let frame = try checked(DaemonProtocol.Kind.resuming, request: false, example.json)
+            return (try encoder.encode(DaemonProtocol.decode(ResumingMessage.self, frame)), false)
         case (DaemonProtocol.Kind.event, 2):
             let event = try DaemonProtocol.decode(Event.self, try checked(DaemonProtocol.Kind.event, request: false, example.json))
             #expect(event.name == words[1], "\(example): the payload's event is '\(event.name)'")
@@ -87,6 +90,7 @@ struct DaemonDocExamplesTests {
                 return nil
             }
             if case .answer(let answer) = request { _ = try answer.authDisposition() }
+            if case .resumeWith(let answer) = request { _ = try answer.request.validated() }
             #expect(request.kind == kind)
             return (try encoder.encode(request.payload), true)
         default:
@@ -154,7 +158,8 @@ struct DaemonDocExamplesTests {
         #expect(events == ["progress", "resumed", "finished", "failed", "state", "issue-available", "badge"], "\(events.sorted())")
 
         let markers = Set(try Self.examples().map(\.marker))
-        let replies: Set = [DaemonProtocol.Kind.ok, DaemonProtocol.Kind.error, DaemonProtocol.Kind.event, DaemonProtocol.Kind.challenge]
+        let replies: Set = [DaemonProtocol.Kind.ok, DaemonProtocol.Kind.error, DaemonProtocol.Kind.event, DaemonProtocol.Kind.challenge,
+                            DaemonProtocol.Kind.resuming]
         for kind in kinds.subtracting(replies) {
             #expect(markers.contains(kind), "no example of \(kind)")
             if kind == DaemonProtocol.Kind.hello {
@@ -164,7 +169,7 @@ struct DaemonDocExamplesTests {
                             || markers.contains("OK \(kind)"), "no example of the OK to \(kind)")
             }
         }
-        for kind in [DaemonProtocol.Kind.error, DaemonProtocol.Kind.challenge] {
+        for kind in [DaemonProtocol.Kind.error, DaemonProtocol.Kind.challenge, DaemonProtocol.Kind.resuming] {
             #expect(markers.contains(kind), "no example of \(kind)")
         }
         for event in events {

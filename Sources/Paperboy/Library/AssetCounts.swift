@@ -80,3 +80,45 @@ extension Library {
         try await backend.counts()
     }
 }
+
+extension AssetCounts {
+    /// Counts one asset as its snapshot says (a client adding up what a daemon reported; the
+    /// library itself counts in its database).
+    package mutating func count(_ status: AssetStatus) {
+        switch status.state {
+        case .idle: idle += 1
+        case .waiting(.queued), .waiting(.hostLimit): queued += 1
+        case .waiting(.retry(let until, _)):
+            waitingForRetry += 1
+            nextRetry = min(nextRetry ?? until, until)
+        case .waiting(.pausedByApp): paused += 1
+        case .waiting(.network): waitingForNetwork += 1
+        case .downloading: downloading += 1
+        case .finished: finished += 1
+        case .delivered: delivered += 1
+        case .failed: failed += 1
+        case .cancelled: cancelled += 1
+        }
+        bytesWritten += status.totalBytesWritten
+        expectedBytes += max(status.expectedTotalBytes ?? status.totalBytesWritten, status.totalBytesWritten)
+    }
+}
+
+extension LibraryActivity {
+    /// Counts one asset as its snapshot says, when it is not yet delivered, cancelled or idle
+    /// (a client adding up what a daemon reported).
+    package mutating func count(_ status: AssetStatus) {
+        switch status.state {
+        case .waiting(.queued), .waiting(.hostLimit): queued += 1
+        case .waiting(.retry): waitingForRetry += 1
+        case .waiting(.pausedByApp): paused += 1
+        case .waiting(.network): waitingForNetwork += 1
+        case .downloading: downloading += 1
+        case .finished: inInbox += 1
+        case .failed: failed += 1
+        case .idle, .delivered, .cancelled: return
+        }
+        bytesWritten += status.totalBytesWritten
+        expectedBytes += max(status.expectedTotalBytes ?? status.totalBytesWritten, status.totalBytesWritten)
+    }
+}

@@ -70,7 +70,7 @@ public struct AssetRequest: Sendable, Hashable, Codable {
     /// Checks the parts a transport does not: no password in the URL (it would be stored in
     /// the library's database), the checksum format, the destination path and the rate
     /// (``ByteCount/rate(_:door:)``).
-    func validated() throws(LibraryError) -> AssetRequest {
+    package func validated() throws(LibraryError) -> AssetRequest {
         if url.password != nil {
             throw LibraryError(
                 .invalidRequest,

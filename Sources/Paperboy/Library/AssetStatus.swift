@@ -18,6 +18,18 @@ public struct AssetStatus: Sendable, Hashable {
     /// Why the asset failed, while ``state`` is failed: the error ``AssetDownload/waitUntilFinished()``
     /// returns, with its reason and codes.
     public var failure: LibraryError?
+
+    /// A snapshot with these values (a client's, from what a daemon reported).
+    package init(identifier: String, request: AssetRequest, state: AssetState, totalBytesWritten: Int64,
+                 expectedTotalBytes: Int64?, attempts: Int, failure: LibraryError?) {
+        self.identifier = identifier
+        self.request = request
+        self.state = state
+        self.totalBytesWritten = totalBytesWritten
+        self.expectedTotalBytes = expectedTotalBytes
+        self.attempts = attempts
+        self.failure = failure
+    }
 }
 
 /// What a library is doing right now (see ``Library/activity()``).

@@ -59,8 +59,9 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether the issue is complete, on its way, or neither; ``Status/notDownloaded`` when the
-    /// library cannot be read (``assetCounts`` throws the reason).
-    public var status: Status { (try? assetCounts)?.issueStatus ?? .notDownloaded }
+    /// library cannot be read (``assetCounts`` throws the reason). Through a daemon, as it last
+    /// reported.
+    public var status: Status { backend.lastKnownStatus(ofIssue: name) }
 
     /// Whether the issue is complete, on its way, or neither.
     ///

@@ -14,7 +14,9 @@ extension Library {
     /// A push with `content-available: 1` arrived (the NewsstandKit trigger): says whether to
     /// refresh feeds now, at most once per `throttle` (24 hours by default) unless `dontThrottle`
     /// (the analog of NKDontThrottleNewsstandContentNotifications). The time of the last refresh
-    /// is kept in the library, so the throttle survives restarts.
+    /// is kept in the library, so the throttle survives restarts. Through a daemon, the daemon
+    /// refreshes its own feeds (`NOTIFY`) under its own `[notifications]` settings: `throttle`,
+    /// `dontThrottle` and `now` are its, not these.
     ///
     /// - Parameters:
     ///   - payload: the push payload; `content-available` may be at the top level or under `aps`.

@@ -25,8 +25,8 @@ import Synchronization
 /// really on disk, and finished files that were never handed over are delivered again.
 ///
 /// A library is served by a backend: this process's own scheduler and database
-/// (``open(at:transports:configuration:)``), or a paperboy daemon (`PaperboyClient`'s
-/// `Library.connect`). The asynchronous methods of `Library`, ``Issue`` and ``AssetDownload`` work
+/// (``open(at:transports:configuration:)``), or a paperboy daemon (`Library.connect(socket:name:clock:)`
+/// in the module `PaperboyClient`). The asynchronous methods of `Library`, ``Issue`` and ``AssetDownload`` work
 /// the same both ways. The synchronous properties (``issues``, ``badgeCount``,
 /// ``AssetDownload/state``…) are in-process conveniences: live in this process, and through a
 /// daemon what it last reported. Members that drive this process's own scheduler

@@ -107,6 +107,9 @@ package protocol LibraryBackend: AnyObject, Sendable {
     func lastKnownCounts() throws(LibraryError) -> [String: AssetCounts]
     /// One issue's assets counted by state.
     func lastKnownCounts(ofIssue name: String) throws(LibraryError) -> AssetCounts
+    /// Whether the issue is complete, on its way, or neither (by default, from
+    /// ``lastKnownCounts(ofIssue:)``; ``Issue/Status/notDownloaded`` when they cannot be read).
+    func lastKnownStatus(ofIssue name: String) -> Issue.Status
     /// The issue's assets, in the order they were added.
     func lastKnownAssets(ofIssue name: String) -> [AssetDownload]
     /// Whether the issue is new.
@@ -117,4 +120,10 @@ package protocol LibraryBackend: AnyObject, Sendable {
     func lastKnownStatus(ofAsset identifier: String) -> AssetStatus?
     /// The app's JSON data given with the asset.
     func lastKnownUserInfo(ofAsset identifier: String) -> JSONValue?
+}
+
+extension LibraryBackend {
+    package func lastKnownStatus(ofIssue name: String) -> Issue.Status {
+        (try? lastKnownCounts(ofIssue: name))?.issueStatus ?? .notDownloaded
+    }
 }

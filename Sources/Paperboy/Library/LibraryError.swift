@@ -4,7 +4,7 @@ import Foundation
 ///
 /// A failure is a value: its ``code``, ``reason``, ``transportCode``, ``message`` and
 /// ``isRetryable`` are decided once, where the error is made, and read back the same from the
-/// library's database after a relaunch and from a daemon through `PaperboyClient`. Two errors are
+/// library's database after a relaunch and from a daemon through `Library.connect`. Two errors are
 /// equal (`==`, and hash alike) when those five are; ``underlying`` is for diagnostics in the process where the
 /// failure happened and takes no part.
 public struct LibraryError: Error, Sendable, Hashable, CustomStringConvertible {

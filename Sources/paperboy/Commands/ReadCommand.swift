@@ -29,7 +29,7 @@ struct ReadCommand: AsyncParsableCommand {
         if let client = try await DaemonRoute.connect(config, options: options) {
             defer { client.disconnect() }
             do {
-                let issue = try await client.setCurrentlyReadingIssue(named: name)
+                let issue = try await client.read(issue: name)
                 told(issue?.contentURL)
                 return
             } catch where error.code == .issueNotFound {

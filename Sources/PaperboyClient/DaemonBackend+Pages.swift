@@ -1,0 +1,70 @@
+import Foundation
+import Paperboy
+import PaperboyWire
+
+/// The daemon's own requests that the `paperboy` commands use beyond ``Library``'s API: the
+/// shelf and an issue's assets a page at a time, `NOTIFY` with a feed, `READ`, `RELOAD`.
+extension DaemonBackend {
+    /// The library folder the daemon serves (as its `HELLO` said).
+    package var libraryURL: URL { root }
+
+    /// One page of the shelf (issues newest first, from `offset`).
+    package func shelfPage(offset: Int) async throws(LibraryError) -> ShelfReply {
+        let reply = try await connection.request(as: ShelfReply.self) { .shelf(ShelfRequest(id: $0, offset: offset)) }
+        mirror.withLock { mirror in
+            for issue in reply.issues { mirror.record(issue) }
+            mirror.badge = max(0, reply.badge)
+            mirror.reading = reply.reading
+        }
+        return reply
+    }
+
+    /// One page of an issue's assets, after the `next` of the previous page (`nil`: the first).
+    package func assetsPage(issue: String, after: String?) async throws(LibraryError) -> AssetsReply {
+        try await connection.request(as: AssetsReply.self) { .assets(AssetsRequest(id: $0, issue: issue, after: after)) }
+    }
+
+    /// The whole shelf: every page of `SHELF`, the first page's other fields.
+    package func shelf() async throws(LibraryError) -> ShelfReply {
+        var reply = try await shelfPage(offset: 0)
+        var next = reply.nextOffset
+        while let offset = next {
+            let page = try await shelfPage(offset: offset)
+            reply.issues += page.issues
+            next = page.nextOffset.flatMap { $0 > offset ? $0 : nil }
+        }
+        reply.nextOffset = nil
+        return reply
+    }
+
+    /// Calls `body` with each asset of the issue named `issue`, read a page at a time.
+    package func forEachAsset(ofIssue issue: String, _ body: (WireAsset) -> Void) async throws(LibraryError) {
+        var after: String?
+        repeat {
+            let page = try await assetsPage(issue: issue, after: after)
+            for asset in page.assets { body(asset) }
+            after = page.next
+        } while after != nil
+    }
+
+    /// `READ`: makes the issue named `name` the one being read and marks it read (`nil` clears
+    /// it), as `paperboy read` does; returns the issue now being read.
+    @discardableResult
+    package func read(issue name: String?) async throws(LibraryError) -> Issue? {
+        let reply = try await connection.request(as: ReadReply.self) { .read(ReadRequest(id: $0, issue: name)) }
+        mirror.withLock { $0.reading = name }
+        return reply.issue.map { record($0) }
+    }
+
+    /// `NOTIFY`, with everything the daemon answered (the feeds read, new issues, failures).
+    package func notify(payload: JSONValue?, feed: String?) async throws(LibraryError) -> NotifyReply {
+        // The in-process library's check, so that both refuse the same payloads with the same error.
+        if let payload { try Library.checkPushPayload(payload) }
+        return try await connection.request(as: NotifyReply.self) { .notify(NotifyRequest(id: $0, feed: feed, payload: payload)) }
+    }
+
+    /// Asks the daemon to read its configuration again; returns how many issues it added.
+    package func reload() async throws(LibraryError) -> Int {
+        try await connection.request(as: ReloadReply.self) { .reload(PlainRequest(id: $0)) }.addedIssues
+    }
+}

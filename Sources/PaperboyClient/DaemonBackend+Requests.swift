@@ -1,0 +1,263 @@
+import Foundation
+import Paperboy
+import PaperboyWire
+
+/// The operations of ``LibraryBackend``, each one or more requests of docs/Daemon.md; every
+/// answer updates the mirror.
+extension DaemonBackend {
+    // MARK: Library
+
+    package func issues() async throws(LibraryError) -> [Issue] {
+        let shelf = try await shelf()
+        return shelf.issues.map { Issue(name: $0.name, date: $0.date, contentURL: URL(fileURLWithPath: $0.contentPath, isDirectory: true), backend: self) }
+    }
+
+    package func issue(named name: String) async throws(LibraryError) -> Issue? {
+        do throws(LibraryError) {
+            let reply = try await connection.request(as: StatusReply.self) { .status(StatusRequest(id: $0, issue: name, assets: false)) }
+            guard case .issue(let issue) = reply.subject else { throw Self.unexpected(reply, "STATUS") }
+            return record(issue, badge: reply.badge)
+        } catch where error.code == .issueNotFound {
+            mirror.withLock { $0.removeIssue(name) }
+            return nil
+        }
+    }
+
+    package func addIssue(name: String, date: Date) async throws(LibraryError) -> Issue {
+        let reply = try await connection.request(as: IssueReply.self) { .addIssue(AddIssueRequest(id: $0, name: name, date: date)) }
+        return record(reply.issue)
+    }
+
+    package func removeIssue(named name: String) async throws(LibraryError) {
+        _ = try await connection.request(as: EmptyReply.self) { .remove(IssueCommand(id: $0, issue: name)) }
+        mirror.withLock { $0.removeIssue(name) }
+    }
+
+    package func currentlyReadingIssue() async throws(LibraryError) -> Issue? {
+        guard let name = try await shelfPage(offset: 0).reading else { return nil }
+        return try await issue(named: name)
+    }
+
+    package func setCurrentlyReadingIssue(named name: String?) async throws(LibraryError) {
+        let reply = try await connection.request(as: ReadReply.self) { .read(ReadRequest(id: $0, issue: name, markRead: false)) }
+        if let issue = reply.issue { _ = record(issue) }
+        mirror.withLock { $0.reading = name }
+    }
+
+    package func badgeCount() async throws(LibraryError) -> Int {
+        let reply = try await connection.request(as: StatusReply.self) { .status(StatusRequest(id: $0, issue: nil, assets: false)) }
+        if case .issues(let issues) = reply.subject { mirror.withLock { for issue in issues { $0.record(issue) } } }
+        mirror.withLock { $0.badge = max(0, reply.badge) }
+        return max(0, reply.badge)
+    }
+
+    package func downloadingAssets() async throws(LibraryError) -> [AssetDownload] {
+        let reply = try await connection.request(as: StatusReply.self) { .status(StatusRequest(id: $0, assets: true)) }
+        guard case .issues(let issues) = reply.subject else { throw Self.unexpected(reply, "STATUS") }
+        mirror.withLock { mirror in
+            for issue in issues { mirror.record(issue) }
+            mirror.badge = max(0, reply.badge)
+        }
+        return issues.flatMap { $0.assets ?? [] }.filter { $0.state.state.isActive }.map { handle($0.id, issue: $0.issue) }
+    }
+
+    package func asset(identifier: String) async throws(LibraryError) -> AssetDownload? {
+        do {
+            _ = try await status(ofAsset: identifier)
+            return handle(identifier)
+        } catch where error.code == .assetNotFound {
+            return nil
+        }
+    }
+
+    package func activity() async throws(LibraryError) -> LibraryActivity {
+        var activity = LibraryActivity()
+        for name in try await shelf().issues.map(\.name) {
+            for asset in try await listAssets(ofIssue: name) { activity.count(asset) }
+        }
+        return activity
+    }
+
+    package func counts() async throws(LibraryError) -> [String: AssetCounts] {
+        var counts: [String: AssetCounts] = [:]
+        for name in try await shelf().issues.map(\.name) {
+            let assets = try await listAssets(ofIssue: name)
+            guard !assets.isEmpty else { continue }
+            var issueCounts = AssetCounts()
+            for asset in assets { issueCounts.count(asset) }
+            counts[name] = issueCounts
+        }
+        return counts
+    }
+
+    package func purge(keep: Int?, budgetBytes: Int64?) async throws(LibraryError) -> [String] {
+        let removed = try await connection.request(as: PurgeReply.self) {
+            .purge(PurgeRequest(id: $0, keep: keep, budgetBytes: budgetBytes))
+        }.removed
+        mirror.withLock { mirror in for name in removed { mirror.removeIssue(name) } }
+        return removed
+    }
+
+    /// `NOTIFY` with `payload`: the daemon refreshes its feeds, throttled by its own
+    /// `[notifications]` settings (`throttle`, `dontThrottle` and `now` are the daemon's).
+    package func contentAvailable(payload: JSONValue?, throttle: Duration, dontThrottle: Bool, now: Date?) async throws(LibraryError)
+        -> ContentAvailableResult {
+        let reply = try await notify(payload: payload, feed: nil)
+        switch reply.result {
+        case .refreshed: return .refresh
+        case .throttled: return .throttled(nextAllowed: reply.nextAllowed ?? Date())
+        case .ignored: return .ignored
+        }
+    }
+
+    package func close() async {
+        disconnect()
+    }
+
+    // MARK: Issue
+
+    package func assets(ofIssue name: String) async throws(LibraryError) -> [AssetDownload] {
+        try await listAssets(ofIssue: name).map { handle($0.identifier, issue: name) }
+    }
+
+    /// Each request added by its own `ADDASSET`, after every one was checked as in process (a
+    /// refusal by the daemon leaves those added before it).
+    package func addAssets(_ requests: [(AssetRequest, JSONValue?)], toIssue name: String, downloading: Bool) async throws(LibraryError)
+        -> [AssetDownload] {
+        for (request, userInfo) in requests {
+            _ = try request.validated()
+            // The in-process check of the value (the daemon checks its size against its own
+            // `maxUserInfoBytes`), so that a value too deep for a frame gets the same error.
+            _ = try userInfo?.userInfoJSON(for: request.url, maxBytes: DaemonProtocol.maxPayloadLength)
+        }
+        var added: [AssetDownload] = []
+        for (request, userInfo) in requests {
+            let reply = try await connection.request(as: AssetReply.self) {
+                .addAsset(AddAssetRequest(id: $0, issue: name, request: request, userInfo: userInfo, download: downloading ? true : nil, deliver: nil))
+            }
+            record(reply.asset)
+            added.append(handle(reply.asset.id, issue: name))
+        }
+        return added
+    }
+
+    package func markRead(issue name: String) async throws(LibraryError) {
+        let reply = try await connection.request(as: IssueReply.self) { .markRead(IssueCommand(id: $0, issue: name)) }
+        _ = record(reply.issue)
+    }
+
+    package func status(ofIssue name: String) async throws(LibraryError) -> Issue.Status {
+        Issue.Status(rawValue: try await issueObject(name).status) ?? .notDownloaded
+    }
+
+    package func isNew(issue name: String) async throws(LibraryError) -> Bool {
+        try await issueObject(name).isNew
+    }
+
+    package func waitUntilAvailable(issue name: String) async throws(CancellationError) -> IssueOutcome {
+        let reply: WaitReply
+        do {
+            reply = try await connection.cancellableRequest(as: WaitReply.self) { .wait(WaitRequest(id: $0, issue: name)) }
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            // The daemon went away (or the issue did): each asset known ends as `.closed`.
+            let assets = mirror.withLock { $0.assetIDs(ofIssue: name) }
+            return .incomplete(Dictionary(uniqueKeysWithValues: assets.map { (handle($0, issue: name), AssetOutcome.closed) }))
+        }
+        if reply.outcome == "available" { return .available }
+        return .incomplete(Dictionary((reply.missing ?? []).map { (handle($0.asset ?? "", issue: name), $0.assetOutcome) }) { first, _ in first })
+    }
+
+    // MARK: Asset
+
+    package func status(ofAsset identifier: String) async throws(LibraryError) -> AssetStatus {
+        let reply = try await connection.request(as: StatusReply.self) { .status(StatusRequest(id: $0, asset: identifier)) }
+        guard case .asset(let wire) = reply.subject else { throw Self.unexpected(reply, "STATUS") }
+        record(wire)
+        guard let status = mirror.withLock({ $0.assets[identifier]?.status }) else {
+            throw LibraryError(.assetNotFound, "asset \(identifier) is not in the library")
+        }
+        return status
+    }
+
+    package func download(_ asset: AssetDownload, delegate: (any AssetDownloadDelegate)?) async throws(LibraryError) {
+        try await attach(delegate, to: asset)
+    }
+
+    package func pause(asset identifier: String) async throws(LibraryError) {
+        record(try await connection.request(as: AssetReply.self) { .pause(AssetCommand(id: $0, asset: identifier)) }.asset)
+    }
+
+    package func resume(asset identifier: String) async throws(LibraryError) {
+        do {
+            record(try await connection.request(as: AssetReply.self) { .resume(AssetCommand(id: $0, asset: identifier)) }.asset)
+        } catch where error.code == .assetNotFound {
+            // As in process: an asset no longer in the library is left alone.
+        }
+    }
+
+    package func cancel(asset identifier: String) async throws(LibraryError) {
+        record(try await connection.request(as: AssetReply.self) { .cancel(AssetCommand(id: $0, asset: identifier)) }.asset)
+    }
+
+    package func events(of asset: AssetDownload) async throws(LibraryError) -> DownloadEvents {
+        nonisolated(unsafe) var attached: (any AssetDownloadDelegate)?
+        let events = DownloadEvents.attached { attached = $0 }
+        try await attach(attached, to: asset)
+        return events
+    }
+
+    package func waitUntilFinished(asset identifier: String) async throws(CancellationError) -> AssetOutcome {
+        do {
+            return try await connection.cancellableRequest(as: WaitReply.self) { .wait(WaitRequest(id: $0, asset: identifier)) }.assetOutcome
+        } catch let error as CancellationError {
+            throw error
+        } catch let error as LibraryError where error.code == .assetNotFound {
+            return .cancelled
+        } catch {
+            return .closed
+        }
+    }
+
+    package func updateExpectedSHA256(_ sha256: String?, ofAsset identifier: String) async throws(LibraryError) {
+        record(try await connection.request(as: AssetReply.self) { .checksum(ChecksumRequest(id: $0, asset: identifier, sha256: sha256)) }.asset)
+    }
+
+    // MARK: Helpers
+
+    /// Every asset of the issue, a page of `ASSETS` at a time, recorded as its listing.
+    func listAssets(ofIssue name: String) async throws(LibraryError) -> [AssetStatus] {
+        var all: [WireAsset] = []
+        try await forEachAsset(ofIssue: name) { all.append($0) }
+        mirror.withLock { $0.recordListing(all, ofIssue: name) }
+        return mirror.withLock { mirror in all.compactMap { mirror.assets[$0.id]?.status } }
+    }
+
+    /// The issue object of `name` (`issue-not-found` when there is none).
+    private func issueObject(_ name: String) async throws(LibraryError) -> WireIssue {
+        let reply = try await connection.request(as: StatusReply.self) { .status(StatusRequest(id: $0, issue: name, assets: false)) }
+        guard case .issue(let issue) = reply.subject else { throw Self.unexpected(reply, "STATUS") }
+        _ = record(issue, badge: reply.badge)
+        return issue
+    }
+
+    /// Records `issue` in the mirror and returns its handle.
+    @discardableResult
+    func record(_ issue: WireIssue, badge: Int? = nil) -> Issue {
+        mirror.withLock { mirror in
+            mirror.record(issue)
+            if let badge { mirror.badge = max(0, badge) }
+        }
+        return Issue(name: issue.name, date: issue.date, contentURL: URL(fileURLWithPath: issue.contentPath, isDirectory: true), backend: self)
+    }
+
+    func record(_ asset: WireAsset) {
+        mirror.withLock { $0.record(asset) }
+    }
+
+    /// A `STATUS` answered with another subject than the one asked.
+    static func unexpected(_ reply: StatusReply, _ kind: String) -> LibraryError {
+        LibraryError(.transport, "the daemon answered \(kind) \(reply.id) about something else than what was asked")
+    }
+}
