@@ -22,6 +22,8 @@ final class LibraryStore: Sendable {
         var waiters: [@Sendable (LibraryError?) -> Void] = []
         /// A write is due within ``waiterDelay`` for the waiters.
         var waiterFlushScheduled = false
+        /// The assets of the batch being committed: their updates are no longer in `patches`.
+        var inFlight: [String] = []
     }
     /// How long an update someone waits for may wait for others to share its commit: a
     /// delivery is reported this much later at most, and deliveries finishing together share
@@ -473,6 +475,33 @@ final class LibraryStore: Sendable {
         }
     }
 
+    /// Returns once every update of asset `id` queued so far is committed, at once when none is
+    /// queued or being committed; never blocks a thread.
+    ///
+    /// The write is asked for at once, not after the batch delay: a command the app awaits pays
+    /// one commit, and the updates queued while a batch is committed share the next one (group
+    /// commit), so commands given together cost few transactions.
+    ///
+    /// - Throws: ``LibraryError`` `.storage` when the store gave up after ``commitAttempts``
+    ///   tries (the updates stay queued).
+    func recorded(_ id: String) async throws(LibraryError) {
+        let error = await withCheckedContinuation { (continuation: CheckedContinuation<LibraryError?, Never>) in
+            let schedule = pending.withLock { pending -> Bool? in
+                guard pending.patches[id] != nil || pending.inFlight.contains(id) else { return nil }
+                // Told with the batch after the one in flight, which the writer's queue runs after it.
+                pending.waiters.append { continuation.resume(returning: $0) }
+                defer { pending.waiterFlushScheduled = true }
+                return !pending.waiterFlushScheduled
+            }
+            switch schedule {
+            case nil: continuation.resume(returning: nil)
+            case true?: queue.async { [self] in _ = writeBatch() }
+            case false?: break
+            }
+        }
+        if let error { throw error }
+    }
+
     /// Writes every queued update now; the error if they could not be (they stay queued).
     @discardableResult
     func flush() -> LibraryError? {
@@ -515,6 +544,7 @@ final class LibraryStore: Sendable {
             let batch = pending.order.compactMap { pending.patches[$0] }
             let waiters = pending.waiters
             pending.patches = [:]
+            pending.inFlight = pending.order
             pending.order = []
             pending.waiters = []
             pending.waiterFlushScheduled = false
@@ -526,6 +556,7 @@ final class LibraryStore: Sendable {
             try pool.write { db in
                 for patch in batch { try Self.apply(patch, in: db) }
             }
+            pending.withLock { $0.inFlight = [] }
             commitFailures.withLock { $0 = 0 }
             return (nil, waiters)
         } catch {
@@ -538,6 +569,7 @@ final class LibraryStore: Sendable {
             // Never dropped: the updates go back under any queued since, and are tried again
             // (after a failure is reported, with the next batch or flush).
             let retry = pending.withLock { pending -> Bool in
+                pending.inFlight = []
                 if !givingUp { pending.waiters = waiters + pending.waiters }
                 for patch in batch {
                     var merged = patch
