@@ -5,8 +5,9 @@ import Synchronization
 /// The library's SQLite database (WAL), with batched asset updates.
 ///
 /// User-facing operations (adding an issue, adding assets) write synchronously. Progress and
-/// state changes of transfers are queued with ``submit(_:)`` and written together, one
-/// transaction per batch, so bookkeeping never limits throughput.
+/// state changes of transfers are queued with ``submit(_:whenRecorded:)`` and written together,
+/// one transaction per batch, so bookkeeping never limits throughput; a command the app awaits
+/// waits for the batch carrying its change with ``recorded(_:)``.
 final class LibraryStore: Sendable {
     let pool: DatabasePool
     let fileURL: URL
