@@ -143,7 +143,7 @@ extension DaemonServer {
 
     /// Runs `body` to the end on the calling (connection) thread, so that requests stay answered
     /// in order; the connection's reader is a thread of its own, not one of the task pool's.
-    private func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws(LibraryError) -> T) throws(LibraryError) -> T {
+    func waitFor<T: Sendable>(_ body: @escaping @Sendable () async throws(LibraryError) -> T) throws(LibraryError) -> T {
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Result<T, LibraryError>?
         Task {

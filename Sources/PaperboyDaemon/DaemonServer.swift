@@ -108,13 +108,13 @@ public final class DaemonServer: Sendable {
         let claims = desk.claims
         for id in claims {
             if let asset = try served().asset(identifier: id), asset.state.isActive {
-                try served().download(asset, delegate: desk)
+                try served().start(asset, delegate: desk)
             } else {
                 desk.release(id)
             }
         }
         for asset in library.downloadingAssets where asset.state == .finished && !claims.contains(asset.identifier) {
-            try served().download(asset, delegate: nil)
+            try served().start(asset, delegate: nil)
         }
         let events = try served().events()
         let task = Task { [self] in
@@ -142,9 +142,9 @@ public final class DaemonServer: Sendable {
         if deliver, let claimant { registry.state.withLock { $0.claimants[asset.identifier] = claimant } }
         if deliver {
             desk.claim(asset.identifier)
-            library.local?.download(asset, delegate: desk)
+            library.local?.start(asset, delegate: desk)
         } else {
-            library.local?.download(asset, delegate: nil)
+            library.local?.start(asset, delegate: nil)
         }
     }
 
@@ -324,20 +324,25 @@ public final class DaemonServer: Sendable {
                 throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'")
             }
             let asset = try served().addAssets([(request.request, request.userInfo)], toIssue: issue.name, downloading: false)[0]
-            if request.download ?? false { download(asset, deliver: request.deliver ?? false, claimant: connection.number) }
+            if request.download ?? false {
+                download(asset, deliver: request.deliver ?? false, claimant: connection.number)
+                try waitFor { [self] () async throws(LibraryError) in try await served().recorded(asset: asset.identifier) }
+            }
             return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
         case .download(let request), .resume(let request):
+            // Answered once the change is committed, as in process (this thread waits, not the pool).
             let asset = try existingAsset(request.asset)
             download(asset, deliver: request.deliver ?? false, claimant: connection.number)
+            try waitFor { [self] () async throws(LibraryError) in try await served().recorded(asset: asset.identifier) }
             return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
         case .pause(let request):
             let asset = try existingAsset(request.asset)
-            try served().pause(asset: asset.identifier)
+            try waitFor { [self] () async throws(LibraryError) in try await served().pause(asset: asset.identifier) }
             return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
         case .cancel(let request):
             let asset = try existingAsset(request.asset)
             desk.release(asset.identifier)
-            try served().cancel(asset: asset.identifier)
+            try waitFor { [self] () async throws(LibraryError) in try await served().cancel(asset: asset.identifier) }
             return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
         case .ack(let request):
             guard desk.acknowledge(request.asset) else {

@@ -1,12 +1,14 @@
 // A library in a process of its own, for the library behaviour suite's kill scenarios: it opens
 // the library in LIBRARY_FOLDER with the file and HTTP transports, lives the first life given as
 // JSON (`BehaviourLives.FirstLife`), writes one byte to standard output at its kill point, and
-// waits there for the SIGKILL the suite sends after the byte.
+// waits there for the SIGKILL the suite sends after the byte. The store's batch delay is an hour
+// (as if the kill came at any instant of its 25 ms batch window): what the relaunch finds is what
+// the library commits on purpose before it tells the app.
 //
 //   BehaviourKillApp LIBRARY_FOLDER FIRST_LIFE_JSON
 import BehaviourLives
 import Foundation
-import Paperboy
+@testable import Paperboy
 import PaperboyFile
 import PaperboyHTTP
 
@@ -18,6 +20,7 @@ guard arguments.count == 3, let life = try? JSONDecoder().decode(FirstLife.self,
 var configuration = Library.Configuration()
 configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .wired))
 configuration.progressInterval = .milliseconds(20)
+configuration.storeBatchDelay = .seconds(3600)
 let library = try Library.open(at: URL(fileURLWithPath: arguments[1]), transports: TransportRegistry([FileTransport(), .http()]),
                                configuration: configuration)
 do {

@@ -16,8 +16,14 @@ public enum FirstLife: Codable, Sendable, CustomStringConvertible {
     /// Downloads `url` to a delegate that throws from `didFinish` (the file stays in the inbox):
     /// killed after the throw.
     case afterDelegateThrew(url: URL)
-    /// Downloads `url` until `bytes` are written and pauses it: killed once it is paused.
+    /// Downloads `url` until `bytes` are written and pauses it: killed as soon as `pause()`
+    /// returned (the transfer may still be stopping).
     case whilePaused(url: URL, bytes: Int64)
+    /// Adds an asset of `url` and asks for it: killed as soon as `download()` returned.
+    case afterDownloadCall(url: URL)
+    /// Downloads `url` until `bytes` are written and cancels it: killed as soon as `cancel()`
+    /// returned (the transfer may still be stopping).
+    case afterCancel(url: URL, bytes: Int64)
     /// Downloads `url`, which fails: killed once it failed.
     case afterFailure(url: URL)
     /// Downloads `url` to `destinationPath`: killed once it is delivered.
@@ -31,7 +37,9 @@ public enum FirstLife: Codable, Sendable, CustomStringConvertible {
         case .midTransfer(_, let bytes): "killed after \(bytes) bytes"
         case .insideDidFinish: "killed inside didFinish"
         case .afterDelegateThrew: "killed after didFinish threw"
-        case .whilePaused: "killed while paused"
+        case .whilePaused: "killed once pause() returned"
+        case .afterDownloadCall: "killed once download() returned"
+        case .afterCancel: "killed once cancel() returned"
         case .afterFailure: "killed after a failure"
         case .afterDelivery: "killed after the delivery"
         }
@@ -62,7 +70,14 @@ public enum FirstLife: Codable, Sendable, CustomStringConvertible {
             try await asset.download()
             try await Self.until("\(bytes) bytes") { try await asset.status().totalBytesWritten >= bytes }
             try await asset.pause()
-            try await Self.until("the pause") { try await asset.status().state == .waiting(.pausedByApp) }
+        case .afterDownloadCall(let url):
+            let asset = try await issue.addAsset(AssetRequest(url: url))
+            try await asset.download()
+        case .afterCancel(let url, let bytes):
+            let asset = try await issue.addAsset(AssetRequest(url: url))
+            try await asset.download()
+            try await Self.until("\(bytes) bytes") { try await asset.status().totalBytesWritten >= bytes }
+            try await asset.cancel()
         case .afterFailure(let url):
             let asset = try await issue.addAsset(AssetRequest(url: url))
             try await asset.download()

@@ -98,8 +98,8 @@ struct KillBehaviourTests {
         #expect(try await library.downloadingAssets().isEmpty)
     }
 
-    /// Killed while paused: still paused after the relaunch, its bytes kept; `resume()` asks
-    /// the source for the rest.
+    /// Killed as soon as `pause()` returned: still paused after the relaunch, its bytes kept;
+    /// `download()` asks the source for the rest.
     @Test(arguments: Backends.all)
     func killedWhilePausedItStaysPausedUntilResumed(backend: any BackendFactory) async throws {
         let home = BehaviourHome(backend)
@@ -108,18 +108,56 @@ struct KillBehaviourTests {
             let pending = try await library.downloadingAssets()
             try #require(pending.count == 1, "\(pending)")
             let status = try await pending[0].status()
-            // A pause is written with the store's next batch, 25 ms after `pause()`: a kill before
-            // it loses the pause, and the relaunch continues the transfer (reported to issue 27).
-            withKnownIssue("a pause is not durable when pause() returns", isIntermittent: true) {
-                #expect(status.state == .waiting(.pausedByApp), "\(status.state)")
-                #expect(source.server.requests.count == 1, "a paused asset is not resumed by a relaunch")
-            }
+            // Recorded before `pause()` returned (the first life's store batches for an hour).
+            #expect(status.state == .waiting(.pausedByApp), "\(status.state)")
+            #expect(source.server.requests.count == 1, "a paused asset is not resumed by a relaunch")
             #expect(status.totalBytesWritten > 0)
             source.release()
             let delegate = RecordingDelegate()
             try await pending[0].download(delegate: delegate)
             #expect(try await pending[0].waitUntilFinished() == .delivered)
             #expect((source.resumedAt ?? 0) > 0, "continued from the bytes kept")
+            #expect(delegate.keptFiles == [source.data])
+        }
+    }
+
+    /// Killed as soon as `download()` returned, before a byte came: the relaunched library lists
+    /// the asset among those to reconnect and downloads it.
+    @Test(arguments: Backends.all)
+    func killedOnceDownloadReturnedTheAssetIsStillAskedFor(backend: any BackendFactory) async throws {
+        let home = BehaviourHome(backend)
+        let source = try StallingSource(try await payload(300_000, seed: 8), cut: 0)
+        try await home.withRelaunched(after: .afterDownloadCall(url: source.url)) { library in
+            let pending = try await library.downloadingAssets()
+            try #require(pending.count == 1, "the asset asked for is listed at launch: \(pending)")
+            let state = try await pending[0].status().state
+            #expect(state != .idle, "\(state)")
+            let delegate = RecordingDelegate()
+            try await pending[0].download(delegate: delegate)
+            source.release()
+            #expect(try await pending[0].waitUntilFinished() == .delivered)
+            #expect(delegate.keptFiles == [source.data])
+        }
+    }
+
+    /// Killed as soon as `cancel()` returned, while the transfer was stopping: the relaunched
+    /// library neither continues it nor keeps its bytes; asked for again, it starts from zero.
+    @Test(arguments: Backends.all)
+    func killedOnceCancelReturnedTheAssetStaysCancelled(backend: any BackendFactory) async throws {
+        let home = BehaviourHome(backend)
+        let source = try StallingSource(try await payload(2_000_000, seed: 9), cut: 500_000)
+        try await home.withRelaunched(after: .afterCancel(url: source.url, bytes: 1)) { library in
+            #expect(try await library.downloadingAssets().isEmpty)
+            let assets = try await library.issue(named: FirstLife.issueName)?.assets() ?? []
+            try #require(assets.count == 1, "\(assets)")
+            let status = try await assets[0].status()
+            #expect(status.state == .cancelled && status.totalBytesWritten == 0, "\(status.state), \(status.totalBytesWritten)")
+            #expect(source.server.requests.count == 1, "a cancelled asset is not resumed by a relaunch")
+            source.release()
+            let delegate = RecordingDelegate()
+            try await assets[0].download(delegate: delegate)
+            #expect(try await assets[0].waitUntilFinished() == .delivered)
+            #expect(source.resumedAt == nil, "started again from zero: \(source.server.requests.map(\.headers))")
             #expect(delegate.keptFiles == [source.data])
         }
     }
@@ -135,16 +173,11 @@ struct KillBehaviourTests {
             let session = try await home.relaunched(after: .afterFailure(url: url))
             let assets = try await session.library.issue(named: FirstLife.issueName)?.assets() ?? []
             try #require(assets.count == 1, "\(name): \(assets)")
-            // The store writes `download()` and the failure with its next batch (25 ms later): a
-            // kill before it leaves the asset idle, or asked for and tried again at launch
-            // (reported to issue 27). Asked for again, it fails the same way.
+            // Recorded before the wait returned (the first life's store batches for an hour), and
+            // not tried again at launch.
             let state = try await assets[0].status().state
-            withKnownIssue("a failure is not durable when the wait returns", isIntermittent: true) {
-                #expect(state.name == "failed", "\(name): \(state) after the relaunch")
-            }
-            if state == .idle { try await assets[0].download() }
-            guard case .failed(let failure) = try await assets[0].waitUntilFinished() else {
-                Testing.Issue.record("\(name): not a failure after the relaunch")
+            guard state.name == "failed", case .failed(let failure) = try await assets[0].waitUntilFinished() else {
+                Testing.Issue.record("\(name): \(state) after the relaunch, not failed")
                 await session.close()
                 continue
             }

@@ -179,12 +179,12 @@ private final class ForwardingBackend: LibraryBackend {
     }
     func status(ofAsset identifier: String) async throws(LibraryError) -> AssetStatus { try base.status(ofAsset: identifier) }
     func download(_ asset: AssetDownload, delegate: (any AssetDownloadDelegate)?) async throws(LibraryError) {
-        base.download(asset, delegate: delegate)
+        try await base.download(asset, delegate: delegate)
     }
-    func pause(asset identifier: String) async throws(LibraryError) { base.pause(asset: identifier) }
-    func resume(asset identifier: String) async throws(LibraryError) { base.resume(asset: identifier) }
-    func cancel(asset identifier: String) async throws(LibraryError) { base.cancel(asset: identifier) }
-    func events(of asset: AssetDownload) async throws(LibraryError) -> DownloadEvents { base.events(of: asset) }
+    func pause(asset identifier: String) async throws(LibraryError) { try await base.pause(asset: identifier) }
+    func resume(asset identifier: String) async throws(LibraryError) { try await base.resume(asset: identifier) }
+    func cancel(asset identifier: String) async throws(LibraryError) { try await base.cancel(asset: identifier) }
+    func events(of asset: AssetDownload) async throws(LibraryError) -> DownloadEvents { try await base.events(of: asset) }
     func waitUntilFinished(asset identifier: String) async throws(CancellationError) -> AssetOutcome {
         try await base.waitUntilFinished(asset: identifier)
     }

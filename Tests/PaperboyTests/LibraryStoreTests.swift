@@ -62,7 +62,13 @@ struct LibraryStoreTests {
         let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         try await failUpdates(library)
         let delegate = RecordingDelegate()
-        try await asset.download(delegate: delegate)
+        // `download()` returns once its change is committed: here it says why it cannot be.
+        do {
+            try await asset.download(delegate: delegate)
+            Issue.record("download() returned although its change could not be recorded")
+        } catch {
+            #expect(error.code == .storage && error.message.contains("cannot record the progress of asset \(asset.identifier)"), "\(error)")
+        }
         await delegate.waitForEnd()
         let failure = delegate.events.compactMap { event -> String? in
             if case .failed(let code, let message) = event, code == "storage" { return message } else { return nil }

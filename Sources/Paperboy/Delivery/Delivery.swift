@@ -84,9 +84,9 @@ struct Delivery: Sendable {
     /// Records the end of a delivery (`failure` when it failed): state, issue cover and new
     /// mark, events, waiters.
     ///
-    /// A success is reported (state, events, waiters) only once the database has recorded it:
-    /// the `delivered` update joins the next batch, so deliveries share commits, and the asset
-    /// stays `delivering` (busy) until that batch is written.
+    /// Either is reported (state, events, waiters) only once the database has recorded it: the
+    /// update joins the next batch, so deliveries share commits, and the asset stays busy
+    /// (`delivering`, or ``Scheduler/Entry/recordingEnd``) until that batch is written.
     ///
     /// - Parameter unlessDelegated: record nothing (and return `false`) if a delegate is attached
     ///   to the asset now: it is owed the `finished` call that ``deliver(_:)`` makes.
@@ -94,15 +94,18 @@ struct Delivery: Sendable {
     func complete(_ id: String, request: AssetRequest, issueName: String, failure: LibraryError?,
                                   unlessDelegated: Bool = false) -> Bool {
         var delivered: AssetPatch?
-        var departed: Scheduler.State.Departure?
         let recorded = scheduler.state.withLock { state -> Bool in
             guard state.entries[id] != nil else { return true }
             if unlessDelegated, state.entries[id]?.hub?.hasDelegates == true { return false }
             var patch = AssetPatch(id: id)
             if let failure {
-                departed = state.update(id) { Self.fail(&$0, failure) }
+                // Told (waits, events) once recorded.
+                state.update(id) { entry in
+                    Self.fail(&entry, failure)
+                    entry.recordingEnd = true
+                }
                 patch.fail(failure)
-                scheduler.store.submit(patch)
+                scheduler.submitEnd(patch, telling: nil)
             } else {
                 patch.state = .delivered
                 patch.detail = .some(nil)
@@ -123,8 +126,6 @@ struct Delivery: Sendable {
         if let failure {
             scheduler.logger.error("asset \(id): \(failure.message)")
         }
-        scheduler.broadcastState(id, departed: departed)
-        scheduler.state.withLock { scheduler.wakeIdleWaiters(&$0) }
         return true
     }
 

@@ -95,12 +95,18 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
     /// ``AssetDownloadDelegate/download(_:didResumeAt:expectedTotalBytes:)`` with that offset,
     /// before any progress.
     ///
-    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    /// Returns once the library's database has recorded that the asset is asked for: killed
+    /// after that, the relaunched library lists it in ``Library/downloadingAssets()``.
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached; `.storage` when the database
+    ///   cannot record the change (the download goes on, and fails with the same error unless
+    ///   the database recovers).
     public func download(delegate: (any AssetDownloadDelegate)? = nil) async throws(LibraryError) {
         try await backend.download(self, delegate: delegate)
     }
 
-    /// Waits until the asset is delivered, fails, or is cancelled, and says which.
+    /// Waits until the asset is delivered, fails, or is cancelled, and says which, once the
+    /// library's database has recorded it (a kill after that finds it so at the relaunch).
     ///
     /// Returns at once for an asset that already ended; an idle or paused asset is waited for
     /// until it is started and ends. Cancelling the waiting task ends the wait only: the
@@ -112,7 +118,8 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
         try await backend.waitUntilFinished(asset: identifier)
     }
 
-    /// Starts or reconnects, delivering the events as an asynchronous sequence.
+    /// Starts or reconnects, delivering the events as an asynchronous sequence; returns once the
+    /// change is recorded, as ``download(delegate:)`` does.
     ///
     /// The sequence ends after `.finished` or `.failed`. The file of `.finished` exists until the
     /// next call to `next()`; until then, it is still in the inbox and survives a crash.
@@ -135,19 +142,32 @@ public struct AssetDownload: Sendable, Hashable, CustomStringConvertible {
 
     /// Stops the transfer, keeping the bytes; ``resume()`` or ``download(delegate:)`` continues it.
     ///
-    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    /// Returns once the pause is recorded, possibly before the transfer has stopped (its state
+    /// says `.downloading` until then): killed after that, the relaunched library keeps the
+    /// asset paused.
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached; `.storage` when the database
+    ///   cannot record the pause.
     public func pause() async throws(LibraryError) { try await backend.pause(asset: identifier) }
 
     /// Continues the asset with the delegates it has, as ``download(delegate:)`` without a
     /// delegate does: a paused transfer goes on from its bytes; a failed or cancelled asset starts
     /// again. An asset no longer in the library is left alone.
     ///
-    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    /// Returns once the change is recorded, as ``download(delegate:)`` does.
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached; `.storage` when the database
+    ///   cannot record the change.
     public func resume() async throws(LibraryError) { try await backend.resume(asset: identifier) }
 
-    /// Stops the transfer and removes its partial bytes; delegates get a `.cancelled` failure.
+    /// Stops the transfer and removes its partial bytes; delegates get a `.cancelled` failure
+    /// once the cancel is recorded.
     ///
-    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    /// Returns once the cancel is recorded, possibly before the transfer has stopped: killed
+    /// after that, the relaunched library keeps the asset cancelled and removes its bytes.
+    ///
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached; `.storage` when the database
+    ///   cannot record the cancel.
     public func cancel() async throws(LibraryError) { try await backend.cancel(asset: identifier) }
 
     public var description: String { "AssetDownload(\(identifier))" }

@@ -189,21 +189,45 @@ package final class LocalBackend: LibraryBackend {
         return status
     }
 
-    package func download(_ asset: AssetDownload, delegate: (any AssetDownloadDelegate)?) {
+    // The commands return once the change they made is committed: what the app is told
+    // survives a kill -9.
+
+    package func download(_ asset: AssetDownload, delegate: (any AssetDownloadDelegate)?) async throws(LibraryError) {
+        start(asset, delegate: delegate)
+        try await recorded(asset: asset.identifier)
+    }
+
+    /// ``download(_:delegate:)`` without waiting for the change to be committed: for the daemon's
+    /// own starts (feeds, claims at its start), which no app awaits.
+    package func start(_ asset: AssetDownload, delegate: (any AssetDownloadDelegate)?) {
         scheduler.download(asset, delegate: delegate)
     }
 
-    package func pause(asset identifier: String) { scheduler.pause(identifier) }
-
-    package func resume(asset identifier: String) {
-        guard let record = store.asset(id: identifier) else { return }
-        scheduler.download(asset(identifier, issueName: record.issueName), delegate: nil)
+    package func pause(asset identifier: String) async throws(LibraryError) {
+        scheduler.pause(identifier)
+        try await recorded(asset: identifier)
     }
 
-    package func cancel(asset identifier: String) { scheduler.cancel(identifier) }
+    package func resume(asset identifier: String) async throws(LibraryError) {
+        guard let record = store.asset(id: identifier) else { return }
+        try await download(asset(identifier, issueName: record.issueName), delegate: nil)
+    }
 
-    package func events(of asset: AssetDownload) -> DownloadEvents {
-        DownloadEvents.attached { delegate in scheduler.download(asset, delegate: delegate) }
+    package func cancel(asset identifier: String) async throws(LibraryError) {
+        scheduler.cancel(identifier)
+        try await recorded(asset: identifier)
+    }
+
+    /// Returns once every change to asset `identifier` queued so far is committed, without
+    /// blocking a thread (see `LibraryStore.recorded`).
+    package func recorded(asset identifier: String) async throws(LibraryError) {
+        try await store.recorded(identifier)
+    }
+
+    package func events(of asset: AssetDownload) async throws(LibraryError) -> DownloadEvents {
+        let events = DownloadEvents.attached { delegate in scheduler.download(asset, delegate: delegate) }
+        try await recorded(asset: asset.identifier)
+        return events
     }
 
     package func waitUntilFinished(asset identifier: String) async throws(CancellationError) -> AssetOutcome {

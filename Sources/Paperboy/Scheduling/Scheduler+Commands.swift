@@ -58,6 +58,10 @@ extension Scheduler {
                     deliver = !entry.delivering
                 case .downloading where entry.stop == .pause || entry.stop == .cancel:
                     entry.restartAfterStop = true
+                    // Recorded now, over the pause or cancel recorded when it was asked for.
+                    var patch = AssetPatch(id: id)
+                    patch.state = .queued
+                    store.submit(patch)
                 case .queued, .retry, .downloading, .delivered, .network:
                     break
                 }
@@ -115,7 +119,14 @@ extension Scheduler {
                     // The last word wins over a download asked for while stopping; a pending
                     // cancel stays a cancel (its bytes are already given up).
                     entry.restartAfterStop = false
-                    if entry.stop != .cancel { entry.stop = .pause }
+                    if entry.stop != .cancel {
+                        entry.stop = .pause
+                        // Recorded now, not when the transfer has stopped: a kill meanwhile
+                        // leaves it paused (its bytes are recorded as the transfer stops).
+                        var patch = AssetPatch(id: id)
+                        patch.state = .paused
+                        store.submit(patch)
+                    }
                     Self.mergeCancelledHub(&entry)
                     entry.task?.cancel()
                 case .queued, .retry, .idle, .network:
@@ -146,9 +157,11 @@ extension Scheduler {
 
     /// Cancels: stops the transfer and removes its partial bytes.
     func cancel(_ id: String) {
-        let (failedHub, departed) = state.withLock { state -> (AssetEventHub?, State.Departure?) in
+        // Ended here (not running): told once recorded (see `submitEnd`).
+        let (ended, departed) = state.withLock { state -> (Bool, State.Departure?) in
+            var ended = false
             var hub: AssetEventHub?
-            guard loadEntry(id, in: &state) else { return (nil, nil) }
+            guard loadEntry(id, in: &state) else { return (false, nil) }
             let departed = state.update(id) { entry in
                 switch entry.state {
                 case .downloading:
@@ -156,25 +169,31 @@ extension Scheduler {
                     entry.restartAfterStop = false
                     Self.mergeCancelledHub(&entry)
                     entry.task?.cancel()
+                    // Recorded now, not when the transfer has stopped: a kill meanwhile leaves
+                    // it cancelled (the next open removes its partial file).
+                    var patch = AssetPatch(id: id)
+                    patch.state = .cancelled
+                    store.submit(patch)
                 case .queued, .retry, .idle, .paused, .failed, .network:
                     entry.retryTask?.cancel()
                     entry.retryTask = nil
                     entry.state = .cancelled
+                    entry.recordingEnd = true
                     entry.bytesOnDisk = 0
                     entry.live.written.store(0, ordering: .relaxed)
+                    ended = true
                     hub = entry.hub
                     entry.hub = nil
                     POSIX.remove(layout.partialURL(asset: id))
-                    store.submit(Self.cancelledPatch(id))
                 default:
                     break
                 }
             }
+            if ended { submitEnd(Self.cancelledPatch(id), telling: hub.map { ($0, LibraryError.cancelled(asset: id)) }) }
             wakeIdleWaiters(&state)
-            return (hub, departed)
+            return (ended, departed)
         }
-        failedHub?.failed(LibraryError.cancelled(asset: id))
-        broadcastState(id, departed: departed)
+        if !ended { broadcastState(id, departed: departed) }
     }
 
     /// Forgets the assets of an issue: running transfers stop, files are removed by the caller.

@@ -114,6 +114,8 @@ extension Scheduler {
         var failure: (AssetEventHub, LibraryError)?
         var requeue: (seq: Int64, priority: Int, host: String)?
         var departed: State.Departure?
+        /// The update that ends it (failed, cancelled): the app hears of the end once it is committed.
+        var ended: AssetPatch?
         // One reading for the retry's date and its timer, so that the timer ends exactly at the date.
         let failedAt = clock.now
         state.withLock { state in
@@ -153,6 +155,8 @@ extension Scheduler {
                     entry.restartAfterStop = false
                 }
                 var patch = AssetPatch(id: id)
+                // A pause's, a cancel's or a failure's record was already given up by the store.
+                let unrecordable = entry.stop == .storage
                 switch outcome {
                 case .finished(let size, let validator, let inIssue):
                     entry.inIssue = inIssue
@@ -273,8 +277,14 @@ extension Scheduler {
                         }
                     }
                 }
-                store.submit(patch)
+                if (entry.state == .failed || entry.state == .cancelled) && !unrecordable {
+                    entry.recordingEnd = true
+                    ended = patch
+                } else {
+                    store.submit(patch)
+                }
             }
+            if let ended { submitEnd(ended, telling: failure) }
             if let entry = state.entries[id], entry.state == .retry {
                 scheduleRetry(id, at: entry.retryAt ?? failedAt, now: failedAt, in: &state)
             }
@@ -284,8 +294,10 @@ extension Scheduler {
             pump(&state)
             wakeIdleWaiters(&state)
         }
-        if let (hub, error) = failure { hub.failed(error) }
-        broadcastState(id, departed: departed)
+        if ended == nil {
+            if let (hub, error) = failure { hub.failed(error) }
+            broadcastState(id, departed: departed)
+        }
         if let deliverNow {
             // Already in place and nobody to hand it to: recorded here, without another task.
             // A delegate attached since the check above gets the full delivery instead.
@@ -295,6 +307,24 @@ extension Scheduler {
             }
         } else if deliver {
             Task { [self] in await delivery.deliver(id) }
+        }
+    }
+
+    /// Queues `patch`, which ends asset `id` (failed, cancelled: its entry made
+    /// ``Entry/recordingEnd`` by the same update, under the lock), and tells the end once the
+    /// batch carrying it is committed, or the store gave up: the waits settle, `failure`'s
+    /// delegates hear it, and so do the library's events. What the app is told of survives a
+    /// kill -9; ends share commits as deliveries do.
+    func submitEnd(_ patch: AssetPatch, telling failure: (AssetEventHub, LibraryError)?) {
+        let id = patch.id
+        store.submit(patch) { [self] _ in
+            let departed = state.withLock { state -> State.Departure? in
+                let departed = state.update(id) { $0.recordingEnd = false }
+                wakeIdleWaiters(&state)
+                return departed
+            }
+            if let (hub, error) = failure { hub.failed(error) }
+            broadcastState(id, departed: departed)
         }
     }
 

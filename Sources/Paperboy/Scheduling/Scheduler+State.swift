@@ -43,6 +43,9 @@ extension Scheduler {
         /// Its state differs from what the store has queued for it (a `delivered` update the
         /// store could not write): it stays in memory.
         var pinned = false
+        /// It failed or was cancelled, and the batch carrying that is not committed yet: the app
+        /// hears of the end (waits, delegates, events) once it is (see ``Scheduler/submitEnd(_:telling:)``).
+        var recordingEnd = false
         var host: String { request.url.host?.lowercased() ?? "" }
 
         init(_ record: AssetRecord) {
@@ -63,7 +66,7 @@ extension Scheduler {
         }
 
         var isBusy: Bool {
-            delivering || state == .queued || state == .retry || state == .downloading
+            delivering || recordingEnd || state == .queued || state == .retry || state == .downloading
         }
 
         /// Nothing of it needs memory: its row says all (see ``Scheduler``). An asset waiting for
@@ -79,7 +82,7 @@ extension Scheduler {
                 guard (retryAt ?? now).timeIntervalSince(now) >= Scheduler.storedRetryMinimumDelay.seconds else { return false }
             default: return false
             }
-            return !pinned && !delivering && task == nil && retryTask == nil && stop == nil && !restartAfterStop
+            return !pinned && !delivering && !recordingEnd && task == nil && retryTask == nil && stop == nil && !restartAfterStop
                 && hub == nil && cancelledHub == nil
         }
 

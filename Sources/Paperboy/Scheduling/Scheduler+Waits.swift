@@ -57,9 +57,11 @@ extension Scheduler {
     }
 
     /// The outcome of an asset that ended (failed or cancelled), `nil` while it is on its way,
-    /// idle or paused. A delivered entry settles its waits itself, once fully recorded.
+    /// idle or paused, or while its end is not committed yet. A delivered entry settles its waits
+    /// itself, once fully recorded.
     static func settledOutcome(_ entry: Entry) -> AssetOutcome? {
-        switch entry.state {
+        guard !entry.recordingEnd else { return nil }
+        return switch entry.state {
         case .failed:
             .failed(entry.failure ?? LibraryError(.transport, entry.detail ?? "asset \(entry.id) failed"))
         case .cancelled:

@@ -222,7 +222,8 @@ final class Scheduler: Sendable {
                 state.update(id) { entry in
                     entry.retryTask?.cancel()
                     if let task = entry.task {
-                        entry.stop = .close
+                        // A pause, a cancel, a network wait asked for before stays what it ends in.
+                        if entry.stop == nil { entry.stop = .close }
                         task.cancel()
                         tasks.append(task)
                     }

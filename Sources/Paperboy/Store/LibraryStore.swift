@@ -5,8 +5,9 @@ import Synchronization
 /// The library's SQLite database (WAL), with batched asset updates.
 ///
 /// User-facing operations (adding an issue, adding assets) write synchronously. Progress and
-/// state changes of transfers are queued with ``submit(_:)`` and written together, one
-/// transaction per batch, so bookkeeping never limits throughput.
+/// state changes of transfers are queued with ``submit(_:whenRecorded:)`` and written together,
+/// one transaction per batch, so bookkeeping never limits throughput; a command the app awaits
+/// waits for the batch carrying its change with ``recorded(_:)``.
 final class LibraryStore: Sendable {
     let pool: DatabasePool
     let fileURL: URL
@@ -22,6 +23,8 @@ final class LibraryStore: Sendable {
         var waiters: [@Sendable (LibraryError?) -> Void] = []
         /// A write is due within ``waiterDelay`` for the waiters.
         var waiterFlushScheduled = false
+        /// The assets of the batch being committed: their updates are no longer in `patches`.
+        var inFlight: [String] = []
     }
     /// How long an update someone waits for may wait for others to share its commit: a
     /// delivery is reported this much later at most, and deliveries finishing together share
@@ -473,6 +476,33 @@ final class LibraryStore: Sendable {
         }
     }
 
+    /// Returns once every update of asset `id` queued so far is committed, at once when none is
+    /// queued or being committed; never blocks a thread.
+    ///
+    /// The write is asked for at once, not after the batch delay: a command the app awaits pays
+    /// one commit, and the updates queued while a batch is committed share the next one (group
+    /// commit), so commands given together cost few transactions.
+    ///
+    /// - Throws: ``LibraryError`` `.storage` when the store gave up after ``commitAttempts``
+    ///   tries (the updates stay queued).
+    func recorded(_ id: String) async throws(LibraryError) {
+        let error = await withCheckedContinuation { (continuation: CheckedContinuation<LibraryError?, Never>) in
+            let schedule = pending.withLock { pending -> Bool? in
+                guard pending.patches[id] != nil || pending.inFlight.contains(id) else { return nil }
+                // Told with the batch after the one in flight, which the writer's queue runs after it.
+                pending.waiters.append { continuation.resume(returning: $0) }
+                defer { pending.waiterFlushScheduled = true }
+                return !pending.waiterFlushScheduled
+            }
+            switch schedule {
+            case nil: continuation.resume(returning: nil)
+            case true?: queue.async { [self] in _ = writeBatch() }
+            case false?: break
+            }
+        }
+        if let error { throw error }
+    }
+
     /// Writes every queued update now; the error if they could not be (they stay queued).
     @discardableResult
     func flush() -> LibraryError? {
@@ -515,6 +545,7 @@ final class LibraryStore: Sendable {
             let batch = pending.order.compactMap { pending.patches[$0] }
             let waiters = pending.waiters
             pending.patches = [:]
+            pending.inFlight = pending.order
             pending.order = []
             pending.waiters = []
             pending.waiterFlushScheduled = false
@@ -526,6 +557,7 @@ final class LibraryStore: Sendable {
             try pool.write { db in
                 for patch in batch { try Self.apply(patch, in: db) }
             }
+            pending.withLock { $0.inFlight = [] }
             commitFailures.withLock { $0 = 0 }
             return (nil, waiters)
         } catch {
@@ -538,6 +570,7 @@ final class LibraryStore: Sendable {
             // Never dropped: the updates go back under any queued since, and are tried again
             // (after a failure is reported, with the next batch or flush).
             let retry = pending.withLock { pending -> Bool in
+                pending.inFlight = []
                 if !givingUp { pending.waiters = waiters + pending.waiters }
                 for patch in batch {
                     var merged = patch

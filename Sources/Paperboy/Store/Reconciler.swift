@@ -8,7 +8,8 @@ import Logging
 /// ``BootIdentity``; it is then made durable and recorded), and otherwise cut back to the durable
 /// count by the next attempt; a file in the inbox means the transfer completed and was verified,
 /// whatever state the database recorded (idle, paused, failed and cancelled included: the
-/// batched updates that followed may be lost with the process); files nobody owns are removed.
+/// batched updates that followed may be lost with the process); a cancelled asset keeps no
+/// partial bytes (a kill came while its transfer stopped); files nobody owns are removed.
 /// A file moved straight to its destination (no delegate, see `Scheduler.transfer`) has no inbox
 /// commit point: if the crash came before `finished` was recorded, the asset is downloaded again
 /// (a file already at the destination may be an older version, so it is not trusted).
@@ -82,6 +83,14 @@ struct Reconciler {
                     patch.bytesOnDisk = size
                     patch.expectedBytes = .some(size)
                     POSIX.remove(partial)
+                } else if state == .cancelled {
+                    // Cancelled while its transfer was stopping (the cancel is recorded at once):
+                    // its bytes are given up, as the stop would have.
+                    if POSIX.exists(partial) || record.bytesOnDisk != 0 {
+                        POSIX.remove(partial)
+                        record.bytesOnDisk = 0
+                        patch = Scheduler.cancelledPatch(record.id)
+                    }
                 } else {
                     let onDisk = fileSize(partial)
                     if onDisk < record.bytesOnDisk {
