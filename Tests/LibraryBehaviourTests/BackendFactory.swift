@@ -60,13 +60,7 @@ final class BackendSession: Sendable {
 
 /// The backends every scenario runs against.
 enum Backends {
-    static let all: [any BackendFactory] = {
-        var all: [any BackendFactory] = [LocalFactory()]
-        #if DAEMON_BACKEND
-        all.append(DaemonFactory())
-        #endif
-        return all
-    }()
+    static let all: [any BackendFactory] = [LocalFactory(), DaemonFactory()]
 }
 
 /// The library in this process (`Library.open`). Its crashes happen in `BehaviourKillApp`, a

@@ -1,4 +1,3 @@
-#if DAEMON_BACKEND
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,7 +32,8 @@ struct DaemonFactory: BackendFactory {
         }
         let runtime = Self.runtime(for: folder)
         let server = DaemonServer(library: served, socket: runtime.appendingPathComponent("paperboy/daemon.sock"),
-                                  logger: Logger(label: "behaviour.daemon") { _ in SwiftLogNoOpLogHandler() })
+                                  logger: Logger(label: "behaviour.daemon") { _ in SwiftLogNoOpLogHandler() },
+                                  clock: configuration.clock, reload: { 0 })
         do {
             try await offThePool { try server.start() }
         } catch {
@@ -54,7 +54,7 @@ struct DaemonFactory: BackendFactory {
         return BackendSession(library: library, close: {
             await library.close()
             await stop()
-        }, reopen: {
+        }, reopen: { [configuration] in
             try await open(folder: folder, transports: transports, configuration: configuration)
         })
     }
@@ -120,4 +120,3 @@ struct DaemonFactory: BackendFactory {
         return runtime
     }
 }
-#endif
