@@ -294,7 +294,7 @@ let package = Package(
             name: "LibraryBehaviourTests",
             dependencies: [
                 "Paperboy", "PaperboyFile", "PaperboyHTTP", "PaperboyTesting", "PaperboyTestServers",
-                "PaperboyClient", "PaperboyDaemon", "BehaviourLives", "BehaviourKillApp", "paperboy",
+                "PaperboyClient", "PaperboyDaemon", "PaperboyWire", "BehaviourLives", "BehaviourKillApp", "paperboy",
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/LibraryBehaviourTests",

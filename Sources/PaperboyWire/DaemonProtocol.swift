@@ -278,11 +278,12 @@ public enum DaemonProtocol {
     package static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.keyEncodingStrategy = .convertToSnakeCase
-        // In UTC, to the second, in the calendar ``LibraryDate/parse(_:)`` reads (Foundation's
-        // `.iso8601` writes dates before 1582 in the Julian calendar).
+        // In UTC, to the millisecond as the library records dates, in the calendar
+        // ``LibraryDate/parse(_:)`` reads (Foundation's `.iso8601` writes dates before 1582 in
+        // the Julian calendar).
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(LibraryDate.utcText(date))
+            try container.encode(LibraryDate.utcMillisecondText(date))
         }
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder

@@ -27,6 +27,10 @@ protocol BackendFactory: Sendable, CustomTestStringConvertible {
     /// and serves the library again with `transports` and `configuration`.
     func relaunch(folder: URL, after life: FirstLife, transports: TransportRegistry,
                   configuration: Library.Configuration) async throws -> BackendSession
+
+    /// `request` as an asset's status tells it back: what may hold a secret is left out where
+    /// the backend does not tell secrets.
+    func shown(_ request: AssetRequest) -> AssetRequest
 }
 
 extension BackendFactory {
@@ -67,6 +71,9 @@ enum Backends {
 /// process of its own that lives the first life; the library is then opened in this process.
 struct LocalFactory: BackendFactory {
     var name: String { "in process" }
+
+    /// The app's own request, whole: the app is the one that gave it.
+    func shown(_ request: AssetRequest) -> AssetRequest { request }
 
     func open(folder: URL, transports: TransportRegistry, configuration: Library.Configuration) async throws -> BackendSession {
         // Opening writes a database: a thread of its own.

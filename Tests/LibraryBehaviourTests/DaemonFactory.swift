@@ -9,6 +9,7 @@ import PaperboyClient
 import PaperboyDaemon
 import PaperboyTestServers
 import PaperboyTesting
+import PaperboyWire
 import Synchronization
 
 /// The library through a paperboy daemon (`Library.connect`).
@@ -22,6 +23,10 @@ import Synchronization
 /// to that daemon.
 struct DaemonFactory: BackendFactory {
     var name: String { "through a daemon" }
+
+    /// Without headers and the URL's user or password: a daemon's replies never carry a secret
+    /// (docs/Daemon.md, the request object).
+    func shown(_ request: AssetRequest) -> AssetRequest { WireAsset.shown(request) }
 
     func open(folder: URL, transports: TransportRegistry, configuration: Library.Configuration) async throws -> BackendSession {
         var configuration = configuration

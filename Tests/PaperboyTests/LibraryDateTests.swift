@@ -78,4 +78,22 @@ struct LibraryDateTests {
         #expect(LibraryDate.problem(with: LibraryDate.latest) == nil)
         #expect(LibraryDate.problem(with: LibraryDate.earliest) == nil)
     }
+
+    /// The daemon's wire writes dates to the millisecond, as the library records them; once it
+    /// wrote them to the second, and a retry 5 ms away came out as "now".
+    @Test func theWiresTextCarriesMillisecondsRoundedUpAndReadsBackTheRecordedDate() throws {
+        #expect(LibraryDate.utcMillisecondText(Date(timeIntervalSince1970: 1_795_000_000)) == "2026-11-18T11:06:40Z")
+        #expect(LibraryDate.utcMillisecondText(Date(timeIntervalSince1970: 1_795_000_000.05)) == "2026-11-18T11:06:40.050Z")
+        #expect(LibraryDate.utcMillisecondText(Date(timeIntervalSince1970: 1_795_000_000.0041)) == "2026-11-18T11:06:40.005Z")
+        #expect(LibraryDate.utcMillisecondText(Date(timeIntervalSince1970: 1_795_000_000.9999)) == "2026-11-18T11:06:41Z")
+        #expect(LibraryDate.utcMillisecondText(Date(timeIntervalSince1970: -1.25)) == "1969-12-31T23:59:58.750Z")
+        #expect(LibraryDate.utcMillisecondText(LibraryDate.latest) == "9999-12-31T23:59:59.999Z")
+        #expect(LibraryDate.utcMillisecondText(LibraryDate.earliest) == "0001-01-01T00:00:00Z")
+        for date in [LibraryDate.latest, LibraryDate.earliest, Date(timeIntervalSince1970: 1_795_000_000.123),
+                     Date(timeIntervalSince1970: -12_219_292_800.001)] {
+            let text = LibraryDate.utcMillisecondText(date)
+            let read = try #require(LibraryDate.parse(text), "\(text)")
+            #expect(abs(read.timeIntervalSince(date)) < 0.000_001, "\(text): \(read.timeIntervalSince1970) for \(date.timeIntervalSince1970)")
+        }
+    }
 }

@@ -159,6 +159,21 @@ public struct LibraryDate: Sendable, Hashable, Comparable, CustomStringConvertib
             + "\(padded(fields.tm_hour, 2)):\(padded(fields.tm_min, 2)):\(padded(fields.tm_sec, 2))Z"
     }
 
+    /// `date` as ``utcText(_:)`` writes it, with milliseconds when it has any
+    /// (`2026-11-21T09:31:04.250Z`), as the daemon's wire carries dates: a date the library
+    /// recorded comes back as that date. Rounded up, so never earlier than `date` (a retry's
+    /// `until` written to the second came out before the clock's now); an instant less than a
+    /// microsecond above a millisecond, as a recorded date's `Double` holds it, is that millisecond.
+    package static func utcMillisecondText(_ date: Date) -> String {
+        let milliseconds = (date.timeIntervalSince1970 * 1000 - 0.001).rounded(.up)
+        let seconds = (milliseconds / 1000).rounded(.down)
+        let text = utcText(Date(timeIntervalSince1970: seconds))
+        let fraction = Int(milliseconds - seconds * 1000)
+        guard fraction > 0, fraction < 1000, text.hasSuffix("Z") else { return text }
+        let digits = String(fraction)
+        return "\(text.dropLast()).\(String(repeating: "0", count: 3 - digits.count))\(digits)Z"
+    }
+
     public static func < (lhs: LibraryDate, rhs: LibraryDate) -> Bool { lhs.date < rhs.date }
 
     public var description: String { Self.utcText(date) }
