@@ -166,6 +166,11 @@ private final class ForwardingBackend: LibraryBackend {
         try base.contentAvailable(payload: payload, throttle: throttle, dontThrottle: dontThrottle, now: now)
     }
     func shelf() async throws(LibraryError) -> LibraryShelf { try base.shelf() }
+    func waitUntilSettled(assets: Set<String>, ofIssues issues: [String], includingNetworkWaits: Bool,
+                          retryWaitLimit: RetryWaitLimit?) async throws(LibraryError) -> Int {
+        await base.waitUntilSettled(assets: assets, ofIssues: issues, includingNetworkWaits: includingNetworkWaits,
+                                    retryWaitLimit: retryWaitLimit)
+    }
     func forEachAssetListing(ofIssue name: String, _ body: (AssetListing) -> Void) async throws(LibraryError) {
         try base.forEachAssetListing(ofIssue: name, body)
     }
