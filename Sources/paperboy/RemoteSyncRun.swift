@@ -191,6 +191,7 @@ struct RemotePlan {
                 if found.state == .delivered {
                     alreadyDelivered += 1
                 } else {
+                    try await SyncPlan.correctChecksum(of: found, stored: found.request?.sha256, configured: asset.sha256)
                     try await found.download()
                     toDownload += 1
                     work = true

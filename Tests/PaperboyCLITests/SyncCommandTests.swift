@@ -96,23 +96,26 @@ struct SyncCommandTests {
         #expect(!FileManager.default.fileExists(atPath: workspace.path("lib/Issues/2026-11-21/magazine.pdf").path))
     }
 
-    @Test func aCorrectedChecksumTakesEffectOnTheNextSync() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func aCorrectedChecksumTakesEffectOnTheNextSync(_ route: CLIRoute) async throws {
         let (pdf, _) = makeContent()
         let wrong = String(repeating: "0", count: 64)
-        let first = try await CLI.run(["sync", "--config", config(sha: wrong).path])
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        let first = try await cli.run(["sync", "--config", config(sha: wrong).path])
         #expect(first.status == 1)
         #expect(first.stderr.contains("expected \(wrong)"), "\(first.stderr)")
         // The publisher fixes the checksum (upper case, as some write it): the same asset now
         // downloads again under the new one instead of failing on every sync.
-        let second = try await CLI.run(["sync", "--config", config(sha: sha256Hex(pdf).uppercased()).path])
+        let second = try await cli.run(["sync", "--config", config(sha: sha256Hex(pdf).uppercased()).path])
         #expect(second.status == 0, "\(second.stderr)")
         #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf"))) == Bytes(pdf))
-        let status = try await CLI.run(["status", "--json", "--config", config(sha: sha256Hex(pdf)).path])
+        let status = try await cli.run(["status", "--json", "--config", config(sha: sha256Hex(pdf)).path])
         let json = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         let assets = try #require((json["issues"] as? [[String: Any]])?.first?["assets"] as? [[String: Any]])
         #expect(assets.count == 2, "the corrected asset was not added a second time")
         // A wrong checksum for a delivered asset changes nothing: it is not downloaded again.
-        let third = try await CLI.run(["sync", "--config", config(sha: wrong).path])
+        let third = try await cli.run(["sync", "--config", config(sha: wrong).path])
         #expect(third.status == 0, "\(third.stderr)")
         #expect(third.stdout.contains("nothing to do; 2 asset(s) already delivered"), "\(third.stdout)")
     }
