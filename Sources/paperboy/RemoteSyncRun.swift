@@ -1,3 +1,4 @@
+import ArgumentParser
 import Dispatch
 import Foundation
 import Logging
@@ -32,19 +33,13 @@ struct RemoteSyncRun {
 
     /// Fetches the configuration's feeds through this process's transports (the daemon holds
     /// the library, not its catalogs), with the daemon's shelf and purge list for what is new.
-    private func readFeeds() async -> FeedRefresh {
+    private func readFeeds(configuration: Library.Configuration) async -> FeedRefresh {
         let logger = Logger(label: "paperboy")
         let existing: Set<String>
         do {
             existing = Set(try await client.shelf().issues.map(\.name))
         } catch {
             return FeedRefresh(issues: [], failures: ["cannot list the daemon's issues: \(error.message)"])
-        }
-        let configuration: Library.Configuration
-        do {
-            configuration = try config.libraryConfiguration()
-        } catch {
-            return FeedRefresh(issues: [], failures: ["\(source): the credentials cannot be read"])
         }
         let transports = Transports.registry(for: config)
         return await FeedRefresh.refresh(
@@ -62,10 +57,18 @@ struct RemoteSyncRun {
         defer { client.disconnect() }
         // The feeds' catalogs are read here, as in-process (the daemon's own feeds are its
         // business): their issues are added and followed like the configured ones.
+        // The configuration's secrets are read as in process, feeds or not: one that cannot be
+        // read is a configuration error (said, exit 2), whichever process holds the library.
+        let configuration: Library.Configuration
+        do {
+            configuration = try config.libraryConfiguration()
+        } catch {
+            return (error as? ExitCode)?.rawValue ?? 2
+        }
         var issues = self.issues
         var problems: [String] = []
         if includeFeeds, !config.feeds.isEmpty {
-            let refresh = await readFeeds()
+            let refresh = await readFeeds(configuration: configuration)
             issues += refresh.issues.map(\.entry)
             problems += refresh.failures
             for failure in refresh.failures { Console.error("paperboy: \(failure)") }

@@ -23,10 +23,13 @@ final class RoutedCLI: @unchecked Sendable {
     let route: CLIRoute
     let runtime: URL
     private let log: URL
+    /// More variables for the daemon (not for the commands).
+    private let daemonEnvironment: [String: String]
     private(set) var daemon: DaemonProcess?
 
-    init(_ route: CLIRoute, workspace: Workspace) {
+    init(_ route: CLIRoute, workspace: Workspace, daemonEnvironment: [String: String] = [:]) {
         self.route = route
+        self.daemonEnvironment = daemonEnvironment
         runtime = workspace.path("runtime")
         log = workspace.path("daemon.log")
         mkdir(runtime.path, 0o700)
@@ -35,7 +38,7 @@ final class RoutedCLI: @unchecked Sendable {
     /// Starts the daemon on `config` (through ``CLIRoute/daemon``, once).
     func start(_ config: URL) async throws {
         guard route == .daemon, daemon == nil else { return }
-        daemon = try await DaemonProcess(config: config, runtime: runtime, log: log)
+        daemon = try await DaemonProcess(config: config, runtime: runtime, log: log, environment: daemonEnvironment)
     }
 
     /// Runs the command (after ``start(_:)`` with the configuration given by `--config`).

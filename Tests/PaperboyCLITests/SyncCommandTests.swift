@@ -161,6 +161,29 @@ struct SyncCommandTests {
         #expect(!FileManager.default.fileExists(atPath: workspace.path("lib").path))
     }
 
+    /// A `[[credentials]]` secret file the command cannot read (no longer UTF-8) is a
+    /// configuration error both ways, even when a daemon (which read it when it started) holds
+    /// the library and no feed needs it.
+    @Test(arguments: CLIRoute.allCases)
+    func aSecretFileThatCannotBeReadExitsWith2BothWays(_ route: CLIRoute) async throws {
+        let (pdf, _) = makeContent()
+        let secret = workspace.write("s3cr3t-value\n", to: "secret.txt")
+        let file = config(sha: sha256Hex(pdf), extra: """
+            [[credentials]]
+            match = "https://cdn.example.com/"
+            username = "reader"
+            password_file = "\(secret.path)"
+            """)
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(file)
+        try Data([0xFF, 0xFE, 0x00]).write(to: secret)
+        let result = try await cli.run(["sync", "--config", file.path])
+        #expect(result.status == 2, "\(result.stdout) \(result.stderr)")
+        #expect(result.stderr.contains("secret file '\(secret.path)' is not UTF-8"), "\(result.stderr)")
+        #expect(!result.stderr.contains("s3cr3t"), "\(result.stderr)")
+    }
+
     @Test func missingConfigurationAndBadUsageExitWith2() async throws {
         let none = try await CLI.run(["sync"], in: workspace.url, environment: ["XDG_CONFIG_HOME": workspace.path("xdg").path])
         #expect(none.status == 2)
