@@ -42,11 +42,11 @@ final class RoutedCLI: @unchecked Sendable {
     }
 
     /// Runs the command (after ``start(_:)`` with the configuration given by `--config`).
-    func run(_ arguments: [String]) async throws -> CLIResult {
+    func run(_ arguments: [String], in folder: URL? = nil) async throws -> CLIResult {
         if let index = arguments.firstIndex(of: "--config"), index + 1 < arguments.count {
             try await start(URL(fileURLWithPath: arguments[index + 1]))
         }
-        return try await CLI.run(arguments, environment: ["XDG_RUNTIME_DIR": runtime.path, "PAPERBOY_NETWORK": "wired"])
+        return try await CLI.run(arguments, in: folder, environment: ["XDG_RUNTIME_DIR": runtime.path, "PAPERBOY_NETWORK": "wired"])
     }
 
     func stop() {

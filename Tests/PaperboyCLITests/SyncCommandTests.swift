@@ -35,10 +35,15 @@ struct SyncCommandTests {
             """, to: "paperboy.toml")
     }
 
-    @Test func syncDeliversThenDoesNothingTheSecondTime() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func syncDeliversThenDoesNothingTheSecondTime(_ route: CLIRoute) async throws {
         let (pdf, cover) = makeContent()
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        // The daemon starts on the library alone: the issues are the sync's to add, not its own.
+        try await cli.start(workspace.write("[library]\npath = \"lib\"\n", to: "paperboy.toml"))
         let file = config(sha: sha256Hex(pdf))
-        let first = try await CLI.run(["sync", "--config", file.path])
+        let first = try await cli.run(["sync", "--config", file.path])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("2 of 2 asset(s) delivered"))
         let delivered = workspace.path("lib/Issues/2026-11-21/magazine.pdf")
@@ -46,20 +51,24 @@ struct SyncCommandTests {
         #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/cover.png"))) == Bytes(cover))
         let inode = try FileManager.default.attributesOfItem(atPath: delivered.path)[.systemFileNumber] as? Int
 
-        let second = try await CLI.run(["sync"], in: workspace.url)
-        #expect(second.status == 0)
+        let second = try await cli.run(["sync"], in: workspace.url)
+        #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stdout.contains("nothing to do; 2 asset(s) already delivered"))
         #expect(try FileManager.default.attributesOfItem(atPath: delivered.path)[.systemFileNumber] as? Int == inode)
     }
 
-    @Test func statusJSONDescribesTheLibrary() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func statusJSONDescribesTheLibrary(_ route: CLIRoute) async throws {
         let (pdf, _) = makeContent()
         let file = config(sha: sha256Hex(pdf))
-        let before = try await CLI.run(["status", "--json", "--config", file.path])
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(file)
+        let before = try await cli.run(["status", "--json", "--config", file.path])
         #expect(before.status == 0)
         #expect(before.stdout.contains("\"issues\" : ["))
-        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 0)
-        let result = try await CLI.run(["status", "--json", "--config", file.path])
+        #expect(try await cli.run(["sync", "-q", "--config", file.path]).status == 0)
+        let result = try await cli.run(["status", "--json", "--config", file.path])
         #expect(result.status == 0, "\(result.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let issues = try #require(json["issues"] as? [[String: Any]])
