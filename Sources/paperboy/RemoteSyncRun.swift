@@ -133,7 +133,7 @@ struct RemoteSyncRun {
                 .sorted { ($0.date, $0.name) < ($1.date, $1.name) }
                 .map { IssueHook.Job(name: $0.name, contentPath: $0.contentPath, coverPath: $0.coverPath, date: $0.date, badge: shelf.badge) }
         }
-        return await report.finish(becameAvailable: jobs, network: nil, runsHook: false)
+        return await report.finish(becameAvailable: jobs, network: nil, runsHook: library.commandRunsHooks)
     }
 
     /// The assets of the issue `name` as the report reads them, a page at a time (none when the
