@@ -25,16 +25,35 @@ extension DaemonBackend {
     }
 
     /// The whole shelf: every page of `SHELF`, the first page's other fields.
-    package func shelf() async throws(LibraryError) -> ShelfReply {
-        var reply = try await shelfPage(offset: 0)
-        var next = reply.nextOffset
+    package func shelf() async throws(LibraryError) -> LibraryShelf {
+        let first = try await shelfPage(offset: 0)
+        var issues = first.issues
+        var next = first.nextOffset
         while let offset = next {
             let page = try await shelfPage(offset: offset)
-            reply.issues += page.issues
+            issues += page.issues
             next = page.nextOffset.flatMap { $0 > offset ? $0 : nil }
         }
-        reply.nextOffset = nil
-        return reply
+        return LibraryShelf(
+            libraryPath: first.libraryPath, badge: first.badge, reading: first.reading, bandwidth: first.bandwidth,
+            issues: issues.map(\.entry),
+            damagedRows: (first.damagedRows ?? []).compactMap(\.row))
+    }
+
+    /// Each asset of the issue named `issue` as a listing shows it, read a page at a time
+    /// (nothing for an issue the daemon does not have, as in process).
+    package func forEachAssetListing(ofIssue issue: String, _ body: (AssetListing) -> Void) async throws(LibraryError) {
+        do {
+            try await forEachAsset(ofIssue: issue) { asset in
+                let failure = asset.state.failure
+                body(AssetListing(identifier: asset.id, urlString: asset.request?.url.absoluteString ?? "",
+                                  destinationPath: asset.request?.destinationPath, state: asset.state.state,
+                                  totalBytesWritten: asset.totalBytesWritten, expectedTotalBytes: asset.expectedTotalBytes,
+                                  attempts: asset.attempts, failureCode: failure.map(AssetListing.failureCode(of:))))
+            }
+        } catch where error.code == .issueNotFound {
+            return
+        }
     }
 
     /// Calls `body` with each asset of the issue named `issue`, read a page at a time.

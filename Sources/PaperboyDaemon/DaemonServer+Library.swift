@@ -71,10 +71,7 @@ extension DaemonServer {
         let offset = max(0, request.offset ?? 0)
         let all = library.issues
         let counts = try library.assetCountsByIssue()
-        let page = all.dropFirst(offset).prefix(Self.pageSize).map { issue in
-            ShelfIssue(name: issue.name, date: issue.date, status: (counts[issue.name] ?? AssetCounts()).issueStatus.rawValue,
-                       isNew: issue.isNew, contentPath: issue.contentURL.path, coverPath: issue.coverURL?.path)
-        }
+        let page = all.dropFirst(offset).prefix(Self.pageSize).map { ShelfIssue(LibraryShelf.Entry($0, counts: counts)) }
         var reply = ShelfReply(id: request.id, libraryPath: library.root.path, badge: library.badgeCount,
                                reading: library.currentlyReadingIssue?.name, bandwidth: library.recordedBandwidthStatistics,
                                issues: Array(page))

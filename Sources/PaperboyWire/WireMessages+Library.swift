@@ -43,6 +43,17 @@ package struct ShelfIssue: Codable, Sendable {
         self.contentPath = contentPath
         self.coverPath = coverPath
     }
+
+    /// An issue of ``LibraryShelf``.
+    package init(_ entry: LibraryShelf.Entry) {
+        self.init(name: entry.name, date: entry.date, status: entry.status, isNew: entry.isNew, contentPath: entry.contentPath,
+                  coverPath: entry.coverPath)
+    }
+
+    /// The shelf's entry for this issue.
+    package var entry: LibraryShelf.Entry {
+        LibraryShelf.Entry(name: name, date: date, status: status, isNew: isNew, contentPath: contentPath, coverPath: coverPath)
+    }
 }
 
 /// `OK` to `SHELF`.

@@ -60,6 +60,22 @@ enum DaemonRoute {
         return client
     }
 
+    /// The library a command that only reads lists (`issues`, `status`): the daemon's when one
+    /// serves it (``connect(_:options:)``), else the library opened for reading, else `nil` (no
+    /// library yet). The one place such a command decides how its library is opened.
+    ///
+    /// - Throws: `ExitCode(1)` (having said why) when neither can be opened.
+    static func openForReading(_ config: PaperboyConfiguration, options: GlobalOptions) async throws -> Library? {
+        if let client = try await connect(config, options: options) { return Library(backend: client) }
+        guard FileManager.default.fileExists(atPath: config.library.path.appendingPathComponent("library.sqlite").path) else { return nil }
+        do {
+            return try Library.openForReading(at: config.library.path)
+        } catch {
+            Console.error("paperboy: \(error.message)")
+            throw ExitCode(1)
+        }
+    }
+
     /// What to add to the error of a library that could not be opened when a daemon holds it:
     /// the daemon's pid and the socket it listens on, which this configuration did not reach.
     static func lockHint(_ config: PaperboyConfiguration) -> String {

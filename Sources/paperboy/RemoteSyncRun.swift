@@ -1,3 +1,4 @@
+import ArgumentParser
 import Dispatch
 import Foundation
 import Logging
@@ -5,7 +6,6 @@ import Paperboy
 import PaperboyClient
 import PaperboyConfig
 import PaperboyDaemon
-import Synchronization
 
 /// `sync` and `add` through a daemon: the configuration's issues and assets are added to the
 /// daemon's library (those missing) and asked for (those not delivered), then the run follows
@@ -33,19 +33,13 @@ struct RemoteSyncRun {
 
     /// Fetches the configuration's feeds through this process's transports (the daemon holds
     /// the library, not its catalogs), with the daemon's shelf and purge list for what is new.
-    private func readFeeds() async -> FeedRefresh {
+    private func readFeeds(configuration: Library.Configuration) async -> FeedRefresh {
         let logger = Logger(label: "paperboy")
         let existing: Set<String>
         do {
             existing = Set(try await client.shelf().issues.map(\.name))
         } catch {
             return FeedRefresh(issues: [], failures: ["cannot list the daemon's issues: \(error.message)"])
-        }
-        let configuration: Library.Configuration
-        do {
-            configuration = try config.libraryConfiguration()
-        } catch {
-            return FeedRefresh(issues: [], failures: ["\(source): the credentials cannot be read"])
         }
         let transports = Transports.registry(for: config)
         return await FeedRefresh.refresh(
@@ -63,10 +57,18 @@ struct RemoteSyncRun {
         defer { client.disconnect() }
         // The feeds' catalogs are read here, as in-process (the daemon's own feeds are its
         // business): their issues are added and followed like the configured ones.
+        // The configuration's secrets are read as in process, feeds or not: one that cannot be
+        // read is a configuration error (said, exit 2), whichever process holds the library.
+        let configuration: Library.Configuration
+        do {
+            configuration = try config.libraryConfiguration()
+        } catch {
+            return (error as? ExitCode)?.rawValue ?? 2
+        }
         var issues = self.issues
         var problems: [String] = []
         if includeFeeds, !config.feeds.isEmpty {
-            let refresh = await readFeeds()
+            let refresh = await readFeeds(configuration: configuration)
             issues += refresh.issues.map(\.entry)
             problems += refresh.failures
             for failure in refresh.failures { Console.error("paperboy: \(failure)") }
@@ -86,40 +88,34 @@ struct RemoteSyncRun {
             Console.error("paperboy: \(source): \(error.message)")
             return 2
         }
-        let tracker = Tracker(planned: Set(plan.names.keys), wait: wait, retryWaitLimit: config.syncRetryWaitLimit)
         let narrator = options.quiet ? nil : SyncNarrator(display: nil, logger: Logger(label: "paperboy"), verbose: options.verbose)
         let narration = Task { [plan, verbose = options.verbose] in
             var announced: Set<String> = []
             for await event in events {
-                guard case .assetStateChanged(let asset, let state) = event, tracker.update(asset.identifier, state) else { continue }
+                guard case .assetStateChanged(let asset, let state) = event, let name = plan.names[asset.identifier] else { continue }
                 let id = asset.identifier
                 var bytes: Int64 = 0
                 if verbose, state == .delivered { bytes = (try? await asset.status())?.totalBytesWritten ?? 0 }
-                narrator?.narrate(id, named: plan.names[id] ?? id, state, bytes: bytes, announced: &announced)
+                narrator?.narrate(id, named: name, state, bytes: bytes, announced: &announced)
             }
         }
         if plan.toDownload == 0, !options.quiet {
             Console.line("paperboy: nothing to do; \(plan.alreadyDelivered) asset(s) already delivered")
         }
 
-        var toldNetworkWait = false
-        while true {
-            let states: [String: AssetState]
-            do {
-                states = try await sweep(plan)
-            } catch {
-                Console.error("paperboy: \(error.message)")
-                narration.cancel()
-                return 1
+        do {
+            let planned = Set(plan.names.keys)
+            let networkWaits = try await library.waitUntilSettled(assets: planned, ofIssues: plan.issueNames, includingNetworkWaits: false,
+                                                                   retryWaitLimit: config.syncRetryWaitLimit)
+            if networkWaits > 0, wait {
+                if !options.quiet { Console.error("paperboy: \(networkWaits) asset(s) wait for an allowed network; waiting") }
+                _ = try await library.waitUntilSettled(assets: planned, ofIssues: plan.issueNames, includingNetworkWaits: true,
+                                                       retryWaitLimit: config.syncRetryWaitLimit)
             }
-            tracker.reset(states)
-            if tracker.isSettled { break }
-            let network = states.values.filter { $0 == .waiting(.network) }.count
-            if wait, network > 0, !toldNetworkWait, tracker.isSettled(waitingForNetwork: true), !options.quiet {
-                Console.error("paperboy: \(network) asset(s) wait for an allowed network; waiting")
-                toldNetworkWait = true
-            }
-            await tracker.changed(within: .seconds(1))
+        } catch {
+            Console.error("paperboy: \(error.message)")
+            narration.cancel()
+            return 1
         }
         narration.cancel()
         let elapsed = ContinuousClock.now - started
@@ -137,7 +133,7 @@ struct RemoteSyncRun {
                 .sorted { ($0.date, $0.name) < ($1.date, $1.name) }
                 .map { IssueHook.Job(name: $0.name, contentPath: $0.contentPath, coverPath: $0.coverPath, date: $0.date, badge: shelf.badge) }
         }
-        return await report.finish(becameAvailable: jobs, network: nil, runsHook: false)
+        return await report.finish(becameAvailable: jobs, network: nil, runsHook: library.commandRunsHooks)
     }
 
     /// The assets of the issue `name` as the report reads them, a page at a time (none when the
@@ -148,17 +144,6 @@ struct RemoteSyncRun {
             let key = asset.request.map { SyncPlan.key($0.url.absoluteString, $0.destinationPath ?? "") } ?? ""
             body(SyncReport.Item(key: key, state: asset.state.state, totalBytesWritten: asset.totalBytesWritten))
         }
-    }
-
-    /// The state of every planned asset, read from the planned issues a page at a time.
-    private func sweep(_ plan: RemotePlan) async throws(LibraryError) -> [String: AssetState] {
-        var states: [String: AssetState] = [:]
-        for name in plan.issueNames {
-            try await client.forEachAsset(ofIssue: name) { asset in
-                if plan.names[asset.id] != nil { states[asset.id] = asset.state.state }
-            }
-        }
-        return states
     }
 }
 
@@ -209,6 +194,7 @@ struct RemotePlan {
                 if found.state == .delivered {
                     alreadyDelivered += 1
                 } else {
+                    try await SyncPlan.correctChecksum(of: found, stored: found.request?.sha256, configured: asset.sha256)
                     try await found.download()
                     toDownload += 1
                     work = true
@@ -226,82 +212,6 @@ struct RemotePlan {
         }
         issues.append(configured)
         if !work, try await issue.status() == .available { availableBefore.insert(issue.name) }
-    }
-}
-
-/// The latest state of each planned asset, from events and sweeps, and a wake-up when one
-/// changes.
-private final class Tracker: Sendable {
-    private struct State {
-        var states: [String: AssetState] = [:]
-        var waiter: CheckedContinuation<Void, Never>?
-    }
-
-    private let planned: Set<String>
-    private let wait: Bool
-    private let retryWaitLimit: RetryWaitLimit
-    private let state = Mutex(State())
-
-    init(planned: Set<String>, wait: Bool, retryWaitLimit: RetryWaitLimit) {
-        self.planned = planned
-        self.wait = wait
-        self.retryWaitLimit = retryWaitLimit
-    }
-
-    /// Records an event's state; `false` for an asset this sync did not plan.
-    func update(_ id: String, _ new: AssetState) -> Bool {
-        guard planned.contains(id) else { return false }
-        let waiter = state.withLock { state in
-            state.states[id] = new
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
-        return true
-    }
-
-    /// Takes a sweep's states (they are read after the events seen so far).
-    func reset(_ states: [String: AssetState]) {
-        state.withLock { $0.states = states.filter { planned.contains($0.key) } }
-    }
-
-    var isSettled: Bool { isSettled(waitingForNetwork: !wait) }
-
-    /// Whether no planned asset is on its way (`waitingForNetwork`: an asset waiting for a
-    /// network counts as settled; so does one whose retry is due later than the limit allows,
-    /// as in-process).
-    func isSettled(waitingForNetwork: Bool) -> Bool {
-        let now = Date()
-        return state.withLock { state in
-            planned.allSatisfy { id in
-                switch state.states[id] {
-                case .waiting(.network)?: waitingForNetwork
-                case .waiting(.retry(let until, _))?: retryWaitLimit.endsWait(retryDueAt: until, now: now)
-                case .waiting(.queued)?, .waiting(.hostLimit)?, .downloading?, .finished?: false
-                default: true
-                }
-            }
-        }
-    }
-
-    /// Returns when a planned asset changes state, or after `timeout`.
-    func changed(within timeout: Duration) async {
-        let timer = Task {
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
-            let waiter = state.withLock { state in
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume()
-        }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let previous = state.withLock { state in
-                defer { state.waiter = continuation }
-                return state.waiter
-            }
-            previous?.resume()
-        }
-        timer.cancel()
     }
 }
 

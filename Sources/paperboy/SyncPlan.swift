@@ -86,10 +86,7 @@ struct SyncPlan {
                     alreadyDelivered += 1
                     continue
                 }
-                if status.request.sha256 != asset.sha256 {
-                    // The publisher corrected the checksum: the old one would fail every sync.
-                    try await download.updateExpectedSHA256(asset.sha256)
-                }
+                try await Self.correctChecksum(of: download, stored: status.request.sha256, configured: asset.sha256)
                 if startsDownloads { try await download.download() } else { toDownload.append(download) }
                 work += 1
             }
@@ -98,6 +95,12 @@ struct SyncPlan {
         toDownloadCount += work
         plannedCount += planned
         issues.append(configured)
+    }
+
+    /// Gives an asset not delivered yet the configured checksum when it differs from the one
+    /// stored: the publisher corrected it, and the old one would fail every sync.
+    static func correctChecksum(of download: AssetDownload, stored: String?, configured: String?) async throws(LibraryError) {
+        if stored != configured { try await download.updateExpectedSHA256(configured) }
     }
 
     /// The library request for a configured (or catalog) asset.

@@ -1,5 +1,6 @@
 import Foundation
 import Paperboy
+import PaperboyClient
 import PaperboyConfig
 
 /// The end of a sync, in-process or through a daemon: a line for each planned asset that failed
@@ -121,9 +122,8 @@ struct SyncReport {
     /// library no longer held: a hook may run `paperboy read`), and returns the exit code.
     /// - Parameters:
     ///   - network: the network status now, when known (a daemon does not say).
-    ///   - runsHook: false through a daemon, which runs its own hook for every issue that
-    ///     becomes available (running this one too would run it twice).
-    mutating func finish(becameAvailable jobs: [IssueHook.Job], network: String?, runsHook: Bool = true) async -> Int32 {
+    ///   - runsHook: whether this command runs `[hooks]` (``Paperboy/Library/commandRunsHooks``).
+    mutating func finish(becameAvailable jobs: [IssueHook.Job], network: String?, runsHook: Bool) async -> Int32 {
         if waitingForNetwork > 0 {
             let now = network.map { " (now: \($0))" } ?? ""
             Console.error("paperboy: \(waitingForNetwork) asset(s) wait for an allowed network\(now); run again, or use --wait")
@@ -158,4 +158,11 @@ extension PaperboyConfiguration {
     /// How long a one-shot command waits for a retry (`[scheduler] max_sync_wait`): both sync
     /// engines wait with it, in-process and through a daemon.
     var syncRetryWaitLimit: RetryWaitLimit { RetryWaitLimit(maxWait: scheduler.maxSyncWait) }
+}
+
+extension Library {
+    /// Whether a command that syncs this library runs `[hooks]` for the issues it made
+    /// available: in process it does; through a daemon it does not, as the daemon runs its own
+    /// hook for every issue that becomes available (running this one too would run it twice).
+    var commandRunsHooks: Bool { daemon == nil }
 }

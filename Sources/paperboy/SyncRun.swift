@@ -136,7 +136,7 @@ struct SyncRun {
         let damaged = DamagedRowReport.rows(of: library)
         await library.close()
         await narration?.value
-        let code = await report.finish(becameAvailable: jobs, network: "\(network)")
+        let code = await report.finish(becameAvailable: jobs, network: "\(network)", runsHook: library.commandRunsHooks)
         // The other issues were synced; the damaged rows are named, and the exit status says so.
         DamagedRowReport.tell(damaged)
         return damaged.isEmpty || code != 0 ? code : 1

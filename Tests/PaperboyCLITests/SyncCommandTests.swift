@@ -35,10 +35,15 @@ struct SyncCommandTests {
             """, to: "paperboy.toml")
     }
 
-    @Test func syncDeliversThenDoesNothingTheSecondTime() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func syncDeliversThenDoesNothingTheSecondTime(_ route: CLIRoute) async throws {
         let (pdf, cover) = makeContent()
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        // The daemon starts on the library alone: the issues are the sync's to add, not its own.
+        try await cli.start(workspace.write("[library]\npath = \"lib\"\n", to: "paperboy.toml"))
         let file = config(sha: sha256Hex(pdf))
-        let first = try await CLI.run(["sync", "--config", file.path])
+        let first = try await cli.run(["sync", "--config", file.path])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("2 of 2 asset(s) delivered"))
         let delivered = workspace.path("lib/Issues/2026-11-21/magazine.pdf")
@@ -46,20 +51,24 @@ struct SyncCommandTests {
         #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/cover.png"))) == Bytes(cover))
         let inode = try FileManager.default.attributesOfItem(atPath: delivered.path)[.systemFileNumber] as? Int
 
-        let second = try await CLI.run(["sync"], in: workspace.url)
-        #expect(second.status == 0)
+        let second = try await cli.run(["sync"], in: workspace.url)
+        #expect(second.status == 0, "\(second.stderr)")
         #expect(second.stdout.contains("nothing to do; 2 asset(s) already delivered"))
         #expect(try FileManager.default.attributesOfItem(atPath: delivered.path)[.systemFileNumber] as? Int == inode)
     }
 
-    @Test func statusJSONDescribesTheLibrary() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func statusJSONDescribesTheLibrary(_ route: CLIRoute) async throws {
         let (pdf, _) = makeContent()
         let file = config(sha: sha256Hex(pdf))
-        let before = try await CLI.run(["status", "--json", "--config", file.path])
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(file)
+        let before = try await cli.run(["status", "--json", "--config", file.path])
         #expect(before.status == 0)
         #expect(before.stdout.contains("\"issues\" : ["))
-        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 0)
-        let result = try await CLI.run(["status", "--json", "--config", file.path])
+        #expect(try await cli.run(["sync", "-q", "--config", file.path]).status == 0)
+        let result = try await cli.run(["status", "--json", "--config", file.path])
         #expect(result.status == 0, "\(result.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let issues = try #require(json["issues"] as? [[String: Any]])
@@ -96,23 +105,26 @@ struct SyncCommandTests {
         #expect(!FileManager.default.fileExists(atPath: workspace.path("lib/Issues/2026-11-21/magazine.pdf").path))
     }
 
-    @Test func aCorrectedChecksumTakesEffectOnTheNextSync() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func aCorrectedChecksumTakesEffectOnTheNextSync(_ route: CLIRoute) async throws {
         let (pdf, _) = makeContent()
         let wrong = String(repeating: "0", count: 64)
-        let first = try await CLI.run(["sync", "--config", config(sha: wrong).path])
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        let first = try await cli.run(["sync", "--config", config(sha: wrong).path])
         #expect(first.status == 1)
         #expect(first.stderr.contains("expected \(wrong)"), "\(first.stderr)")
         // The publisher fixes the checksum (upper case, as some write it): the same asset now
         // downloads again under the new one instead of failing on every sync.
-        let second = try await CLI.run(["sync", "--config", config(sha: sha256Hex(pdf).uppercased()).path])
+        let second = try await cli.run(["sync", "--config", config(sha: sha256Hex(pdf).uppercased()).path])
         #expect(second.status == 0, "\(second.stderr)")
         #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf"))) == Bytes(pdf))
-        let status = try await CLI.run(["status", "--json", "--config", config(sha: sha256Hex(pdf)).path])
+        let status = try await cli.run(["status", "--json", "--config", config(sha: sha256Hex(pdf)).path])
         let json = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         let assets = try #require((json["issues"] as? [[String: Any]])?.first?["assets"] as? [[String: Any]])
         #expect(assets.count == 2, "the corrected asset was not added a second time")
         // A wrong checksum for a delivered asset changes nothing: it is not downloaded again.
-        let third = try await CLI.run(["sync", "--config", config(sha: wrong).path])
+        let third = try await cli.run(["sync", "--config", config(sha: wrong).path])
         #expect(third.status == 0, "\(third.stderr)")
         #expect(third.stdout.contains("nothing to do; 2 asset(s) already delivered"), "\(third.stdout)")
     }
@@ -156,6 +168,29 @@ struct SyncCommandTests {
         #expect(result.stderr.contains("paperboy.toml\(line)"), "\(result.stderr)")
         #expect(result.stderr.contains(mention), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: workspace.path("lib").path))
+    }
+
+    /// A `[[credentials]]` secret file the command cannot read (no longer UTF-8) is a
+    /// configuration error both ways, even when a daemon (which read it when it started) holds
+    /// the library and no feed needs it.
+    @Test(arguments: CLIRoute.allCases)
+    func aSecretFileThatCannotBeReadExitsWith2BothWays(_ route: CLIRoute) async throws {
+        let (pdf, _) = makeContent()
+        let secret = workspace.write("s3cr3t-value\n", to: "secret.txt")
+        let file = config(sha: sha256Hex(pdf), extra: """
+            [[credentials]]
+            match = "https://cdn.example.com/"
+            username = "reader"
+            password_file = "\(secret.path)"
+            """)
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(file)
+        try Data([0xFF, 0xFE, 0x00]).write(to: secret)
+        let result = try await cli.run(["sync", "--config", file.path])
+        #expect(result.status == 2, "\(result.stdout) \(result.stderr)")
+        #expect(result.stderr.contains("secret file '\(secret.path)' is not UTF-8"), "\(result.stderr)")
+        #expect(!result.stderr.contains("s3cr3t"), "\(result.stderr)")
     }
 
     @Test func missingConfigurationAndBadUsageExitWith2() async throws {

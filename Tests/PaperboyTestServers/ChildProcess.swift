@@ -56,10 +56,11 @@ public final class ChildProcess: @unchecked Sendable {
             }
         }
         if let passing {
-            // dup2 onto itself would keep close-on-exec: go through another number (closed below).
-            precondition(passing != 100, "pass a descriptor other than 100")
-            posix_spawn_file_actions_adddup2(&actions, passing, 100)
-            posix_spawn_file_actions_adddup2(&actions, 100, 3)
+            // dup2 onto itself would keep close-on-exec: go through another number (closed below),
+            // one that is not `passing` (a test running beside others may be given 100).
+            let relay: Int32 = passing == 100 ? 101 : 100
+            posix_spawn_file_actions_adddup2(&actions, passing, relay)
+            posix_spawn_file_actions_adddup2(&actions, relay, 3)
         }
         // Nothing else is inherited (another test's pipe would not see its end of file).
         paperboy_test_spawn_closefrom(&actions, passing == nil ? 3 : 4)

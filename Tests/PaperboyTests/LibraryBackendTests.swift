@@ -165,6 +165,15 @@ private final class ForwardingBackend: LibraryBackend {
         -> ContentAvailableResult {
         try base.contentAvailable(payload: payload, throttle: throttle, dontThrottle: dontThrottle, now: now)
     }
+    func shelf() async throws(LibraryError) -> LibraryShelf { try base.shelf() }
+    func waitUntilSettled(assets: Set<String>, ofIssues issues: [String], includingNetworkWaits: Bool,
+                          retryWaitLimit: RetryWaitLimit?) async throws(LibraryError) -> Int {
+        await base.waitUntilSettled(assets: assets, ofIssues: issues, includingNetworkWaits: includingNetworkWaits,
+                                    retryWaitLimit: retryWaitLimit)
+    }
+    func forEachAssetListing(ofIssue name: String, _ body: (AssetListing) -> Void) async throws(LibraryError) {
+        try base.forEachAssetListing(ofIssue: name, body)
+    }
     func close() async {}
     func assets(ofIssue name: String) async throws(LibraryError) -> [AssetDownload] { base.assets(ofIssue: name).map(asset) }
     func addAssets(_ requests: [(AssetRequest, JSONValue?)], toIssue name: String, downloading: Bool) async throws(LibraryError)

@@ -24,6 +24,18 @@ package struct AssetListing: Sendable, Hashable {
     /// `insufficient-storage` or `checksum-mismatch`); nil unless ``state`` is failed.
     package var failureCode: String?
 
+    package init(identifier: String, urlString: String, destinationPath: String?, state: AssetState, totalBytesWritten: Int64,
+                 expectedTotalBytes: Int64?, attempts: Int, failureCode: String?) {
+        self.identifier = identifier
+        self.urlString = urlString
+        self.destinationPath = destinationPath
+        self.state = state
+        self.totalBytesWritten = totalBytesWritten
+        self.expectedTotalBytes = expectedTotalBytes
+        self.attempts = attempts
+        self.failureCode = failureCode
+    }
+
     /// ``urlString`` without user and password (the path only, for a file URL), as
     /// `URL.redactedString` gives it; plain URLs are not parsed.
     package var redactedURLString: String {

@@ -436,9 +436,7 @@ public final class Library: Sendable {
     /// The limiter statistics recorded by the process that has the library open (about once a
     /// second), for reading from another process; `nil` through a daemon.
     public var recordedBandwidthStatistics: BandwidthLimiter.Statistics? {
-        guard let local else { return nil }
-        let reader = JSONReader("bandwidth statistics in the library's database", limits: .stateFile)
-        return local.store.meta("bandwidth").flatMap { try? reader.decode(BandwidthLimiter.Statistics.self, from: Data($0.utf8)) }
+        local?.recordedBandwidthStatistics
     }
 
     /// Stops running transfers (their bytes are kept and continue at the next open) and writes

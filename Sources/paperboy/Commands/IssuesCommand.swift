@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
 import Paperboy
+import PaperboyClient
 import PaperboyConfig
-import PaperboyDaemon
 
 /// `paperboy issues`: the shelf — each issue with its date, status, new mark and cover.
 struct IssuesCommand: AsyncParsableCommand {
@@ -40,45 +40,24 @@ struct IssuesCommand: AsyncParsableCommand {
     func run() async throws {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
-        var shelf = Shelf(libraryPath: config.library.path.path, badgeCount: 0, issues: [])
-        var damaged: [DamagedRow] = []
-        if let client = try await DaemonRoute.connect(config, options: options) {
-            defer { client.disconnect() }
-            do {
-                let served = try await client.shelf()
-                damaged = (served.damagedRows ?? []).compactMap(\.row)
-                shelf = Shelf(
-                    libraryPath: served.libraryPath, badgeCount: served.badge, currentlyReading: served.reading,
-                    issues: served.issues.map { issue in
-                        Shelf.Entry(name: issue.name, date: issue.date.utcDayText, status: issue.status, isNew: issue.isNew,
-                                    isReading: issue.name == served.reading, contentPath: issue.contentPath, coverPath: issue.coverPath)
-                    })
-                if !damaged.isEmpty { shelf.damagedRows = damaged.map(DamagedRowReport.Entry.init) }
-            } catch {
-                Console.error("paperboy: \(error.message)")
-                throw ExitCode(1)
-            }
-        } else if FileManager.default.fileExists(atPath: config.library.path.appendingPathComponent("library.sqlite").path) {
-            do {
-                let library = try Library.openForReading(at: config.library.path)
-                let reading = library.currentlyReadingIssue?.name
-                damaged = DamagedRowReport.rows(of: library)
-                // Every issue's status from one aggregate query, not from reading its assets.
-                let counts = try library.assetCountsByIssue()
-                shelf = Shelf(
-                    libraryPath: library.root.path, badgeCount: library.badgeCount, currentlyReading: reading,
-                    issues: library.issues.map { issue in
-                        Shelf.Entry(name: issue.name, date: issue.date.utcDayText,
-                                    status: (counts[issue.name] ?? AssetCounts()).issueStatus.rawValue,
-                                    isNew: issue.isNew, isReading: issue.name == reading, contentPath: issue.contentURL.path,
-                                    coverPath: issue.coverURL?.path)
-                    })
-                if !damaged.isEmpty { shelf.damagedRows = damaged.map(DamagedRowReport.Entry.init) }
-            } catch {
-                Console.error("paperboy: \(error.message)")
-                throw ExitCode(1)
-            }
+        let library = try await DaemonRoute.openForReading(config, options: options)
+        defer { library?.disconnect() }
+        let read: StatusSource
+        do {
+            read = try await StatusSource(library: library, libraryPath: config.library.path.path)
+        } catch {
+            Console.error("paperboy: \(error.message)")
+            throw ExitCode(1)
         }
+        let damaged = read.damagedRows
+        let reading = read.shelf.reading
+        var shelf = Shelf(
+            libraryPath: read.libraryPath, badgeCount: read.shelf.badge, currentlyReading: reading,
+            issues: read.shelf.issues.map { issue in
+                Shelf.Entry(name: issue.name, date: issue.date.utcDayText, status: issue.status, isNew: issue.isNew,
+                            isReading: issue.name == reading, contentPath: issue.contentPath, coverPath: issue.coverPath)
+            })
+        if !damaged.isEmpty { shelf.damagedRows = damaged.map(DamagedRowReport.Entry.init) }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Paperboy
+import PaperboyClient
 import PaperboyConfig
 
 /// `paperboy status`: what the library holds and why anything waits.
@@ -19,25 +20,14 @@ struct StatusCommand: AsyncParsableCommand {
     func run() async throws {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
-        let source: any StatusSource
-        if let client = try await DaemonRoute.connect(config, options: options) {
-            do {
-                source = try await DaemonStatusSource(client: client)
-            } catch {
-                Console.error("paperboy: \(error.message)")
-                throw ExitCode(1)
-            }
-        } else {
-            var library: Library?
-            if FileManager.default.fileExists(atPath: config.library.path.appendingPathComponent("library.sqlite").path) {
-                do {
-                    library = try Library.openForReading(at: config.library.path)
-                } catch {
-                    Console.error("paperboy: \(error.message)")
-                    throw ExitCode(1)
-                }
-            }
-            source = LibraryStatusSource(library: library, libraryPath: config.library.path.path)
+        let library = try await DaemonRoute.openForReading(config, options: options)
+        defer { library?.disconnect() }
+        let source: StatusSource
+        do {
+            source = try await StatusSource(library: library, libraryPath: config.library.path.path)
+        } catch {
+            Console.error("paperboy: \(error.message)")
+            throw ExitCode(1)
         }
         let damaged = source.damagedRows
         let listing = StatusListing(source: source, damagedRows: damaged)
@@ -116,7 +106,7 @@ struct StatusListing {
         var contentPath: String
     }
 
-    let source: any StatusSource
+    let source: StatusSource
     /// Written in the JSON document (`damagedRows`), told on stderr by the command.
     var damagedRows: [DamagedRow] = []
 
@@ -128,7 +118,7 @@ struct StatusListing {
                                limit, Console.bytes(Int64(bandwidth.achievedRate)), Console.bytes(bandwidth.bytesGranted),
                                bandwidth.secondsThrottled))
         }
-        let headers = try source.headers
+        let headers = source.headers
         if headers.isEmpty { output.line("  no issues") }
         for header in headers {
             output.line("\(header.name)  \(header.date)  \(header.status)\(header.isNew ? "  new" : "")")
@@ -168,7 +158,7 @@ struct StatusListing {
         }
         json.key("issues")
         json.beginArray()
-        for header in try source.headers {
+        for header in source.headers {
             json.beginObject()
             json.key("assets")
             json.beginArray()

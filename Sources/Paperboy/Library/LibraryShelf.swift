@@ -1,0 +1,99 @@
+import Foundation
+
+/// What a listing of the whole library shows (`paperboy issues` and `status`): every issue with
+/// its status, the badge, the issue being read, the bandwidth statistics and the damaged rows.
+/// Both backends give it (``Library/shelf()``), so a listing is the same in process and through
+/// a daemon.
+package struct LibraryShelf: Sendable {
+    /// One issue of the shelf.
+    package struct Entry: Sendable {
+        package var name: String
+        package var date: Date
+        /// ``Issue/Status`` raw value, from the issue's asset counts.
+        package var status: String
+        package var isNew: Bool
+        package var contentPath: String
+        package var coverPath: String?
+
+        package init(name: String, date: Date, status: String, isNew: Bool, contentPath: String, coverPath: String?) {
+            self.name = name
+            self.date = date
+            self.status = status
+            self.isNew = isNew
+            self.contentPath = contentPath
+            self.coverPath = coverPath
+        }
+
+        /// `issue` as a listing shows it, its status from `counts` (``Library/assetCountsByIssue()``).
+        package init(_ issue: Issue, counts: [String: AssetCounts]) {
+            self.init(name: issue.name, date: issue.date, status: (counts[issue.name] ?? AssetCounts()).issueStatus.rawValue,
+                      isNew: issue.isNew, contentPath: issue.contentURL.path, coverPath: issue.coverURL?.path)
+        }
+    }
+
+    package var libraryPath: String
+    package var badge: Int
+    /// The name of the issue being read.
+    package var reading: String?
+    /// The limiter statistics recorded by the process that has the library open.
+    package var bandwidth: BandwidthLimiter.Statistics?
+    /// Issues, newest first.
+    package var issues: [Entry]
+    /// Rows that cannot be read, left out of ``issues`` and of the asset listings.
+    package var damagedRows: [DamagedRow]
+
+    package init(libraryPath: String, badge: Int, reading: String?, bandwidth: BandwidthLimiter.Statistics?, issues: [Entry],
+                 damagedRows: [DamagedRow]) {
+        self.libraryPath = libraryPath
+        self.badge = badge
+        self.reading = reading
+        self.bandwidth = bandwidth
+        self.issues = issues
+        self.damagedRows = damagedRows
+    }
+}
+
+extension Library {
+    /// The whole shelf, as a listing shows it (in process: read live; through a daemon: its
+    /// `SHELF` pages).
+    ///
+    /// - Throws: ``LibraryError`` when the library (or its daemon) cannot be read.
+    package func shelf() async throws(LibraryError) -> LibraryShelf {
+        try await backend.shelf()
+    }
+
+    /// Calls `body` with a listing of each asset of the issue named `issue`, in the order they
+    /// were added, read a page at a time (in process: the live state of running transfers;
+    /// through a daemon: its `ASSETS` pages).
+    package func forEachAssetListing(ofIssue issue: String, _ body: (AssetListing) -> Void) async throws(LibraryError) {
+        try await backend.forEachAssetListing(ofIssue: issue, body)
+    }
+}
+
+extension LocalBackend {
+    package func shelf() throws(LibraryError) -> LibraryShelf {
+        // Every issue's status from one aggregate query, not from reading its assets.
+        let counts = try lastKnownCounts()
+        return LibraryShelf(libraryPath: root.path, badge: lastKnownBadgeCount(), reading: lastKnownCurrentlyReadingIssue()?.name,
+                            bandwidth: recordedBandwidthStatistics,
+                            issues: lastKnownIssues().map { LibraryShelf.Entry($0, counts: counts) },
+                            damagedRows: (try? store.damagedRows()) ?? [])
+    }
+
+    /// The limiter statistics recorded by the process that has the library open (about once a second).
+    var recordedBandwidthStatistics: BandwidthLimiter.Statistics? {
+        let reader = JSONReader("bandwidth statistics in the library's database", limits: .stateFile)
+        return store.meta("bandwidth").flatMap { try? reader.decode(BandwidthLimiter.Statistics.self, from: Data($0.utf8)) }
+    }
+
+    package func forEachAssetListing(ofIssue issue: String, _ body: (AssetListing) -> Void) throws(LibraryError) {
+        guard let issue = lastKnownIssue(named: issue) else { return }
+        do {
+            try issue.forEachAssetListing(body)
+        } catch let error as LibraryError {
+            throw error
+        } catch {
+            throw LibraryError(.storage, "\(error)")
+        }
+    }
+}
