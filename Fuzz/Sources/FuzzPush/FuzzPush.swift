@@ -34,6 +34,7 @@ func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     Fuzzer.expect(encoded.flatMap { try? JSONDecoder().decode(JSONValue.self, from: $0) } == payload,
                   "the payload does not survive encoding: \(encoded.map { String(decoding: $0, as: UTF8.self) } ?? "not encodable")")
     // After the first refresh every trigger is throttled for years: no write per input.
-    _ = try? library.contentAvailable(payload: payload, throttle: .seconds(100 * 365 * 86_400))
+    // The in-process backend's synchronous form: the same decision `Library.contentAvailable` awaits.
+    _ = try? library.local?.contentAvailable(payload: payload, throttle: .seconds(100 * 365 * 86_400), dontThrottle: false, now: nil)
     return 0
 }
