@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import PaperboyTestServers
+@testable import paperboy
 import PaperboyTesting
 import Testing
 
@@ -60,5 +61,43 @@ struct ConfigurationCheckTests {
         try await eventually("the second reload", seen: log()) { log().contains("reloaded; 1 new issue(s)") }
         _ = await daemon.stop()
         #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0, "\(log())")
+    }
+
+    /// A `*_env` secret is found by the child as the daemon finds it (its value stays out of the
+    /// child's environment): a reload of a configuration with credentials goes through.
+    @Test func aReloadOfAConfigurationWithASecretFromTheEnvironmentGoesThrough() async throws {
+        let runtime = workspace.path("runtime")
+        mkdir(runtime.path, 0o700)
+        let text = """
+            [library]
+            path = "lib"
+            [[credentials]]
+            match = "https://example.com"
+            username = "reader"
+            password_env = "PAPERBOY_TEST_SECRET"
+
+            """
+        let config = workspace.write(text, to: "paperboy.toml")
+        let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"),
+                                             environment: ["PAPERBOY_TEST_SECRET": "s3cret-value"])
+        defer { daemon.process.signal(SIGKILL) }
+        let log = { (try? String(contentsOf: daemon.log, encoding: .utf8)) ?? "" }
+        _ = workspace.write(text + """
+            [[issues]]
+            name = "2026-11-21"
+            date = 2026-11-21T06:00:00Z
+            assets = []
+            """, to: "paperboy.toml")
+        daemon.process.signal(SIGHUP)
+        try await eventually("the reload", seen: log()) { log().contains("reloaded; 1 new issue(s)") || log().contains("reload failed") }
+        #expect(log().contains("reloaded; 1 new issue(s)"), "\(log())")
+        #expect(!log().contains("s3cret-value"))
+        _ = await daemon.stop()
+    }
+
+    @Test func theChildKeepsPathVariablesAndBlanksTheRest() {
+        let child = ConfigurationPreflight.childEnvironment(["HOME": "/home/r", "PAPERBOY_TEST_SECRET": "s3cret", "PATH": "/bin"])
+        #expect(child["HOME"] == "/home/r" && child["PATH"] == "/bin")
+        #expect(child["PAPERBOY_TEST_SECRET"] == "")
     }
 }

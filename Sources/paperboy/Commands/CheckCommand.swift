@@ -52,8 +52,7 @@ enum ConfigurationPreflight {
         let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         // The child's standard error (an assertion's text) goes to the daemon's log.
         let child = ChildRun(executable, ["check", "--errors-to-standard-output", "--config", url.path],
-                             environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "LANG": "C.UTF-8",
-                                           "SWIFT_BACKTRACE": "enable=no"],
+                             environment: childEnvironment(ProcessInfo.processInfo.environment),
                              timeout: timeout, outputLimit: 16 << 10, inheritsOutput: true)
         let (ending, output) = await onAThreadOfItsOwn { child.run() }
         let said = String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -69,5 +68,18 @@ enum ConfigurationPreflight {
         case .couldNotStart(let why):
             return "cannot check \(url.path) in a child process: \(why)"
         }
+    }
+
+    /// The variables the configuration reader resolves paths with keep their values; every other
+    /// variable is present but empty, so that a `*_env` secret is found as the daemon finds it
+    /// while its value never reaches the child.
+    static func childEnvironment(_ environment: [String: String]) -> [String: String] {
+        let kept: Set = ["PATH", "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_RUNTIME_DIR"]
+        var child = environment.reduce(into: [String: String]()) { child, variable in
+            child[variable.key] = kept.contains(variable.key) ? variable.value : ""
+        }
+        child["LANG"] = "C.UTF-8"
+        child["SWIFT_BACKTRACE"] = "enable=no"
+        return child
     }
 }
