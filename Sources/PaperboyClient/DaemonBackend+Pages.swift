@@ -36,7 +36,7 @@ extension DaemonBackend {
         }
         return LibraryShelf(
             libraryPath: first.libraryPath, badge: first.badge, reading: first.reading, bandwidth: first.bandwidth,
-            issues: issues.map(\.entry),
+            issues: issues,
             damagedRows: (first.damagedRows ?? []).compactMap(\.row))
     }
 

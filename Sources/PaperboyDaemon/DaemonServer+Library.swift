@@ -71,7 +71,7 @@ extension DaemonServer {
         let offset = max(0, request.offset ?? 0)
         let all = library.issues
         let counts = try library.assetCountsByIssue()
-        let page = all.dropFirst(offset).prefix(Self.pageSize).map { ShelfIssue(LibraryShelf.Entry($0, counts: counts)) }
+        let page = all.dropFirst(offset).prefix(Self.pageSize).map { LibraryShelf.Entry($0, counts: counts) }
         var reply = ShelfReply(id: request.id, libraryPath: library.root.path, badge: library.badgeCount,
                                reading: library.currentlyReadingIssue?.name, bandwidth: library.recordedBandwidthStatistics,
                                issues: Array(page))

@@ -26,35 +26,8 @@ package struct ShelfRequest: Codable, Sendable {
     }
 }
 
-/// One issue of a `SHELF` page, its status from the library's aggregate counts.
-package struct ShelfIssue: Codable, Sendable {
-    package var name: String
-    package var date: Date
-    package var status: String
-    package var isNew: Bool
-    package var contentPath: String
-    package var coverPath: String?
-
-    package init(name: String, date: Date, status: String, isNew: Bool, contentPath: String, coverPath: String?) {
-        self.name = name
-        self.date = date
-        self.status = status
-        self.isNew = isNew
-        self.contentPath = contentPath
-        self.coverPath = coverPath
-    }
-
-    /// An issue of ``LibraryShelf``.
-    package init(_ entry: LibraryShelf.Entry) {
-        self.init(name: entry.name, date: entry.date, status: entry.status, isNew: entry.isNew, contentPath: entry.contentPath,
-                  coverPath: entry.coverPath)
-    }
-
-    /// The shelf's entry for this issue.
-    package var entry: LibraryShelf.Entry {
-        LibraryShelf.Entry(name: name, date: date, status: status, isNew: isNew, contentPath: contentPath, coverPath: coverPath)
-    }
-}
+/// One issue of a `SHELF` page: the shelf's own entry, as it travels (one type both ways).
+package typealias ShelfIssue = LibraryShelf.Entry
 
 /// `OK` to `SHELF`.
 package struct ShelfReply: Codable, Sendable {

@@ -5,8 +5,8 @@ import Foundation
 /// Both backends give it (``Library/shelf()``), so a listing is the same in process and through
 /// a daemon.
 package struct LibraryShelf: Sendable {
-    /// One issue of the shelf.
-    package struct Entry: Sendable {
+    /// One issue of the shelf (and of a daemon's `SHELF` page: PaperboyWire's `ShelfIssue`).
+    package struct Entry: Codable, Sendable {
         package var name: String
         package var date: Date
         /// ``Issue/Status`` raw value, from the issue's asset counts.
