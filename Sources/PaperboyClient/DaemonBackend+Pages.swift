@@ -37,8 +37,18 @@ extension DaemonBackend {
         return LibraryShelf(
             libraryPath: first.libraryPath, badge: first.badge, reading: first.reading, bandwidth: first.bandwidth,
             issues: issues,
-            damagedRows: (first.damagedRows ?? []).compactMap(\.row))
+            damagedRows: (first.damagedRows ?? []).compactMap(\.row), network: first.network)
     }
+
+    /// The daemon's network and limit: a `SHELF` page past the last issue carries the
+    /// library-wide fields alone, without the issues' counts.
+    package func conditions() async throws(LibraryError) -> LibraryConditions {
+        let page = try await shelfPage(offset: Self.pastTheLastIssue)
+        return LibraryConditions(network: page.network, bandwidthLimit: page.bandwidth?.limit)
+    }
+
+    /// An offset past any shelf's last issue.
+    static let pastTheLastIssue = Int(Int32.max)
 
     /// Each asset of the issue named `issue` as a listing shows it, read a page at a time
     /// (nothing for an issue the daemon does not have, as in process).
@@ -49,7 +59,8 @@ extension DaemonBackend {
                 body(AssetListing(identifier: asset.id, urlString: asset.request?.url.absoluteString ?? "",
                                   destinationPath: asset.request?.destinationPath, state: asset.state.state,
                                   totalBytesWritten: asset.totalBytesWritten, expectedTotalBytes: asset.expectedTotalBytes,
-                                  attempts: asset.attempts, failureCode: failure.map(AssetListing.failureCode(of:))))
+                                  attempts: asset.attempts, failureCode: failure.map(AssetListing.failureCode(of:)),
+                                  sha256: asset.request?.sha256))
             }
         } catch where error.code == .issueNotFound {
             return

@@ -3,32 +3,32 @@ import Paperboy
 import Synchronization
 
 extension DaemonBackend {
-    package func waitUntilSettled(assets: Set<String>, ofIssues issues: [String], includingNetworkWaits: Bool,
+    package func waitUntilSettled(ofIssues issues: [String], includingNetworkWaits: Bool,
                                   retryWaitLimit: RetryWaitLimit?) async throws(LibraryError) -> Int {
-        let tracker = SettleTracker(planned: assets, includingNetworkWaits: includingNetworkWaits, retryWaitLimit: retryWaitLimit)
+        let tracker = SettleTracker(issues: Set(issues), includingNetworkWaits: includingNetworkWaits, retryWaitLimit: retryWaitLimit)
         let events = self.events()
         let following = Task {
             for await event in events {
                 guard case .assetStateChanged(let asset, let state) = event else { continue }
-                tracker.update(asset.identifier, state)
+                tracker.update(asset.identifier, ofIssue: asset.issueName, state)
             }
         }
         defer { following.cancel() }
         while true {
             // A sweep reads the states after the events seen so far.
-            let states = try await sweep(assets: assets, ofIssues: issues)
+            let states = try await sweep(ofIssues: issues)
             tracker.reset(states)
             if tracker.isSettled { return states.values.filter { $0 == .waiting(.network) }.count }
             await tracker.changed(within: .seconds(1))
         }
     }
 
-    /// The state of each of `assets`, read from the issues named `issues` a page at a time.
-    private func sweep(assets: Set<String>, ofIssues issues: [String]) async throws(LibraryError) -> [String: AssetState] {
+    /// The state of each asset of the issues named `issues`, read a page at a time.
+    private func sweep(ofIssues issues: [String]) async throws(LibraryError) -> [String: AssetState] {
         var states: [String: AssetState] = [:]
         for name in issues {
             try await forEachAsset(ofIssue: name) { asset in
-                if assets.contains(asset.id) { states[asset.id] = asset.state.state }
+                states[asset.id] = asset.state.state
             }
         }
         return states
@@ -43,20 +43,20 @@ private final class SettleTracker: Sendable {
         var waiter: CheckedContinuation<Void, Never>?
     }
 
-    private let planned: Set<String>
+    private let issues: Set<String>
     private let includingNetworkWaits: Bool
     private let retryWaitLimit: RetryWaitLimit?
     private let state = Mutex(State())
 
-    init(planned: Set<String>, includingNetworkWaits: Bool, retryWaitLimit: RetryWaitLimit?) {
-        self.planned = planned
+    init(issues: Set<String>, includingNetworkWaits: Bool, retryWaitLimit: RetryWaitLimit?) {
+        self.issues = issues
         self.includingNetworkWaits = includingNetworkWaits
         self.retryWaitLimit = retryWaitLimit
     }
 
     /// Records an event's state (of a followed asset).
-    func update(_ id: String, _ new: AssetState) {
-        guard planned.contains(id) else { return }
+    func update(_ id: String, ofIssue issue: String, _ new: AssetState) {
+        guard issues.contains(issue) else { return }
         let waiter = state.withLock { state in
             state.states[id] = new
             defer { state.waiter = nil }
@@ -76,11 +76,11 @@ private final class SettleTracker: Sendable {
     var isSettled: Bool {
         let now = Date()
         return state.withLock { state in
-            planned.allSatisfy { id in
-                switch state.states[id] {
-                case .waiting(.network)?: !includingNetworkWaits
-                case .waiting(.retry(let until, _))?: retryWaitLimit?.endsWait(retryDueAt: until, now: now) ?? false
-                case .waiting(.queued)?, .waiting(.hostLimit)?, .downloading?, .finished?: false
+            state.states.values.allSatisfy { assetState in
+                switch assetState {
+                case .waiting(.network): !includingNetworkWaits
+                case .waiting(.retry(let until, _)): retryWaitLimit?.endsWait(retryDueAt: until, now: now) ?? false
+                case .waiting(.queued), .waiting(.hostLimit), .downloading, .finished: false
                 default: true
                 }
             }

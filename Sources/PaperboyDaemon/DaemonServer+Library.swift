@@ -70,14 +70,17 @@ extension DaemonServer {
     private func shelfPage(_ request: ShelfRequest) throws -> Reply {
         let offset = max(0, request.offset ?? 0)
         let all = library.issues
-        let counts = try library.assetCountsByIssue()
-        let page = all.dropFirst(offset).prefix(Self.pageSize).map { LibraryShelf.Entry($0, counts: counts) }
+        let issues = all.dropFirst(offset).prefix(Self.pageSize)
+        // A page past the last issue (the library-wide fields alone) counts no assets.
+        let counts = issues.isEmpty ? [:] : try library.assetCountsByIssue()
+        let page = issues.map { LibraryShelf.Entry($0, counts: counts) }
         var reply = ShelfReply(id: request.id, libraryPath: library.root.path, badge: library.badgeCount,
                                reading: library.currentlyReadingIssue?.name, bandwidth: library.recordedBandwidthStatistics,
                                issues: Array(page))
         if offset == 0, let damaged = try? library.damagedRows, !damaged.isEmpty {
             reply.damagedRows = damaged.prefix(Self.maxDamagedRows).map(WireDamagedRow.init)
         }
+        reply.network = library.networkStatus.description
         return try Self.fitted(count: page.count) { count in
             reply.issues = Array(page.prefix(count))
             reply.nextOffset = offset + count < all.count ? offset + count : nil

@@ -42,6 +42,7 @@ public final class DaemonServer: Sendable {
             var counter = 0
             var stopped = false
             var events: Task<Void, Never>?
+            var progress: Task<Void, Never>?
         }
 
         let state = Mutex(State())
@@ -120,7 +121,11 @@ public final class DaemonServer: Sendable {
         let task = Task { [self] in
             for await event in events { forward(event) }
         }
-        registry.state.withLock { $0.events = task }
+        let ticker = Task { [self] in await reportProgress() }
+        registry.state.withLock { state in
+            state.events = task
+            state.progress = ticker
+        }
         let thread = Thread { [self] in acceptLoop(fd) }
         thread.name = "paperboy-daemon-accept"
         thread.start()
@@ -151,12 +156,13 @@ public final class DaemonServer: Sendable {
     /// Stops accepting, disconnects every client, and releases files waiting for an
     /// acknowledgement (they stay in the inbox for the next run). Does not close the library.
     public func stop() {
-        let (connections, events) = registry.state.withLock { state in
+        let (connections, events, progress) = registry.state.withLock { state in
             state.stopped = true
             defer { state.connections = [:] }
-            return (Array(state.connections.values), state.events)
+            return (Array(state.connections.values), state.events, state.progress)
         }
         events?.cancel()
+        progress?.cancel()
         let fd = listener.withLock { fd -> Int32 in
             defer { fd = -1 }
             return fd
@@ -252,6 +258,38 @@ public final class DaemonServer: Sendable {
         case .issueDownloadCompleted(let issue):
             broadcast(.issueAvailable(issue: issue.name))
             broadcast(.badge(library.badgeCount))
+        }
+    }
+
+    /// How often the bytes of transfers nobody claimed are sent to subscribers.
+    static let progressInterval = Duration.milliseconds(250)
+
+    /// Sends subscribers the bytes of each running transfer no client claimed (a claimed one's
+    /// delegate sends each write), every ``progressInterval`` while someone is subscribed and
+    /// the bytes moved: what a client shows as progress (`paperboy sync`'s live block) is the
+    /// same as in process. Display only: nothing waits on it, so it sleeps on the system clock,
+    /// not the library's (a test clock would count it as a sleeper).
+    private func reportProgress() async {
+        var sent: [String: Int64] = [:]
+        while !Task.isCancelled {
+            guard (try? await Task.sleep(for: Self.progressInterval)) != nil else { return }
+            let listening = registry.state.withLock { $0.connections.values.contains { $0.isSubscribed } }
+            guard listening else {
+                sent = [:]
+                continue
+            }
+            let claims = desk.claims
+            var now: [String: Int64] = [:]
+            for asset in library.downloadingAssets where !claims.contains(asset.identifier) {
+                guard let status = asset.status, status.state == .downloading else { continue }
+                let total = status.totalBytesWritten
+                now[asset.identifier] = total
+                let before = sent[asset.identifier]
+                guard before != total else { continue }
+                broadcast(.progress(asset: asset.identifier, bytesWritten: max(0, total - (before ?? total)), totalBytesWritten: total,
+                                    expectedTotalBytes: status.expectedTotalBytes))
+            }
+            sent = now
         }
     }
 

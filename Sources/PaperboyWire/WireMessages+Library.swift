@@ -44,9 +44,11 @@ package struct ShelfReply: Codable, Sendable {
     /// On the first page: the library's rows that cannot be read (``Library/damagedRows``), at
     /// most 100 of them (the daemon's limit); absent when there are none.
     package var damagedRows: [WireDamagedRow]?
+    /// On the first page: the network the daemon's scheduler works with, as text (``NetworkStatus/description``).
+    package var network: String?
 
     package init(id: Int64, libraryPath: String, badge: Int, reading: String?, bandwidth: BandwidthLimiter.Statistics?,
-                 issues: [ShelfIssue], nextOffset: Int? = nil, damagedRows: [WireDamagedRow]? = nil) {
+                 issues: [ShelfIssue], nextOffset: Int? = nil, damagedRows: [WireDamagedRow]? = nil, network: String? = nil) {
         self.id = id
         self.libraryPath = libraryPath
         self.badge = badge
@@ -55,6 +57,7 @@ package struct ShelfReply: Codable, Sendable {
         self.issues = issues
         self.nextOffset = nextOffset
         self.damagedRows = damagedRows
+        self.network = network
     }
 }
 

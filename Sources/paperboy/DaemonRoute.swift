@@ -60,6 +60,48 @@ enum DaemonRoute {
         return client
     }
 
+    /// The library of `config` for a command that changes it (`sync`, `add`, `notify`, `read`,
+    /// `purge`): the daemon's when one serves it (``connect(_:options:)``), else opened in this
+    /// process. The one place such a command decides how its library is opened; from there
+    /// the command is the same both ways.
+    ///
+    /// The configuration's secrets are read whichever process holds the library: one that
+    /// cannot be read is a configuration error (said, exit 2) both ways.
+    ///
+    /// - Parameters:
+    ///   - resumes: in process, resume the transfers an earlier run left (`read` and `purge` do not).
+    ///   - extraURLs: URLs outside the configuration whose schemes need a transport (`add`).
+    /// - Throws: `ExitCode` (having said why) when neither can be opened.
+    static func open(_ config: PaperboyConfiguration, options: GlobalOptions, resumes: Bool = true,
+                     extraURLs: [URL] = []) async throws -> OpenedLibrary {
+        let configuration = try config.libraryConfiguration()
+        let transports = Transports.registry(for: config, extraURLs: extraURLs)
+        let library: Library
+        if let client = try await connect(config, options: options) {
+            library = Library(backend: client)
+        } else {
+            library = try openInProcess(config, configuration: configuration, transports: transports, resumes: resumes)
+        }
+        return OpenedLibrary(library: library, configuration: configuration, transports: transports)
+    }
+
+    /// Opens the library of `config` in this process for writing (also the daemon's own).
+    ///
+    /// - Throws: `ExitCode(1)` (having said why, with the daemon that holds it, if one does)
+    ///   when it cannot be opened.
+    static func openInProcess(_ config: PaperboyConfiguration, configuration: Library.Configuration, transports: TransportRegistry,
+                              resumes: Bool = true, deliversFinishedFiles: Bool = true) throws -> Library {
+        var configuration = configuration
+        configuration.resumesOnOpen = resumes
+        configuration.deliversFinishedFilesOnOpen = deliversFinishedFiles
+        do {
+            return try Library.open(at: config.library.path, transports: transports, configuration: configuration)
+        } catch {
+            Console.error("paperboy: \(error.message)\(lockHint(config))")
+            throw ExitCode(1)
+        }
+    }
+
     /// The library a command that only reads lists (`issues`, `status`): the daemon's when one
     /// serves it (``connect(_:options:)``), else the library opened for reading, else `nil` (no
     /// library yet). The one place such a command decides how its library is opened.
@@ -91,5 +133,20 @@ enum DaemonRoute {
 
     private static func canonical(_ url: URL) -> String {
         url.standardizedFileURL.resolvingSymlinksInPath().path
+    }
+}
+
+/// A library a command opened (``DaemonRoute/open(_:options:resumes:extraURLs:)``), with the
+/// configuration it was opened with and this process's transports: the feeds' catalogs are read
+/// with them whichever process holds the library.
+struct OpenedLibrary {
+    let library: Library
+    let configuration: Library.Configuration
+    let transports: TransportRegistry
+
+    /// Fetches a feed's catalog (or any small document) through this process's transports,
+    /// with the configuration's credentials, retries and timeouts.
+    func fetchData(from url: URL, options: [String: String]) async throws(LibraryError) -> Data {
+        try await Library.fetchData(from: url, transports: transports, configuration: configuration, options: options)
     }
 }

@@ -16,6 +16,8 @@ final class ProgressDisplay: Sendable {
         var lastFrame: [String] = []
         var samples: [String: (bytes: Int64, rate: Double)] = [:]
         var lastTick = ContinuousClock.now
+        /// The scheduler's network and limit, read about once a second (through a daemon, a request).
+        var conditions = LibraryConditions(network: nil, bandwidthLimit: nil)
     }
 
     private let library: Library
@@ -32,7 +34,12 @@ final class ProgressDisplay: Sendable {
     func start() {
         state.withLock { state in
             state.task = Task { [self] in
+                var frames = 0
                 while !Task.isCancelled {
+                    if frames % 4 == 0, let conditions = try? await library.conditions() {
+                        self.state.withLock { $0.conditions = conditions }
+                    }
+                    frames += 1
                     try? await Task.sleep(for: .milliseconds(250))
                     if Task.isCancelled { break }
                     redraw()
@@ -87,9 +94,9 @@ final class ProgressDisplay: Sendable {
         var sizesKnown = true
         var totalRate = 0.0
         var seen: [String: (bytes: Int64, rate: Double)] = [:]
-        let previous = state.withLock { state in
+        let (previous, conditions) = state.withLock { state in
             defer { state.lastTick = now }
-            return (state.samples, (now - state.lastTick).secondsValue)
+            return ((state.samples, (now - state.lastTick).secondsValue), state.conditions)
         }
         let seconds = max(previous.1, 0.001)
         let width = Self.terminalWidth()
@@ -141,11 +148,11 @@ final class ProgressDisplay: Sendable {
         if totalRate > 1, sizesKnown, bytesLeft > 0 {
             totalParts.append("ETA \(Self.duration(Double(bytesLeft) / totalRate))")
         }
-        if let limit = library.bandwidthLimiter.bytesPerSecond { totalParts.append("limit \(Console.bytes(limit))/s") }
+        if let limit = conditions.bandwidthLimit { totalParts.append("limit \(Console.bytes(limit))/s") }
         if activity.failed > 0 { totalParts.append("\(activity.failed) failed") }
 
         var waits: [String] = []
-        if network > 0 { waits.append("\(network) for an allowed network (now \(library.networkStatus))") }
+        if network > 0 { waits.append("\(network) for an allowed network\(conditions.network.map { " (now \($0))" } ?? "")") }
         if let next = retries.min() {
             let delay = max(0, next.timeIntervalSinceNow)
             waits.append("\(retries.count) to retry (next in \(Self.duration(delay, tenths: true)))")

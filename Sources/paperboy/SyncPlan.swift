@@ -15,19 +15,18 @@ import PaperboyConfig
 struct SyncPlan {
     /// The issues planned, with their configured (or catalog) assets, in the order planned.
     var issues: [IssueEntry] = []
+    /// The names of the planned issues, each once, in the order first planned.
+    var issueNames: [String] = []
+    private var plannedNames: Set<String> = []
     /// Planned assets: every configured asset that is in the library.
     var plannedCount = 0
     /// Planned assets not delivered yet (started, or to start).
     var toDownloadCount = 0
-    /// The assets to download, kept only when ``startsDownloads`` is off (the caller starts them).
-    var toDownload: [AssetDownload] = []
     /// Issues with at least one asset to download.
     var issuesWithWork: Set<String> = []
     var alreadyDelivered = 0
-    /// Start each download as soon as it is planned (its batch written), instead of leaving it
-    /// to the caller: a sync of 100,000 assets transfers while it is still adding them.
-    var startsDownloads = false
-    /// Assets added to the library per transaction.
+    /// Assets added to the library per call: one transaction in process (a sync of 100,000
+    /// assets transfers while it is still adding them).
     static let batchSize = 1_000
 
     /// How an asset is named in lines and on the progress display: `issue/path`.
@@ -35,66 +34,71 @@ struct SyncPlan {
         "\(asset.issueName)/\(asset.request?.destinationPath ?? asset.identifier)"
     }
 
-    /// Plans every issue of `issues`; the first error stops it.
-    static func make(issues: [IssueEntry], config: PaperboyConfiguration, library: Library,
-                     startsDownloads: Bool = false) async throws(LibraryError) -> SyncPlan {
+    /// Plans every issue of `issues`, starting each download as it is planned; the first error stops it.
+    static func make(issues: [IssueEntry], config: PaperboyConfiguration, library: Library) async throws(LibraryError) -> SyncPlan {
         var plan = SyncPlan()
-        plan.startsDownloads = startsDownloads
         for issue in issues { try await plan.add(issue, config: config, library: library) }
         return plan
     }
 
-    /// Adds `configured` to the library if it is not there, adds its missing assets, and plans
+    /// Adds `configured` to the library if it is not there, adds its missing assets, and starts
     /// the download of every one not delivered yet.
     mutating func add(_ configured: IssueEntry, config: PaperboyConfiguration, library: Library) async throws(LibraryError) {
-        let issue: Issue
-        if let found = try await library.issue(named: configured.name) {
-            issue = found
-        } else {
-            issue = try await library.addIssue(name: configured.name, date: configured.date)
-        }
+        let issue = try await Self.issue(configured, in: library)
         // The issue's assets already in the library, by key: one issue at a time in memory.
-        var byKey: [String: AssetStatus] = [:]
-        try Self.reading {
-            try issue.forEachAssetStatus { status in
-                byKey[Self.key(status.request.url.absoluteString, status.request.destinationPath ?? "")] = status
-            }
+        var byKey: [String: AssetListing] = [:]
+        try await library.forEachAssetListing(ofIssue: configured.name) { listing in
+            byKey[Self.key(listing.urlString, listing.destinationPath ?? "")] = listing
         }
         var missing: [(AssetRequest, JSONValue?)] = []
-        for asset in configured.assets where byKey[Self.key(asset.urlString, asset.path)] == nil {
-            missing.append((Self.request(for: asset, config: config), nil))
-        }
+        var undelivered: [(identifier: String, stored: String?, configured: String?)] = []
         var planned = 0
-        for start in stride(from: 0, to: missing.count, by: Self.batchSize) {
-            let batch = Array(missing[start..<min(start + Self.batchSize, missing.count)])
-            // Written queued when downloads start now: the scheduler takes an asset of a higher
-            // priority than those it holds at once, so one planned later never waits behind
-            // lower ones planned before it.
-            let added = try await issue.addAssets(batch, downloading: startsDownloads)
-            if !startsDownloads { toDownload += added }
-            planned += added.count
-        }
-        var work = planned
-        if !byKey.isEmpty {
-            // One query for the handles instead of one lookup per configured asset.
-            var existing: [String: AssetDownload] = [:]
-            for asset in issue.assets { existing[asset.identifier] = asset }
-            for asset in configured.assets {
-                guard let status = byKey[Self.key(asset.urlString, asset.path)], let download = existing[status.identifier] else { continue }
-                planned += 1
-                if status.state == .delivered {
-                    alreadyDelivered += 1
-                    continue
-                }
-                try await Self.correctChecksum(of: download, stored: status.request.sha256, configured: asset.sha256)
-                if startsDownloads { try await download.download() } else { toDownload.append(download) }
-                work += 1
+        for asset in configured.assets {
+            guard let listing = byKey[Self.key(asset.urlString, asset.path)] else {
+                missing.append((Self.request(for: asset, config: config), nil))
+                continue
+            }
+            planned += 1
+            if listing.state == .delivered {
+                alreadyDelivered += 1
+            } else {
+                undelivered.append((listing.identifier, listing.sha256, asset.sha256))
             }
         }
+        for start in stride(from: 0, to: missing.count, by: Self.batchSize) {
+            let batch = Array(missing[start..<min(start + Self.batchSize, missing.count)])
+            // Written queued: the scheduler takes an asset of a higher priority than those it
+            // holds at once, so one planned later never waits behind lower ones planned before it.
+            planned += try await issue.addAssets(batch, downloading: true).count
+        }
+        if !undelivered.isEmpty {
+            // One read for the handles instead of one lookup per asset.
+            var handles: [String: AssetDownload] = [:]
+            for asset in try await issue.assets() { handles[asset.identifier] = asset }
+            for (identifier, stored, configured) in undelivered {
+                guard let download = handles[identifier] else { continue }
+                try await Self.correctChecksum(of: download, stored: stored, configured: configured)
+                try await download.download()
+            }
+        }
+        let work = missing.count + undelivered.count
         if work > 0 { issuesWithWork.insert(configured.name) }
         toDownloadCount += work
         plannedCount += planned
         issues.append(configured)
+        if plannedNames.insert(configured.name).inserted { issueNames.append(configured.name) }
+    }
+
+    /// The library's issue named as `configured`, added when it lacks it (also when another
+    /// client, such as the daemon's own feeds, adds it meanwhile).
+    private static func issue(_ configured: IssueEntry, in library: Library) async throws(LibraryError) -> Issue {
+        if let found = try await library.issue(named: configured.name) { return found }
+        do {
+            return try await library.addIssue(name: configured.name, date: configured.date)
+        } catch where error.code == .duplicateIssue {
+            guard let found = try await library.issue(named: configured.name) else { throw error }
+            return found
+        }
     }
 
     /// Gives an asset not delivered yet the configured checksum when it differs from the one
@@ -117,17 +121,11 @@ struct SyncPlan {
             unpack: asset.unpack.map { _ in UnpackFormat.zip }, role: asset.role == .cover ? .cover : .content)
     }
 
-    /// Runs a read of the library whose body cannot fail: only the library's own error escapes.
-    static func reading(_ read: () throws -> Void) throws(LibraryError) {
-        do {
-            try read()
-        } catch let error as LibraryError {
-            throw error
-        } catch {
-            throw LibraryError(.storage, "\(error)")
-        }
+    /// What identifies a configured asset within its issue: its URL and destination path. The
+    /// URL is compared without its user and password, as a daemon shows it: the same key both
+    /// ways (a URL without `@` is used as it is, without parsing it).
+    static func key(_ url: String, _ path: String) -> String {
+        let shown = url.utf8.contains(UInt8(ascii: "@")) ? (URL(string: url)?.redacted.absoluteString ?? url) : url
+        return shown + "\u{0}" + path
     }
-
-    /// What identifies a configured asset within its issue: its URL and destination path.
-    static func key(_ url: String, _ path: String) -> String { url + "\u{0}" + path }
 }

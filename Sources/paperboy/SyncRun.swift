@@ -1,16 +1,16 @@
-import ArgumentParser
 import Foundation
 import Logging
 import Paperboy
 import PaperboyConfig
 
-/// One publisher cycle, shared by `sync`, `notify` and `add`: refresh the feeds, add what is
-/// new, download and deliver every wanted asset, run the hook for each issue that became
-/// available, and report.
+/// One publisher cycle, shared by `sync`, `notify` and `add`, in process or through the daemon
+/// serving the library (the same code both ways, over ``Library``'s shared API): refresh the
+/// feeds, add what is new, download and deliver every wanted asset, run the hook for each issue
+/// that became available, and report.
 struct SyncRun {
     let options: GlobalOptions
     let config: PaperboyConfiguration
-    let library: Library
+    let opened: OpenedLibrary
     /// Wait for an allowed network instead of exiting with 75.
     var wait = false
     /// Fetch the `[[feeds]]` catalogs.
@@ -20,27 +20,14 @@ struct SyncRun {
     /// Where ``issues`` come from, for error messages.
     var source: String
 
-    init(options: GlobalOptions, config: PaperboyConfiguration, library: Library) {
+    var library: Library { opened.library }
+
+    init(options: GlobalOptions, config: PaperboyConfiguration, opened: OpenedLibrary) {
         self.options = options
         self.config = config
-        self.library = library
+        self.opened = opened
         issues = config.issues
         source = config.fileURL.lastPathComponent
-    }
-
-    /// Opens the library of `config` for writing; exits with 1 when it cannot.
-    static func openLibrary(_ config: PaperboyConfiguration, resumes: Bool = true, extraURLs: [URL] = [],
-                            deliversFinishedFiles: Bool = true) throws -> Library {
-        do {
-            var configuration = try config.libraryConfiguration()
-            configuration.resumesOnOpen = resumes
-            configuration.deliversFinishedFilesOnOpen = deliversFinishedFiles
-            return try Library.open(at: config.library.path, transports: Transports.registry(for: config, extraURLs: extraURLs),
-                                    configuration: configuration)
-        } catch let error as LibraryError {
-            Console.error("paperboy: \(error.message)\(DaemonRoute.lockHint(config))")
-            throw ExitCode(1)
-        }
     }
 
     /// Runs the cycle and closes the library; returns the exit code.
@@ -52,7 +39,7 @@ struct SyncRun {
         var problems: [String] = []
         var feedIssues: [FeedRefresh.FeedIssue] = []
         if includeFeeds, !config.feeds.isEmpty {
-            let refresh = await FeedRefresh.refresh(config: config, library: library, logger: logger)
+            let refresh = await FeedRefresh.refresh(config: config, opened: opened, logger: logger)
             feedIssues = refresh.issues
             problems += refresh.failures
             for failure in refresh.failures { Console.error("paperboy: \(failure)") }
@@ -64,7 +51,7 @@ struct SyncRun {
         do {
             // Subscribed before planning: downloads start while the plan is being written.
             events = options.quiet ? nil : try await library.events()
-            plan = try await SyncPlan.make(issues: issues, config: config, library: library, startsDownloads: true)
+            plan = try await SyncPlan.make(issues: issues, config: config, library: library)
         } catch {
             Console.error("paperboy: \(source): \(error.message)")
             await library.close()
@@ -79,17 +66,17 @@ struct SyncRun {
                 problems.append(message)
             }
         }
-        let plannedIssues = Set(plan.issues.map(\.name))
+        let plannedIssues = Set(plan.issueNames)
         // An issue with an asset to download is not available (that asset is not delivered):
-        // only the others need their status, which reads every asset of the issue.
+        // only the others need their status.
         var availableBefore: Set<String> = []
         for name in plannedIssues.subtracting(plan.issuesWithWork) {
-            if let issue = try? await library.issue(named: name), issue.status == .available { availableBefore.insert(name) }
+            if let issue = try? await library.issue(named: name), (try? await issue.status()) == .available { availableBefore.insert(name) }
         }
 
         let live = Console.isTerminal && !options.quiet
         let display = live ? ProgressDisplay(library: library, total: plan.toDownloadCount) : nil
-        let narrator = options.quiet ? nil : SyncNarrator(display: display, logger: logger, verbose: options.verbose)
+        let narrator = options.quiet ? nil : SyncNarrator(display: display, logger: logger, verbose: options.verbose, issues: plannedIssues)
         // There are events exactly when there is a narrator (both unless quiet).
         let narration = narrator.flatMap { narrator in events.map { events in Task { await narrator.follow(events) } } }
 
@@ -98,14 +85,23 @@ struct SyncRun {
         }
 
         display?.start()
-        // A retry due later than max_sync_wait is not waited for: it stays in the library.
-        await library.waitUntilIdle(retryWaitLimit: config.syncRetryWaitLimit)
-        // A failed read waits for nothing more: the report below says what is not delivered.
-        let networkWaits = (try? library.activity)?.waitingForNetwork ?? 0
-        if networkWaits > 0, wait {
-            let message = "\(networkWaits) asset(s) wait for an allowed network (now: \(library.networkStatus)); waiting"
-            if let display { display.print("paperboy: \(message)") } else if !options.quiet { Console.error("paperboy: \(message)") }
-            await library.waitUntilIdle(includingNetworkWaits: true, retryWaitLimit: config.syncRetryWaitLimit)
+        do {
+            // A retry due later than max_sync_wait is not waited for: it stays in the library.
+            let networkWaits = try await library.waitUntilSettled(ofIssues: plan.issueNames, includingNetworkWaits: false,
+                                                                   retryWaitLimit: config.syncRetryWaitLimit)
+            if networkWaits > 0, wait {
+                let network = (try? await library.shelf())?.network.map { " (now: \($0))" } ?? ""
+                let message = "\(networkWaits) asset(s) wait for an allowed network\(network); waiting"
+                if let display { display.print("paperboy: \(message)") } else if !options.quiet { Console.error("paperboy: \(message)") }
+                _ = try await library.waitUntilSettled(ofIssues: plan.issueNames, includingNetworkWaits: true,
+                                                       retryWaitLimit: config.syncRetryWaitLimit)
+            }
+        } catch {
+            display?.stop()
+            Console.error("paperboy: \(error.message)")
+            await library.close()
+            narration?.cancel()
+            return 1
         }
         display?.stop()
         if InterruptHandler.interrupted.load(ordering: .relaxed) {
@@ -118,25 +114,23 @@ struct SyncRun {
                                 alreadyDelivered: plan.alreadyDelivered, problems: problems)
         report.elapsed = elapsed
         await report.tally(issues: plan.issues, key: { SyncPlan.key($0.urlString, $0.path) }) { [library] name, body in
-            try await library.issue(named: name)?.forEachAssetStatus { status in
-                body(SyncReport.Item(key: SyncPlan.key(status.request.url.absoluteString, status.request.destinationPath ?? ""),
-                                     state: status.state, totalBytesWritten: status.totalBytesWritten))
+            try await library.forEachAssetListing(ofIssue: name) { listing in
+                body(SyncReport.Item(key: SyncPlan.key(listing.urlString, listing.destinationPath ?? ""),
+                                     state: listing.state, totalBytesWritten: listing.totalBytesWritten))
             }
         }
 
-        // Issues that became available in this run, oldest first, for the hook.
-        var becameAvailable: [Issue] = []
-        for name in plannedIssues.subtracting(availableBefore).intersection(report.complete) {
-            if let issue = try? await library.issue(named: name) { becameAvailable.append(issue) }
-        }
-        becameAvailable.sort { ($0.date, $0.name) < ($1.date, $1.name) }
-        let badge = library.badgeCount
-        let jobs = becameAvailable.map { IssueHook.Job(issue: $0, badge: badge) }
-        let network = library.networkStatus
-        let damaged = DamagedRowReport.rows(of: library)
+        // Issues that became available in this run, oldest first, for the hook; the badge, the
+        // network and the damaged rows, from one read of the shelf.
+        let shelf = try? await library.shelf()
+        let jobs = (shelf?.issues ?? [])
+            .filter { plannedIssues.contains($0.name) && !availableBefore.contains($0.name) && report.complete.contains($0.name) }
+            .sorted { ($0.date, $0.name) < ($1.date, $1.name) }
+            .map { IssueHook.Job(name: $0.name, contentPath: $0.contentPath, coverPath: $0.coverPath, date: $0.date, badge: shelf?.badge ?? 0) }
+        let damaged = shelf?.damagedRows ?? []
         await library.close()
         await narration?.value
-        let code = await report.finish(becameAvailable: jobs, network: "\(network)", runsHook: library.commandRunsHooks)
+        let code = await report.finish(becameAvailable: jobs, network: shelf?.network, runsHook: library.commandRunsHooks)
         // The other issues were synced; the damaged rows are named, and the exit status says so.
         DamagedRowReport.tell(damaged)
         return damaged.isEmpty || code != 0 ? code : 1
@@ -151,14 +145,19 @@ struct SyncNarrator: Sendable {
     let display: ProgressDisplay?
     let logger: Logger
     let verbose: Bool
+    /// The issues the sync planned: only their assets are told (a daemon serves others too).
+    let issues: Set<String>
 
     func follow(_ events: AsyncStream<LibraryEvent>) async {
         var announcedNetworkWait: Set<String> = []
         for await event in events {
-            guard case .assetStateChanged(let asset, let state) = event else { continue }
+            guard case .assetStateChanged(let asset, let state) = event, issues.contains(asset.issueName) else { continue }
+            // Only a delivered asset told with --verbose needs its bytes: read then (through a
+            // daemon, the mirror may not have its last bytes yet).
+            var bytes: Int64 = 0
+            if verbose, state == .delivered { bytes = (try? await asset.status())?.totalBytesWritten ?? asset.totalBytesWritten }
             // Read only when told: each name reads the asset's destination path.
-            narrate(asset.identifier, named: SyncPlan.displayName(asset), state, bytes: asset.totalBytesWritten,
-                    announced: &announcedNetworkWait)
+            narrate(asset.identifier, named: SyncPlan.displayName(asset), state, bytes: bytes, announced: &announcedNetworkWait)
         }
     }
 

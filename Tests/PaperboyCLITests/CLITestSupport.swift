@@ -37,7 +37,7 @@ enum CLI {
 
     /// Runs `paperboy` on a pseudo-terminal (through python3's `pty`): standard output and error
     /// both go to the terminal, and come back together in `stdout`.
-    static func runOnTerminal(_ arguments: [String], in folder: URL? = nil) async throws -> CLIResult {
+    static func runOnTerminal(_ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:]) async throws -> CLIResult {
         let script = """
             import os, pty, sys
             pid, fd = pty.fork()
@@ -56,7 +56,7 @@ enum CLI {
             sys.stdout.buffer.write(out)
             sys.exit(os.waitstatus_to_exitcode(status))
             """
-        return try await run(["-c", script, executable.path] + arguments, in: folder, executable: python3)
+        return try await run(["-c", script, executable.path] + arguments, in: folder, environment: environment, executable: python3)
     }
 
     /// python3, for pseudo-terminals and zip archives made to measure.

@@ -2,7 +2,8 @@ import Foundation
 import PaperboyTesting
 import Testing
 
-/// What `sync` prints while it works: a live block on a terminal, plain log lines on a pipe.
+/// What `sync` prints while it works: a live block on a terminal, plain log lines on a pipe;
+/// the same in process and through a daemon.
 @Suite("paperboy progress output", .timeLimit(.minutes(2)))
 struct ProgressOutputTests {
     let workspace = Workspace()
@@ -30,9 +31,26 @@ struct ProgressOutputTests {
             """, to: "paperboy.toml")
     }
 
-    @Test func aTerminalGetsALiveLinePerTransferAndATotal() async throws {
+    /// A command's runner by `route`; through a daemon, one started on the library and the
+    /// limit alone (the issue is the command's to add and follow, not the daemon's own).
+    func routed(_ route: CLIRoute) async throws -> RoutedCLI {
+        let cli = RoutedCLI(route, workspace: workspace)
+        try await cli.start(workspace.write("""
+            [library]
+            path = "lib"
+
+            [bandwidth]
+            limit = "4MB/s"
+            """, to: "daemon.toml"))
+        return cli
+    }
+
+    @Test(arguments: CLIRoute.allCases)
+    func aTerminalGetsALiveLinePerTransferAndATotal(_ route: CLIRoute) async throws {
         let file = slowConfig()
-        let result = try await CLI.runOnTerminal(["sync", "--config", file.path])
+        let cli = try await routed(route)
+        defer { cli.stop() }
+        let result = try await cli.runOnTerminal(["sync", "--config", file.path])
         #expect(result.status == 0, "\(result.stdout)")
         let output = result.stdout
         #expect(output.contains("\u{1B}[2K"), "no line was redrawn")
@@ -47,9 +65,12 @@ struct ProgressOutputTests {
         #expect(!output.contains(" notice "))
     }
 
-    @Test func aPipeGetsPlainLogLines() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func aPipeGetsPlainLogLines(_ route: CLIRoute) async throws {
         let file = slowConfig()
-        let result = try await CLI.run(["sync", "--verbose", "--config", file.path])
+        let cli = try await routed(route)
+        defer { cli.stop() }
+        let result = try await cli.run(["sync", "--verbose", "--config", file.path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(!result.stdout.contains("\u{1B}[") && !result.stderr.contains("\u{1B}["))
         #expect(!result.stdout.contains("total:"))
@@ -58,7 +79,7 @@ struct ProgressOutputTests {
         #expect(lines.contains { $0.contains(" info ") && $0.hasSuffix("downloading slow/two.bin") }, "\(result.stderr)")
         #expect(result.stdout.contains("2 of 2 asset(s) delivered"))
 
-        let quiet = try await CLI.run(["sync", "--quiet", "--config", file.path])
+        let quiet = try await cli.run(["sync", "--quiet", "--config", file.path])
         #expect(quiet.status == 0)
         #expect(quiet.stdout.isEmpty && quiet.stderr.isEmpty, "\(quiet.stdout) \(quiet.stderr)")
     }

@@ -43,10 +43,22 @@ final class RoutedCLI: @unchecked Sendable {
 
     /// Runs the command (after ``start(_:)`` with the configuration given by `--config`).
     func run(_ arguments: [String], in folder: URL? = nil) async throws -> CLIResult {
+        try await startForConfig(in: arguments)
+        return try await CLI.run(arguments, in: folder, environment: environment)
+    }
+
+    /// Runs the command on a pseudo-terminal (``CLI/runOnTerminal(_:in:environment:)``).
+    func runOnTerminal(_ arguments: [String], in folder: URL? = nil) async throws -> CLIResult {
+        try await startForConfig(in: arguments)
+        return try await CLI.runOnTerminal(arguments, in: folder, environment: environment)
+    }
+
+    private var environment: [String: String] { ["XDG_RUNTIME_DIR": runtime.path, "PAPERBOY_NETWORK": "wired"] }
+
+    private func startForConfig(in arguments: [String]) async throws {
         if let index = arguments.firstIndex(of: "--config"), index + 1 < arguments.count {
             try await start(URL(fileURLWithPath: arguments[index + 1]))
         }
-        return try await CLI.run(arguments, in: folder, environment: ["XDG_RUNTIME_DIR": runtime.path, "PAPERBOY_NETWORK": "wired"])
     }
 
     func stop() {

@@ -166,9 +166,10 @@ private final class ForwardingBackend: LibraryBackend {
         try base.contentAvailable(payload: payload, throttle: throttle, dontThrottle: dontThrottle, now: now)
     }
     func shelf() async throws(LibraryError) -> LibraryShelf { try base.shelf() }
-    func waitUntilSettled(assets: Set<String>, ofIssues issues: [String], includingNetworkWaits: Bool,
+    func conditions() async throws(LibraryError) -> LibraryConditions { base.conditions() }
+    func waitUntilSettled(ofIssues issues: [String], includingNetworkWaits: Bool,
                           retryWaitLimit: RetryWaitLimit?) async throws(LibraryError) -> Int {
-        await base.waitUntilSettled(assets: assets, ofIssues: issues, includingNetworkWaits: includingNetworkWaits,
+        await base.waitUntilSettled(ofIssues: issues, includingNetworkWaits: includingNetworkWaits,
                                     retryWaitLimit: retryWaitLimit)
     }
     func forEachAssetListing(ofIssue name: String, _ body: (AssetListing) -> Void) async throws(LibraryError) {

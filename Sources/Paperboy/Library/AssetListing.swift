@@ -23,9 +23,11 @@ package struct AssetListing: Sendable, Hashable {
     /// `not-found`) when a transport failed, else the library's (``LibraryError/Code``, such as
     /// `insufficient-storage` or `checksum-mismatch`); nil unless ``state`` is failed.
     package var failureCode: String?
+    /// The SHA-256 the delivered file must have, when one was given.
+    package var sha256: String?
 
     package init(identifier: String, urlString: String, destinationPath: String?, state: AssetState, totalBytesWritten: Int64,
-                 expectedTotalBytes: Int64?, attempts: Int, failureCode: String?) {
+                 expectedTotalBytes: Int64?, attempts: Int, failureCode: String?, sha256: String? = nil) {
         self.identifier = identifier
         self.urlString = urlString
         self.destinationPath = destinationPath
@@ -34,6 +36,7 @@ package struct AssetListing: Sendable, Hashable {
         self.expectedTotalBytes = expectedTotalBytes
         self.attempts = attempts
         self.failureCode = failureCode
+        self.sha256 = sha256
     }
 
     /// ``urlString`` without user and password (the path only, for a file URL), as
@@ -60,7 +63,7 @@ extension AssetListing {
     /// The columns a listing reads, in the order ``init(plainRow:)`` reads them.
     static let columnNames = [
         "id", "seq", "url", "destinationPath", "unpack", "headers", "options", "state", "detail", "retryAt",
-        "attempts", "bytesOnDisk", "expectedBytes", "failureCode", "transportCode",
+        "attempts", "bytesOnDisk", "expectedBytes", "failureCode", "transportCode", "sha256",
     ]
 
     /// Reads a row of ``columnNames`` by position when it is plainly well formed (a URL of
@@ -81,6 +84,7 @@ extension AssetListing {
         self.state = Scheduler.publicState(state, retryAt: retryAt, attempts: attempts, detail: detail, now: now)
         totalBytesWritten = max(0, row.storedInteger(atIndex: 11) ?? 0)
         expectedTotalBytes = row.storedInteger(atIndex: 12).flatMap { $0 >= 0 ? $0 : nil }
+        sha256 = try? row.decode(String?.self, atIndex: 15)
         if state == .failed {
             failureCode = Self.failureCode(library: try? row.decode(String?.self, atIndex: 13),
                                            transport: try? row.decode(String?.self, atIndex: 14))
@@ -107,6 +111,7 @@ extension AssetListing {
                                       attempts: record.attempts, detail: record.detail, now: now)
         totalBytesWritten = record.bytesOnDisk
         expectedTotalBytes = record.expectedBytes
+        sha256 = record.request.sha256
         if PersistedState(rawValue: record.state) == .failed {
             failureCode = Self.failureCode(library: record.failure?.code, transport: record.failure?.transportCode)
         }
@@ -154,6 +159,7 @@ extension Issue {
             listing.expectedTotalBytes = live.expected
             listing.urlString = live.request.url.absoluteString
             listing.destinationPath = live.request.destinationPath
+            listing.sha256 = live.request.sha256
             try body(listing)
         }
     }

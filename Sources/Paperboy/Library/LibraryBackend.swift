@@ -52,13 +52,15 @@ package protocol LibraryBackend: AnyObject, Sendable {
         -> ContentAvailableResult
     /// The whole shelf as a listing shows it (see ``Library/shelf()``).
     func shelf() async throws(LibraryError) -> LibraryShelf
+    /// The network and bandwidth limit the library's scheduler works with (see ``Library/conditions()``).
+    func conditions() async throws(LibraryError) -> LibraryConditions
     /// Calls `body` with a listing of each of the issue's assets, a page at a time (nothing for
     /// an issue that does not exist).
     func forEachAssetListing(ofIssue name: String, _ body: (AssetListing) -> Void) async throws(LibraryError)
-    /// Returns when none of the assets `assets` (of the issues named `issues`) is on its way
-    /// (see ``Library/waitUntilSettled(assets:ofIssues:includingNetworkWaits:retryWaitLimit:)``);
+    /// Returns when none of the assets of the issues named `issues` is on its way
+    /// (see ``Library/waitUntilSettled(ofIssues:includingNetworkWaits:retryWaitLimit:)``);
     /// returns how many of them wait for an allowed network.
-    func waitUntilSettled(assets: Set<String>, ofIssues issues: [String], includingNetworkWaits: Bool,
+    func waitUntilSettled(ofIssues issues: [String], includingNetworkWaits: Bool,
                           retryWaitLimit: RetryWaitLimit?) async throws(LibraryError) -> Int
     /// Stops serving: in-process, stops transfers and writes what is pending; through a daemon,
     /// leaves the daemon's downloads running and closes the socket.

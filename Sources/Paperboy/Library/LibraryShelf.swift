@@ -41,15 +41,32 @@ package struct LibraryShelf: Sendable {
     package var issues: [Entry]
     /// Rows that cannot be read, left out of ``issues`` and of the asset listings.
     package var damagedRows: [DamagedRow]
+    /// The network the library's scheduler works with, as text (``NetworkStatus/description``).
+    package var network: String?
 
     package init(libraryPath: String, badge: Int, reading: String?, bandwidth: BandwidthLimiter.Statistics?, issues: [Entry],
-                 damagedRows: [DamagedRow]) {
+                 damagedRows: [DamagedRow], network: String? = nil) {
         self.libraryPath = libraryPath
         self.badge = badge
         self.reading = reading
         self.bandwidth = bandwidth
         self.issues = issues
         self.damagedRows = damagedRows
+        self.network = network
+    }
+}
+
+/// What the library's scheduler works with now, for a display: read without going through
+/// the issues (in process from the scheduler; through a daemon, a `SHELF` page past the last).
+package struct LibraryConditions: Sendable, Equatable {
+    /// The network, as text (``NetworkStatus/description``).
+    package var network: String?
+    /// The global bandwidth limit in bytes per second; `nil`: unlimited.
+    package var bandwidthLimit: Int64?
+
+    package init(network: String?, bandwidthLimit: Int64?) {
+        self.network = network
+        self.bandwidthLimit = bandwidthLimit
     }
 }
 
@@ -68,6 +85,11 @@ extension Library {
     package func forEachAssetListing(ofIssue issue: String, _ body: (AssetListing) -> Void) async throws(LibraryError) {
         try await backend.forEachAssetListing(ofIssue: issue, body)
     }
+
+    /// The network and global bandwidth limit the library's scheduler works with now.
+    package func conditions() async throws(LibraryError) -> LibraryConditions {
+        try await backend.conditions()
+    }
 }
 
 extension LocalBackend {
@@ -77,7 +99,12 @@ extension LocalBackend {
         return LibraryShelf(libraryPath: root.path, badge: lastKnownBadgeCount(), reading: lastKnownCurrentlyReadingIssue()?.name,
                             bandwidth: recordedBandwidthStatistics,
                             issues: lastKnownIssues().map { LibraryShelf.Entry($0, counts: counts) },
-                            damagedRows: (try? store.damagedRows()) ?? [])
+                            damagedRows: (try? store.damagedRows()) ?? [],
+                            network: conditions().network)
+    }
+
+    package func conditions() -> LibraryConditions {
+        LibraryConditions(network: scheduler.state.withLock { $0.network }.description, bandwidthLimit: scheduler.limiter.bytesPerSecond)
     }
 
     /// The limiter statistics recorded by the process that has the library open (about once a second).

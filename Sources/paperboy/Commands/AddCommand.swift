@@ -89,20 +89,9 @@ struct AddCommand: AsyncParsableCommand {
             name: issue, date: date.flatMap(Self.parseDate) ?? Self.today(),
             assets: [AssetEntry(url: source, sha256: sha256?.lowercased(), path: destination, unpack: unpack,
                                 role: cover ? .cover : .content)])
-        if let client = try await DaemonRoute.connect(config, options: options) {
-            PurgedIssues(root: client.libraryURL).forget(issue)
-            var run = RemoteSyncRun(options: options, config: config, client: client)
-            run.issues = [entry]
-            run.source = "add"
-            run.includeFeeds = false
-            run.wait = wait
-            let code = await run.perform()
-            if code != 0 { throw ExitCode(code) }
-            return
-        }
-        let library = try SyncRun.openLibrary(config, extraURLs: [source])
-        PurgedIssues(library: library).forget(issue)
-        var run = SyncRun(options: options, config: config, library: library)
+        let opened = try await DaemonRoute.open(config, options: options, extraURLs: [source])
+        PurgedIssues(library: opened.library).forget(issue)
+        var run = SyncRun(options: options, config: config, opened: opened)
         run.issues = [entry]
         run.source = "add"
         run.includeFeeds = false

@@ -31,14 +31,15 @@ struct DaemonCommand: AsyncParsableCommand {
         // Signals are taken before anything can be interrupted half-way.
         let signals = SignalStream([SIGTERM, SIGINT, SIGHUP])
         // Claimed files must not deliver themselves before the server attaches to them.
-        let library = try SyncRun.openLibrary(config, deliversFinishedFiles: false)
+        let library = try DaemonRoute.openInProcess(config, configuration: config.libraryConfiguration(),
+                                                    transports: Transports.registry(for: config), deliversFinishedFiles: false)
         let daemon = Daemon(library: library, config: config, options: options, logger: logger)
         let server = DaemonServer(library: library, socket: config.daemon.socket, logger: logger,
                                   challengeTimeout: config.daemon.challengeTimeout) {
             try await daemon.reload()
         }
         daemon.server = server
-        let feeds = FeedDuty(library: library, config: config, logger: logger) { asset in server.download(asset, deliver: false) }
+        let feeds = FeedDuty(library: library, config: config, logger: logger)
         daemon.feeds = feeds
         server.answerNotifications { request in try await feeds.notify(request) }
         let hooks = HookDuty(library: library, logger: logger) { daemon.configuration }
@@ -103,10 +104,7 @@ final class Daemon: @unchecked Sendable {
     /// configured asset not delivered yet; returns how many issues were added.
     func addConfiguredIssues(_ config: PaperboyConfiguration) async throws(LibraryError) -> Int {
         let before = Set(library.issues.map(\.name))
-        let plan = try await SyncPlan.make(issues: config.issues, config: config, library: library)
-        for asset in plan.toDownload where !asset.state.isActive {
-            if let server { server.download(asset, deliver: false) } else { try await asset.download() }
-        }
+        _ = try await SyncPlan.make(issues: config.issues, config: config, library: library)
         return Set(library.issues.map(\.name)).subtracting(before).count
     }
 

@@ -12,10 +12,8 @@ struct NotifyCommand: AsyncParsableCommand {
         discussion: """
             The trigger is throttled to once per [notifications] throttle (24h by default; the time of \
             the last refresh is kept in the library, so it survives restarts) unless dont_throttle is \
-            set. A throttled or ignored trigger exits with 0 and says why; a refresh exits like sync. \
-            When a daemon serves the library (it answers on [daemon] socket), the daemon refreshes the \
-            feeds and downloads their new issues: the command exits once the catalogs are read (1 if a \
-            feed could not be used).
+            set. A throttled or ignored trigger exits with 0 and says why; a refresh exits like sync, \
+            in process or through the daemon serving the library (which also refreshes its own feeds).
             """
     )
 
@@ -26,7 +24,7 @@ struct NotifyCommand: AsyncParsableCommand {
         valueName: "json"))
     var payload: String?
 
-    @Flag(help: "Wait for an allowed network instead of exiting with 75 when assets wait for one (in-process only).")
+    @Flag(help: "Wait for an allowed network instead of exiting with 75 when assets wait for one.")
     var wait = false
 
     func validate() throws {
@@ -64,8 +62,8 @@ struct NotifyCommand: AsyncParsableCommand {
                 throw ExitCode(2)
             }
         }
-        if try await notifyThroughDaemon(config, payload: json) { return }
-        let library = try SyncRun.openLibrary(config)
+        let opened = try await DaemonRoute.open(config, options: options)
+        let library = opened.library
         let decision: ContentAvailableResult
         do {
             decision = try await library.contentAvailable(
@@ -81,14 +79,13 @@ struct NotifyCommand: AsyncParsableCommand {
             tellNothingDone(decision)
         case .refresh:
             if !options.quiet { Console.line("paperboy: content available; refreshing \(config.feeds.count) feed(s)") }
-            var run = SyncRun(options: options, config: config, library: library)
+            var run = SyncRun(options: options, config: config, opened: opened)
             run.wait = wait
             let code = await run.perform()
             if code != 0 { throw ExitCode(code) }
         }
     }
 
-    /// Says why a trigger did nothing (in-process or through the daemon).
     func tellNothingDone(_ decision: ContentAvailableResult) {
         guard !options.quiet else { return }
         switch decision {

@@ -41,28 +41,12 @@ struct PurgeCommand: AsyncParsableCommand {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
         let budgetBytes = try budget.map(Self.budgetBytes)
-        if let client = try await DaemonRoute.connect(config, options: options) {
-            defer { client.disconnect() }
-            do {
-                let reading = try await client.shelfPage(offset: 0).reading
-                let removed = try await client.purge(keep: keep, budgetBytes: budgetBytes)
-                // Read by the feed refresh of whoever syncs the library.
-                try? PurgedIssues(root: client.libraryURL).record(removed)
-                told(removed, reading: reading)
-            } catch {
-                Console.error("paperboy: \(error.message)")
-                throw ExitCode(1)
-            }
-            let damaged = ((try? await client.shelfPage(offset: 0))?.damagedRows ?? []).compactMap(\.row)
-            DamagedRowReport.tell(damaged)
-            if !damaged.isEmpty { throw ExitCode(1) }
-            return
-        }
-        let library = try SyncRun.openLibrary(config, resumes: false)
-        let reading = library.currentlyReadingIssue?.name
+        let library = try await DaemonRoute.open(config, options: options, resumes: false).library
         var code: Int32 = 0
         do {
+            let reading = try await library.currentlyReadingIssue()?.name
             let removed = try await library.purge(keep: keep, budgetBytes: budgetBytes)
+            // Read by the feed refresh of whoever syncs the library.
             try? PurgedIssues(library: library).record(removed)
             told(removed, reading: reading)
         } catch {
@@ -70,7 +54,7 @@ struct PurgeCommand: AsyncParsableCommand {
             code = 1
         }
         // Purged around them: what cannot be read cannot be judged.
-        let damaged = DamagedRowReport.rows(of: library)
+        let damaged = (try? await library.shelf())?.damagedRows ?? []
         DamagedRowReport.tell(damaged)
         if !damaged.isEmpty { code = 1 }
         await library.close()

@@ -26,20 +26,7 @@ struct ReadCommand: AsyncParsableCommand {
     func run() async throws {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
-        if let client = try await DaemonRoute.connect(config, options: options) {
-            defer { client.disconnect() }
-            do {
-                let issue = try await client.read(issue: name)
-                told(issue?.contentURL)
-                return
-            } catch where error.code == .issueNotFound {
-                notFound(in: client.libraryURL)
-            } catch {
-                Console.error("paperboy: \(error.message)")
-            }
-            throw ExitCode(1)
-        }
-        let library = try SyncRun.openLibrary(config, resumes: false)
+        let library = try await DaemonRoute.open(config, options: options, resumes: false).library
         var code: Int32 = 0
         do {
             if let name {

@@ -25,22 +25,16 @@ struct SyncCommand: AsyncParsableCommand {
     func run() async throws {
         options.bootstrapLogging()
         let config = try options.loadConfiguration()
-        if let client = try await DaemonRoute.connect(config, options: options) {
-            var run = RemoteSyncRun(options: options, config: config, client: client)
-            run.wait = wait
-            let code = await run.perform()
-            if code != 0 { throw ExitCode(code) }
-            return
-        }
-        let library = try SyncRun.openLibrary(config)
-        var run = SyncRun(options: options, config: config, library: library)
+        var run = SyncRun(options: options, config: config, opened: try await DaemonRoute.open(config, options: options))
         run.wait = wait
         let code = await run.perform()
         if code != 0 { throw ExitCode(code) }
     }
 }
 
-/// Stops cleanly on Ctrl-C: transfers stop with their bytes recorded, so the next sync resumes.
+/// Ctrl-C (or SIGTERM) during a command: the library is closed and the command exits with 130.
+/// In process the transfers stop with their bytes recorded, so the next sync resumes; through a
+/// daemon the command detaches and the daemon goes on downloading.
 final class InterruptHandler {
     private let source: any DispatchSourceSignal
 
@@ -48,9 +42,11 @@ final class InterruptHandler {
         signal(SIGINT, SIG_IGN)
         signal(SIGTERM, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
+        let detaches = library.local == nil
         let handler: @Sendable () -> Void = {
             InterruptHandler.interrupted.store(true, ordering: .relaxed)
-            Console.error("\npaperboy: interrupted; stopping (the next sync resumes)")
+            Console.error(detaches ? "\npaperboy: detached; the daemon goes on downloading ('paperboy status' shows how far it is)"
+                                   : "\npaperboy: interrupted; stopping (the next sync resumes)")
             Task {
                 await library.close()
                 Foundation.exit(130)

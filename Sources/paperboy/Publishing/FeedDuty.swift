@@ -19,7 +19,6 @@ actor FeedDuty {
 
     private let library: Library
     private let logger: Logger
-    private let start: @Sendable (AssetDownload) -> Void
     private let clock: any LibraryClock
     private let random: @Sendable () -> Double
     private let file: URL
@@ -31,16 +30,13 @@ actor FeedDuty {
     /// - Parameters:
     ///   - clock: the dates the schedule is computed from, and the timer's sleep.
     ///   - random: a number in 0...1 for each feed's jitter (``FeedSchedule``).
-    ///   - start: starts the download of an asset a refresh added or found undelivered.
     init(library: Library, config: PaperboyConfiguration, logger: Logger, clock: any LibraryClock = SystemClock(),
-         random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
-         start: @escaping @Sendable (AssetDownload) -> Void) {
+         random: @escaping @Sendable () -> Double = { Double.random(in: 0...1) }) {
         self.library = library
         self.config = config
         self.logger = logger
         self.clock = clock
         self.random = random
-        self.start = start
         file = library.root.appendingPathComponent(FeedSchedule.fileName)
     }
 
@@ -149,6 +145,7 @@ actor FeedDuty {
         let result = await FeedRefresh.refresh(config: scoped, library: library, logger: logger)
         var failures = result.failures
         var added: [String] = []
+        // The plan starts what it adds or finds undelivered.
         var plan = SyncPlan()
         for item in result.issues {
             do {
@@ -159,7 +156,6 @@ actor FeedDuty {
                 failures.append("feed '\(item.feed)': issue '\(item.entry.name)': \(error.message)")
             }
         }
-        for asset in plan.toDownload where !asset.state.isActive { start(asset) }
         for failure in failures { logger.error("\(failure)") }
         let now = clock.now
         for feed in feeds {

@@ -15,7 +15,8 @@ struct FeedRefresh {
     var issues: [FeedIssue] = []
     var failures: [String] = []
 
-    /// Fetches and parses each feed; a broken feed is reported and the others still count.
+    /// Fetches and parses each feed through the library's own transports (the daemon's feeds);
+    /// a broken feed is reported and the others still count.
     ///
     /// Issues named like a configured `[[issues]]` entry or an issue of an earlier feed are left
     /// to the first; issues removed by `paperboy purge` are not added again.
@@ -25,9 +26,24 @@ struct FeedRefresh {
                       exists: { (try? await library.issue(named: $0)) != nil })
     }
 
-    /// As ``refresh(config:library:logger:)``, for a command whose library a daemon holds:
-    /// `fetch` reads a catalog, `exists` says whether the library has an issue, `purged` are the
-    /// names `paperboy purge` removed.
+    /// Refreshes the feeds of `config` for a command: the catalogs are read through this
+    /// process's transports, whichever process holds the library; what is new is judged by the
+    /// library's issues (read once) and its purge list.
+    static func refresh(config: PaperboyConfiguration, opened: OpenedLibrary, logger: Logger) async -> FeedRefresh {
+        let library = opened.library
+        let existing: Set<String>
+        do {
+            existing = Set(try await library.issues().map(\.name))
+        } catch {
+            return FeedRefresh(issues: [], failures: ["cannot list the library's issues: \(error.message)"])
+        }
+        return await refresh(config: config, purged: PurgedIssues(library: library).names, logger: logger,
+                             fetch: { url, options throws(LibraryError) in try await opened.fetchData(from: url, options: options) },
+                             exists: { existing.contains($0) })
+    }
+
+    /// The refresh both entry points above run: `fetch` reads a catalog, `exists` says whether
+    /// the library has an issue, `purged` are the names `paperboy purge` removed.
     static func refresh(config: PaperboyConfiguration, purged: Set<String>, logger: Logger,
                         fetch: (URL, [String: String]) async throws(LibraryError) -> Data,
                         exists: (String) async -> Bool) async -> FeedRefresh {
