@@ -8,7 +8,7 @@ import Foundation
 /// | --- | --- | --- | --- | --- |
 /// | ``plain`` | as declared | Foundation's | compact, `/` escaped | `daemon.json`, `daemon-claims.json`, `purged-issues.json`, the limiter's statistics |
 /// | ``stored`` | as declared | Foundation's | compact, sorted | the store's JSON columns (headers, options) |
-/// | ``helperWire`` | snake_case | Foundation's | compact, sorted, `/` as is | the transport protocol (docs/ExecProtocol.md) |
+/// | ``helperWire`` | snake_case | Foundation's | compact, sorted, `/` as is | the transport protocol (docs/WritingTransports.md) |
 /// | ``daemonWire`` | snake_case | UTC, to the millisecond; read by ``LibraryDate/parse(_:)`` | compact, sorted, `/` as is | the daemon protocol (docs/Daemon.md) |
 /// | ``feedSchedule`` | snake_case | ISO 8601 | indented, sorted | `feed-schedule.json` |
 /// | ``document`` | as declared | Foundation's | indented, sorted, `/` as is | documents printed for people and scripts (`--json`) |
