@@ -72,15 +72,6 @@ struct StateFileWriteTests {
 
     let folder = TempFolder(prefix: "pbsw")
 
-    static func mode(_ url: URL) -> mode_t? {
-        var info = stat()
-        return lstat(url.path, &info) == 0 ? info.st_mode & 0o7777 : nil
-    }
-
-    static func names(in folder: URL) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
-    }
-
     @Test(arguments: Writer.allCases)
     func aFileThatExistedIsReplacedWholeAndPrivate(_ writer: Writer) throws {
         let root = folder.file("lib")
@@ -90,8 +81,8 @@ struct StateFileWriteTests {
         chmod(file.path, 0o644)
         try writer.write(in: root)
         #expect(try writer.wroteWhole(in: root), "\(String(decoding: (try? Data(contentsOf: file)) ?? Data(), as: UTF8.self).prefix(200))")
-        #expect(Self.mode(file) == 0o600)
-        #expect(Self.names(in: root) == [writer.fileName])
+        #expect(FileFacts.mode(file) == 0o600)
+        #expect(FileFacts.names(in: root) == [writer.fileName])
     }
 
     @Test(arguments: Writer.allCases)
@@ -100,8 +91,8 @@ struct StateFileWriteTests {
         let root = folder.file("lib")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         try writer.write(in: root)
-        #expect(Self.mode(root.appendingPathComponent(writer.fileName)) == 0o600)
-        #expect(Self.names(in: root) == [writer.fileName])
+        #expect(FileFacts.mode(root.appendingPathComponent(writer.fileName)) == 0o600)
+        #expect(FileFacts.names(in: root) == [writer.fileName])
     }
 
     @Test(arguments: Writer.allCases)
@@ -122,6 +113,6 @@ struct StateFileWriteTests {
             #expect("\(error)".contains(file.path), "\(error)")
         }
         #expect(try Data(contentsOf: file) == previous)
-        #expect(Self.names(in: root) == ["filler", writer.fileName].sorted())
+        #expect(FileFacts.names(in: root) == ["filler", writer.fileName].sorted())
     }
 }

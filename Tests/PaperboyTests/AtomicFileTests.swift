@@ -14,24 +14,13 @@ import Testing
 struct AtomicFileTests {
     let folder = TempFolder(prefix: "pbaf")
 
-    /// The permission bits of the file at `url` (not following a link).
-    static func mode(_ url: URL) -> mode_t? {
-        var info = stat()
-        return lstat(url.path, &info) == 0 ? info.st_mode & 0o7777 : nil
-    }
-
-    /// The names in `folder`, sorted.
-    static func names(in folder: URL) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []).sorted()
-    }
-
     /// With the usual umask (022), a file created by default is 0644.
     @Test func aNewFileHasTheModeItIsTold() throws {
         let file = folder.file("state.json")
         try AtomicFile.write(Data("{}".utf8), to: file)
-        #expect(Self.mode(file) == 0o600)
+        #expect(FileFacts.mode(file) == 0o600)
         try AtomicFile.write(Data("{}".utf8), to: folder.file("served.bin"), mode: 0o644, durable: false)
-        #expect(Self.mode(folder.file("served.bin")) == 0o644)
+        #expect(FileFacts.mode(folder.file("served.bin")) == 0o644)
     }
 
     @Test func anExistingFileIsReplacedWholeAndMadePrivate() throws {
@@ -40,8 +29,8 @@ struct AtomicFileTests {
         chmod(file.path, 0o644)
         try AtomicFile.write(Data("[1]".utf8), to: file)
         #expect(try Data(contentsOf: file) == Data("[1]".utf8))
-        #expect(Self.mode(file) == 0o600)
-        #expect(Self.names(in: folder.url) == ["state.json"])
+        #expect(FileFacts.mode(file) == 0o600)
+        #expect(FileFacts.names(in: folder.url) == ["state.json"])
     }
 
     @Test func aLinkAtTheNameIsReplacedNotFollowed() throws {
@@ -69,7 +58,7 @@ struct AtomicFileTests {
         #expect(error?.message.contains(file.path) == true, "\(String(describing: error))")
         #expect(error?.message.contains("No space left on device") == true, "\(String(describing: error))")
         #expect(try Data(contentsOf: file) == Data("old".utf8))
-        #expect(Self.names(in: disk.url) == ["filler", "state.json"])
+        #expect(FileFacts.names(in: disk.url) == ["filler", "state.json"])
     }
 
     @Test func aMissingFolderIsNamed() throws {
@@ -83,11 +72,11 @@ struct AtomicFileTests {
         try Data("old".utf8).write(to: file)
         try AtomicFile.replace(file) { fresh in
             #expect(fresh.deletingLastPathComponent().path == folder.url.path)
-            #expect(Self.mode(fresh) == 0o600)
+            #expect(FileFacts.mode(fresh) == 0o600)
             try Data("new".utf8).write(to: fresh)
         }
         #expect(try Data(contentsOf: file) == Data("new".utf8))
-        #expect(Self.names(in: folder.url) == ["library.sqlite"])
+        #expect(FileFacts.names(in: folder.url) == ["library.sqlite"])
     }
 
     @Test func aFailedBuildLeavesTheOldFileAndNoTemporaryOne() throws {
@@ -101,6 +90,6 @@ struct AtomicFileTests {
             }
         }
         #expect(try Data(contentsOf: file) == Data("old".utf8))
-        #expect(Self.names(in: folder.url) == ["library.sqlite"])
+        #expect(FileFacts.names(in: folder.url) == ["library.sqlite"])
     }
 }
