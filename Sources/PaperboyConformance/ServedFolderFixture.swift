@@ -55,14 +55,9 @@ public final class ServedFolderFixture: TransportFixture, Sendable {
         guard let (served, name) = locate(url) else {
             throw TransportError(.notFound, "the fixture did not publish \(url.redactedString)", url: url)
         }
-        let target = served.folder.appendingPathComponent(name)
-        let fresh = served.folder.appendingPathComponent(".\(UUID().uuidString).new")
-        try data.write(to: fresh)
-        // A rename gives the new version its own inode, as publishers' atomic updates do.
-        guard rename(fresh.path, target.path) == 0 else {
-            try? FileManager.default.removeItem(at: fresh)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: target.path])
-        }
+        // A rename gives the new version its own inode, as publishers' atomic updates do; the
+        // server reads it as another user may (0644).
+        try AtomicFile.write(data, to: served.folder.appendingPathComponent(name), mode: 0o644, durable: false)
     }
 
     public func missingURL() async throws -> URL { url(of: "missing-\(UUID().uuidString).bin", in: open) }

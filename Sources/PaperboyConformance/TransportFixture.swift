@@ -89,13 +89,9 @@ public final class FolderFixture: TransportFixture, @unchecked Sendable {
         guard let name = published(url) else {
             throw TransportError(.notFound, "the fixture did not publish \(url.redactedString)", url: url)
         }
-        let target = file(name)
-        let fresh = target.deletingLastPathComponent().appendingPathComponent(".\(UUID().uuidString).new")
-        try data.write(to: fresh)
-        // A rename gives the new version its own inode, as publishers' atomic updates do.
-        guard rename(fresh.path, target.path) == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: target.path])
-        }
+        // A rename gives the new version its own inode, as publishers' atomic updates do; the
+        // server reads it as another user may (0644).
+        try AtomicFile.write(data, to: file(name), mode: 0o644, durable: false)
     }
 
     public func missingURL() async throws -> URL { makeURL(file("missing-\(UUID().uuidString).bin")) }

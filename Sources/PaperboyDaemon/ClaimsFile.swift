@@ -74,14 +74,20 @@ struct ClaimsFile {
     func write(_ claims: [String]) throws(LibraryError) {
         let data: Data
         do {
-            data = try JSONEncoder().encode(claims)
+            data = try JSONCoding.plain.encoder.encode(claims)
         } catch {
             throw LibraryError(.storage, "cannot encode the claims for \(url.path): \(error)")
         }
+        let folder: PrivateFolder
         do {
-            try PrivateFolder.open(libraryRoot).replaceFile(Self.fileName, with: data)
+            folder = try PrivateFolder.open(libraryRoot)
         } catch {
             throw LibraryError(.storage, "cannot record the claimed assets in \(url.path): \(error.message)")
+        }
+        do {
+            try folder.replaceFile(Self.fileName, with: data)
+        } catch {
+            throw LibraryError(error.code, "cannot record the claimed assets: \(error.message)")
         }
     }
 }

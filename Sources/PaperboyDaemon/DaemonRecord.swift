@@ -24,7 +24,7 @@ public struct DaemonRecord: Codable, Sendable, Equatable {
     /// Writes the record (atomically, private to the user from its first byte), in the library
     /// folder opened as a ``PrivateFolder``.
     func write(in libraryRoot: URL) throws {
-        try PrivateFolder.open(libraryRoot).replaceFile(Self.fileName, with: JSONEncoder().encode(self))
+        try PrivateFolder.open(libraryRoot).replaceFile(Self.fileName, with: JSONCoding.plain.encoder.encode(self))
     }
 
     static func remove(from libraryRoot: URL) {

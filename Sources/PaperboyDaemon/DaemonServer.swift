@@ -179,11 +179,6 @@ public final class DaemonServer: Sendable {
         DaemonRecord.remove(from: library.root)
     }
 
-    /// Applies the configuration again, as `RELOAD` does.
-    public func reloadConfiguration() async throws -> Int {
-        try await reload()
-    }
-
     // MARK: Connections
 
     private func acceptLoop(_ fd: Int32) {
@@ -192,7 +187,7 @@ public final class DaemonServer: Sendable {
             if client < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
                 if errno == EMFILE || errno == ENFILE {
-                    logger.error("cannot accept a connection: \(systemError())")
+                    logger.error("cannot accept a connection: \(SystemFailure.reason())")
                     usleep(100_000)
                     continue
                 }

@@ -108,7 +108,7 @@ public enum DaemonProtocol {
     package static func checkID(_ frame: CheckedFrame) throws(WireError) {
         guard let text = frame.json.captured else { return }
         if let id = Int64(text), (0...maxIdentifier).contains(id) { return }
-        throw WireError(ErrorCode.badRequest, "\(frame.kind) id: expected an integer from 0 to 2^53, got \(shown(text))",
+        throw WireError(ErrorCode.badRequest, "\(frame.kind) id: expected an integer from 0 to 2^53, got \(JSONValue.shown(text))",
                         id: readableID(frame))
     }
 
@@ -203,7 +203,7 @@ public enum DaemonProtocol {
         /// The value as a message shows it; never a secret's.
         var shownValue: String {
             if isSecret { return "a value (not shown: it may hold a secret)" }
-            return value.map(shown) ?? "nothing"
+            return value.map(\.shown) ?? "nothing"
         }
     }
 
@@ -244,27 +244,12 @@ public enum DaemonProtocol {
                   quoted.contains(index) else { return }
             if expected is any BinaryInteger.Type {
                 let text = String(decoding: original[literals[index]], as: UTF8.self)
-                let value = located.isSecret ? "a value (not shown: it may hold a secret)" : shown(text)
+                let value = located.isSecret ? "a value (not shown: it may hold a secret)" : JSONValue.shown(text)
                 throw WireError(ErrorCode.badRequest, "\(frame.kind) \(located.path): expected an integer, got \(value)")
             }
             guard expected is any BinaryFloatingPoint.Type else { return }
             quoted.remove(index)
         }
-    }
-
-    /// A value as a message shows it: JSON of at most 64 characters, or `an object`, `an array`.
-    private static func shown(_ value: JSONValue) -> String {
-        switch value {
-        case .array: "an array"
-        case .object: "an object"
-        case .number(let number) where number.rounded() == number && abs(number) < 9.2e18: shown(String(Int64(number)))
-        case .number(let number): shown(String(number))
-        default: shown(String(decoding: (try? encoder.encode(value)) ?? Data("?".utf8), as: UTF8.self))
-        }
-    }
-
-    private static func shown(_ text: String) -> String {
-        text.count <= 64 ? text : String(text.prefix(64)) + "…"
     }
 
     private static func snake(_ name: String) -> String {
@@ -275,40 +260,9 @@ public enum DaemonProtocol {
         return result
     }
 
-    package static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        // In UTC, to the millisecond as the library records dates, in the calendar
-        // ``LibraryDate/parse(_:)`` reads (Foundation's `.iso8601` writes dates before 1582 in
-        // the Julian calendar).
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(LibraryDate.utcMillisecondText(date))
-        }
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-
-    package static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        decoder.dateDecodingStrategy = .custom(decodeDate)
-        return decoder
-    }()
-
-    /// A date field: what ``LibraryDate/parse(_:)`` reads (a date `2026-11-21`, midnight UTC, or
-    /// an ISO 8601 / RFC 3339 date-time with an offset, fractional seconds allowed), or
-    /// `dataCorrupted` at the field saying what was expected. The range of years is
-    /// ``LibraryDate``'s, checked where the date is used (`ADDISSUE`).
-    private static func decodeDate(_ decoder: any Decoder) throws -> Date {
-        let container = try decoder.singleValueContainer()
-        if let text = try? container.decode(String.self), let date = LibraryDate.parse(text) { return date }
-        let got = (try? container.decode(JSONValue.self)).map(shown) ?? "?"
-        throw DecodingError.dataCorrupted(.init(
-            codingPath: decoder.codingPath,
-            debugDescription: "expected an ISO 8601 date (2026-11-21, midnight UTC) or date-time with an offset "
-                + "(2026-11-21T06:00:00Z), got \(got)"))
-    }
+    /// The protocol's coders (``JSONCoding/daemonWire``).
+    package static let encoder = JSONCoding.daemonWire.encoder
+    package static let decoder = JSONCoding.daemonWire.decoder
 }
 
 /// A frame whose payload passed ``DaemonProtocol/request(_:)`` or ``DaemonProtocol/reply(_:)``:

@@ -39,7 +39,7 @@ public enum DaemonSocket {
             folder.remove(name)
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw LibraryError(.storage, "cannot create the socket \(path): \(systemError())") }
+        guard fd >= 0 else { throw LibraryError(.storage, SystemFailure.message("cannot create the socket", path)) }
         // Bound by its path (what `getsockname` and tools show): the folder, checked and held
         // open, is this user's and 0700, in a runtime folder where nobody else can replace it.
         var address = try address(for: path)
@@ -47,7 +47,7 @@ public enum DaemonSocket {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard bound == 0, fchmodat(folder.fd, name, 0o600, 0) == 0, Glibc.listen(fd, 64) == 0 else {
-            let message = systemError()
+            let message = SystemFailure.reason()
             close(fd)
             throw LibraryError(.storage, "cannot listen on \(path): \(message)")
         }
@@ -83,7 +83,7 @@ public enum DaemonSocket {
             }
         }
         guard let info = folder.entry(url.lastPathComponent) else {
-            return errno == ENOENT ? .absent : .refused("cannot read it: \(systemError())")
+            return errno == ENOENT ? .absent : .refused("cannot read it: \(SystemFailure.reason())")
         }
         let me = getuid()
         if info.st_mode & S_IFMT == S_IFLNK { return .refused("it is a symbolic link (owned by uid \(info.st_uid)): not followed") }
@@ -142,6 +142,3 @@ public enum DaemonSocket {
         return address
     }
 }
-
-/// The text of the current `errno`.
-package func systemError() -> String { String(cString: strerror(errno)) }

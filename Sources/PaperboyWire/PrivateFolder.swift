@@ -98,7 +98,7 @@ package final class PrivateFolder: Sendable {
             try makeFolders(grandparentPath)
             grandparent = Glibc.open(grandparentPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         }
-        guard grandparent >= 0 else { throw Failure(path: grandparentPath, problem: errno == ENOENT ? .missing : .system(systemError())) }
+        guard grandparent >= 0 else { throw Failure(path: grandparentPath, problem: errno == ENOENT ? .missing : .system(SystemFailure.reason())) }
         defer { close(grandparent) }
         let parent: Int32
         if parentPath == grandparentPath {
@@ -108,7 +108,7 @@ package final class PrivateFolder: Sendable {
         }
         defer { close(parent) }
         var info = stat()
-        guard fstat(parent, &info) == 0 else { throw Failure(path: parentPath, problem: .system(systemError())) }
+        guard fstat(parent, &info) == 0 else { throw Failure(path: parentPath, problem: .system(SystemFailure.reason())) }
         guard info.st_uid == getuid() || info.st_uid == 0 else { throw Failure(path: parentPath, problem: .owner(info.st_uid)) }
         if info.st_mode & 0o022 != 0, info.st_mode & S_ISVTX == 0 {
             throw Failure(path: parentPath, problem: .openToOthers(mode: info.st_mode))
@@ -116,7 +116,7 @@ package final class PrivateFolder: Sendable {
         let fd = try step(into: parent, name: (path as NSString).lastPathComponent, path: path, creating: creating)
         guard fstat(fd, &info) == 0 else {
             close(fd)
-            throw Failure(path: path, problem: .system(systemError()))
+            throw Failure(path: path, problem: .system(SystemFailure.reason()))
         }
         guard info.st_uid == getuid() else {
             close(fd)
@@ -124,7 +124,7 @@ package final class PrivateFolder: Sendable {
         }
         if repairing, info.st_mode & 0o777 != 0o700, fchmod(fd, 0o700) != 0 {
             close(fd)
-            throw Failure(path: path, problem: .system("cannot make it private: \(systemError())"))
+            throw Failure(path: path, problem: .system("cannot make it private: \(SystemFailure.reason())"))
         }
         if !repairing, info.st_mode & 0o022 != 0 {
             close(fd)
@@ -139,37 +139,37 @@ package final class PrivateFolder: Sendable {
         let flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC
         var fd = openat(parent, name, flags | O_NOFOLLOW)
         if fd < 0, errno == ENOENT, creating {
-            if mkdirat(parent, name, 0o700) != 0, errno != EEXIST { throw Failure(path: path, problem: .system(systemError())) }
+            if mkdirat(parent, name, 0o700) != 0, errno != EEXIST { throw Failure(path: path, problem: .system(SystemFailure.reason())) }
             fd = openat(parent, name, flags | O_NOFOLLOW)
         }
         if fd >= 0 { return fd }
         let code = errno
         var link = stat()
         guard fstatat(parent, name, &link, AT_SYMLINK_NOFOLLOW) == 0 else {
-            throw Failure(path: path, problem: code == ENOENT ? .missing : .system(String(cString: strerror(code))))
+            throw Failure(path: path, problem: code == ENOENT ? .missing : .system(SystemFailure.reason(code)))
         }
         guard link.st_mode & S_IFMT == S_IFLNK else {
-            throw Failure(path: path, problem: link.st_mode & S_IFMT == S_IFDIR ? .system(String(cString: strerror(code))) : .notAFolder)
+            throw Failure(path: path, problem: link.st_mode & S_IFMT == S_IFDIR ? .system(SystemFailure.reason(code)) : .notAFolder)
         }
         var holder = stat()
-        guard fstat(parent, &holder) == 0 else { throw Failure(path: path, problem: .system(systemError())) }
+        guard fstat(parent, &holder) == 0 else { throw Failure(path: path, problem: .system(SystemFailure.reason())) }
         let sharedHolder = holder.st_mode & 0o022 != 0 || (holder.st_uid != getuid() && holder.st_uid != 0)
         guard !sharedHolder, link.st_uid == getuid() || link.st_uid == 0 else {
             throw Failure(path: path, problem: .link(owner: link.st_uid))
         }
         fd = openat(parent, name, flags)
-        guard fd >= 0 else { throw Failure(path: path, problem: errno == ENOENT ? .missing : .system(systemError())) }
+        guard fd >= 0 else { throw Failure(path: path, problem: errno == ENOENT ? .missing : .system(SystemFailure.reason())) }
         return fd
     }
 
     /// `mkdir -p` with mode 0700 for the folders above the runtime folder.
     private static func makeFolders(_ path: String) throws(Failure) {
         if mkdir(path, 0o700) == 0 || errno == EEXIST { return }
-        guard errno == ENOENT else { throw Failure(path: path, problem: .system(systemError())) }
+        guard errno == ENOENT else { throw Failure(path: path, problem: .system(SystemFailure.reason())) }
         let parent = (path as NSString).deletingLastPathComponent
         guard !parent.isEmpty, parent != path else { throw Failure(path: path, problem: .missing) }
         try makeFolders(parent)
-        guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw Failure(path: path, problem: .system(systemError())) }
+        guard mkdir(path, 0o700) == 0 || errno == EEXIST else { throw Failure(path: path, problem: .system(SystemFailure.reason())) }
     }
 
     // MARK: What is in it
@@ -199,11 +199,11 @@ package final class PrivateFolder: Sendable {
             let code = errno
             if code == ENOENT { return nil }
             if code == ELOOP, let info = entry(name) { throw Failure(path: path(of: name), problem: .link(owner: info.st_uid)) }
-            throw Failure(path: path(of: name), problem: .system(String(cString: strerror(code))))
+            throw Failure(path: path(of: name), problem: .system(SystemFailure.reason(code)))
         }
         defer { close(file) }
         var info = stat()
-        guard fstat(file, &info) == 0 else { throw Failure(path: path(of: name), problem: .system(systemError())) }
+        guard fstat(file, &info) == 0 else { throw Failure(path: path(of: name), problem: .system(SystemFailure.reason())) }
         guard info.st_mode & S_IFMT == S_IFREG else { throw Failure(path: path(of: name), problem: .notAFile) }
         guard info.st_uid == getuid() else { throw Failure(path: path(of: name), problem: .owner(info.st_uid)) }
         var data = Data()
@@ -211,7 +211,7 @@ package final class PrivateFolder: Sendable {
         while true {
             let count = buffer.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { throw Failure(path: path(of: name), problem: .system(systemError())) }
+            guard count >= 0 else { throw Failure(path: path(of: name), problem: .system(SystemFailure.reason())) }
             if count == 0 { return data }
             data.append(contentsOf: buffer[..<count])
             // One byte past the limit is enough for the reader to refuse the file as too large.
@@ -219,38 +219,13 @@ package final class PrivateFolder: Sendable {
         }
     }
 
-    /// Replaces the file `name` with `data`, so that a crash or power loss at any instant leaves
-    /// the old content or the new: a temporary file created in this folder (0600 from its
-    /// creation, `O_EXCL | O_NOFOLLOW`), `fsync`, `renameat` over the old one (a link there is
-    /// replaced, never followed), `fsync` of the folder.
+    /// Replaces the file `name` with `data`, relative to this folder's descriptor, private to the
+    /// user (0600) and durably: ``AtomicFile/write(_:named:inFolder:folderPath:mode:durable:)``
+    /// (a link at `name` is replaced, never followed).
     ///
-    /// - Throws: ``Failure`` naming the file and the system's reason.
-    package func replaceFile(_ name: String, with data: Data) throws(Failure) {
-        let temporary = ".\(name).tmp-\(getpid())"
-        unlinkat(fd, temporary, 0)
-        let file = openat(fd, temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard file >= 0 else { throw Failure(path: path(of: temporary), problem: .system(systemError())) }
-        var failure: String?
-        data.withUnsafeBytes { bytes in
-            var offset = 0
-            while offset < bytes.count {
-                let written = Glibc.write(file, bytes.baseAddress! + offset, bytes.count - offset)
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    failure = systemError()
-                    return
-                }
-                offset += written
-            }
-        }
-        if failure == nil, fsync(file) != 0 { failure = systemError() }
-        close(file)
-        if failure == nil, renameat(fd, temporary, fd, name) != 0 { failure = systemError() }
-        if let failure {
-            unlinkat(fd, temporary, 0)
-            throw Failure(path: path(of: name), problem: .system(failure))
-        }
-        _ = fsync(fd)
+    /// - Throws: ``LibraryError`` naming the file and the system's reason.
+    package func replaceFile(_ name: String, with data: Data) throws(LibraryError) {
+        try AtomicFile.write(data, named: name, inFolder: fd, folderPath: path)
     }
 }
 

@@ -87,9 +87,7 @@ struct JSONTextWriter {
     /// A value through `JSONEncoder` (small values only), indented to its place.
     mutating func encoded(_ value: some Encodable) throws {
         startValue()
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let text = String(decoding: Console.jsonEscapingControls(try encoder.encode(value)), as: UTF8.self)
+        let text = String(decoding: Console.jsonEscapingControls(try JSONCoding.document.encoder.encode(value)), as: UTF8.self)
         output.write(text.replacingOccurrences(of: "\n", with: "\n" + String(repeating: "  ", count: depth)))
     }
 

@@ -357,7 +357,7 @@ final class Spawner: Sendable {
                 let failure = paperboy_pipe_cloexec(&fds)
                 if failure != 0 {
                     for (index, pipe) in pipes.enumerated() { close(index == 0 ? pipe[1] : pipe[0]) }
-                    throw HelperLaunchError(name: name, reason: "cannot create a pipe: \(String(cString: strerror(failure)))")
+                    throw HelperLaunchError(name: name, reason: "cannot create a pipe: \(SystemFailure.reason(failure))")
                 }
                 pipes.append(fds)
             }
@@ -379,7 +379,7 @@ final class Spawner: Sendable {
             }
             if failure != 0 {
                 for (index, pipe) in pipes.enumerated() { close(index == 0 ? pipe[1] : pipe[0]) }
-                throw HelperLaunchError(name: name, reason: "cannot run \(path): \(String(cString: strerror(failure)))")
+                throw HelperLaunchError(name: name, reason: SystemFailure.message("cannot run", path, code: failure))
             }
             return (pid, pipes[0][1], pipes[1][0], pipes[2][0])
         }

@@ -51,18 +51,9 @@ public enum ExecProtocol {
         frame(kind, try encoder.encode(message))
     }
 
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
-
-    static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return decoder
-    }()
+    /// The protocol's coders (``JSONCoding/helperWire``).
+    static let encoder = JSONCoding.helperWire.encoder
+    static let decoder = JSONCoding.helperWire.decoder
 }
 
 // MARK: Messages (field names are snake_case on the wire)

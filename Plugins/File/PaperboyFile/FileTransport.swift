@@ -54,7 +54,7 @@ public struct FileTransport: Transport {
             let got = pread(fd, buffer.baseAddress, want, off_t(position))
             if got < 0 {
                 if errno == EINTR { continue }
-                throw TransportError(.ioError, "cannot read \(path): \(String(cString: strerror(errno)))", url: job.url)
+                throw TransportError(.ioError, SystemFailure.message("cannot read", path), url: job.url)
             }
             if got == 0 {
                 throw TransportError(.sourceChanged, "\(path) shrank to \(position) bytes while being copied", url: job.url)
@@ -78,7 +78,7 @@ public struct FileTransport: Transport {
     }
 
     static func error(_ code: Int32, opening url: URL) -> TransportError {
-        let reason = String(cString: strerror(code))
+        let reason = SystemFailure.reason(code)
         switch code {
         case ENOENT, ENOTDIR:
             return TransportError(.notFound, "no such file: \(url.path)", url: url, isRetryable: false)

@@ -100,7 +100,7 @@ struct KnownHosts: Sendable {
         // Lines libssh2 cannot parse (certificates, unknown key types) are skipped, not fatal.
         let read = libssh2_knownhost_readfile(hosts, file.path, LIBSSH2_KNOWNHOST_FILE_OPENSSH)
         if read < 0, access(file.path, R_OK) != 0 {
-            throw TransportError(.ioError, "cannot read known_hosts file \(file.path): \(String(cString: strerror(errno)))",
+            throw TransportError(.ioError, SystemFailure.message("cannot read known_hosts file", file.path),
                                  url: url, isRetryable: false)
         }
         let typemask = PAPERBOY_KNOWNHOST_TYPE_PLAIN | PAPERBOY_KNOWNHOST_KEYENC_RAW | bits
@@ -127,7 +127,7 @@ struct KnownHosts: Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let fd = open(file.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw TransportError(.ioError, "cannot record the host key in \(file.path): \(String(cString: strerror(errno)))", isRetryable: false)
+            throw TransportError(.ioError, SystemFailure.message("cannot record the host key in", file.path), isRetryable: false)
         }
         defer { close(fd) }
         var line = key.knownHostsLine(for: name) + "\n"
@@ -143,7 +143,7 @@ struct KnownHosts: Sendable {
         }
         let written = line.utf8CString.withUnsafeBufferPointer { Glibc.write(fd, $0.baseAddress, $0.count - 1) }
         guard written == line.utf8.count else {
-            throw TransportError(.ioError, "cannot record the host key in \(file.path): \(String(cString: strerror(errno)))", isRetryable: false)
+            throw TransportError(.ioError, SystemFailure.message("cannot record the host key in", file.path), isRetryable: false)
         }
     }
 

@@ -97,9 +97,6 @@ final class SSHSession: @unchecked Sendable {
     /// Transfers using the session now.
     var userCount: Int { shared.withLock { $0.users } }
 
-    /// Whether the connection failed; a failed session is never handed out again.
-    var isUsable: Bool { shared.withLock { !$0.closed } }
-
     /// Creates a session and starts its thread. Nothing is connected yet.
     init(key: Key, idleLifetime: Duration) {
         self.key = key
@@ -241,9 +238,9 @@ final class SSHSession: @unchecked Sendable {
         while let current = entry {
             entry = current.pointee.ai_next
             let fd = Glibc.socket(current.pointee.ai_family, current.pointee.ai_socktype | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), current.pointee.ai_protocol)
-            guard fd >= 0 else { lastError = String(cString: strerror(errno)); continue }
+            guard fd >= 0 else { lastError = SystemFailure.reason(); continue }
             if Glibc.connect(fd, current.pointee.ai_addr, current.pointee.ai_addrlen) != 0, errno != EINPROGRESS {
-                lastError = String(cString: strerror(errno))
+                lastError = SystemFailure.reason()
                 close(fd)
                 continue
             }
@@ -261,7 +258,7 @@ final class SSHSession: @unchecked Sendable {
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fd, SOL_SOCKET, SO_ERROR, &failure, &length)
             guard failure == 0 else {
-                lastError = String(cString: strerror(failure))
+                lastError = SystemFailure.reason(failure)
                 close(fd)
                 continue
             }

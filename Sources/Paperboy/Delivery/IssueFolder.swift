@@ -30,7 +30,7 @@ enum IssueFolder {
             directory = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         }
         guard directory >= 0 else {
-            throw LibraryError(.storage, "cannot open folder \(folder.path): \(POSIX.errorMessage())")
+            throw LibraryError(.storage, SystemFailure.message("cannot open folder", folder.path))
         }
         defer { POSIX.closeFile(directory) }
         var components = path.split(separator: "/")
@@ -42,7 +42,7 @@ enum IssueFolder {
                 if code == ELOOP || code == ENOTDIR {
                     throw LibraryError(.invalidPath, "destination '\(path)' of issue '\(issueName)' goes through '\(walked)', a symbolic link or a file: refused, as it could lead outside the issue folder")
                 }
-                throw LibraryError(.storage, "cannot create or open folder \(folder.path)/\(walked): \(POSIX.errorMessage(code))")
+                throw LibraryError(.storage, "cannot create or open folder \(folder.path)/\(walked): \(SystemFailure.reason(code))")
             }
             POSIX.closeFile(directory)
             directory = next
@@ -55,7 +55,7 @@ enum IssueFolder {
             if code == EISDIR || (fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && (info.st_mode & S_IFMT) == S_IFDIR) {
                 throw LibraryError(.invalidPath, "destination '\(path)' of issue '\(issueName)' is a folder")
             }
-            throw LibraryError(.storage, "cannot move \(file.path) to \(folder.path)/\(path): \(POSIX.errorMessage(code))", isRetryable: false)
+            throw LibraryError(.storage, "cannot move \(file.path) to \(folder.path)/\(path): \(SystemFailure.reason(code))", isRetryable: false)
         }
     }
 

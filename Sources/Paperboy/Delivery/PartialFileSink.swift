@@ -193,10 +193,10 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// a retryable `.ioError`.
     func writeFailure(_ code: Int32) -> TransportError {
         if code == ENOSPC || code == EDQUOT {
-            return refuse(LibraryError(.insufficientStorage, "cannot write \(context.partialFile.path) for \(context.url.redactedString): \(POSIX.errorMessage(code))",
+            return refuse(LibraryError(.insufficientStorage, "cannot write \(context.partialFile.path) for \(context.url.redactedString): \(SystemFailure.reason(code))",
                                        underlying: POSIXErrorCode(rawValue: code).map { POSIXError($0) }))
         }
-        return TransportError(.ioError, "cannot write \(context.partialFile.path): \(POSIX.errorMessage(code))", url: context.url)
+        return TransportError(.ioError, SystemFailure.message("cannot write", context.partialFile.path, code: code), url: context.url)
     }
 
     init(fd: Int32, context: Context) {
@@ -259,7 +259,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         if response.offset == 0 {
             if requested > 0 || POSIX.fileSize(fd) > 0 {
                 guard POSIX.truncate(fd, to: 0) else {
-                    throw TransportError(.ioError, "cannot truncate partial file: \(POSIX.errorMessage())", url: context.url)
+                    throw TransportError(.ioError, "cannot truncate partial file: \(SystemFailure.reason())", url: context.url)
                 }
             }
             written = 0

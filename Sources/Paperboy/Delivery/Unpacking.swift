@@ -52,7 +52,7 @@ enum Unpacker {
             // A staging folder left by a killed run is stale: start afresh, never through a link.
             try? FileManager.default.removeItem(at: staging)
             guard mkdir(staging.path, 0o700) == 0 else {
-                throw LibraryError(.storage, "cannot create folder \(staging.path): \(POSIX.errorMessage())")
+                throw LibraryError(.storage, SystemFailure.message("cannot create folder", staging.path))
             }
             defer { try? FileManager.default.removeItem(at: staging) }
             for entry in plan.entries {
@@ -120,7 +120,7 @@ enum Unpacker {
         // Library files are private to the user, whatever modes the archive carries.
         let fd = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw LibraryError(.storage, "cannot create \(url.path) for archive entry '\(entry.path)': \(POSIX.errorMessage())")
+            throw LibraryError(.storage, "cannot create \(url.path) for archive entry '\(entry.path)': \(SystemFailure.reason())")
         }
         defer { POSIX.closeFile(fd) }
         var written: Int64 = 0
@@ -135,7 +135,7 @@ enum Unpacker {
                 if let code = chunk.withUnsafeBytes({ POSIX.writeAll(fd, $0) }) {
                     let full = code == ENOSPC || code == EDQUOT
                     throw LibraryError(full ? .insufficientStorage : .storage,
-                                       "\(full ? "not enough space to unpack \(archiveName): " : "")cannot write \(url.path) (archive entry '\(entry.path)'): \(POSIX.errorMessage(code))",
+                                       "\(full ? "not enough space to unpack \(archiveName): " : "")cannot write \(url.path) (archive entry '\(entry.path)'): \(SystemFailure.reason(code))",
                                        underlying: POSIXErrorCode(rawValue: code).map { POSIXError($0) })
                 }
             }

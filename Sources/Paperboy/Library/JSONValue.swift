@@ -53,7 +53,7 @@ extension JSONValue {
     package func checkedJSON(at door: JSONReader) throws(JSONInputError) -> Data {
         let data: Data
         do {
-            data = try JSONEncoder().encode(self)
+            data = try JSONCoding.plain.encoder.encode(self)
         } catch {
             throw JSONInputError(door: door.door, kind: .number, problem: "a number JSON cannot hold (NaN or infinite)", offset: nil)
         }

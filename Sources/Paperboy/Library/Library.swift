@@ -177,7 +177,7 @@ public final class Library: Sendable {
         let lockURL = layout.root.appendingPathComponent(".lock")
         let lock = Glibc.open(lockURL.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lock >= 0 else {
-            throw LibraryError(.storage, "cannot open \(lockURL.path): \(POSIX.errorMessage())")
+            throw LibraryError(.storage, SystemFailure.message("cannot open", lockURL.path))
         }
         // A child process forked by this one holds a copy of the lock until it calls exec: retry
         // briefly before concluding that another process has the library open.

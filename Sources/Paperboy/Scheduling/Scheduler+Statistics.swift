@@ -9,7 +9,7 @@ extension Scheduler {
     func recordLimiterStatistics(after last: Int64) -> Int64 {
         let statistics = limiter.statistics
         guard statistics.bytesGranted != last else { return last }
-        if let data = try? JSONEncoder().encode(statistics) {
+        if let data = try? JSONCoding.plain.encoder.encode(statistics) {
             try? store.setMeta("bandwidth", String(decoding: data, as: UTF8.self))
         }
         return statistics.bytesGranted

@@ -86,7 +86,7 @@ extension Scheduler {
         }
         // A new, empty partial file (the common case) needs neither truncating nor seeking.
         guard size == 0 || POSIX.truncate(fd, to: offset) else {
-            let error = LibraryError(.storage, "cannot truncate \(partial.path): \(POSIX.errorMessage())")
+            let error = LibraryError(.storage, SystemFailure.message("cannot truncate", partial.path))
             return .failed(error, retryAfter: nil, written: 0, validator: nil)
         }
 

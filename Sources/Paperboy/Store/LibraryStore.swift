@@ -121,29 +121,19 @@ final class LibraryStore: Sendable {
     }
 
     /// Creates a new library database whole: migrated in a file of its own next to `fileURL`,
-    /// then renamed into place (and the folder synced). A process killed meanwhile leaves no
-    /// database, never one half migrated, which a read-only command (`status`) would refuse
-    /// until a `sync` finished the migrations; the leftover file is replaced by the next try.
+    /// then renamed into place, durably (``AtomicFile/replace(_:mode:durable:build:)``). A process
+    /// killed meanwhile leaves no database, never one half migrated, which a read-only command
+    /// (`status`) would refuse until a `sync` finished the migrations; the leftover file is
+    /// replaced by the next try.
     private static func createMigrated(at fileURL: URL, configuration: Configuration) throws {
-        let fresh = fileURL.deletingLastPathComponent().appendingPathComponent(".\(fileURL.lastPathComponent).new")
-        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(fresh.path + suffix) }
-        let queue = try DatabaseQueue(path: fresh.path, configuration: configuration)
-        chmod(fresh.path, 0o600)
-        // In WAL mode from its first byte: switching a database in place to WAL is a write with a
-        // rollback journal, and a kill then left a hot journal that read-only opens cannot roll back.
-        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
-        try Migrations.migrator.migrate(queue)
-        try queue.close()
-        let fd = open(fresh.path, O_RDONLY | O_CLOEXEC)
-        if fd >= 0 {
-            _ = fsync(fd)
-            close(fd)
-        }
-        try POSIX.rename(fresh, fileURL)
-        let folder = open(fileURL.deletingLastPathComponent().path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folder >= 0 {
-            _ = fsync(folder)
-            close(folder)
+        try AtomicFile.replace(fileURL) { fresh in
+            for suffix in ["-wal", "-shm", "-journal"] { unlink(fresh.path + suffix) }
+            let queue = try DatabaseQueue(path: fresh.path, configuration: configuration)
+            // In WAL mode from its first byte: switching a database in place to WAL is a write with a
+            // rollback journal, and a kill then left a hot journal that read-only opens cannot roll back.
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
+            try Migrations.migrator.migrate(queue)
+            try queue.close()
         }
     }
 
@@ -416,11 +406,6 @@ final class LibraryStore: Sendable {
         } catch {
             throw LibraryError.storage("cannot record the new request of asset \(id)", error)
         }
-    }
-
-    func deleteAsset(id: String) {
-        flush()
-        _ = try? pool.write { db in try AssetRecord.deleteOne(db, key: id) }
     }
 
     // MARK: Meta

@@ -200,14 +200,8 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
 
     private static func json(_ strings: [String: String]) throws -> String? {
         guard !strings.isEmpty else { return nil }
-        return String(decoding: try encoder.encode(strings), as: UTF8.self)
+        return String(decoding: try JSONCoding.stored.encoder.encode(strings), as: UTF8.self)
     }
-
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return encoder
-    }()
 
     static var databaseSelection: [any SQLSelectable] { columnNames.map { Column($0) } }
 

@@ -90,11 +90,11 @@ package struct ChildRun: Sendable {
         var pipe: [Int32] = [-1, -1]
         if outputLimit > 0 {
             let failure = paperboy_pipe_cloexec(&pipe)
-            guard failure == 0 else { return (.couldNotStart("cannot create a pipe: \(String(cString: strerror(failure)))"), Data()) }
+            guard failure == 0 else { return (.couldNotStart("cannot create a pipe: \(SystemFailure.reason(failure))"), Data()) }
         }
         let null = open("/dev/null", O_RDWR | O_CLOEXEC)
         defer { if null >= 0 { close(null) } }
-        guard null >= 0 else { return (.couldNotStart("cannot open /dev/null: \(String(cString: strerror(errno)))"), Data()) }
+        guard null >= 0 else { return (.couldNotStart("cannot open /dev/null: \(SystemFailure.reason())"), Data()) }
         let argv = (argv0 + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -107,7 +107,7 @@ package struct ChildRun: Sendable {
         if outputLimit > 0 { close(pipe[1]) }
         guard failure == 0 else {
             if outputLimit > 0 { close(pipe[0]) }
-            return (.couldNotStart("\(path): \(String(cString: strerror(failure)))"), Data())
+            return (.couldNotStart("\(path): \(SystemFailure.reason(failure))"), Data())
         }
         var output = Data()
         let ending = wait(for: pid, reading: outputLimit > 0 ? pipe[0] : -1, into: &output)

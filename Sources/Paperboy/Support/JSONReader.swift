@@ -121,7 +121,7 @@ package struct JSONReader: Sendable {
     /// Checks, then decodes with `decoder`.
     ///
     /// - Throws: ``JSONInputError``, or the decoder's `DecodingError` for JSON of the wrong shape.
-    package func decode<Value: Decodable>(_ type: Value.Type, from data: Data, using decoder: JSONDecoder = JSONDecoder()) throws -> Value {
+    package func decode<Value: Decodable>(_ type: Value.Type, from data: Data, using decoder: JSONDecoder = JSONCoding.plain.decoder) throws -> Value {
         try check(data).decode(type, using: decoder)
     }
 
@@ -177,7 +177,7 @@ package struct CheckedJSON: Sendable {
     /// Decodes the checked bytes.
     ///
     /// - Throws: the decoder's `DecodingError` for JSON of the wrong shape.
-    package func decode<Value: Decodable>(_ type: Value.Type, using decoder: JSONDecoder = JSONDecoder()) throws -> Value {
+    package func decode<Value: Decodable>(_ type: Value.Type, using decoder: JSONDecoder = JSONCoding.plain.decoder) throws -> Value {
         try decoder.decode(type, from: data)
     }
 

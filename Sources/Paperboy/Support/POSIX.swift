@@ -10,15 +10,11 @@ import Foundation
 
 /// Small wrappers over the system calls the core needs, with errors that name the file.
 enum POSIX {
-    static func errorMessage(_ code: Int32 = errno) -> String {
-        String(cString: strerror(code))
-    }
-
     /// Opens (creating if needed, mode 0600) a file for reading and writing.
     static func openReadWrite(_ url: URL) throws(LibraryError) -> Int32 {
         let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         if fd < 0 {
-            throw LibraryError(.storage, "cannot open \(url.path): \(errorMessage())", isRetryable: false)
+            throw LibraryError(.storage, SystemFailure.message("cannot open", url.path), isRetryable: false)
         }
         return fd
     }
@@ -84,7 +80,7 @@ enum POSIX {
 
     static func rename(_ from: URL, _ to: URL) throws(LibraryError) {
         if Foundation.rename(from.path, to.path) != 0 {
-            throw LibraryError(.storage, "cannot move \(from.path) to \(to.path): \(errorMessage())", isRetryable: false)
+            throw LibraryError(.storage, "cannot move \(from.path) to \(to.path): \(SystemFailure.reason())", isRetryable: false)
         }
     }
 
@@ -132,7 +128,7 @@ enum POSIX {
     static func makeDirectory(_ url: URL) throws(LibraryError) {
         let path = url.path
         if let failure = makeDirectory(path: path) {
-            throw LibraryError(.storage, "cannot create folder \(path): \(errorMessage(failure))")
+            throw LibraryError(.storage, SystemFailure.message("cannot create folder", path, code: failure))
         }
     }
 

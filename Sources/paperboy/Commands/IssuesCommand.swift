@@ -59,9 +59,7 @@ struct IssuesCommand: AsyncParsableCommand {
             })
         if !damaged.isEmpty { shelf.damagedRows = damaged.map(DamagedRowReport.Entry.init) }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            Console.json(try encoder.encode(shelf))
+            Console.json(try JSONCoding.document.encoder.encode(shelf))
             try Self.finish(damaged)
             return
         }

@@ -170,7 +170,8 @@ actor FeedDuty {
         do {
             try schedule.save(to: file)
         } catch {
-            logger.error("cannot write \(file.path): \(error.localizedDescription); the feed schedule is kept in memory only")
+            // The error names the file and the reason (``AtomicFile``).
+            logger.error("\(error); the feed schedule is kept in memory only")
         }
     }
 }

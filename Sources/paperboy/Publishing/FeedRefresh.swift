@@ -114,14 +114,13 @@ struct PurgedIssues {
         list.removeAll { removed.contains($0) }
         list.append(contentsOf: removed)
         if list.count > 10_000 { list.removeFirst(list.count - 10_000) }
-        try JSONEncoder().encode(list).write(to: file, options: .atomic)
-        chmod(file.path, 0o600)
+        try AtomicFile.write(JSONCoding.plain.encoder.encode(list), to: file)
     }
 
     /// Forgets `name` (an issue added again on purpose, with `paperboy add`).
     func forget(_ name: String) {
         var current = names
         guard current.remove(name) != nil else { return }
-        try? JSONEncoder().encode(current.sorted()).write(to: file, options: .atomic)
+        try? AtomicFile.write(JSONCoding.plain.encoder.encode(current.sorted()), to: file)
     }
 }

@@ -43,7 +43,7 @@ struct FeedSchedule: Equatable {
             return (FeedSchedule(), nil)
         }
         do {
-            let decoded = try reader.decode(File.self, from: data, using: decoder)
+            let decoded = try reader.decode(File.self, from: data, using: JSONCoding.feedSchedule.decoder)
             guard decoded.version == 1 else { return (FeedSchedule(), "version \(decoded.version) is not 1") }
             return (FeedSchedule(next: decoded.feeds.mapValues(\.nextRefresh)), nil)
         } catch let error as JSONInputError where error.kind != .syntax {
@@ -53,16 +53,10 @@ struct FeedSchedule: Equatable {
         }
     }
 
-    /// Writes the schedule atomically, private to the user.
+    /// Writes the schedule atomically and durably, private to the user (``AtomicFile``).
     func save(to file: URL) throws {
         let contents = File(version: 1, feeds: next.mapValues { File.Entry(nextRefresh: $0) })
-        let temporary = file.deletingLastPathComponent().appendingPathComponent(".\(Self.fileName).tmp")
-        let created = FileManager.default.createFile(atPath: temporary.path, contents: try Self.encoder.encode(contents),
-                                                     attributes: [.posixPermissions: 0o600])
-        guard created, rename(temporary.path, file.path) == 0 else {
-            unlink(temporary.path)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file.path])
-        }
+        try AtomicFile.write(try JSONCoding.feedSchedule.encoder.encode(contents), to: file)
     }
 
     /// Keeps the feeds of `feeds` that have a `refresh`: drops the others, gives new ones their
@@ -104,19 +98,4 @@ struct FeedSchedule: Equatable {
     static func jittered(_ refresh: TimeInterval, _ random: Double) -> TimeInterval {
         refresh * (1 - 0.1 * min(max(random, 0), 1))
     }
-
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-        return encoder
-    }()
-
-    private static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        decoder.dateDecodingStrategy = .iso8601
-        return decoder
-    }()
 }
