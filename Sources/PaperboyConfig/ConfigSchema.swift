@@ -6,7 +6,7 @@ enum ConfigSchema {
     /// schema and its decoder in one line. Such a key takes three places: this list, the
     /// setting, and docs/Configuration.md (with `paperboy.example.toml`).
     static let settingKeys: [(table: String, keys: [SettingKey])] = [
-        ("library", []),
+        ("library", [.duration("checkpoint_interval", \.checkpointInterval, in: .milliseconds(100)...Duration.seconds(3600))]),
     ]
 
     static let topLevel = [

@@ -46,7 +46,7 @@ public final class Library: Sendable {
         /// The shortest time between two progress events of one download.
         public var progressInterval: Duration = .milliseconds(100)
         /// How often a running transfer makes its bytes durable and records their count: what a
-        /// crash can cost is about this much transfer time.
+        /// power loss can cost is about this much transfer time (`[library] checkpoint_interval`).
         public var checkpointInterval: Duration = .milliseconds(500)
         /// Time allowed to connect (passed to transports).
         public var connectTimeout: Duration = .seconds(30)
