@@ -110,13 +110,7 @@ extension ConfigDecoder {
                                         "a catalog names local files only when it is a local file itself")
                 }
             }
-            let refresh = try table.duration("refresh")
-            if let refresh, !(FeedEntry.minimumRefresh...FeedEntry.maximumRefresh).contains(refresh) {
-                throw table.error(
-                    .invalidValue, "refresh",
-                    "expected a duration from \(DurationParser.string(for: FeedEntry.minimumRefresh)) to "
-                        + "\(DurationParser.string(for: FeedEntry.maximumRefresh)), got \(DurationParser.string(for: refresh))")
-            }
+            let refresh = try table.duration("refresh", in: FeedEntry.minimumRefresh...FeedEntry.maximumRefresh)
             entries.append(FeedEntry(name: name, url: url, maxAssets: maxAssets, allowedSchemes: schemes,
                                      refresh: refresh, line: context.line(for: table.path)))
         }

@@ -9,7 +9,7 @@ struct ConfigDecoder {
     func decode(_ root: TableReader) throws(ConfigError) -> PaperboyConfiguration {
         try root.checkKnownKeys(ConfigSchema.topLevel)
         let library = try decodeLibrary(root.section("library"))
-        return PaperboyConfiguration(
+        var configuration = PaperboyConfiguration(
             fileURL: context.fileURL,
             library: library,
             scheduler: try decodeScheduler(root.section("scheduler")),
@@ -24,6 +24,11 @@ struct ConfigDecoder {
             issues: try decodeIssues(root.tableArray("issues")),
             sourceMap: context.sourceMap
         )
+        for (name, keys) in ConfigSchema.settingKeys {
+            guard let table = try root.section(name) else { continue }
+            for key in keys { try key.read(table, &configuration.librarySettings) }
+        }
+        return configuration
     }
 
     private func decodeLibrary(_ table: TableReader?) throws(ConfigError) -> LibrarySettings {

@@ -1,10 +1,20 @@
+import Paperboy
+
 /// The keys each table may hold; anything else is an unknown key or table.
 enum ConfigSchema {
+    /// Keys whose value is a ``Library/Configuration`` setting as it is, by table: each is its
+    /// schema and its decoder in one line. Such a key takes three places: this list, the
+    /// setting, and docs/Configuration.md (with `paperboy.example.toml`).
+    static let settingKeys: [(table: String, keys: [SettingKey])] = [
+        ("library", [.duration("checkpoint_interval", \.checkpointInterval, in: .milliseconds(100)...Duration.seconds(3600))]),
+    ]
+
     static let topLevel = [
         "library", "scheduler", "bandwidth", "network", "notifications", "hooks", "daemon",
         "credentials", "feeds", "transports", "issues",
     ]
     static let library = ["path", "mode", "sync_to_disk", "max_unpacked_size", "max_unpack_ratio", "min_free_space"]
+        + settingKeyNames("library")
     static let scheduler = ["max_concurrent", "max_per_host", "retry_attempts", "retry_base_delay", "retry_max_delay",
                             "no_progress_timeout", "connect_timeout", "idle_timeout", "max_sync_wait"]
     static let bandwidth = ["limit", "per_transfer", "schedule"]
@@ -30,4 +40,24 @@ enum ConfigSchema {
         ("notifications", notifications), ("hooks", hooks), ("daemon", daemon), ("credentials", credentials), ("feeds", feeds),
         ("transports", transports), ("issues", issues), ("issues.assets", assets),
     ]
+
+    private static func settingKeyNames(_ table: String) -> [String] {
+        settingKeys.filter { $0.table == table }.flatMap { $0.keys.map(\.name) }
+    }
+
+    /// A key whose value is set on ``Library/Configuration`` as it is.
+    struct SettingKey: Sendable {
+        let name: String
+        /// Reads the key from its table into the configuration, when it is written.
+        let read: @Sendable (TableReader, inout Library.Configuration) throws(ConfigError) -> Void
+
+        /// A duration within `range`.
+        static func duration(
+            _ name: String, _ setting: any WritableKeyPath<Library.Configuration, Duration> & Sendable, in range: ClosedRange<Duration>
+        ) -> SettingKey {
+            SettingKey(name: name) { table, configuration throws(ConfigError) in
+                if let value = try table.duration(name, in: range) { configuration[keyPath: setting] = value }
+            }
+        }
+    }
 }

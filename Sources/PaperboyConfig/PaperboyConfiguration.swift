@@ -1,4 +1,5 @@
 import Foundation
+import Paperboy
 import TOMLKit
 
 /// A `paperboy.toml` file, read into typed and validated values.
@@ -32,6 +33,10 @@ public struct PaperboyConfiguration: Sendable {
     public var issues: [IssueEntry]
     /// Where each key was written.
     public var sourceMap: ConfigSourceMap
+    /// The ``Library/Configuration`` settings the file's keys set as they are (such as
+    /// `[library] checkpoint_interval`, see ``ConfigSchema/settingKeys``), over the library's
+    /// defaults: ``Library/Configuration/init(_:)`` starts from them.
+    var librarySettings = Library.Configuration()
 
     /// Creates a configuration from values; ``load(contentsOf:environment:)`` is the usual way.
     public init(

@@ -150,6 +150,18 @@ struct TableReader {
         }
     }
 
+    /// A duration within `range`, such as a feed's `refresh`.
+    func duration(_ key: String, in range: ClosedRange<Duration>) throws(ConfigError) -> Duration? {
+        guard let duration = try duration(key) else { return nil }
+        guard range.contains(duration) else {
+            throw error(
+                .invalidValue, key,
+                "expected a duration from \(DurationParser.string(for: range.lowerBound)) to "
+                    + "\(DurationParser.string(for: range.upperBound)), got \(DurationParser.string(for: duration))")
+        }
+        return duration
+    }
+
     /// A rate: a string such as `"10MB/s"` or `"off"`, or an integer of bytes per second.
     /// The outer optional is the key's absence, the inner one `off`.
     func rate(_ key: String) throws(ConfigError) -> ByteRate?? {

@@ -1,61 +1,19 @@
 import ArgumentParser
 import Foundation
-import Logging
 import Paperboy
 import PaperboyConfig
 
-/// Turns a configuration file into a library configuration.
 extension PaperboyConfiguration {
+    /// The library configuration of this file (``Library/Configuration/init(_:)``, in
+    /// PaperboyConfig); a secret file that cannot be read is said on standard error, naming the
+    /// file, and the command exits with 2, as for any other configuration error.
     func libraryConfiguration() throws -> Library.Configuration {
-        var configuration = Library.Configuration()
-        configuration.maxConcurrentTransfers = scheduler.maxConcurrent
-        configuration.maxTransfersPerHost = scheduler.maxPerHost
-        configuration.retry = RetryPolicy(
-            maxAttempts: scheduler.retryAttempts, baseDelay: scheduler.retryBaseDelay, maxDelay: scheduler.retryMaxDelay,
-            noProgressTimeout: scheduler.noProgressTimeout)
-        configuration.connectTimeout = scheduler.connectTimeout
-        configuration.idleTimeout = scheduler.idleTimeout
-        var rules: [OriginCredentials.Rule] = []
         do {
-            for entry in credentials {
-                let credential = Credential(
-                    user: entry.username, password: try entry.password?.reveal(), token: try entry.token?.reveal(),
-                    privateKey: entry.privateKey, passphrase: try entry.passphrase?.reveal())
-                // The configuration refuses a match without a host, so every entry has a scope.
-                if let scope = entry.scope { rules.append(OriginCredentials.Rule(scope: scope, credential: credential)) }
-            }
+            return try Library.Configuration(self)
         } catch {
             Console.error(error.description)
             throw ExitCode(2)
         }
-        if !rules.isEmpty { configuration.credentials = OriginCredentials(rules) }
-        configuration.bandwidthLimit = bandwidth.limit?.bytesPerSecond
-        configuration.perTransferBandwidthLimit = bandwidth.perTransfer?.bytesPerSecond
-        if !bandwidth.schedule.isEmpty {
-            configuration.bandwidthSchedule = BandwidthSchedule(bandwidth.schedule.map {
-                BandwidthSchedule.Entry(minuteOfDay: $0.minuteOfDay, bytesPerSecond: $0.rate?.bytesPerSecond)
-            })
-        }
-        configuration.mode = library.mode == .background ? .background : .foreground
-        configuration.syncsToDisk = library.syncToDisk
-        configuration.maxUnpackedBytes = library.maxUnpackedSize
-        configuration.maxUnpackRatio = library.maxUnpackRatio
-        configuration.minFreeSpace = library.minFreeSpace
-        configuration.networkPolicy = NetworkPolicy(
-            allowedKinds: Set(network.allowed.compactMap { NetworkStatus.Kind(rawValue: $0.rawValue) }),
-            allowsExpensive: network.allowExpensive,
-            allowsConstrained: network.allowConstrained,
-            allowsRoaming: library.mode == .foreground)
-        // PAPERBOY_NETWORK (read by the library) wins over `assume`: it is the more specific.
-        if let assume = network.assume, (ProcessInfo.processInfo.environment["PAPERBOY_NETWORK"] ?? "").isEmpty {
-            configuration.networkMonitor = FixedNetworkMonitor(NetworkStatus(
-                kind: NetworkStatus.Kind(rawValue: assume.interfaceClass.rawValue) ?? .other,
-                isExpensive: assume.attributes.contains(.expensive),
-                isConstrained: assume.attributes.contains(.constrained),
-                isRoaming: assume.attributes.contains(.roaming)))
-        }
-        configuration.logger = Logger(label: "paperboy")
-        return configuration
     }
 }
 

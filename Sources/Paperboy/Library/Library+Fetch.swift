@@ -14,11 +14,8 @@ extension Library {
     ///   ``fetchData(from:transports:configuration:maxBytes:options:)`` there).
     public func fetchData(from url: URL, maxBytes: Int = 4 << 20, options: [String: String] = [:]) async throws(LibraryError) -> Data {
         guard let scheduler = local?.scheduler else { throw LibraryError.inProcessOnly("Library.fetchData(from:)") }
-        let settings = scheduler.settings
-        return try await Self.fetch(url, maxBytes: maxBytes, options: options, transports: scheduler.transports,
-                                    credentials: settings.credentials, retry: settings.retry,
-                                    connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout, clock: settings.clock,
-                                    jitter: settings.retryJitter)
+        return try await Self.fetchData(from: url, transports: scheduler.transports, configuration: scheduler.settings,
+                                        maxBytes: maxBytes, options: options)
     }
 
     /// Fetches a small resource as ``fetchData(from:maxBytes:options:)`` does, without an open
@@ -26,34 +23,27 @@ extension Library {
     /// (a command whose library a daemon holds reads its feeds' catalogs so).
     public static func fetchData(from url: URL, transports: TransportRegistry, configuration: Configuration,
                                  maxBytes: Int = 4 << 20, options: [String: String] = [:]) async throws(LibraryError) -> Data {
-        try await fetch(url, maxBytes: maxBytes, options: options, transports: transports, credentials: configuration.credentials,
-                        retry: configuration.retry, connectTimeout: configuration.connectTimeout, idleTimeout: configuration.idleTimeout,
-                        clock: configuration.clock, jitter: configuration.retryJitter)
-    }
-
-    private static func fetch(_ url: URL, maxBytes: Int, options: [String: String], transports: TransportRegistry,
-                              credentials: (any CredentialProvider)?, retry: RetryPolicy,
-                              connectTimeout: Duration, idleTimeout: Duration, clock: any LibraryClock,
-                              jitter: (ClosedRange<Double>) -> Double) async throws(LibraryError) -> Data {
         let transport: any Transport
         do {
             transport = try transports.transport(for: url)
         } catch {
             throw Scheduler.libraryError(error)
         }
-        let sink = MemorySink(url: url, maxBytes: maxBytes, credentials: credentials)
+        let sink = MemorySink(url: url, maxBytes: maxBytes, credentials: configuration.credentials)
+        let retry = configuration.retry
         var lastError: (any Error)?
         for attempt in 1...max(1, retry.maxAttempts) {
             do {
                 let challenges = ChallengeBudget(url: url)
                 sink.reset(challenges: challenges)
-                let job = TransferJob(url: url, connectTimeout: connectTimeout, idleTimeout: idleTimeout, options: options)
+                let job = TransferJob(url: url, connectTimeout: configuration.connectTimeout, idleTimeout: configuration.idleTimeout,
+                                      options: options)
                 try await challenges.run { try await transport.transfer(job, into: sink) }
                 return sink.data
             } catch let error as TransportError where error.isRetryable && attempt < retry.maxAttempts {
                 lastError = error
-                let delay = retry.delay(afterFailedAttempts: attempt, retryAfter: error.retryAfter, random: jitter)
-                do { try await clock.sleep(for: delay) } catch { throw LibraryError(.cancelled, "fetching \(url.redactedString) was cancelled") }
+                let delay = retry.delay(afterFailedAttempts: attempt, retryAfter: error.retryAfter, random: configuration.retryJitter)
+                do { try await configuration.clock.sleep(for: delay) } catch { throw LibraryError(.cancelled, "fetching \(url.redactedString) was cancelled") }
             } catch {
                 throw Scheduler.libraryError(error)
             }

@@ -46,7 +46,7 @@ public final class Library: Sendable {
         /// The shortest time between two progress events of one download.
         public var progressInterval: Duration = .milliseconds(100)
         /// How often a running transfer makes its bytes durable and records their count: what a
-        /// crash can cost is about this much transfer time.
+        /// power loss can cost is about this much transfer time (`[library] checkpoint_interval`).
         public var checkpointInterval: Duration = .milliseconds(500)
         /// Time allowed to connect (passed to transports).
         public var connectTimeout: Duration = .seconds(30)
@@ -209,33 +209,11 @@ public final class Library: Sendable {
                 throw error
             }
         }
-        let settings = Scheduler.Settings(
-            maxConcurrent: max(1, configuration.maxConcurrentTransfers),
-            maxPerHost: max(1, configuration.maxTransfersPerHost),
-            retry: configuration.retry,
-            progressInterval: configuration.progressInterval,
-            checkpointInterval: configuration.checkpointInterval,
-            connectTimeout: configuration.connectTimeout,
-            idleTimeout: configuration.idleTimeout,
-            credentials: configuration.credentials,
-            maxUserInfoBytes: configuration.maxUserInfoBytes,
-            unpackLimits: Unpacker.Limits(maxBytes: configuration.maxUnpackedBytes, maxRatio: configuration.maxUnpackRatio),
-            minFreeSpace: configuration.minFreeSpace,
-            bandwidthLimit: configuration.bandwidthLimit,
-            perTransferLimit: configuration.perTransferBandwidthLimit,
-            schedule: configuration.bandwidthSchedule,
-            networkMonitor: monitor,
-            networkPolicy: configuration.networkPolicy ?? (configuration.mode == .background ? .unmeteredOnly : .any),
-            bootID: configuration.bootIdentity(),
-            clock: configuration.clock,
-            retryJitter: configuration.retryJitter)
-        let scheduler = Scheduler(
-            store: store, layout: layout, transports: transports, settings: settings,
-            durability: Durability(root: layout.root, enabled: configuration.syncsToDisk),
-            logger: configuration.logger)
+        let scheduler = Scheduler(store: store, layout: layout, transports: transports, settings: configuration,
+                                  networkMonitor: monitor)
         do {
             try Reconciler(
-                store: store, layout: layout, logger: configuration.logger, bootID: settings.bootID,
+                store: store, layout: layout, logger: configuration.logger, bootID: scheduler.bootID,
                 syncsToDisk: configuration.syncsToDisk
             ).reconcile()
             try scheduler.load(resume: configuration.resumesOnOpen, deliverFinished: configuration.deliversFinishedFilesOnOpen)
@@ -271,15 +249,11 @@ public final class Library: Sendable {
             throw LibraryError(.storage, "no library at \(layout.root.path) (run 'paperboy sync' first)")
         }
         let store = try LibraryStore(fileURL: layout.database, readOnly: true)
-        let configuration = Configuration()
-        let settings = Scheduler.Settings(
-            maxConcurrent: 1, maxPerHost: 1, retry: configuration.retry,
-            progressInterval: configuration.progressInterval, checkpointInterval: configuration.checkpointInterval,
-            connectTimeout: configuration.connectTimeout, idleTimeout: configuration.idleTimeout,
-            credentials: nil, maxUserInfoBytes: configuration.maxUserInfoBytes)
-        let scheduler = Scheduler(
-            store: store, layout: layout, transports: TransportRegistry(), settings: settings,
-            durability: Durability(root: layout.root, enabled: false), logger: configuration.logger)
+        // Nothing runs: no network to follow, nothing to sync.
+        var configuration = Configuration()
+        configuration.syncsToDisk = false
+        let scheduler = Scheduler(store: store, layout: layout, transports: TransportRegistry(), settings: configuration,
+                                  networkMonitor: FixedNetworkMonitor(NetworkStatus(kind: .other)))
         return Library(backend: LocalBackend(scheduler: scheduler), lockDescriptor: -1)
     }
 

@@ -8,7 +8,7 @@ extension Scheduler {
     /// Starts the background work of an open library: following the network, the bandwidth
     /// schedule, and recording the limiter's statistics for `paperboy status`.
     func startBackgroundWork() {
-        let changes = settings.networkMonitor.changes()
+        let changes = networkMonitor.changes()
         let clock = self.clock
         var tasks = [Task { [weak self] in
             for await status in changes {
@@ -26,7 +26,7 @@ extension Scheduler {
             }
         })
         background.withLock { $0 = tasks }
-        setSchedule(settings.schedule)
+        setSchedule(settings.bandwidthSchedule)
     }
 
     /// How often the limiter's statistics are recorded while transfers run.
@@ -61,7 +61,7 @@ extension Scheduler {
         if let transport = try? transports.transport(for: entry.request.url), transport.capabilities.contains(.local) {
             return true
         }
-        return settings.networkPolicy.applying(entry.policyOverride).allows(status)
+        return settings.effectiveNetworkPolicy.applying(entry.policyOverride).allows(status)
     }
 
     /// Changes the limit of each transfer (running ones included); `nil` for none.

@@ -221,7 +221,7 @@ extension Scheduler {
         let context = PartialFileSink.Context(
             assetID: run.id, partialFile: partial, url: request.url, requestedOffset: offset, recordedValidator: validator,
             expectedSHA256: request.sha256, progressInterval: settings.progressInterval,
-            checkpointInterval: settings.checkpointInterval, clock: settings.clock, bootID: settings.bootID, store: store,
+            checkpointInterval: settings.checkpointInterval, clock: settings.clock, bootID: bootID, store: store,
             durability: durability, space: space,
             live: run.live, hub: hub,
             resumed: { [weak self] total, expected in self?.transferResumed(id, total: total, expected: expected) },

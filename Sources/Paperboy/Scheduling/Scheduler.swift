@@ -18,33 +18,6 @@ import Synchronization
 /// (`+Commands`), network and bandwidth changes (`+Network`), ending a transfer and its retries
 /// (`+Finish`), the transfer itself (`+Transfer`), waiting for outcomes (`+Waits`).
 final class Scheduler: Sendable {
-    /// The scheduler's knobs; see ``Library/Configuration``.
-    struct Settings: Sendable {
-        var maxConcurrent: Int
-        var maxPerHost: Int
-        var retry: RetryPolicy
-        var progressInterval: Duration
-        var checkpointInterval: Duration
-        var connectTimeout: Duration
-        var idleTimeout: Duration
-        var credentials: (any CredentialProvider)?
-        var maxUserInfoBytes: Int
-        var unpackLimits = Unpacker.Limits()
-        /// The free space every writer leaves on the library's file system.
-        var minFreeSpace = FreeSpaceFloor.default
-        var bandwidthLimit: Int64? = nil
-        var perTransferLimit: Int64? = nil
-        var schedule: BandwidthSchedule? = nil
-        var networkMonitor: any NetworkMonitor = FixedNetworkMonitor(NetworkStatus(kind: .other))
-        var networkPolicy: NetworkPolicy = .any
-        /// The current boot (``BootIdentity``), recorded with checkpoints; `nil` if unknown.
-        var bootID: String? = nil
-        /// Where every decision taken at a time reads it (see ``LibraryClock``).
-        var clock: any LibraryClock = SystemClock()
-        /// The random part of retry delays (see ``Library/Configuration``).
-        var retryJitter: @Sendable (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
-    }
-
     /// The global bandwidth limit, shared by every transfer.
     let limiter: BandwidthLimiter
     let background = Mutex<[Task<Void, Never>]>([])
@@ -55,7 +28,13 @@ final class Scheduler: Sendable {
     let layout: LibraryLayout
     let durability: Durability
     let transports: TransportRegistry
-    let settings: Settings
+    /// The library's configuration as it was opened: each setting is read where it is used.
+    let settings: Library.Configuration
+    /// Where the network status comes from: ``Library/Configuration/networkMonitor``, or the
+    /// default one (``Library/defaultNetworkMonitor()``) when it is `nil`.
+    let networkMonitor: any NetworkMonitor
+    /// The current boot (``BootIdentity``), recorded with checkpoints; `nil` if unknown.
+    let bootID: String?
     /// Whether more bytes may be written under the library: asked by every writer.
     let space: FreeSpaceGuard
     let logger: Logger
@@ -69,19 +48,21 @@ final class Scheduler: Sendable {
     /// Why a running transfer is being stopped; `.storage`: its progress cannot be recorded.
     enum StopKind: Sendable { case pause, cancel, remove, network, close, storage }
 
-    init(store: LibraryStore, layout: LibraryLayout, transports: TransportRegistry, settings: Settings,
-         durability: Durability, logger: Logger) {
+    init(store: LibraryStore, layout: LibraryLayout, transports: TransportRegistry, settings: Library.Configuration,
+         networkMonitor: any NetworkMonitor) {
         self.store = store
         self.layout = layout
         self.transports = transports
         self.settings = settings
+        self.networkMonitor = networkMonitor
+        bootID = settings.bootIdentity()
         space = FreeSpaceGuard(root: layout.root, floor: settings.minFreeSpace)
-        self.durability = durability
-        self.logger = logger
+        durability = Durability(root: layout.root, enabled: settings.syncsToDisk)
+        logger = settings.logger
         limiter = BandwidthLimiter(bytesPerSecond: settings.bandwidthLimit, clock: settings.clock)
         var initial = State(clock: settings.clock)
-        initial.network = settings.networkMonitor.current
-        initial.perTransferLimit = settings.perTransferLimit
+        initial.network = networkMonitor.current
+        initial.perTransferLimit = settings.perTransferBandwidthLimit
         state = Mutex(initial)
         store.onCommitFailure.withLock { handler in
             handler = { [weak self] error, ids in self?.recordingFailed(error, ids: ids) }

@@ -124,9 +124,7 @@ final class Daemon: @unchecked Sendable {
         }
         library.bandwidthLimiter.setBytesPerSecond(fresh.bandwidth.limit?.bytesPerSecond)
         library.setPerTransferBandwidthLimit(fresh.bandwidth.perTransfer?.bytesPerSecond)
-        library.setBandwidthSchedule(fresh.bandwidth.schedule.isEmpty ? nil : BandwidthSchedule(fresh.bandwidth.schedule.map {
-            BandwidthSchedule.Entry(minuteOfDay: $0.minuteOfDay, bytesPerSecond: $0.rate?.bytesPerSecond)
-        }))
+        library.setBandwidthSchedule(fresh.bandwidth.librarySchedule)
         config.withLock { $0 = fresh }
         await feeds?.reconfigure(fresh)
         do {
