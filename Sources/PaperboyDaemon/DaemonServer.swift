@@ -275,14 +275,14 @@ public final class DaemonServer: Sendable {
             }
             let claims = desk.claims
             var now: [String: Int64] = [:]
-            for asset in library.downloadingAssets where !claims.contains(asset.identifier) {
-                guard let status = asset.status, status.state == .downloading else { continue }
-                let total = status.totalBytesWritten
-                now[asset.identifier] = total
-                let before = sent[asset.identifier]
+            // The running transfers alone, from memory: a backlog of 100,000 queued assets costs nothing.
+            for transfer in library.local?.runningTransfers() ?? [] where !claims.contains(transfer.identifier) {
+                let total = transfer.totalBytesWritten
+                now[transfer.identifier] = total
+                let before = sent[transfer.identifier]
                 guard before != total else { continue }
-                broadcast(.progress(asset: asset.identifier, bytesWritten: max(0, total - (before ?? total)), totalBytesWritten: total,
-                                    expectedTotalBytes: status.expectedTotalBytes))
+                broadcast(.progress(asset: transfer.identifier, bytesWritten: max(0, total - (before ?? total)), totalBytesWritten: total,
+                                    expectedTotalBytes: transfer.expectedTotalBytes))
             }
             sent = now
         }

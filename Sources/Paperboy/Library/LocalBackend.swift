@@ -317,3 +317,25 @@ extension Scheduler {
         weak var backend: LocalBackend?
     }
 }
+
+/// A transfer running now and its bytes, read from memory.
+package struct RunningTransfer: Sendable, Equatable {
+    package var identifier: String
+    package var totalBytesWritten: Int64
+    package var expectedTotalBytes: Int64?
+}
+
+extension LocalBackend {
+    /// The transfers running now with their bytes, from the scheduler's memory (no store read,
+    /// whatever the size of the backlog): what a daemon reports as progress.
+    package func runningTransfers() -> [RunningTransfer] {
+        scheduler.state.withLock { state in
+            state.entries.compactMap { id, entry in
+                entry.state == .downloading
+                    ? RunningTransfer(identifier: id, totalBytesWritten: entry.live.written.load(ordering: .relaxed),
+                                      expectedTotalBytes: entry.live.expectedBytes)
+                    : nil
+            }
+        }
+    }
+}
