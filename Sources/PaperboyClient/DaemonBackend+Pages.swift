@@ -77,15 +77,6 @@ extension DaemonBackend {
         } while after != nil
     }
 
-    /// `READ`: makes the issue named `name` the one being read and marks it read (`nil` clears
-    /// it), as `paperboy read` does; returns the issue now being read.
-    @discardableResult
-    package func read(issue name: String?) async throws(LibraryError) -> Issue? {
-        let reply = try await connection.request(as: ReadReply.self) { .read(ReadRequest(id: $0, issue: name)) }
-        mirror.withLock { $0.reading = name }
-        return reply.issue.map { record($0) }
-    }
-
     /// `NOTIFY`, with everything the daemon answered (the feeds read, new issues, failures).
     package func notify(payload: JSONValue?, feed: String?) async throws(LibraryError) -> NotifyReply {
         // The in-process library's check, so that both refuse the same payloads with the same error.

@@ -365,7 +365,7 @@ struct DaemonCLITests {
             #expect(error.code.rawValue == "bad-request", "\(error)")
         }
         do {
-            try await served.read(issue: "missing")
+            try await served.setCurrentlyReadingIssue(named: "missing")
             Issue.record("an unknown issue became the one being read")
         } catch {
             #expect(error.code == .issueNotFound, "\(error)")
