@@ -14,14 +14,26 @@ extension DaemonBackend {
             }
         }
         defer { following.cancel() }
+        // The issues' pages are read at the start, to confirm what the events say looks settled,
+        // and when no event came for a while (one may have raced the read): not at every event,
+        // since a read of a 100,000-asset sync is 200 pages.
+        var read = true
         while true {
-            // A sweep reads the states after the events seen so far.
-            let states = try await sweep(ofIssues: issues)
-            tracker.reset(states)
-            if tracker.isSettled { return states.values.filter { $0 == .waiting(.network) }.count }
-            await tracker.changed(within: .seconds(1))
+            if read {
+                // A sweep reads the states after the events seen so far.
+                tracker.reset(try await sweep(ofIssues: issues))
+            }
+            if tracker.isSettled {
+                if read { return tracker.networkWaits }
+                read = true
+                continue
+            }
+            read = await !tracker.changed(within: Self.quietBeforeReading)
         }
     }
+
+    /// How long a settle waits without events before it reads the issues' pages again.
+    static let quietBeforeReading = Duration.seconds(2)
 
     /// The state of each asset of the issues named `issues`, read a page at a time.
     private func sweep(ofIssues issues: [String]) async throws(LibraryError) -> [String: AssetState] {
@@ -40,7 +52,9 @@ extension DaemonBackend {
 private final class SettleTracker: Sendable {
     private struct State {
         var states: [String: AssetState] = [:]
-        var waiter: CheckedContinuation<Void, Never>?
+        var waiter: CheckedContinuation<Bool, Never>?
+        /// A state changed since the last ``changed(within:)`` returned.
+        var changed = false
     }
 
     private let issues: Set<String>
@@ -59,10 +73,11 @@ private final class SettleTracker: Sendable {
         guard issues.contains(issue) else { return }
         let waiter = state.withLock { state in
             state.states[id] = new
+            state.changed = true
             defer { state.waiter = nil }
             return state.waiter
         }
-        waiter?.resume()
+        waiter?.resume(returning: true)
     }
 
     /// Takes a sweep's states.
@@ -87,23 +102,36 @@ private final class SettleTracker: Sendable {
         }
     }
 
-    /// Returns when a followed asset changes state, or after `timeout`.
-    func changed(within timeout: Duration) async {
+    /// How many followed assets wait for an allowed network.
+    var networkWaits: Int {
+        state.withLock { $0.states.values.filter { $0 == .waiting(.network) }.count }
+    }
+
+    /// Returns `true` when a followed asset changed state (since the previous call, or while
+    /// waiting), `false` after `timeout` without a change.
+    func changed(within timeout: Duration) async -> Bool {
         let timer = Task {
             guard (try? await Task.sleep(for: timeout)) != nil else { return }
             let waiter = state.withLock { state in
                 defer { state.waiter = nil }
                 return state.waiter
             }
-            waiter?.resume()
+            waiter?.resume(returning: false)
         }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let previous = state.withLock { state in
-                defer { state.waiter = continuation }
-                return state.waiter
+        defer { timer.cancel() }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let (previous, now) = state.withLock { state -> (CheckedContinuation<Bool, Never>?, Bool) in
+                let previous = state.waiter
+                if state.changed {
+                    state.changed = false
+                    state.waiter = nil
+                    return (previous, true)
+                }
+                state.waiter = continuation
+                return (previous, false)
             }
-            previous?.resume()
+            previous?.resume(returning: false)
+            if now { continuation.resume(returning: true) }
         }
-        timer.cancel()
     }
 }
