@@ -51,14 +51,18 @@ extension DaemonBackend {
         return max(0, reply.badge)
     }
 
+    /// Read an issue at a time from `ASSETS` pages, as ``activity()`` is: one `STATUS` with
+    /// every asset would outgrow a frame in a large library.
     package func downloadingAssets() async throws(LibraryError) -> [AssetDownload] {
-        let reply = try await connection.request(as: StatusReply.self) { .status(StatusRequest(id: $0, assets: true)) }
-        guard case .issues(let issues) = reply.subject else { throw Self.unexpected(reply, "STATUS") }
-        mirror.withLock { mirror in
-            for issue in issues { mirror.record(issue) }
-            mirror.badge = max(0, reply.badge)
+        var active: [AssetDownload] = []
+        for name in try await shelf().issues.map(\.name) {
+            try await forEachAsset(ofIssue: name) { asset in
+                guard asset.state.state.isActive else { return }
+                mirror.withLock { $0.record(asset) }
+                active.append(handle(asset.id, issue: name))
+            }
         }
-        return issues.flatMap { $0.assets ?? [] }.filter { $0.state.state.isActive }.map { handle($0.id, issue: $0.issue) }
+        return active
     }
 
     package func asset(identifier: String) async throws(LibraryError) -> AssetDownload? {

@@ -311,7 +311,15 @@ public final class DaemonServer: Sendable {
             }
             try DaemonProtocol.checkID(frame)
             if let reply = try answer(try Request(frame), on: connection) {
-                connection.send(reply.frame)
+                let answer = reply.frame
+                // An answer no frame holds (`STATUS` of a whole large library) is an error the
+                // client can act on, not a closed connection.
+                guard answer.count <= DaemonProtocol.maxPayloadLength else {
+                    throw WireError(DaemonProtocol.ErrorCode.frameTooLarge,
+                                    "\(frame.kind): the answer (\(answer.count) bytes) is larger than a frame (\(DaemonProtocol.maxPayloadLength)); "
+                                        + "read the library a page at a time with SHELF and ASSETS")
+                }
+                connection.send(answer)
             }
         } catch var error as WireError {
             error.id = error.id ?? id

@@ -5,6 +5,7 @@ import Foundation
 import Paperboy
 import PaperboyClient
 import PaperboyDaemon
+import PaperboyFraming
 import PaperboyTestServers
 import PaperboyTesting
 import Testing
@@ -333,8 +334,12 @@ struct DaemonCLITests {
         let issue = try await client.addIssue(name: "long", date: Date(timeIntervalSince1970: 1_790_000_000))
         let count = 1_201
         for index in 0..<count {
-            let url = URL(fileURLWithPath: workspace.path(String(format: "never/a%04d.bin", index)).path)
-            _ = try await issue.addAsset(AssetRequest(url: url, destinationPath: String(format: "a%04d.bin", index)))
+            // Cellular only, on a wired machine: once asked for, each waits for a network (over
+            // HTTP to a documentation address, TEST-NET-1: local files and loopback need none),
+            // never connecting.
+            let url = try #require(URL(string: String(format: "http://192.0.2.1/a%04d.bin", index)))
+            _ = try await issue.addAsset(AssetRequest(url: url, destinationPath: String(format: "a%04d.bin", index),
+                                                      network: NetworkPolicyOverride(allowedKinds: [.cellular])))
         }
         var sizes: [Int] = []
         var after: String?
@@ -350,6 +355,21 @@ struct DaemonCLITests {
         let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let assets = try #require((json["issues"] as? [[String: Any]])?.first?["assets"] as? [[String: Any]])
         #expect(assets.compactMap { $0["path"] as? String } == (0..<count).map { String(format: "a%04d.bin", $0) })
+
+        // All of them asked for and waiting: more active assets than one frame holds, listed whole.
+        for asset in try await issue.assets() { try await asset.download() }
+        let waiting = try await client.downloadingAssets()
+        #expect(waiting.count == count)
+        #expect(waiting.allSatisfy { $0.state == .waiting(.network) }, "\(Set(waiting.map { "\($0.state)" }))")
+        // `STATUS` of the whole library with its assets outgrows a frame: an error naming the
+        // pages to read instead, and the connection goes on (it was closed before).
+        let frames = Frame.encode("HELLO", Data(#"{"protocols":[1]}"#.utf8))
+            + Frame.encode("STATUS", Data(#"{"id":2}"#.utf8)) + Frame.encode("STATUS", Data(#"{"id":3,"assets":false}"#.utf8))
+        let socket = daemon.socket
+        let answers = try await offThePool { try DaemonHostileJSONTests.exchange(socket, frames, answers: 3) }
+        #expect(answers.map(\.kind) == ["HELLO", "ERROR", "OK"], "\(answers.map { String(decoding: $0.payload, as: UTF8.self) })")
+        let refusal = String(decoding: answers.dropFirst().first?.payload ?? Data(), as: UTF8.self)
+        #expect(refusal.contains("frame-too-large") && refusal.contains("SHELF and ASSETS") && refusal.contains(#""id":2"#), "\(refusal)")
 
         await #expect(throws: LibraryError.self) { try await served.assetsPage(issue: "missing", after: nil) }
         do {
