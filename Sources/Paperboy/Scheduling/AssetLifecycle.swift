@@ -1,0 +1,542 @@
+import Foundation
+import Logging
+
+/// One asset's life: its state together with what the store records of it, changed only by
+/// ``handle(_:)``.
+///
+/// A pure value: no clock, no lock, no file, no store. An event says what happened (the app
+/// asked for a pause, the transfer failed, the delivery was recorded); the answer is the list of
+/// ``Action``s the scheduler carries out (record this patch, stop the transfer, retry at that
+/// date, tell the delegates). Each state change and the patch that records it are made here, in
+/// one place, so that the state in memory and the row in the store cannot drift apart, and the
+/// whole life is tested state by event (`AssetLifecycleTests`).
+///
+/// An event that cannot happen in the current state (a transfer that ends while none runs, a
+/// delivery of an asset that is not finished) is refused: it changes nothing and asks for
+/// nothing. It never traps.
+///
+/// Progress bytes do not pass through here: the transfer counts them in ``Scheduler/Entry/live``
+/// and the partial file's sink records them (see `PartialFileSink`), many times a second and
+/// without a state change. The lifecycle takes the durable count when the transfer ends.
+struct AssetLifecycle: Sendable, Equatable {
+    let id: String
+    private(set) var state: PersistedState
+    /// Failed attempts since the last one that made progress.
+    private(set) var attempts: Int
+    /// When the asset last made progress, or started its first attempt since it was asked for,
+    /// resumed or reopened (`nil` until then), in the clock's ``LibraryClock/uptime``: the
+    /// ``RetryPolicy/noProgressTimeout`` clock.
+    private(set) var progressClock: Duration?
+    private(set) var retryAt: Date?
+    private(set) var detail: String?
+    /// The durable bytes of the partial file, as of the last end of a transfer.
+    private(set) var bytesOnDisk: Int64
+    private(set) var expectedBytes: Int64?
+    private(set) var validator: ResourceValidator?
+    /// Why the asset failed, while it is `failed`: what ``AssetDownload/waitUntilFinished()`` returns.
+    private(set) var failure: LibraryError?
+    /// Why the running transfer is being stopped.
+    private(set) var stop: Scheduler.StopKind?
+    /// Asked for again while a pause or a cancel was stopping it: queued once the transfer has
+    /// ended (from zero after a cancel).
+    private(set) var restartAfterStop: Bool
+    /// Its finished file is being delivered (or the record of the delivery written).
+    private(set) var delivering: Bool
+    /// The delivery is done and its record being written: it can no longer be kept or fail.
+    private(set) var recordingDelivery: Bool
+    /// The finished file went straight to its destination: delivery only records it.
+    private(set) var inIssue: Bool
+
+    init(id: String, state: PersistedState, attempts: Int = 0, progressClock: Duration? = nil, retryAt: Date? = nil,
+         detail: String? = nil, bytesOnDisk: Int64 = 0, expectedBytes: Int64? = nil, validator: ResourceValidator? = nil,
+         failure: LibraryError? = nil, stop: Scheduler.StopKind? = nil, restartAfterStop: Bool = false,
+         delivering: Bool = false, recordingDelivery: Bool = false, inIssue: Bool = false) {
+        self.id = id
+        self.state = state
+        self.attempts = attempts
+        self.progressClock = progressClock
+        self.retryAt = retryAt
+        self.detail = detail
+        self.bytesOnDisk = bytesOnDisk
+        self.expectedBytes = expectedBytes
+        self.validator = validator
+        self.failure = state == .failed ? failure : nil
+        self.stop = stop
+        self.restartAfterStop = restartAfterStop
+        self.delivering = delivering || recordingDelivery
+        self.recordingDelivery = recordingDelivery
+        self.inIssue = inIssue
+    }
+
+    /// The asset as its row says.
+    init(_ record: AssetRecord) {
+        self.init(id: record.id, state: PersistedState(rawValue: record.state) ?? .idle, attempts: record.attempts,
+                  retryAt: record.retryAt, detail: record.detail, bytesOnDisk: record.bytesOnDisk,
+                  expectedBytes: record.expectedBytes, validator: record.resourceValidator, failure: record.libraryError)
+    }
+
+    // MARK: Events and actions
+
+    /// What happened to the asset.
+    enum Event: Sendable, Equatable {
+        /// The app asked for it (again): a download, a reconnect.
+        case download
+        case pause
+        case cancel
+        /// Its issue is removed; `running`: a transfer of it runs.
+        case remove(running: Bool)
+        /// Its expected checksum changed: a running transfer starts again under the new one.
+        case checksumChanged
+        /// The library closes; `running`: a transfer of it runs.
+        case close(running: Bool)
+        /// Its turn came (it was queued) and the network allows it: the transfer starts, at `uptime`.
+        case start(uptime: Duration)
+        /// Its turn came (it was queued) but the network does not allow it.
+        case networkRefused
+        /// The network changed; `allowed`: whether the new one allows this asset.
+        case networkChanged(allowed: Bool)
+        /// Its retry is due.
+        case retryDue
+        /// The store gave up recording its updates.
+        case recordingFailed(LibraryError)
+        /// The no-progress clock of a retry that waited in the store, given back.
+        case reloaded(progressClock: Duration)
+        /// The transfer completed, verified and in place (`inIssue`: at its destination already).
+        /// `deliversItself`: the request has somewhere to go without a delegate; `hasDelegates`:
+        /// a delegate is attached.
+        case transferFinished(size: Int64, validator: ResourceValidator?, inIssue: Bool, deliversItself: Bool,
+                              hasDelegates: Bool)
+        /// The transfer stopped as asked (pause, cancel, network, close, storage); `written`
+        /// bytes are durable.
+        case transferStopped(written: Int64, validator: ResourceValidator?)
+        case transferFailed(TransferFailure)
+        /// A delivery starts (asked for by a download of a finished asset).
+        case deliveryStarted
+        /// The delivery ended without delivering: a delegate kept the file, or nobody took it.
+        case deliveryKept
+        /// The delivery failed (an unpack, a move into the issue folder).
+        case deliveryFailed(LibraryError)
+        /// The delivery is done: its record is to be written.
+        case deliveryCompleted
+        /// The record of the delivery is written.
+        case deliveryRecorded
+        /// The store could not write the record of the delivery (the file is in place).
+        case deliveryUnrecorded(LibraryError)
+        /// Everything a delivery records (the issue's cover, its new mark) is written.
+        case deliverySettled
+    }
+
+    /// A failed attempt, with what the retry decision needs.
+    struct TransferFailure: Sendable, Equatable {
+        var error: LibraryError
+        var retryAfter: Duration?
+        /// Bytes durable on disk, from which the next attempt continues.
+        var written: Int64
+        var validator: ResourceValidator?
+        /// When it failed, on the clock's wall time: a retry's date counts from it.
+        var at: Date
+        /// When it failed, on the clock's ``LibraryClock/uptime``: the no-progress clock.
+        var uptime: Duration
+        var policy: RetryPolicy
+        /// The random part of the backoff, in 0...1 (see ``RetryPolicy/delay(afterFailedAttempts:retryAfter:random:)``).
+        var jitter: Double
+    }
+
+    /// Whose delegates hear an end.
+    enum Delegates: Sendable, Equatable {
+        /// The asset's delegates.
+        case current
+        /// Those of a download cancelled while a new one was asked for.
+        case cancelled
+    }
+
+    /// What the scheduler carries out, in order.
+    enum Action: Sendable, Equatable {
+        /// Writes the patch (batched with others).
+        case record(AssetPatch)
+        /// Writes the patch that ends the asset (failed, cancelled); the app hears of the end
+        /// (``tell(_:_:)``, waits, events) once it is committed.
+        case recordEnd(AssetPatch)
+        /// Writes the patch of a delivery; ``Event/deliveryRecorded`` follows once it is written.
+        case recordDelivery(AssetPatch)
+        /// Joins the line of assets waiting for a transfer.
+        case enqueue
+        case startTransfer
+        case stopTransfer
+        /// Cancels a timed retry in memory.
+        case cancelRetry
+        /// Times the retry for `date`, as seen at `now`.
+        case scheduleRetry(at: Date, now: Date)
+        /// Removes the partial file.
+        case removePartial
+        /// Shows these figures to the app's progress (`nil`: unchanged).
+        case showBytes(written: Int64?, expected: Int64?)
+        /// Starts a delivery (``Event/deliveryStarted``).
+        case startDelivery
+        /// Delivers the finished file; `inPlace`: it is in its destination and nobody is to be
+        /// handed it, so only its record is written.
+        case deliver(inPlace: Bool)
+        /// These delegates hear that the asset ended with `error`, and are let go.
+        case tell(LibraryError, Delegates)
+        /// Lets the delegates go (delivered).
+        case dropDelegates
+        /// The delegates of a cancelled download join the current ones, to hear what ends the transfer.
+        case mergeCancelledDelegates
+        /// A pause or a cancel came too late (the transfer ended on its own): the cancelled
+        /// download's delegates are the asset's again.
+        case restoreCancelledDelegates
+        /// Lets the asset go from memory (its issue is removed).
+        case forget
+        case log(Logger.Level, String)
+    }
+
+    // MARK: Handling
+
+    /// Applies `event`: the new state, and what to carry out for it.
+    mutating func handle(_ event: Event) -> [Action] {
+        let actions = transition(event)
+        if state != .failed { failure = nil }
+        return actions
+    }
+
+    private mutating func transition(_ event: Event) -> [Action] {
+        switch event {
+        case .download: return download()
+        case .pause: return pause()
+        case .cancel: return cancel()
+        case .remove(let running): return remove(running: running)
+        case .checksumChanged:
+            guard state == .downloading, stop == nil else { return [] }
+            stop = .pause
+            restartAfterStop = true
+            return [.stopTransfer]
+        case .close(let running):
+            guard running else { return [.cancelRetry] }
+            if stop == nil { stop = .close }
+            return [.cancelRetry, .stopTransfer]
+        case .start(let uptime):
+            guard state == .queued else { return [] }
+            state = .downloading
+            stop = nil
+            if progressClock == nil { progressClock = uptime }
+            return [.startTransfer, .record(patch(state: .downloading))]
+        case .networkRefused:
+            guard state == .queued else { return [] }
+            state = .network
+            return [.record(patch(state: .network))]
+        case .networkChanged(let allowed):
+            if state == .downloading, !allowed, stop == nil {
+                stop = .network
+                return [.stopTransfer]
+            }
+            guard state == .network, allowed else { return [] }
+            state = .queued
+            return [.enqueue, .record(patch(state: .queued))]
+        case .retryDue:
+            guard state == .retry else { return [] }
+            state = .queued
+            return [.enqueue, .record(patch(state: .queued))]
+        case .recordingFailed(let error):
+            return recordingFailed(error)
+        case .reloaded(let clock):
+            progressClock = clock
+            return []
+        case .transferFinished, .transferStopped, .transferFailed:
+            return transferEnded(event)
+        case .deliveryStarted:
+            guard state == .finished, !delivering else { return [] }
+            delivering = true
+            return [.deliver(inPlace: false)]
+        case .deliveryKept:
+            guard state == .finished, delivering, !recordingDelivery else { return [] }
+            delivering = false
+            return []
+        case .deliveryFailed(let error):
+            guard state == .finished, delivering, !recordingDelivery else { return [] }
+            fail(error)
+            delivering = false
+            var patch = AssetPatch(id: id)
+            patch.fail(error)
+            return [.recordEnd(patch)]
+        case .deliveryCompleted:
+            guard state == .finished, delivering, !recordingDelivery else { return [] }
+            recordingDelivery = true
+            var patch = patch(state: .delivered)
+            patch.detail = .some(nil)
+            patch.retryAt = .some(nil)
+            return [.recordDelivery(patch)]
+        case .deliveryRecorded:
+            guard state == .finished, recordingDelivery else { return [] }
+            state = .delivered
+            recordingDelivery = false
+            return [.dropDelegates]
+        case .deliveryUnrecorded(let error):
+            guard state == .finished, recordingDelivery else { return [] }
+            // The store refused the record: the failure stays in memory (the entry is pinned).
+            fail(error)
+            delivering = false
+            recordingDelivery = false
+            return []
+        case .deliverySettled:
+            guard state == .delivered, delivering else { return [] }
+            delivering = false
+            return [.forget]
+        }
+    }
+
+    private mutating func download() -> [Action] {
+        switch state {
+        case .idle, .failed, .cancelled, .paused:
+            // A pause keeps the count of attempts without progress; anything else starts afresh.
+            if state != .paused { attempts = 0 }
+            progressClock = nil
+            state = .queued
+            detail = nil
+            stop = nil
+            var patch = patch(state: .queued)
+            patch.detail = .some(nil)
+            patch.attempts = attempts
+            return [.record(patch), .enqueue]
+        case .finished:
+            return delivering ? [] : [.startDelivery]
+        case .downloading where stop == .pause || stop == .cancel:
+            restartAfterStop = true
+            // Recorded now, over the pause or cancel recorded when it was asked for.
+            return [.record(patch(state: .queued))]
+        case .queued, .retry, .downloading, .delivered, .network:
+            return []
+        }
+    }
+
+    private mutating func pause() -> [Action] {
+        switch state {
+        case .downloading:
+            // The last word wins over a download asked for while stopping; a pending cancel
+            // stays a cancel (its bytes are already given up).
+            restartAfterStop = false
+            var actions: [Action] = []
+            if stop != .cancel {
+                stop = .pause
+                // Recorded now, not when the transfer has stopped: a kill meanwhile leaves it
+                // paused (its bytes are recorded as the transfer stops).
+                actions.append(.record(patch(state: .paused)))
+            }
+            return actions + [.mergeCancelledDelegates, .stopTransfer]
+        case .queued, .retry, .idle, .network:
+            state = .paused
+            return [.cancelRetry, .record(patch(state: .paused))]
+        case .paused, .finished, .delivered, .failed, .cancelled:
+            return []
+        }
+    }
+
+    private mutating func cancel() -> [Action] {
+        switch state {
+        case .downloading:
+            stop = .cancel
+            restartAfterStop = false
+            // Recorded now, not when the transfer has stopped: a kill meanwhile leaves it
+            // cancelled (the next open removes its partial file).
+            return [.mergeCancelledDelegates, .stopTransfer, .record(patch(state: .cancelled))]
+        case .queued, .retry, .idle, .paused, .failed, .network:
+            state = .cancelled
+            bytesOnDisk = 0
+            validator = nil
+            return [.cancelRetry, .showBytes(written: 0, expected: nil), .removePartial,
+                    .recordEnd(Self.cancelledPatch(id)), .tell(LibraryError.cancelled(asset: id), .current)]
+        case .finished, .delivered, .cancelled:
+            return []
+        }
+    }
+
+    private mutating func remove(running: Bool) -> [Action] {
+        if running {
+            stop = .remove
+            return [.cancelRetry, .stopTransfer]
+        }
+        // Its row goes with its issue: nothing to record.
+        state = .cancelled
+        delivering = false
+        recordingDelivery = false
+        return [.cancelRetry, .mergeCancelledDelegates, .tell(LibraryError.cancelled(asset: id), .current), .forget]
+    }
+
+    private mutating func recordingFailed(_ error: LibraryError) -> [Action] {
+        guard !delivering else { return [] }
+        switch state {
+        case .downloading:
+            stop = .storage
+            restartAfterStop = false
+            detail = error.message
+            return [.stopTransfer]
+        case .queued, .retry, .network:
+            fail(error)
+            var patch = AssetPatch(id: id)
+            patch.fail(error)
+            return [.cancelRetry, .tell(error, .current), .record(patch)]
+        case .idle, .paused, .finished, .delivered, .failed, .cancelled:
+            return []
+        }
+    }
+
+    private mutating func transferEnded(_ event: Event) -> [Action] {
+        guard state == .downloading else { return [] }
+        if stop == .remove {
+            // Removed with its issue: its delegates hear that it ended, as after a cancel.
+            state = .cancelled
+            stop = nil
+            return [.mergeCancelledDelegates, .tell(LibraryError.cancelled(asset: id), .current), .forget]
+        }
+        var event = event
+        if case .transferFailed(let failure) = event, stop == .pause || stop == .cancel || stop == .storage {
+            // Asked to pause or cancel while it failed: that is what the app wants now.
+            event = .transferStopped(written: failure.written, validator: failure.validator)
+        }
+        var actions: [Action] = []
+        if case .transferStopped = event {} else {
+            // A pause or cancel came too late: the transfer ended on its own, for the delegates
+            // of before and after it alike.
+            actions.append(.restoreCancelledDelegates)
+            stop = nil
+            restartAfterStop = false
+        }
+        switch event {
+        case .transferFinished(let size, let validator, let inIssue, let deliversItself, let hasDelegates):
+            self.inIssue = inIssue
+            state = .finished
+            bytesOnDisk = size
+            expectedBytes = size
+            self.validator = validator
+            detail = nil
+            var patch = patch(state: .finished)
+            patch.bytesOnDisk = size
+            patch.expectedBytes = .some(size)
+            patch.detail = .some(nil)
+            actions += [.showBytes(written: nil, expected: size), .record(patch)]
+            // Marked here, with the state, so that the library never looks idle between the end
+            // of the transfer and the delivery.
+            delivering = deliversItself || hasDelegates
+            if delivering { actions.append(.deliver(inPlace: inIssue && !hasDelegates)) }
+            return actions
+        case .transferStopped(let written, let validator):
+            return actions + stopped(written: written, validator: validator)
+        case .transferFailed(let failure):
+            return actions + failed(failure)
+        default:
+            return []
+        }
+    }
+
+    private mutating func stopped(written: Int64, validator: ResourceValidator?) -> [Action] {
+        // A pause, a network wait or closing is no failure to make progress.
+        progressClock = nil
+        bytesOnDisk = written
+        self.validator = validator
+        defer {
+            stop = nil
+            restartAfterStop = false
+        }
+        switch stop {
+        case .cancel:
+            state = .cancelled
+            bytesOnDisk = 0
+            self.validator = nil
+            var actions: [Action] = [.showBytes(written: 0, expected: nil), .removePartial]
+            let told = Action.tell(LibraryError.cancelled(asset: id), restartAfterStop ? .cancelled : .current)
+            guard restartAfterStop else { return actions + [.recordEnd(Self.cancelledPatch(id)), told] }
+            // Asked for again meanwhile: from zero, for the new delegates.
+            state = .queued
+            attempts = 0
+            var patch = Self.cancelledPatch(id)
+            patch.state = .queued
+            patch.attempts = 0
+            actions += [.record(patch), told, .enqueue]
+            return actions
+        case .storage:
+            // Its progress cannot be recorded: failed, with what the store said (the store has
+            // given up its record already: not one to wait for).
+            let error = LibraryError(.storage, detail ?? "asset \(id): its progress cannot be recorded")
+            fail(error)
+            var patch = AssetPatch(id: id)
+            patch.fail(error)
+            return [.record(patch), .tell(error, .current)]
+        case .network:
+            state = .network
+            return [.record(patch(state: .network))]
+        case .close:
+            // Stopped by closing the library: it continues at the next open.
+            state = .queued
+            return [.record(patch(state: .queued))]
+        case .pause, .remove, nil:
+            guard restartAfterStop else {
+                state = .paused
+                return [.record(patch(state: .paused))]
+            }
+            state = .queued
+            return [.record(patch(state: .queued)), .enqueue]
+        }
+    }
+
+    private mutating func failed(_ failure: TransferFailure) -> [Action] {
+        let error = failure.error
+        // Progress is what the next attempt will not fetch again: the durable offset.
+        let progressed = failure.written > bytesOnDisk
+        if progressed {
+            attempts = 0
+            progressClock = failure.uptime
+        } else {
+            attempts += 1
+        }
+        bytesOnDisk = failure.written
+        validator = failure.validator
+        detail = error.message
+        var patch = AssetPatch(id: id)
+        patch.attempts = attempts
+        patch.detail = .some(error.message)
+        var actions: [Action] = [.showBytes(written: failure.written, expected: nil)]
+        let stalled = progressClock.map { failure.uptime - $0 } ?? .zero
+        let policy = failure.policy
+        switch policy.decision(afterFailedAttempts: attempts, isRetryable: error.isRetryable,
+                               retryAfter: failure.retryAfter, withoutProgressFor: stalled, random: failure.jitter) {
+        case .retry(let delay):
+            let date = failure.at.addingTimeInterval(delay.seconds)
+            state = .retry
+            retryAt = date
+            patch.state = .retry
+            patch.retryAt = .some(date)
+            let kept = progressed ? " after progress to \(failure.written) bytes" : ""
+            actions += [
+                .log(.info, "asset \(id): \(error.message)\(kept); retry \(attempts + 1) of \(policy.maxAttempts) without progress in \(String(format: "%.1f", delay.seconds)) s"),
+                .record(patch), .scheduleRetry(at: date, now: failure.at),
+            ]
+        case .giveUp(let reason):
+            if let reason { detail = "\(error.message) (\(reason))" }
+            let final = error.withMessage(detail ?? error.message)
+            fail(final)
+            patch.fail(final)
+            actions += [.recordEnd(patch), .tell(final, .current)]
+        }
+        return actions
+    }
+
+    private mutating func fail(_ error: LibraryError) {
+        state = .failed
+        failure = error
+        detail = error.message
+    }
+
+    private func patch(state: PersistedState) -> AssetPatch {
+        var patch = AssetPatch(id: id)
+        patch.state = state
+        return patch
+    }
+
+    /// The record of a cancel: no bytes, no validator.
+    static func cancelledPatch(_ id: String) -> AssetPatch {
+        var patch = AssetPatch(id: id)
+        patch.state = .cancelled
+        patch.bytesOnDisk = 0
+        patch.validator = .some(nil)
+        return patch
+    }
+}
