@@ -11,8 +11,9 @@ struct Delivery: Sendable {
     func start(_ id: String) {
         let begin = scheduler.state.withLock { state -> Bool in
             guard let entry = state.entries[id], entry.state == .finished, !entry.delivering else { return false }
-            state.update(id) { $0.delivering = true }
-            return true
+            var followup = Scheduler.Followup()
+            scheduler.handle(.deliveryStarted, for: id, in: &state, followup: &followup)
+            return followup.delivery != nil
         }
         guard begin else { return }
         Task { await deliver(id) }
@@ -37,7 +38,8 @@ struct Delivery: Sendable {
             if await hub.finished(at: inbox) {
                 // A delegate asked to keep the file: it stays in the inbox for the next attach.
                 scheduler.state.withLock { state in
-                    state.update(id) { $0.delivering = false }
+                    var followup = Scheduler.Followup()
+                    scheduler.handle(.deliveryKept, for: id, in: &state, followup: &followup)
                     scheduler.wakeIdleWaiters(&state)
                 }
                 return
@@ -72,7 +74,8 @@ struct Delivery: Sendable {
             } else {
                 // Nobody took it and it has nowhere to go: keep it for the next delegate.
                 scheduler.state.withLock { state in
-                    state.update(id) { $0.delivering = false }
+                    var followup = Scheduler.Followup()
+                    scheduler.handle(.deliveryKept, for: id, in: &state, followup: &followup)
                     scheduler.wakeIdleWaiters(&state)
                 }
                 return
@@ -97,21 +100,10 @@ struct Delivery: Sendable {
         let recorded = scheduler.state.withLock { state -> Bool in
             guard state.entries[id] != nil else { return true }
             if unlessDelegated, state.entries[id]?.hub?.hasDelegates == true { return false }
-            var patch = AssetPatch(id: id)
-            if let failure {
-                // Told (waits, events) once recorded.
-                state.update(id) { entry in
-                    Self.fail(&entry, failure)
-                    entry.recordingEnd = true
-                }
-                patch.fail(failure)
-                scheduler.submitEnd(patch, telling: nil)
-            } else {
-                patch.state = .delivered
-                patch.detail = .some(nil)
-                patch.retryAt = .some(nil)
-                delivered = patch
-            }
+            var followup = Scheduler.Followup()
+            // A failure is told (waits, events) once recorded.
+            scheduler.handle(failure.map { .deliveryFailed($0) } ?? .deliveryCompleted, for: id, in: &state, followup: &followup)
+            delivered = followup.delivered
             return true
         }
         guard recorded else { return false }
@@ -139,18 +131,16 @@ struct Delivery: Sendable {
         }
         scheduler.state.withLock { state in
             guard state.entries[id] != nil else { return }
+            var followup = Scheduler.Followup()
             if let failure {
                 state.update(id) { entry in
-                    Self.fail(&entry, failure)
+                    followup = scheduler.handle(.deliveryUnrecorded(failure), on: &entry)
                     entry.pinned = true
                 }
                 return
             }
             // Still `delivering` (busy) until the issue's cover and new mark are recorded.
-            state.update(id) { entry in
-                entry.state = .delivered
-                entry.hub = nil
-            }
+            scheduler.handle(.deliveryRecorded, for: id, in: &state, followup: &followup)
             // The request's path was checked when the asset was added, and read back.
             if request.role == .cover, let path = request.destinationPath, request.unpack == nil {
                 coverPath = try? RelativePath(path, door: "cover path")
@@ -180,20 +170,13 @@ struct Delivery: Sendable {
         }
         scheduler.state.withLock { state in
             if state.entries[id]?.state == .delivered {
-                state.update(id) { $0.delivering = false }
-                state.remove(id)
+                var followup = Scheduler.Followup()
+                scheduler.handle(.deliverySettled, for: id, in: &state, followup: &followup)
                 // Settled last, so that a wait on the issue's last asset sees the issue complete.
                 state.settle(id, .delivered)
             }
             scheduler.wakeIdleWaiters(&state)
         }
-    }
-
-    private static func fail(_ entry: inout Scheduler.Entry, _ failure: LibraryError) {
-        entry.delivering = false
-        entry.state = .failed
-        entry.failure = failure
-        entry.detail = failure.message
     }
 
     /// Moves a finished file to `path` inside the issue folder, refusing anything that would

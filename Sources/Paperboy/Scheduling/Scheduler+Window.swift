@@ -98,10 +98,8 @@ extension Scheduler {
                 continue
             }
             if let entry = state.entries[next.id], !allowsNetwork(entry, state.network) {
-                state.update(next.id) { $0.state = .network }
-                var patch = AssetPatch(id: next.id)
-                patch.state = .network
-                store.submit(patch)
+                var followup = Followup()
+                handle(.networkRefused, for: next.id, in: &state, followup: &followup)
                 continue
             }
             start(next.id, host: next.host, in: &state)
@@ -151,19 +149,16 @@ extension Scheduler {
     func queueInStore(_ record: AssetRecord, in state: inout State) -> Bool {
         guard state.queued >= Self.windowSize, record.request.priority <= state.ready.lowestPriority ?? .max,
               record.requestFailure == nil else { return false }
-        let stored = PersistedState(rawValue: record.state) ?? .idle
-        switch stored {
+        var life = AssetLifecycle(record)
+        switch life.state {
         case .idle, .failed, .cancelled, .paused:
-            var patch = AssetPatch(id: record.id)
-            patch.state = .queued
-            patch.detail = .some(nil)
-            patch.attempts = stored == .paused ? record.attempts : 0
-            store.submit(patch)
+            // Its record only: it joins the store's backlog, not the line in memory.
+            for case .record(let patch) in life.handle(.download) { store.submit(patch) }
             state.backlog = true
             return true
         case .queued, .retry, .network, .downloading, .finished, .delivered:
             // Queued already (in the store's backlog), or held in memory.
-            return stored == .queued
+            return life.state == .queued
         }
     }
 
@@ -186,10 +181,8 @@ extension Scheduler {
             if entry.request.maxBytesPerSecond == nil { state.perTransferLimiters[id] = own }
         }
         state.update(id) { entry in
-            entry.state = .downloading
-            entry.stop = nil
             entry.unannouncedResume = nil
-            if entry.progressClock == nil { entry.progressClock = clock.uptime }
+            guard handle(.start(uptime: clock.uptime), on: &entry).startTransfer else { return }
             let slot = TransferSlot(host: host)
             let run = Run(
                 id: id, issueName: entry.issueName, request: entry.request, bytesOnDisk: entry.bytesOnDisk,
@@ -199,8 +192,5 @@ extension Scheduler {
                 finish(id, slot: slot, outcome: outcome)
             }
         }
-        var patch = AssetPatch(id: id)
-        patch.state = .downloading
-        store.submit(patch)
     }
 }

@@ -89,7 +89,7 @@ struct Reconciler {
                     if POSIX.exists(partial) || record.bytesOnDisk != 0 {
                         POSIX.remove(partial)
                         record.bytesOnDisk = 0
-                        patch = Scheduler.cancelledPatch(record.id)
+                        patch = AssetLifecycle.cancelledPatch(record.id)
                     }
                 } else {
                     let onDisk = fileSize(partial)
