@@ -124,6 +124,16 @@ struct AssetLifecycle: Sendable, Equatable {
         case deliveryUnrecorded(LibraryError)
         /// Everything a delivery records (the issue's cover, its new mark) is written.
         case deliverySettled
+        /// The library opens, with what is on disk of the asset (see ``Reconciler``): the size of
+        /// its file in the inbox and of its partial file (`nil`: none); `unpacks`: its request
+        /// unpacks an archive.
+        case reopened(inbox: Int64?, partial: Int64?, unpacks: Bool)
+        /// Whether the destination holds the file of a finished asset whose inbox is empty
+        /// (asked for by ``Action/checkDestination``).
+        case destinationChecked(holdsFile: Bool)
+        /// The partial file's `length` bytes, more than recorded, are good and durable (asked for
+        /// by ``Action/verifyPartial(length:)``).
+        case partialVerified(length: Int64)
     }
 
     /// A failed attempt, with what the retry decision needs.
@@ -188,6 +198,11 @@ struct AssetLifecycle: Sendable, Equatable {
         /// Lets the asset go from memory (its issue is removed).
         case forget
         case log(Logger.Level, String)
+        /// Checks whether the destination holds the file (``Event/destinationChecked(holdsFile:)``).
+        case checkDestination
+        /// Checks whether the partial file's `length` bytes, more than recorded, were written in
+        /// order in this boot, and makes them durable (``Event/partialVerified(length:)``).
+        case verifyPartial(length: Int64)
     }
 
     // MARK: Handling
@@ -281,6 +296,85 @@ struct AssetLifecycle: Sendable, Equatable {
             guard state == .delivered, delivering else { return [] }
             delivering = false
             return [.forget]
+        case .reopened(let inbox, let partial, let unpacks):
+            return reopened(inbox: inbox, partial: partial, unpacks: unpacks)
+        case .destinationChecked(let holdsFile):
+            guard state == .finished, !delivering else { return [] }
+            if holdsFile {
+                // Moved to its destination; the crash came before the record.
+                state = .delivered
+                var patch = patch(state: .delivered)
+                patch.bytesOnDisk = bytesOnDisk
+                return [.record(patch)]
+            }
+            // Taken by a delegate that did not return: fetch it again (at least once).
+            state = .queued
+            bytesOnDisk = 0
+            validator = nil
+            var patch = patch(state: .queued)
+            patch.bytesOnDisk = 0
+            patch.validator = .some(nil)
+            return [.log(.warning, "asset \(id): finished file missing from the inbox; downloading it again"), .record(patch)]
+        case .partialVerified(let length):
+            guard length > bytesOnDisk, stop == nil, !restartAfterStop,
+                  [.idle, .queued, .paused, .retry, .network, .downloading, .failed].contains(state) else { return [] }
+            let recorded = bytesOnDisk
+            bytesOnDisk = length
+            var patch = AssetPatch(id: id)
+            patch.bytesOnDisk = length
+            return [.log(.info, "asset \(id): \(recorded) bytes recorded, \(length) written in order in this boot; continuing from \(length)"),
+                    .record(patch)]
+        }
+    }
+
+    /// What the files on disk say when the library opens: a file in the inbox means the transfer
+    /// completed, whatever was recorded; a count of bytes is trusted only up to the partial
+    /// file's length (see ``Reconciler`` for the rules).
+    private mutating func reopened(inbox: Int64?, partial: Int64?, unpacks: Bool) -> [Action] {
+        // An asset just read from its row has no stop or delivery under way.
+        guard stop == nil, !restartAfterStop, !delivering else { return [] }
+        switch state {
+        case .delivered:
+            return []
+        case .finished:
+            guard inbox == nil else { return [] }
+            guard unpacks else { return [.checkDestination] }
+            // The archive is removed only after a complete unpack.
+            state = .delivered
+            var patch = patch(state: .delivered)
+            patch.bytesOnDisk = bytesOnDisk
+            return [.record(patch)]
+        case .downloading, .queued, .retry, .network, .paused, .idle, .failed, .cancelled:
+            if let size = inbox {
+                // The rename into the inbox is the commit point of a transfer that has one,
+                // whatever state the database last recorded: its batched updates (queued,
+                // downloading, finished) may not have been written when the app died, even
+                // inside `didFinishDownloadingTo`. Nothing else leaves a file in the inbox.
+                state = .finished
+                bytesOnDisk = size
+                expectedBytes = size
+                var patch = patch(state: .finished)
+                patch.bytesOnDisk = size
+                patch.expectedBytes = .some(size)
+                return [.removePartial, .record(patch)]
+            }
+            if state == .cancelled {
+                // Cancelled while its transfer was stopping (the cancel is recorded at once): its
+                // bytes are given up, as the stop would have.
+                guard partial != nil || bytesOnDisk != 0 else { return [] }
+                bytesOnDisk = 0
+                validator = nil
+                return [.removePartial, .record(Self.cancelledPatch(id))]
+            }
+            let onDisk = partial ?? 0
+            if onDisk > bytesOnDisk { return [.verifyPartial(length: onDisk)] }
+            guard onDisk < bytesOnDisk else { return [] }
+            let recorded = bytesOnDisk
+            bytesOnDisk = onDisk
+            var patch = AssetPatch(id: id)
+            patch.bytesOnDisk = onDisk
+            return [.log(.info, "asset \(id): \(recorded) bytes recorded, \(onDisk) on disk; continuing from \(onDisk)"),
+                    .record(patch)]
         }
     }
 

@@ -78,6 +78,9 @@ extension Scheduler {
                 followup.forget = true
             case .log(let level, let message):
                 logger.log(level: level, "\(message)")
+            case .checkDestination, .verifyPartial:
+                // Asked for at open only, by an event the scheduler never sends: the Reconciler's.
+                logger.error("asset \(entry.id): \(action) asked of the scheduler")
             }
         }
         return followup
