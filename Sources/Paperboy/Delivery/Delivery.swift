@@ -11,9 +11,7 @@ struct Delivery: Sendable {
     func start(_ id: String) {
         let begin = scheduler.state.withLock { state -> Bool in
             guard let entry = state.entries[id], entry.state == .finished, !entry.delivering else { return false }
-            var followup = Scheduler.Followup()
-            scheduler.handle(.deliveryStarted, for: id, in: &state, followup: &followup)
-            return followup.delivery != nil
+            return scheduler.handle(.deliveryStarted, for: id, in: &state).followup.delivery != nil
         }
         guard begin else { return }
         Task { await deliver(id) }
@@ -38,8 +36,7 @@ struct Delivery: Sendable {
             if await hub.finished(at: inbox) {
                 // A delegate asked to keep the file: it stays in the inbox for the next attach.
                 scheduler.state.withLock { state in
-                    var followup = Scheduler.Followup()
-                    scheduler.handle(.deliveryKept, for: id, in: &state, followup: &followup)
+                    scheduler.handle(.deliveryKept, for: id, in: &state)
                     scheduler.wakeIdleWaiters(&state)
                 }
                 return
@@ -74,8 +71,7 @@ struct Delivery: Sendable {
             } else {
                 // Nobody took it and it has nowhere to go: keep it for the next delegate.
                 scheduler.state.withLock { state in
-                    var followup = Scheduler.Followup()
-                    scheduler.handle(.deliveryKept, for: id, in: &state, followup: &followup)
+                    scheduler.handle(.deliveryKept, for: id, in: &state)
                     scheduler.wakeIdleWaiters(&state)
                 }
                 return
@@ -100,10 +96,9 @@ struct Delivery: Sendable {
         let recorded = scheduler.state.withLock { state -> Bool in
             guard state.entries[id] != nil else { return true }
             if unlessDelegated, state.entries[id]?.hub?.hasDelegates == true { return false }
-            var followup = Scheduler.Followup()
             // A failure is told (waits, events) once recorded.
-            scheduler.handle(failure.map { .deliveryFailed($0) } ?? .deliveryCompleted, for: id, in: &state, followup: &followup)
-            delivered = followup.delivered
+            delivered = scheduler.handle(failure.map { .deliveryFailed($0) } ?? .deliveryCompleted, for: id, in: &state)
+                .followup.delivered
             return true
         }
         guard recorded else { return false }
@@ -131,16 +126,15 @@ struct Delivery: Sendable {
         }
         scheduler.state.withLock { state in
             guard state.entries[id] != nil else { return }
-            var followup = Scheduler.Followup()
             if let failure {
                 state.update(id) { entry in
-                    followup = scheduler.handle(.deliveryUnrecorded(failure), on: &entry)
+                    _ = scheduler.handle(.deliveryUnrecorded(failure), on: &entry)
                     entry.pinned = true
                 }
                 return
             }
             // Still `delivering` (busy) until the issue's cover and new mark are recorded.
-            scheduler.handle(.deliveryRecorded, for: id, in: &state, followup: &followup)
+            scheduler.handle(.deliveryRecorded, for: id, in: &state)
             // The request's path was checked when the asset was added, and read back.
             if request.role == .cover, let path = request.destinationPath, request.unpack == nil {
                 coverPath = try? RelativePath(path, door: "cover path")
@@ -170,8 +164,7 @@ struct Delivery: Sendable {
         }
         scheduler.state.withLock { state in
             if state.entries[id]?.state == .delivered {
-                var followup = Scheduler.Followup()
-                scheduler.handle(.deliverySettled, for: id, in: &state, followup: &followup)
+                scheduler.handle(.deliverySettled, for: id, in: &state)
                 // Settled last, so that a wait on the issue's last asset sees the issue complete.
                 state.settle(id, .delivered)
             }
@@ -183,6 +176,34 @@ struct Delivery: Sendable {
     /// leave it (a symbolic link planted in the folder included): see ``IssueFolder``.
     func moveIntoIssue(_ file: URL, issueName: String, path: String) throws(LibraryError) {
         try IssueFolder.move(file, to: path, in: scheduler.layout.contentURL(issue: issueName), issueName: issueName)
+    }
+}
+
+extension Delivery {
+    /// How a delivery starts after a transfer or a download.
+    enum Start {
+        /// Through ``Delivery/start(_:)``, which checks it is not under way.
+        case start
+        /// Handed to the delegates (or moved into place) by ``Delivery/deliver(_:)``.
+        case hand
+        /// Already at its destination: only recorded, unless a delegate is attached by now.
+        case record(AssetRequest, issueName: String)
+    }
+
+    /// Starts the delivery `start` says, outside the scheduler's lock.
+    func carryOut(_ start: Start, for id: String) {
+        switch start {
+        case .start:
+            self.start(id)
+        case .hand:
+            Task { await deliver(id) }
+        case .record(let request, let issueName):
+            // Nobody to hand it to: recorded here, without another task. A delegate attached
+            // since gets the full delivery instead.
+            if !complete(id, request: request, issueName: issueName, failure: nil, unlessDelegated: true) {
+                Task { await deliver(id) }
+            }
+        }
     }
 }
 

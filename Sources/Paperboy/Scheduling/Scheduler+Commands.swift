@@ -83,8 +83,7 @@ extension Scheduler {
     func pause(_ id: String) {
         let departed = state.withLock { state -> State.Departure? in
             guard loadEntry(id, in: &state) else { return nil }
-            var followup = Followup()
-            let departed = handle(.pause, for: id, in: &state, followup: &followup)
+            let departed = handle(.pause, for: id, in: &state).departed
             wakeIdleWaiters(&state)
             return departed
         }
@@ -105,8 +104,7 @@ extension Scheduler {
         // Ended here (not running): told once recorded (see `submitEnd`).
         let (ended, departed) = state.withLock { state -> (Bool, State.Departure?) in
             guard loadEntry(id, in: &state) else { return (false, nil) }
-            var followup = Followup()
-            let departed = handle(.cancel, for: id, in: &state, followup: &followup)
+            let (followup, departed) = handle(.cancel, for: id, in: &state)
             wakeIdleWaiters(&state)
             return (followup.end != nil, departed)
         }

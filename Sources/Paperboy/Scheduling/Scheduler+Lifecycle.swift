@@ -107,40 +107,14 @@ extension Scheduler {
     /// Hands `event` to asset `id`'s lifecycle, when it is in memory, and carries out what it
     /// asks for under the lock (see ``follow(_:_:in:)``); the rest is the caller's.
     ///
-    /// - Returns: the entry as it left memory, when the change put it at rest.
+    /// - Returns: what is left for the caller, and the entry as it left memory when the change
+    ///   put it at rest.
     @discardableResult
-    func handle(_ event: AssetLifecycle.Event, for id: String, in state: inout State,
-                followup: inout Followup) -> State.Departure? {
+    func handle(_ event: AssetLifecycle.Event, for id: String,
+                in state: inout State) -> (followup: Followup, departed: State.Departure?) {
+        var followup = Followup()
         let departed = state.update(id) { followup = handle(event, on: &$0) }
         follow(id, &followup, in: &state)
-        return departed
-    }
-}
-
-extension Delivery {
-    /// How a delivery starts after a transfer or a download.
-    enum Start {
-        /// Through ``Delivery/start(_:)``, which checks it is not under way.
-        case start
-        /// Handed to the delegates (or moved into place) by ``Delivery/deliver(_:)``.
-        case hand
-        /// Already at its destination: only recorded, unless a delegate is attached by now.
-        case record(AssetRequest, issueName: String)
-    }
-
-    /// Starts the delivery `start` says, outside the scheduler's lock.
-    func carryOut(_ start: Start, for id: String) {
-        switch start {
-        case .start:
-            self.start(id)
-        case .hand:
-            Task { await deliver(id) }
-        case .record(let request, let issueName):
-            // Nobody to hand it to: recorded here, without another task. A delegate attached
-            // since gets the full delivery instead.
-            if !complete(id, request: request, issueName: issueName, failure: nil, unlessDelegated: true) {
-                Task { await deliver(id) }
-            }
-        }
+        return (followup, departed)
     }
 }

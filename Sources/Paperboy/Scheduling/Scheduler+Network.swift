@@ -89,8 +89,7 @@ extension Scheduler {
                 let event = AssetLifecycle.Event.networkChanged(allowed: allowsNetwork(entry, status))
                 var probe = entry.life
                 guard !probe.handle(event).isEmpty else { continue }
-                var followup = Followup()
-                handle(event, for: id, in: &state, followup: &followup)
+                handle(event, for: id, in: &state)
                 changed.append(id)
             }
             requeueStoredNetworkWaits(&state)

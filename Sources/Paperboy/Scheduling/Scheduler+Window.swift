@@ -98,8 +98,7 @@ extension Scheduler {
                 continue
             }
             if let entry = state.entries[next.id], !allowsNetwork(entry, state.network) {
-                var followup = Followup()
-                handle(.networkRefused, for: next.id, in: &state, followup: &followup)
+                handle(.networkRefused, for: next.id, in: &state)
                 continue
             }
             start(next.id, host: next.host, in: &state)

@@ -106,8 +106,8 @@ final class Scheduler: Sendable {
                 // Only those it changes: an update may let an entry at rest go.
                 var probe = entry.life
                 guard !probe.handle(event).isEmpty else { continue }
-                var followup = Followup()
-                departures[id] = handle(event, for: id, in: &state, followup: &followup)
+                let (followup, departed) = handle(event, for: id, in: &state)
+                departures[id] = departed
                 if let told = followup.told { failed.append(told) }
             }
             wakeIdleWaiters(&state)
