@@ -345,6 +345,34 @@ struct AssetLifecycleTests {
         #expect(failed.failure == nil)
     }
 
+    /// The changes the store makes in bulk agree with the lifecycle of one asset read from its row.
+    @Test func theStoresBulkChangesAgreeWithTheLifecycle() {
+        func after(_ state: PersistedState, _ events: [Life.Event]) -> PersistedState {
+            var life = Life(id: "a", state: state, bytesOnDisk: 10)
+            for event in events { _ = life.handle(event) }
+            return life.state
+        }
+        let stopped = Life.Event.transferStopped(written: 10, validator: nil)
+        // At open, what ran stops as by closing (it continues) or by a pause (it waits).
+        let atOpen: [Bool: [PersistedState: [Life.Event]]] = [
+            true: [.downloading: [.close(running: true), stopped], .network: [.networkChanged(allowed: true)]],
+            false: [.downloading: [.pause, stopped], .network: [.networkChanged(allowed: true)]],
+        ]
+        for resume in [true, false] {
+            let changes = Life.changesAtOpen(resume: resume)
+            #expect(Set(changes.flatMap(\.from)) == Set(atOpen[resume]!.keys))
+            for change in changes {
+                for state in change.from {
+                    #expect(after(state, atOpen[resume]![state]!) == change.to, "at open (resume: \(resume)) from \(state)")
+                }
+            }
+        }
+        let network = Life.storedNetworkWaitsChecked
+        #expect(network.from.allSatisfy { after($0, [.networkChanged(allowed: true)]) == network.to })
+        let retries = Life.storedRetriesDue
+        #expect(retries.from.allSatisfy { after($0, [.retryDue]) == retries.to })
+    }
+
     // MARK: Invariants over random runs
 
     /// One step of a random run: an event made from two numbers, the bytes always physically

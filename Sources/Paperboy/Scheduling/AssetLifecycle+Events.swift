@@ -131,3 +131,31 @@ extension AssetLifecycle {
         case verifyPartial(length: Int64)
     }
 }
+
+// Changes the store makes to many rows at once, in one statement, without reading them (a library
+// of a million assets opens, and its retries come due, in the time its few changed ones take):
+// each the same as what the lifecycle makes of one asset read from its row (`AssetLifecycleTests`
+// checks that they agree).
+extension AssetLifecycle {
+    /// A change of the rows in states `from` to state `to`.
+    struct BulkChange: Sendable, Equatable {
+        var from: [PersistedState]
+        var to: PersistedState
+    }
+
+    /// At open: a transfer the last run left running continues (`resume`) or waits paused, as
+    /// after a stop by closing or by a pause; an asset waiting for a network is queued, to be
+    /// checked against the network when paged in.
+    static func changesAtOpen(resume: Bool) -> [BulkChange] {
+        resume
+            ? [BulkChange(from: [.network, .downloading], to: .queued)]
+            : [BulkChange(from: [.network], to: .queued), BulkChange(from: [.downloading], to: .paused)]
+    }
+
+    /// The network changed: the assets waiting for one in the store are queued, to be checked
+    /// against it when paged in (``Event/networkChanged(allowed:)``, then ``Event/networkRefused``).
+    static let storedNetworkWaitsChecked = BulkChange(from: [.network], to: .queued)
+
+    /// Retries due in the store are queued (``Event/retryDue``).
+    static let storedRetriesDue = BulkChange(from: [.retry], to: .queued)
+}

@@ -105,7 +105,7 @@ extension Scheduler {
         guard state.storedNetworkWaits > 0 else { return }
         let held = state.entries.values.filter { $0.state == .network }.map(\.id)
         do {
-            try store.changeStates(from: [.network], to: .queued, except: held)
+            try store.changeStates(AssetLifecycle.storedNetworkWaitsChecked, except: held)
             state.storedNetworkWaits = 0
             state.backlog = true
         } catch {

@@ -16,8 +16,7 @@ extension Scheduler {
     /// Finished files that deliver themselves are delivered unless `deliverFinished` is false
     /// (then they wait for a download).
     func load(resume: Bool, deliverFinished: Bool = true) throws(LibraryError) {
-        try store.changeStates(from: [.network] + (resume ? [.downloading] : []), to: .queued)
-        if !resume { try store.changeStates(from: [.downloading], to: .paused) }
+        for change in AssetLifecycle.changesAtOpen(resume: resume) { try store.changeStates(change) }
         // Retries wait in the store: the timer wakes for the earliest.
         let retryDue = try store.earliestRetry(now: clock.now)
         let records = try store.assets(inStates: [.finished])
