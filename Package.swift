@@ -33,6 +33,8 @@ let package = Package(
         // `swift package generate-documentation` (scripts/docs, the Swift Package Index); a command
         // plugin only: nothing of it is built into the products.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // Property-based tests of the asset lifecycle's invariants; a test dependency only.
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
         // What Glibc's Swift overlay does not show: syncfs(2), getrandom(2), and fork/exec with
@@ -206,6 +208,7 @@ let package = Package(
             dependencies: [
                 "Paperboy", "PaperboyTesting", "PaperboyTestServers", "CallbackKillApp",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"), .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             path: "Tests/PaperboyTests",
             swiftSettings: swiftSettings

@@ -11,8 +11,7 @@ struct Delivery: Sendable {
     func start(_ id: String) {
         let begin = scheduler.state.withLock { state -> Bool in
             guard let entry = state.entries[id], entry.state == .finished, !entry.delivering else { return false }
-            state.update(id) { $0.delivering = true }
-            return true
+            return scheduler.handle(.deliveryStarted, for: id, in: &state).followup.delivery != nil
         }
         guard begin else { return }
         Task { await deliver(id) }
@@ -37,7 +36,7 @@ struct Delivery: Sendable {
             if await hub.finished(at: inbox) {
                 // A delegate asked to keep the file: it stays in the inbox for the next attach.
                 scheduler.state.withLock { state in
-                    state.update(id) { $0.delivering = false }
+                    scheduler.handle(.deliveryKept, for: id, in: &state)
                     scheduler.wakeIdleWaiters(&state)
                 }
                 return
@@ -72,7 +71,7 @@ struct Delivery: Sendable {
             } else {
                 // Nobody took it and it has nowhere to go: keep it for the next delegate.
                 scheduler.state.withLock { state in
-                    state.update(id) { $0.delivering = false }
+                    scheduler.handle(.deliveryKept, for: id, in: &state)
                     scheduler.wakeIdleWaiters(&state)
                 }
                 return
@@ -97,21 +96,9 @@ struct Delivery: Sendable {
         let recorded = scheduler.state.withLock { state -> Bool in
             guard state.entries[id] != nil else { return true }
             if unlessDelegated, state.entries[id]?.hub?.hasDelegates == true { return false }
-            var patch = AssetPatch(id: id)
-            if let failure {
-                // Told (waits, events) once recorded.
-                state.update(id) { entry in
-                    Self.fail(&entry, failure)
-                    entry.recordingEnd = true
-                }
-                patch.fail(failure)
-                scheduler.submitEnd(patch, telling: nil)
-            } else {
-                patch.state = .delivered
-                patch.detail = .some(nil)
-                patch.retryAt = .some(nil)
-                delivered = patch
-            }
+            // A failure is told (waits, events) once recorded.
+            delivered = scheduler.handle(failure.map { .deliveryFailed($0) } ?? .deliveryCompleted, for: id, in: &state)
+                .followup.delivered
             return true
         }
         guard recorded else { return false }
@@ -141,16 +128,13 @@ struct Delivery: Sendable {
             guard state.entries[id] != nil else { return }
             if let failure {
                 state.update(id) { entry in
-                    Self.fail(&entry, failure)
+                    _ = scheduler.handle(.deliveryUnrecorded(failure), on: &entry)
                     entry.pinned = true
                 }
                 return
             }
             // Still `delivering` (busy) until the issue's cover and new mark are recorded.
-            state.update(id) { entry in
-                entry.state = .delivered
-                entry.hub = nil
-            }
+            scheduler.handle(.deliveryRecorded, for: id, in: &state)
             // The request's path was checked when the asset was added, and read back.
             if request.role == .cover, let path = request.destinationPath, request.unpack == nil {
                 coverPath = try? RelativePath(path, door: "cover path")
@@ -180,8 +164,7 @@ struct Delivery: Sendable {
         }
         scheduler.state.withLock { state in
             if state.entries[id]?.state == .delivered {
-                state.update(id) { $0.delivering = false }
-                state.remove(id)
+                scheduler.handle(.deliverySettled, for: id, in: &state)
                 // Settled last, so that a wait on the issue's last asset sees the issue complete.
                 state.settle(id, .delivered)
             }
@@ -189,17 +172,38 @@ struct Delivery: Sendable {
         }
     }
 
-    private static func fail(_ entry: inout Scheduler.Entry, _ failure: LibraryError) {
-        entry.delivering = false
-        entry.state = .failed
-        entry.failure = failure
-        entry.detail = failure.message
-    }
-
     /// Moves a finished file to `path` inside the issue folder, refusing anything that would
     /// leave it (a symbolic link planted in the folder included): see ``IssueFolder``.
     func moveIntoIssue(_ file: URL, issueName: String, path: String) throws(LibraryError) {
         try IssueFolder.move(file, to: path, in: scheduler.layout.contentURL(issue: issueName), issueName: issueName)
+    }
+}
+
+extension Delivery {
+    /// How a delivery starts after a transfer or a download.
+    enum Start {
+        /// Through ``Delivery/start(_:)``, which checks it is not under way.
+        case start
+        /// Handed to the delegates (or moved into place) by ``Delivery/deliver(_:)``.
+        case hand
+        /// Already at its destination: only recorded, unless a delegate is attached by now.
+        case record(AssetRequest, issueName: String)
+    }
+
+    /// Starts the delivery `start` says, outside the scheduler's lock.
+    func carryOut(_ start: Start, for id: String) {
+        switch start {
+        case .start:
+            self.start(id)
+        case .hand:
+            Task { await deliver(id) }
+        case .record(let request, let issueName):
+            // Nobody to hand it to: recorded here, without another task. A delegate attached
+            // since gets the full delivery instead.
+            if !complete(id, request: request, issueName: issueName, failure: nil, unlessDelegated: true) {
+                Task { await deliver(id) }
+            }
+        }
     }
 }
 

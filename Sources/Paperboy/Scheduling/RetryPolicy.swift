@@ -44,6 +44,27 @@ public struct RetryPolicy: Sendable, Hashable {
         if let retryAfter { seconds = max(seconds, min(retryAfter.seconds, 3600)) }
         return .milliseconds(Int64((seconds * 1000).rounded()))
     }
+
+    /// What follows a failed attempt: another one after a delay, or none.
+    enum Decision: Sendable, Equatable {
+        case retry(after: Duration)
+        /// `reason`: why a failure that a retry could help is given up (`nil` when it could not).
+        case giveUp(reason: String?)
+    }
+
+    /// Decides whether to try again after `attempts` failed attempts without progress, the
+    /// last one ending in a failure that is `isRetryable` (or not), when the asset has gone
+    /// `stalled` without progress; `random` is the backoff's random part, in 0...1.
+    func decision(afterFailedAttempts attempts: Int, isRetryable: Bool, retryAfter: Duration?,
+                  withoutProgressFor stalled: Duration, random: Double) -> Decision {
+        let delay = delay(afterFailedAttempts: attempts, retryAfter: retryAfter, random: { _ in random })
+        let outOfTime = noProgressTimeout.map { stalled + delay > $0 } ?? false
+        if isRetryable && attempts < maxAttempts && !outOfTime { return .retry(after: delay) }
+        guard isRetryable else { return .giveUp(reason: nil) }
+        return .giveUp(reason: outOfTime
+            ? "gave up: no progress within the \(String(format: "%g", noProgressTimeout?.seconds ?? 0)) s no-progress timeout"
+            : "gave up after \(attempts) attempts without progress")
+    }
 }
 
 extension Duration {

@@ -8,7 +8,7 @@ extension Scheduler {
     /// Starts or reconnects: attaches `delegate` and makes sure the asset is on its way.
     func download(_ asset: AssetDownload, delegate: (any AssetDownloadDelegate)?) {
         let id = asset.identifier
-        var deliver = false
+        var followup = Followup()
         // Read outside the lock (a read waits for a batch being written): taken in below unless
         // it came into memory meanwhile, or an entry left memory since (its row may have changed
         // after this read: it is read again, under the lock).
@@ -24,7 +24,6 @@ extension Scheduler {
                 if delegate == nil, queueInStore(record, in: &state) { return }
                 take(Entry(record), in: &state)
             }
-            var enqueue: (seq: Int64, priority: Int, host: String)?
             state.update(id) { entry in
                 if entry.state == .downloading, entry.stop == .cancel, !entry.restartAfterStop {
                     // The cancelled download keeps its delegates; this one starts afresh.
@@ -41,37 +40,12 @@ extension Scheduler {
                     }
                     entry.hub!.attach(delegate, resumedAt: resumedAt)
                 }
-                switch entry.state {
-                case .idle, .failed, .cancelled, .paused:
-                    if entry.state != .paused { entry.attempts = 0 }
-                    entry.progressClock = nil
-                    entry.state = .queued
-                    entry.detail = nil
-                    entry.stop = nil
-                    enqueue = (entry.seq, entry.request.priority, entry.host)
-                    var patch = AssetPatch(id: id)
-                    patch.state = .queued
-                    patch.detail = .some(nil)
-                    patch.attempts = entry.attempts
-                    store.submit(patch)
-                case .finished:
-                    deliver = !entry.delivering
-                case .downloading where entry.stop == .pause || entry.stop == .cancel:
-                    entry.restartAfterStop = true
-                    // Recorded now, over the pause or cancel recorded when it was asked for.
-                    var patch = AssetPatch(id: id)
-                    patch.state = .queued
-                    store.submit(patch)
-                case .queued, .retry, .downloading, .delivered, .network:
-                    break
-                }
+                followup = handle(.download, on: &entry)
             }
-            if let enqueue {
-                state.ready.push(id: id, seq: enqueue.seq, priority: enqueue.priority, host: enqueue.host)
-            }
+            follow(id, &followup, in: &state)
             pump(&state)
         }
-        if deliver { delivery.start(id) }
+        if let start = followup.delivery { delivery.carryOut(start, for: id) }
         broadcastState(id)
     }
 
@@ -98,11 +72,7 @@ extension Scheduler {
                 guard entry.request.sha256 != sha256 else { return }
                 entry.request.sha256 = sha256
                 changed = entry.request
-                if entry.state == .downloading, entry.stop == nil {
-                    entry.stop = .pause
-                    entry.restartAfterStop = true
-                    entry.task?.cancel()
-                }
+                _ = handle(.checksumChanged, on: &entry)
             }
             return .success(changed)
         }
@@ -113,33 +83,7 @@ extension Scheduler {
     func pause(_ id: String) {
         let departed = state.withLock { state -> State.Departure? in
             guard loadEntry(id, in: &state) else { return nil }
-            let departed = state.update(id) { entry in
-                switch entry.state {
-                case .downloading:
-                    // The last word wins over a download asked for while stopping; a pending
-                    // cancel stays a cancel (its bytes are already given up).
-                    entry.restartAfterStop = false
-                    if entry.stop != .cancel {
-                        entry.stop = .pause
-                        // Recorded now, not when the transfer has stopped: a kill meanwhile
-                        // leaves it paused (its bytes are recorded as the transfer stops).
-                        var patch = AssetPatch(id: id)
-                        patch.state = .paused
-                        store.submit(patch)
-                    }
-                    Self.mergeCancelledHub(&entry)
-                    entry.task?.cancel()
-                case .queued, .retry, .idle, .network:
-                    entry.retryTask?.cancel()
-                    entry.retryTask = nil
-                    entry.state = .paused
-                    var patch = AssetPatch(id: id)
-                    patch.state = .paused
-                    store.submit(patch)
-                default:
-                    break
-                }
-            }
+            let departed = handle(.pause, for: id, in: &state).departed
             wakeIdleWaiters(&state)
             return departed
         }
@@ -159,70 +103,34 @@ extension Scheduler {
     func cancel(_ id: String) {
         // Ended here (not running): told once recorded (see `submitEnd`).
         let (ended, departed) = state.withLock { state -> (Bool, State.Departure?) in
-            var ended = false
-            var hub: AssetEventHub?
             guard loadEntry(id, in: &state) else { return (false, nil) }
-            let departed = state.update(id) { entry in
-                switch entry.state {
-                case .downloading:
-                    entry.stop = .cancel
-                    entry.restartAfterStop = false
-                    Self.mergeCancelledHub(&entry)
-                    entry.task?.cancel()
-                    // Recorded now, not when the transfer has stopped: a kill meanwhile leaves
-                    // it cancelled (the next open removes its partial file).
-                    var patch = AssetPatch(id: id)
-                    patch.state = .cancelled
-                    store.submit(patch)
-                case .queued, .retry, .idle, .paused, .failed, .network:
-                    entry.retryTask?.cancel()
-                    entry.retryTask = nil
-                    entry.state = .cancelled
-                    entry.recordingEnd = true
-                    entry.bytesOnDisk = 0
-                    entry.live.written.store(0, ordering: .relaxed)
-                    ended = true
-                    hub = entry.hub
-                    entry.hub = nil
-                    POSIX.remove(layout.partialURL(asset: id))
-                default:
-                    break
-                }
-            }
-            if ended { submitEnd(Self.cancelledPatch(id), telling: hub.map { ($0, LibraryError.cancelled(asset: id)) }) }
+            let (followup, departed) = handle(.cancel, for: id, in: &state)
             wakeIdleWaiters(&state)
-            return (ended, departed)
+            return (followup.end != nil, departed)
         }
         if !ended { broadcastState(id, departed: departed) }
     }
 
     /// Forgets the assets of an issue: running transfers stop, files are removed by the caller.
     func removeIssue(_ name: String) async {
-        let (tasks, ended) = state.withLock { state -> ([Task<Void, Never>], [(String, AssetEventHub)]) in
+        let (tasks, ended) = state.withLock { state -> ([Task<Void, Never>], [(AssetEventHub, LibraryError)]) in
             var tasks: [Task<Void, Never>] = []
             // Delegates of assets with no transfer to stop (paused, waiting) hear the end now;
             // those of running transfers when each stops.
-            var ended: [(String, AssetEventHub)] = []
+            var ended: [(AssetEventHub, LibraryError)] = []
             for id in state.entries.values.filter({ $0.issueName == name }).map(\.id) {
+                var followup = Followup()
                 state.update(id) { entry in
-                    entry.retryTask?.cancel()
-                    if let task = entry.task {
-                        entry.stop = .remove
-                        task.cancel()
-                        tasks.append(task)
-                    }
+                    if let task = entry.task { tasks.append(task) }
+                    followup = handle(.remove(running: entry.task != nil), on: &entry)
                 }
-                if var entry = state.entries[id], entry.task == nil {
-                    Self.mergeCancelledHub(&entry)
-                    if let hub = entry.hub { ended.append((id, hub)) }
-                    state.update(id) { $0.state = .cancelled; $0.delivering = false }
-                    state.remove(id)
-                }
+                if let told = followup.told { ended.append(told) }
+                follow(id, &followup, in: &state)
             }
             wakeIdleWaiters(&state)
             return (tasks, ended)
         }
-        for (id, hub) in ended { hub.failed(LibraryError.cancelled(asset: id)) }
+        for (hub, error) in ended { hub.failed(error) }
         for task in tasks { await task.value }
     }
 }

@@ -76,14 +76,12 @@ extension Scheduler {
     func retryDue(_ id: String) {
         state.withLock { state in
             guard let entry = state.entries[id], entry.state == .retry else { return }
+            var followup = Followup()
             state.update(id) { entry in
-                entry.state = .queued
                 entry.retryTask = nil
+                followup = handle(.retryDue, on: &entry)
             }
-            state.ready.push(id: id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
-            var patch = AssetPatch(id: id)
-            patch.state = .queued
-            store.submit(patch)
+            follow(id, &followup, in: &state)
             pump(&state)
         }
         broadcastState(id)
@@ -109,13 +107,8 @@ extension Scheduler {
     func finish(_ id: String, slot: TransferSlot, outcome: Outcome) {
         let host = slot.host
         let holdsSlot = slot.take()
-        var deliver = false
-        var deliverNow: (request: AssetRequest, issueName: String)?
-        var failure: (AssetEventHub, LibraryError)?
-        var requeue: (seq: Int64, priority: Int, host: String)?
+        var followup = Followup()
         var departed: State.Departure?
-        /// The update that ends it (failed, cancelled): the app hears of the end once it is committed.
-        var ended: AssetPatch?
         // One reading for the retry's date and its timer, so that the timer ends exactly at the date.
         let failedAt = clock.now
         state.withLock { state in
@@ -126,188 +119,33 @@ extension Scheduler {
                 wakeIdleWaiters(&state)
                 return
             }
-            if current.stop == .remove {
-                // Removed with its issue: its delegates hear that it ended, as after a cancel.
-                var ended = current
-                Self.mergeCancelledHub(&ended)
-                if let hub = ended.hub { failure = (hub, LibraryError.cancelled(asset: id)) }
-                state.update(id) { $0.state = .cancelled; $0.task = nil }
-                state.remove(id)
-                pump(&state)
-                wakeIdleWaiters(&state)
-                return
+            let event: AssetLifecycle.Event
+            switch outcome {
+            case .finished(let size, let validator, let inIssue):
+                // The delegates of a cancel that came too late are the asset's again.
+                let hasDelegates = current.hub?.hasDelegates == true || current.cancelledHub?.hasDelegates == true
+                event = .transferFinished(size: size, validator: validator, inIssue: inIssue,
+                                          deliversItself: current.request.deliversItself, hasDelegates: hasDelegates)
+            case .stopped(let written, let validator):
+                event = .transferStopped(written: written, validator: validator)
+            case .failed(let error, let retryAfter, let written, let validator):
+                event = .transferFailed(AssetLifecycle.TransferFailure(
+                    error: error, retryAfter: retryAfter, written: written, validator: validator, at: failedAt,
+                    uptime: clock.uptime, policy: settings.retry, jitter: settings.retryJitter(0...1)))
             }
             departed = state.update(id) { entry in
                 entry.task = nil
-                var outcome = outcome
-                if case .failed(_, _, let written, let validator) = outcome, [.pause, .cancel, .storage].contains(entry.stop) {
-                    // Asked to pause or cancel while it failed: that is what the app wants now.
-                    outcome = .stopped(written: written, validator: validator)
-                }
-                if case .stopped = outcome {} else {
-                    // A pause or cancel came too late: the transfer ended on its own, for the
-                    // delegates of before and after it alike.
-                    if let old = entry.cancelledHub {
-                        if let hub = entry.hub { hub.adopt(old) } else { entry.hub = old }
-                        entry.cancelledHub = nil
-                    }
-                    entry.stop = nil
-                    entry.restartAfterStop = false
-                }
-                var patch = AssetPatch(id: id)
-                // A pause's, a cancel's or a failure's record was already given up by the store.
-                let unrecordable = entry.stop == .storage
-                switch outcome {
-                case .finished(let size, let validator, let inIssue):
-                    entry.inIssue = inIssue
-                    entry.state = .finished
-                    entry.bytesOnDisk = size
-                    entry.expectedBytes = size
-                    entry.validator = validator
-                    entry.live.expected.store(size, ordering: .relaxed)
-                    patch.state = .finished
-                    patch.bytesOnDisk = size
-                    patch.expectedBytes = .some(size)
-                    patch.detail = .some(nil)
-                    deliver = entry.request.deliversItself || entry.hub?.hasDelegates == true
-                    // Marked here, under the same lock, so that the library never looks idle
-                    // between the end of the transfer and the delivery.
-                    entry.delivering = deliver
-                    if deliver, inIssue, entry.hub?.hasDelegates != true {
-                        deliverNow = (entry.request, entry.issueName)
-                    }
-                case .stopped(let written, let validator):
-                    // A pause, a network wait or closing is no failure to make progress.
-                    entry.progressClock = nil
-                    entry.bytesOnDisk = written
-                    entry.validator = validator
-                    if entry.stop == .cancel {
-                        entry.state = .cancelled
-                        entry.bytesOnDisk = 0
-                        entry.validator = nil
-                        entry.live.written.store(0, ordering: .relaxed)
-                        POSIX.remove(layout.partialURL(asset: id))
-                        patch = Self.cancelledPatch(id)
-                        let cancelled = entry.restartAfterStop ? entry.cancelledHub : entry.hub
-                        if let cancelled {
-                            failure = (cancelled, LibraryError.cancelled(asset: id))
-                        }
-                        if entry.restartAfterStop {
-                            // Asked for again meanwhile: from zero, for the new delegates.
-                            entry.state = .queued
-                            entry.attempts = 0
-                            patch.state = .queued
-                            patch.attempts = 0
-                            requeue = (entry.seq, entry.request.priority, entry.host)
-                        } else {
-                            entry.hub = nil
-                        }
-                        entry.cancelledHub = nil
-                    } else if entry.stop == .storage {
-                        // Its progress cannot be recorded: failed, with what the store said.
-                        let message = entry.detail ?? "asset \(id): its progress cannot be recorded"
-                        entry.state = .failed
-                        entry.failure = LibraryError(.storage, message)
-                        patch.fail(LibraryError(.storage, message))
-                        if let hub = entry.hub {
-                            failure = (hub, LibraryError(.storage, message))
-                            entry.hub = nil
-                        }
-                    } else if entry.stop == .network {
-                        entry.state = .network
-                        patch.state = .network
-                    } else if entry.stop == .close {
-                        // Stopped by closing the library: it continues at the next open.
-                        entry.state = .queued
-                        patch.state = .queued
-                    } else if entry.restartAfterStop {
-                        entry.state = .queued
-                        patch.state = .queued
-                        requeue = (entry.seq, entry.request.priority, entry.host)
-                    } else {
-                        entry.state = .paused
-                        patch.state = .paused
-                    }
-                    entry.stop = nil
-                    entry.restartAfterStop = false
-                case .failed(let error, let retryAfter, let written, let validator):
-                    let now = clock.uptime
-                    // Progress is what the next attempt will not fetch again: the durable offset.
-                    let progressed = written > entry.bytesOnDisk
-                    if progressed {
-                        entry.attempts = 0
-                        entry.progressClock = now
-                    } else {
-                        entry.attempts += 1
-                    }
-                    entry.bytesOnDisk = written
-                    entry.live.written.store(written, ordering: .relaxed)
-                    entry.validator = validator
-                    patch.attempts = entry.attempts
-                    entry.detail = error.message
-                    patch.detail = .some(error.message)
-                    let retry = settings.retry
-                    let delay = retry.delay(afterFailedAttempts: entry.attempts, retryAfter: retryAfter, random: settings.retryJitter)
-                    let stalled = entry.progressClock.map { now - $0 } ?? .zero
-                    let outOfTime = retry.noProgressTimeout.map { stalled + delay > $0 } ?? false
-                    if error.isRetryable && entry.attempts < retry.maxAttempts && !outOfTime {
-                        let date = failedAt.addingTimeInterval(delay.seconds)
-                        entry.state = .retry
-                        entry.retryAt = date
-                        patch.state = .retry
-                        patch.retryAt = .some(date)
-                        let kept = progressed ? " after progress to \(written) bytes" : ""
-                        logger.info("asset \(id): \(error.message)\(kept); retry \(entry.attempts + 1) of \(retry.maxAttempts) without progress in \(String(format: "%.1f", delay.seconds)) s")
-                    } else {
-                        entry.state = .failed
-                        patch.state = .failed
-                        if error.isRetryable {
-                            let reason = outOfTime
-                                ? "gave up: no progress within the \(String(format: "%g", retry.noProgressTimeout?.seconds ?? 0)) s no-progress timeout"
-                                : "gave up after \(entry.attempts) attempts without progress"
-                            entry.detail = "\(error.message) (\(reason))"
-                            patch.detail = .some(entry.detail)
-                        }
-                        let final = error.withMessage(entry.detail ?? error.message)
-                        entry.failure = final
-                        patch.fail(final)
-                        if let hub = entry.hub {
-                            failure = (hub, final)
-                            entry.hub = nil
-                        }
-                    }
-                }
-                if (entry.state == .failed || entry.state == .cancelled) && !unrecordable {
-                    entry.recordingEnd = true
-                    ended = patch
-                } else {
-                    store.submit(patch)
-                }
+                followup = handle(event, on: &entry)
             }
-            if let ended { submitEnd(ended, telling: failure) }
-            if let entry = state.entries[id], entry.state == .retry {
-                scheduleRetry(id, at: entry.retryAt ?? failedAt, now: failedAt, in: &state)
-            }
-            if let requeue {
-                state.ready.push(id: id, seq: requeue.seq, priority: requeue.priority, host: requeue.host)
-            }
+            follow(id, &followup, in: &state)
             pump(&state)
             wakeIdleWaiters(&state)
         }
-        if ended == nil {
-            if let (hub, error) = failure { hub.failed(error) }
+        if followup.end == nil {
+            if let (hub, error) = followup.told { hub.failed(error) }
             broadcastState(id, departed: departed)
         }
-        if let deliverNow {
-            // Already in place and nobody to hand it to: recorded here, without another task.
-            // A delegate attached since the check above gets the full delivery instead.
-            if !delivery.complete(id, request: deliverNow.request, issueName: deliverNow.issueName, failure: nil,
-                                 unlessDelegated: true) {
-                Task { [self] in await delivery.deliver(id) }
-            }
-        } else if deliver {
-            Task { [self] in await delivery.deliver(id) }
-        }
+        if let start = followup.delivery { delivery.carryOut(start, for: id) }
     }
 
     /// Queues `patch`, which ends asset `id` (failed, cancelled: its entry made
@@ -326,13 +164,5 @@ extension Scheduler {
             if let (hub, error) = failure { hub.failed(error) }
             broadcastState(id, departed: departed)
         }
-    }
-
-    static func cancelledPatch(_ id: String) -> AssetPatch {
-        var patch = AssetPatch(id: id)
-        patch.state = .cancelled
-        patch.bytesOnDisk = 0
-        patch.validator = .some(nil)
-        return patch
     }
 }

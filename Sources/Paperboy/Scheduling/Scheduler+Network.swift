@@ -85,21 +85,12 @@ extension Scheduler {
         state.withLock { state in
             state.network = status
             for (id, entry) in state.entries {
-                let allowed = allowsNetwork(entry, status)
-                if entry.state == .downloading, !allowed, entry.stop == nil {
-                    state.update(id) { entry in
-                        entry.stop = .network
-                        entry.task?.cancel()
-                    }
-                    changed.append(id)
-                } else if entry.state == .network, allowed {
-                    state.update(id) { $0.state = .queued }
-                    state.ready.push(id: id, seq: entry.seq, priority: entry.request.priority, host: entry.host)
-                    var patch = AssetPatch(id: id)
-                    patch.state = .queued
-                    store.submit(patch)
-                    changed.append(id)
-                }
+                // Only those it changes: an update may let an entry at rest go.
+                let event = AssetLifecycle.Event.networkChanged(allowed: allowsNetwork(entry, status))
+                var probe = entry.life
+                guard !probe.handle(event).isEmpty else { continue }
+                handle(event, for: id, in: &state)
+                changed.append(id)
             }
             requeueStoredNetworkWaits(&state)
             pump(&state)
@@ -114,7 +105,7 @@ extension Scheduler {
         guard state.storedNetworkWaits > 0 else { return }
         let held = state.entries.values.filter { $0.state == .network }.map(\.id)
         do {
-            try store.changeStates(from: [.network], to: .queued, except: held)
+            try store.changeStates(AssetLifecycle.storedNetworkWaitsChecked, except: held)
             state.storedNetworkWaits = 0
             state.backlog = true
         } catch {

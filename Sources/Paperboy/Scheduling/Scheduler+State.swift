@@ -9,37 +9,32 @@ extension Scheduler {
         let issueName: String
         let seq: Int64
         var request: AssetRequest
-        var state: PersistedState
-        /// Failed attempts since the last one that made progress.
-        var attempts: Int
-        /// When the asset last made progress, or started its first attempt since it was asked
-        /// for, resumed or reopened (`nil` until then), in the clock's ``LibraryClock/uptime``: the
-        /// ``RetryPolicy/noProgressTimeout`` clock.
-        var progressClock: Duration?
-        var retryAt: Date?
-        var detail: String?
-        var bytesOnDisk: Int64
-        var expectedBytes: Int64?
-        var validator: ResourceValidator?
+        /// Its state and what the store records of it, changed only through
+        /// ``Scheduler/handle(_:on:)``; the properties below read it.
+        var life: AssetLifecycle
+        var state: PersistedState { life.state }
+        var attempts: Int { life.attempts }
+        var progressClock: Duration? { life.progressClock }
+        var retryAt: Date? { life.retryAt }
+        var detail: String? { life.detail }
+        var bytesOnDisk: Int64 { life.bytesOnDisk }
+        var expectedBytes: Int64? { life.expectedBytes }
+        var validator: ResourceValidator? { life.validator }
+        var stop: StopKind? { life.stop }
+        var restartAfterStop: Bool { life.restartAfterStop }
+        var delivering: Bool { life.delivering }
+        var failure: LibraryError? { life.failure }
+        var inIssue: Bool { life.inIssue }
         let live = LiveProgress()
         var hub: AssetEventHub?
         var task: Task<Void, Never>?
         var retryTask: Task<Void, Never>?
-        var stop: StopKind?
-        /// Asked for again while a pause or a cancel was stopping it: queue it once the transfer
-        /// has ended (from zero after a cancel).
-        var restartAfterStop = false
         /// The delegates of a download cancelled while it was stopping, when a new download was
         /// asked for meanwhile: they get the cancellation, the new ones do not.
         var cancelledHub: AssetEventHub?
-        var delivering = false
-        /// Why the asset failed, while it is `failed`: what ``AssetDownload/waitUntilFinished()`` returns.
-        var failure: LibraryError?
         /// This transfer continued from bytes on disk while no delegate was attached: the first
         /// delegate to attach before it is delivered gets `didResumeAt` with these figures.
         var unannouncedResume: (total: Int64, expected: Int64?)?
-        /// The finished file went straight to its destination: delivery only records it.
-        var inIssue = false
         /// Its state differs from what the store has queued for it (a `delivered` update the
         /// store could not write): it stays in memory.
         var pinned = false
@@ -53,16 +48,9 @@ extension Scheduler {
             issueName = record.issueName
             seq = record.seq
             request = record.request
-            state = PersistedState(rawValue: record.state) ?? .idle
-            attempts = record.attempts
-            retryAt = record.retryAt
-            detail = record.detail
-            bytesOnDisk = record.bytesOnDisk
-            expectedBytes = record.expectedBytes
-            validator = record.resourceValidator
+            life = AssetLifecycle(record)
             live.written.store(record.bytesOnDisk, ordering: .relaxed)
             live.expected.store(record.expectedBytes ?? -1, ordering: .relaxed)
-            failure = record.libraryError
         }
 
         var isBusy: Bool {
@@ -148,7 +136,6 @@ extension Scheduler {
             count(entry, -1)
             change(&entry)
             count(entry, 1)
-            if entry.state != .failed { entry.failure = nil }
             entries[id] = entry
             if !assetWaiters.isEmpty, let outcome = Scheduler.settledOutcome(entry) { settle(id, outcome) }
             if entry.isAtRest(now: clock.now) {
@@ -177,7 +164,7 @@ extension Scheduler {
         mutating func insert(_ entry: Entry) {
             if entry.state == .network { storedNetworkWaits = max(0, storedNetworkWaits - 1) }
             var entry = entry
-            if let clock = retryClocks.removeValue(forKey: entry.id) { entry.progressClock = clock }
+            if let clock = retryClocks.removeValue(forKey: entry.id) { _ = entry.life.handle(.reloaded(progressClock: clock)) }
             count(entry, 1)
             entries[entry.id] = entry
             inMemoryByIssue[entry.issueName, default: 0] += 1

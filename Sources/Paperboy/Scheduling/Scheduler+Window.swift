@@ -16,8 +16,7 @@ extension Scheduler {
     /// Finished files that deliver themselves are delivered unless `deliverFinished` is false
     /// (then they wait for a download).
     func load(resume: Bool, deliverFinished: Bool = true) throws(LibraryError) {
-        try store.changeStates(from: [.network] + (resume ? [.downloading] : []), to: .queued)
-        if !resume { try store.changeStates(from: [.downloading], to: .paused) }
+        for change in AssetLifecycle.changesAtOpen(resume: resume) { try store.changeStates(change) }
         // Retries wait in the store: the timer wakes for the earliest.
         let retryDue = try store.earliestRetry(now: clock.now)
         let records = try store.assets(inStates: [.finished])
@@ -98,10 +97,7 @@ extension Scheduler {
                 continue
             }
             if let entry = state.entries[next.id], !allowsNetwork(entry, state.network) {
-                state.update(next.id) { $0.state = .network }
-                var patch = AssetPatch(id: next.id)
-                patch.state = .network
-                store.submit(patch)
+                handle(.networkRefused, for: next.id, in: &state)
                 continue
             }
             start(next.id, host: next.host, in: &state)
@@ -151,19 +147,16 @@ extension Scheduler {
     func queueInStore(_ record: AssetRecord, in state: inout State) -> Bool {
         guard state.queued >= Self.windowSize, record.request.priority <= state.ready.lowestPriority ?? .max,
               record.requestFailure == nil else { return false }
-        let stored = PersistedState(rawValue: record.state) ?? .idle
-        switch stored {
+        var life = AssetLifecycle(record)
+        switch life.state {
         case .idle, .failed, .cancelled, .paused:
-            var patch = AssetPatch(id: record.id)
-            patch.state = .queued
-            patch.detail = .some(nil)
-            patch.attempts = stored == .paused ? record.attempts : 0
-            store.submit(patch)
+            // Its record only: it joins the store's backlog, not the line in memory.
+            for case .record(let patch) in life.handle(.download) { store.submit(patch) }
             state.backlog = true
             return true
         case .queued, .retry, .network, .downloading, .finished, .delivered:
             // Queued already (in the store's backlog), or held in memory.
-            return stored == .queued
+            return life.state == .queued
         }
     }
 
@@ -186,10 +179,8 @@ extension Scheduler {
             if entry.request.maxBytesPerSecond == nil { state.perTransferLimiters[id] = own }
         }
         state.update(id) { entry in
-            entry.state = .downloading
-            entry.stop = nil
             entry.unannouncedResume = nil
-            if entry.progressClock == nil { entry.progressClock = clock.uptime }
+            guard handle(.start(uptime: clock.uptime), on: &entry).startTransfer else { return }
             let slot = TransferSlot(host: host)
             let run = Run(
                 id: id, issueName: entry.issueName, request: entry.request, bytesOnDisk: entry.bytesOnDisk,
@@ -199,8 +190,5 @@ extension Scheduler {
                 finish(id, slot: slot, outcome: outcome)
             }
         }
-        var patch = AssetPatch(id: id)
-        patch.state = .downloading
-        store.submit(patch)
     }
 }

@@ -83,31 +83,13 @@ final class Scheduler: Sendable {
         state.withLock { state in
             for id in ids {
                 guard let entry = state.entries[id], !entry.delivering else { continue }
-                let failure = error.withMessage("asset \(id): \(error.message)")
-                switch entry.state {
-                case .downloading:
-                    state.update(id) { entry in
-                        entry.stop = .storage
-                        entry.restartAfterStop = false
-                        entry.detail = failure.message
-                        entry.task?.cancel()
-                    }
-                case .queued, .retry, .network:
-                    departures[id] = state.update(id) { entry in
-                        entry.retryTask?.cancel()
-                        entry.retryTask = nil
-                        entry.state = .failed
-                        entry.failure = failure
-                        entry.detail = failure.message
-                        if let hub = entry.hub { failed.append((hub, failure)) }
-                        entry.hub = nil
-                    }
-                    var patch = AssetPatch(id: id)
-                    patch.fail(failure)
-                    store.submit(patch)
-                default:
-                    break
-                }
+                let event = AssetLifecycle.Event.recordingFailed(error.withMessage("asset \(id): \(error.message)"))
+                // Only those it changes: an update may let an entry at rest go.
+                var probe = entry.life
+                guard !probe.handle(event).isEmpty else { continue }
+                let (followup, departed) = handle(event, for: id, in: &state)
+                departures[id] = departed
+                if let told = followup.told { failed.append(told) }
             }
             wakeIdleWaiters(&state)
         }
@@ -201,13 +183,9 @@ final class Scheduler: Sendable {
             var tasks: [Task<Void, Never>] = []
             for id in Array(state.entries.keys) {
                 state.update(id) { entry in
-                    entry.retryTask?.cancel()
-                    if let task = entry.task {
-                        // A pause, a cancel, a network wait asked for before stays what it ends in.
-                        if entry.stop == nil { entry.stop = .close }
-                        task.cancel()
-                        tasks.append(task)
-                    }
+                    // A pause, a cancel, a network wait asked for before stays what it ends in.
+                    if let task = entry.task { tasks.append(task) }
+                    _ = handle(.close(running: entry.task != nil), on: &entry)
                 }
             }
             return tasks

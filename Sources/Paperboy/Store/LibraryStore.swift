@@ -292,19 +292,24 @@ final class LibraryStore: Sendable {
         }) ?? []
     }
 
-    /// Changes the state of every asset in `from` to `to` (at open: what was running), but those
+    /// Makes `change` to every asset in its `from` states (at open: what was running), but those
     /// of `except` (held in memory, in a state of their own).
-    func changeStates(from: [PersistedState], to: PersistedState, except: [String] = []) throws(LibraryError) {
+    func changeStates(_ change: AssetLifecycle.BulkChange, except: [String] = []) throws(LibraryError) {
         flush()
         do {
             try pool.write { db in
-                var sql = "UPDATE asset SET state = ? WHERE state IN (\(from.map { "'\($0.rawValue)'" }.joined(separator: ", ")))"
+                var sql = "UPDATE asset SET state = ? WHERE state IN (\(Self.list(change.from)))"
                 if !except.isEmpty { sql += " AND id NOT IN (\(databaseQuestionMarks(count: except.count)))" }
-                try db.execute(sql: sql, arguments: StatementArguments([to.rawValue] + except))
+                try db.execute(sql: sql, arguments: StatementArguments([change.to.rawValue] + except))
             }
         } catch {
             throw LibraryError.storage("cannot update the assets of library database \(fileURL.path)", error)
         }
+    }
+
+    /// States as an SQL list of literals (their raw values are fixed words, never input).
+    private static func list(_ states: [PersistedState]) -> String {
+        states.map { "'\($0.rawValue)'" }.joined(separator: ", ")
     }
 
     /// The earliest retry among the assets waiting to retry but those of `except` (held in
@@ -328,12 +333,14 @@ final class LibraryStore: Sendable {
     func queueDueRetries(now: Date, except: [String] = []) throws(LibraryError) -> Int {
         flush()
         let filter = except.isEmpty ? "" : " AND id NOT IN (\(databaseQuestionMarks(count: except.count)))"
+        let change = AssetLifecycle.storedRetriesDue
         do {
             return try pool.write { db in
                 try db.execute(sql: """
-                    UPDATE asset SET state = 'queued' WHERE state = 'retry'\(filter)
+                    UPDATE asset SET state = ? WHERE state IN (\(Self.list(change.from)))\(filter)
                     AND (typeof(retryAt) != 'text' OR retryAt <= ? OR retryAt > ?)
-                    """, arguments: StatementArguments(except + [StoredDate(now), StoredDate(now.addingTimeInterval(86_400))]))
+                    """, arguments: StatementArguments([change.to.rawValue] + except
+                                                       + [StoredDate(now), StoredDate(now.addingTimeInterval(86_400))]))
                 return db.changesCount
             }
         } catch {

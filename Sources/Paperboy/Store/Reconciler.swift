@@ -39,75 +39,37 @@ struct Reconciler {
         let found = Set(records.map(\.id))
         records += try store.assetsHoldingFiles().filter { !found.contains($0.id) }
         var owned = Set<String>()
-        for index in records.indices {
-            var record = records[index]
-            guard record.state != PersistedState.delivered.rawValue else { continue }
+        for record in records where record.state != PersistedState.delivered.rawValue {
             let inbox = layout.inboxURL(asset: record.id, request: record.request)
             let partial = layout.partialURL(asset: record.id)
             owned.insert(inbox.lastPathComponent)
             owned.insert(partial.lastPathComponent)
-            var patch = AssetPatch(id: record.id)
-            let state = PersistedState(rawValue: record.state) ?? .idle
-            switch state {
-            case .finished:
-                if !POSIX.exists(inbox) {
-                    if record.request.unpack != nil {
-                        // The archive is removed only after a complete unpack.
-                        record.state = PersistedState.delivered.rawValue
-                    } else if let path = record.request.destinationPath,
-                       POSIX.exists(layout.contentURL(issue: record.issueName).appendingPathComponent(path)) {
-                        // Moved to its destination; the crash came before the record.
-                        record.state = PersistedState.delivered.rawValue
-                    } else {
-                        // Taken by a delegate that did not return: fetch it again (at least once).
-                        logger.warning("asset \(record.id): finished file missing from the inbox; downloading it again")
-                        record.state = PersistedState.queued.rawValue
-                        record.bytesOnDisk = 0
-                        record.validator = nil
-                        patch.validator = .some(nil)
-                    }
-                    patch.state = PersistedState(rawValue: record.state)
-                    patch.bytesOnDisk = record.bytesOnDisk
-                }
-            case .downloading, .queued, .retry, .network, .paused, .idle, .failed, .cancelled:
-                if POSIX.exists(inbox) {
-                    // The rename into the inbox is the commit point of a transfer that has one,
-                    // whatever state the database last recorded: its batched updates (queued,
-                    // downloading, finished) may not have been written when the app died, even
-                    // inside `didFinishDownloadingTo`. Nothing else leaves a file in the inbox.
-                    let size = fileSize(inbox)
-                    record.state = PersistedState.finished.rawValue
-                    record.bytesOnDisk = size
-                    record.expectedBytes = size
-                    patch.state = .finished
-                    patch.bytesOnDisk = size
-                    patch.expectedBytes = .some(size)
+            var life = AssetLifecycle(record)
+            // A finished asset's partial file is not read: it has none that counts.
+            let event = AssetLifecycle.Event.reopened(
+                inbox: POSIX.exists(inbox) ? fileSize(inbox) : nil,
+                partial: life.state == .finished ? nil : partialSize(partial), unpacks: record.request.unpack != nil)
+            var actions = life.handle(event)
+            while !actions.isEmpty {
+                let action = actions.removeFirst()
+                switch action {
+                case .record(let patch):
+                    store.submit(patch)
+                case .removePartial:
                     POSIX.remove(partial)
-                } else if state == .cancelled {
-                    // Cancelled while its transfer was stopping (the cancel is recorded at once):
-                    // its bytes are given up, as the stop would have.
-                    if POSIX.exists(partial) || record.bytesOnDisk != 0 {
-                        POSIX.remove(partial)
-                        record.bytesOnDisk = 0
-                        patch = Scheduler.cancelledPatch(record.id)
-                    }
-                } else {
-                    let onDisk = fileSize(partial)
-                    if onDisk < record.bytesOnDisk {
-                        logger.info("asset \(record.id): \(record.bytesOnDisk) bytes recorded, \(onDisk) on disk; continuing from \(onDisk)")
-                        record.bytesOnDisk = onDisk
-                        patch.bytesOnDisk = onDisk
-                    } else if onDisk > record.bytesOnDisk, trustsLength(of: partial, onDisk, for: record) {
-                        logger.info("asset \(record.id): \(record.bytesOnDisk) bytes recorded, \(onDisk) written in order in this boot; continuing from \(onDisk)")
-                        record.bytesOnDisk = onDisk
-                        patch.bytesOnDisk = onDisk
-                    }
+                case .log(let level, let message):
+                    logger.log(level: level, "\(message)")
+                case .checkDestination:
+                    let holdsFile = record.request.destinationPath.map {
+                        POSIX.exists(layout.contentURL(issue: record.issueName).appendingPathComponent($0))
+                    } ?? false
+                    actions += life.handle(.destinationChecked(holdsFile: holdsFile))
+                case .verifyPartial(let length):
+                    if trustsLength(of: partial, length, for: record) { actions += life.handle(.partialVerified(length: length)) }
+                default:
+                    logger.error("asset \(record.id): nothing to do at open for \(action)")
                 }
-            case .delivered:
-                break
             }
-            records[index] = record
-            if patch.state != nil || patch.bytesOnDisk != nil { store.submit(patch) }
         }
         store.flush()
         removeOrphans(in: layout.partialFolder, keeping: owned)
@@ -132,9 +94,12 @@ struct Reconciler {
         return true
     }
 
-    private func fileSize(_ url: URL) -> Int64 {
-        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value ?? 0
+    /// The size of the file at `url`, `nil` if there is none.
+    private func partialSize(_ url: URL) -> Int64? {
+        ((try? FileManager.default.attributesOfItem(atPath: url.path))?[.size] as? NSNumber)?.int64Value
     }
+
+    private func fileSize(_ url: URL) -> Int64 { partialSize(url) ?? 0 }
 
     /// Removes the staging folders of unpacks a crash interrupted, in every issue folder. Only
     /// real folders named `.unpack-*` directly in an issue folder are removed, and removal never

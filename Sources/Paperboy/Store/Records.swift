@@ -290,12 +290,12 @@ struct StoredFailure: Sendable, Hashable {
 }
 
 /// The states as stored in the database.
-enum PersistedState: String, Sendable {
+enum PersistedState: String, Sendable, CaseIterable {
     case idle, queued, paused, retry, network, downloading, finished, delivered, failed, cancelled
 }
 
 /// A partial update of one asset row; `nil` fields are left alone.
-struct AssetPatch: Sendable {
+struct AssetPatch: Sendable, Equatable {
     var id: String
     var state: PersistedState?
     var detail: String??
