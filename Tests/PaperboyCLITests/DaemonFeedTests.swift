@@ -126,13 +126,13 @@ struct DaemonFeedTests {
         let probe = DaemonTests()
         let hello = Frame.encode("HELLO", Data(#"{"protocols":[1]}"#.utf8))
         let socket = daemon.socket
-        // Blocking reads: on a thread of their own, not the cooperative pool.
-        let unknown = try await offThePool { try probe.exchange(socket, hello + Frame.encode("NOTIFY", Data(#"{"id":2,"feed":"\u001b[31mnope"}"#.utf8))) }
+        // Blocking reads, each answer waited for: on a thread of their own, not the cooperative pool.
+        let unknown = try await offThePool { try DaemonHostileJSONTests.exchange(socket, hello + Frame.encode("NOTIFY", Data(#"{"id":2,"feed":"\u001b[31mnope"}"#.utf8)), answers: 2) }
         #expect(unknown.map(\.kind) == ["HELLO", "ERROR"])
         #expect(probe.errorCode(unknown.last) == "feed-not-found")
-        let ignored = try await offThePool { try probe.exchange(socket, hello + Frame.encode("NOTIFY", Data(#"{"id":3,"payload":{"aps":{"alert":"hi"}}}"#.utf8))) }
+        let ignored = try await offThePool { try DaemonHostileJSONTests.exchange(socket, hello + Frame.encode("NOTIFY", Data(#"{"id":3,"payload":{"aps":{"alert":"hi"}}}"#.utf8)), answers: 2) }
         #expect(ignored.last.map { String(decoding: $0.payload, as: UTF8.self) }?.contains(#""result":"ignored""#) == true)
-        let wrong = try await offThePool { try probe.exchange(socket, hello + Frame.encode("NOTIFY", Data(#"{"id":4,"feed":7}"#.utf8))) }
+        let wrong = try await offThePool { try DaemonHostileJSONTests.exchange(socket, hello + Frame.encode("NOTIFY", Data(#"{"id":4,"feed":7}"#.utf8)), answers: 2) }
         #expect(probe.errorCode(wrong.last) == "bad-request")
         // A schedule far in the future was kept (2999 is more than 6 h away: brought forward).
         let next = try #require(try nextRefresh())
