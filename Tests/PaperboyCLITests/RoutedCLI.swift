@@ -97,7 +97,8 @@ final class RoutedCLI: @unchecked Sendable {
         return (try? String(contentsOf: log, encoding: .utf8)) ?? ""
     }
 
-    private var environment: [String: String] { ["XDG_RUNTIME_DIR": runtime.path, "PAPERBOY_NETWORK": "wired"] }
+    /// What the commands' environment has on top of the test's (for a test that starts them itself).
+    var environment: [String: String] { ["XDG_RUNTIME_DIR": runtime.path, "PAPERBOY_NETWORK": "wired"] }
 
     private func startForConfig(in arguments: [String]) async throws {
         if let index = arguments.firstIndex(of: "--config"), index + 1 < arguments.count {
