@@ -88,13 +88,17 @@ struct SyncCommandTests {
         #expect(assets[0]["id"] is String)
     }
 
-    @Test func failedAssetsAreReportedOneLineEachWithExitCode1() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func failedAssetsAreReportedOneLineEachWithExitCode1(_ route: CLIRoute) async throws {
         let (pdf, _) = makeContent()
         let file = config(sha: String(repeating: "0", count: 64), extra: """
               [[issues.assets]]
               url = "content/missing.pdf"
             """)
-        let result = try await CLI.run(["sync", "--config", file.path])
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        let result = try await cli.run(["sync", "--config", file.path])
         #expect(result.status == 1)
         let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("failed: ") }
         #expect(lines.count == 2, "\(result.stderr)")
@@ -129,7 +133,14 @@ struct SyncCommandTests {
         #expect(third.stdout.contains("nothing to do; 2 asset(s) already delivered"), "\(third.stdout)")
     }
 
-    @Test func aMalformedURLIsAConfigurationErrorNamingFileLineAndKey() async throws {
+    /// Through a daemon too: the configuration is refused before the command reaches it (the
+    /// daemon's library stays empty).
+    @Test(arguments: CLIRoute.allCases)
+    func aMalformedURLIsAConfigurationErrorNamingFileLineAndKey(_ route: CLIRoute) async throws {
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        let good = workspace.write("[library]\npath = \"lib\"\n", to: "good.toml")
+        try await cli.start(good)
         let file = workspace.write("""
             [library]
             path = "lib"
@@ -140,15 +151,19 @@ struct SyncCommandTests {
               url = "ht tp://bad url"
               path = "a.pdf"
             """, to: "paperboy.toml")
-        let result = try await CLI.run(["sync", "--config", file.path])
+        let result = try await cli.run(["sync", "--config", file.path])
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("paperboy.toml:7:"), "\(result.stderr)")
         #expect(result.stderr.contains("issues[0].assets[0].url"), "\(result.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: workspace.path("lib").path), "nothing written")
-        let good = workspace.write("[library]\npath = \"lib\"\n", to: "good.toml")
-        let added = try await CLI.run(["add", "ht tp://bad url", "--issue", "a", "--config", good.path])
+        // Nothing written (through a daemon, the library is the one the daemon made when it started).
+        #expect(!FileManager.default.fileExists(atPath: workspace.path(route == .inProcess ? "lib" : "lib/Issues/a").path))
+        let added = try await cli.run(["add", "ht tp://bad url", "--issue", "a", "--config", good.path])
         #expect(added.status != 0)
         #expect(added.stderr.contains("malformed URL"), "\(added.stderr)")
+        let shelf = try await cli.run(["issues", "--json", "--config", good.path])
+        #expect(shelf.status == 0, "\(shelf.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(shelf.stdout.utf8)) as? [String: Any]
+        #expect((json?["issues"] as? [Any])?.isEmpty == true, "\(shelf.stdout)")
     }
 
     @Test(arguments: [
@@ -210,7 +225,9 @@ struct SyncCommandTests {
 struct SyncIdleTimeoutTests {
     let workspace = Workspace()
 
-    @Test func aStalledTransferTimesOutAfterTheConfiguredIdleTimeoutAndIsRetried() async throws {
+    /// `[scheduler]` is library-wide: through a daemon, the daemon's configuration's.
+    @Test(arguments: CLIRoute.allCases)
+    func aStalledTransferTimesOutAfterTheConfiguredIdleTimeoutAndIsRetried(_ route: CLIRoute) async throws {
         let data = randomData(200_000, seed: 4)
         // The first request stalls after 10,000 bytes; the second is served whole.
         let server = try FaultServer { request in
@@ -230,8 +247,11 @@ struct SyncIdleTimeoutTests {
               [[issues.assets]]
               url = "\(server.url("/slow.bin").absoluteString)"
             """, to: "paperboy.toml")
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
         let started = ContinuousClock.now
-        let result = try await CLI.run(["sync", "--config", file.path])
+        let result = try await cli.run(["sync", "--config", file.path])
         #expect(result.status == 0, "\(result.stderr)")
         // The stall is found about 2 s after the last byte, not after the default 60 s (the
         // bound is for a loaded machine).
