@@ -133,14 +133,26 @@ struct SyncCommandTests {
         #expect(third.stdout.contains("nothing to do; 2 asset(s) already delivered"), "\(third.stdout)")
     }
 
+    /// Whether a refused configuration wrote nothing: no library in process; through a daemon
+    /// (which made its library when it started), no issue folder.
+    func nothingWritten(_ route: CLIRoute) -> Bool {
+        !FileManager.default.fileExists(atPath: workspace.path(route == .inProcess ? "lib" : "lib/Issues/a").path)
+    }
+
+    /// A runner by `route` whose daemon serves the library alone (`daemon.toml`).
+    func routed(_ route: CLIRoute) async throws -> RoutedCLI {
+        let cli = RoutedCLI(route, workspace: workspace)
+        try await cli.start(workspace.write("[library]\npath = \"lib\"\n", to: "daemon.toml"))
+        return cli
+    }
+
     /// Through a daemon too: the configuration is refused before the command reaches it (the
     /// daemon's library stays empty).
     @Test(arguments: CLIRoute.allCases)
     func aMalformedURLIsAConfigurationErrorNamingFileLineAndKey(_ route: CLIRoute) async throws {
-        let cli = RoutedCLI(route, workspace: workspace)
+        let cli = try await routed(route)
         defer { cli.stop() }
         let good = workspace.write("[library]\npath = \"lib\"\n", to: "good.toml")
-        try await cli.start(good)
         let file = workspace.write("""
             [library]
             path = "lib"
@@ -155,8 +167,7 @@ struct SyncCommandTests {
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("paperboy.toml:7:"), "\(result.stderr)")
         #expect(result.stderr.contains("issues[0].assets[0].url"), "\(result.stderr)")
-        // Nothing written (through a daemon, the library is the one the daemon made when it started).
-        #expect(!FileManager.default.fileExists(atPath: workspace.path(route == .inProcess ? "lib" : "lib/Issues/a").path))
+        #expect(nothingWritten(route))
         let added = try await cli.run(["add", "ht tp://bad url", "--issue", "a", "--config", good.path])
         #expect(added.status != 0)
         #expect(added.stderr.contains("malformed URL"), "\(added.stderr)")
@@ -166,6 +177,7 @@ struct SyncCommandTests {
         #expect((json?["issues"] as? [Any])?.isEmpty == true, "\(shelf.stdout)")
     }
 
+    /// Through a daemon too: the file is refused before the command reaches it.
     @Test(arguments: [
         ("[library]\npath = \"lib\"\n[[issues]]\nname = \"a\"\ndate = 2026-11-21\n  [[issues.assets]]\n  url = \"x\"\n  sha256 = \"abc\"\n", ":8:", "sha256"),
         ("[library]\npath = \"lib\"\n[schedular]\nmax_concurrent = 2\n", ":3:", "scheduler"),
@@ -175,14 +187,16 @@ struct SyncCommandTests {
         ("[library\npath = \"lib\"\n", ":1", "paperboy.toml"),
         ("[library]\npath = \"lib\"\n[[issues]]\nname = \"a\"\ndate = 2026-11-21\n  [[issues.assets]]\n  url = \"x\"\n  path = \"../out\"\n", ":8:", "path"),
         ("[library]\npath = \"lib\"\n[[credentials]]\nmatch = \"https://cdn.example.com/\"\npassword_env = \"PAPERBOY_TEST_UNSET_VARIABLE\"\n", ":5:", "PAPERBOY_TEST_UNSET_VARIABLE"),
-    ])
-    func configErrorsExitWith2AndWriteNothing(_ text: String, _ line: String, _ mention: String) async throws {
-        let file = workspace.write(text, to: "paperboy.toml")
-        let result = try await CLI.run(["sync", "--config", file.path])
+    ], CLIRoute.allCases)
+    func configErrorsExitWith2AndWriteNothing(_ error: (text: String, line: String, mention: String), _ route: CLIRoute) async throws {
+        let cli = try await routed(route)
+        defer { cli.stop() }
+        let file = workspace.write(error.text, to: "paperboy.toml")
+        let result = try await cli.run(["sync", "--config", file.path])
         #expect(result.status == 2, "\(result.stdout) \(result.stderr)")
-        #expect(result.stderr.contains("paperboy.toml\(line)"), "\(result.stderr)")
-        #expect(result.stderr.contains(mention), "\(result.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: workspace.path("lib").path))
+        #expect(result.stderr.contains("paperboy.toml\(error.line)"), "\(result.stderr)")
+        #expect(result.stderr.contains(error.mention), "\(result.stderr)")
+        #expect(nothingWritten(route))
     }
 
     /// A `[[credentials]]` secret file the command cannot read (no longer UTF-8) is a
