@@ -5,12 +5,14 @@ import Testing
 
 /// Issue 31, case 1, through `paperboy sync`: nginx compresses an asset whatever Paperboy asks
 /// for (`gzip_static always`). The sync fails with one line naming the URL, the encoding and
-/// what to change on the server, delivers nothing, and `status` gives the code.
+/// what to change on the server, delivers nothing, and `status` gives the code; in process and
+/// through a daemon (issue 27).
 @Suite("paperboy sync refuses an encoded body", .timeLimit(.minutes(3)))
 struct ContentEncodingSyncTests {
     let workspace = Workspace()
 
-    @Test func aForcedGzipAssetFailsTheSyncWithOneLineSayingWhatToChange() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func aForcedGzipAssetFailsTheSyncWithOneLineSayingWhatToChange(_ route: CLIRoute) async throws {
         guard let binary = try LoopbackWebServer.required(NginxServer.binary, program: "nginx", package: "nginx") else { return }
         let nginx = try await offThePool { try NginxServer(binary: binary) }
         defer { nginx.stop() }
@@ -29,7 +31,10 @@ struct ContentEncodingSyncTests {
               path = "paper.pdf"
             """, to: "paperboy.toml")
 
-        let sync = try await CLI.run(["sync", "--config", file.path])
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        let sync = try await cli.run(["sync", "--config", file.path])
         #expect(sync.status != 0, "\(sync.stderr)")
         let lines = sync.stderr.split(separator: "\n").filter { $0.contains("Content-Encoding") }
         #expect(lines.count == 1, "\(sync.stderr)")
@@ -42,7 +47,7 @@ struct ContentEncodingSyncTests {
         let partials = (try? FileManager.default.contentsOfDirectory(atPath: workspace.path("lib/.partial").path)) ?? []
         #expect(partials.isEmpty, "left behind: \(partials)")
 
-        let status = try await CLI.run(["status", "--json", "--config", file.path])
+        let status = try await cli.run(["status", "--json", "--config", file.path])
         let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
         let asset = ((json?["issues"] as? [[String: Any]])?.first?["assets"] as? [[String: Any]])?.first
         #expect(asset?["state"] as? String == "failed", "\(status.stdout)")

@@ -4,7 +4,9 @@ import PaperboyTesting
 import Testing
 
 /// `[[credentials]]` reach only their own origin, a proxy's challenge never gets the origin's
-/// password, and no password in a URL reaches the library's database.
+/// password, and no password in a URL reaches the library's database: in process and through a
+/// daemon (issue 27), whose `[[credentials]]` and environment (secrets, proxy variables) are the
+/// ones used for assets (docs/Daemon.md: credentials are library-wide), the same as the command's here.
 @Suite("credentials bound to origins (paperboy sync, add)", .timeLimit(.minutes(3)))
 struct CredentialBindingTests {
     let workspace = Workspace()
@@ -50,15 +52,25 @@ struct CredentialBindingTests {
 
     var secrets: [String: String] { ["PB_ORIGIN_PW": Self.originPassword, "PB_PROXY_PW": Self.proxyPassword] }
 
+    /// Runs `sync` on `file` by `route` with `environment`, the daemon's too (started on the
+    /// file's library-wide settings, its `[[credentials]]` among them).
+    func sync(_ route: CLIRoute, _ file: URL, environment: [String: String] = [:]) async throws -> CLIResult {
+        let cli = RoutedCLI(route, workspace: workspace, daemonEnvironment: environment)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        return try await cli.run(["sync", "--config", file.path], environment: environment)
+    }
+
     func delivered(_ path: String) -> Data? { try? Data(contentsOf: workspace.path("lib/Issues/weekly/\(path)")) }
 
-    @Test func aMatchWithoutTrailingSlashDoesNotReachALookAlikePort() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func aMatchWithoutTrailingSlashDoesNotReachALookAlikePort(_ route: CLIRoute) async throws {
         let (origin, lookAlike) = try lookAlikePair()
         defer { origin.stop(); lookAlike.stop() }
         let file = config(
             assets: [("\(origin.url("/a.pdf"))", "a.pdf"), ("\(lookAlike.url("/b.pdf"))", "b.pdf")],
             credentials: [("http://127.0.0.1:\(origin.port)", "alice", "PB_ORIGIN_PW")])
-        let result = try await CLI.run(["sync", "--config", file.path], environment: secrets)
+        let result = try await sync(route, file, environment: secrets)
 
         #expect(delivered("a.pdf") == content, "the right origin still gets its credentials: \(result.stderr)")
         #expect(origin.requests.contains { $0.header("authorization") == Self.basic("alice", Self.originPassword) })
@@ -71,13 +83,14 @@ struct CredentialBindingTests {
         #expect(!result.stderr.contains(Self.originPassword) && !result.stdout.contains(Self.originPassword))
     }
 
-    @Test func anotherHostNameForTheSameServerGetsNoCredentials() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func anotherHostNameForTheSameServerGetsNoCredentials(_ route: CLIRoute) async throws {
         let server = try FaultServer { [self] in serveOrigin($0) }
         defer { server.stop() }
         let file = config(
             assets: [("\(server.url("/a.pdf", host: "localhost"))", "a.pdf")],
             credentials: [("http://127.0.0.1:\(server.port)/", "alice", "PB_ORIGIN_PW")])
-        let result = try await CLI.run(["sync", "--config", file.path], environment: secrets)
+        let result = try await sync(route, file, environment: secrets)
         #expect(result.status == 1)
         #expect(server.requests.allSatisfy { $0.header("authorization") == nil })
     }
@@ -87,7 +100,8 @@ struct CredentialBindingTests {
     /// Issue 26, case 3: a catalog asset `premium/%2e%2e/other/x.bin`, which nginx decodes and
     /// serves from `/other/`, is not sent the password of a `[[credentials]]` entry for
     /// `/premium/`. nginx answers 200 only to requests carrying it.
-    @Test func encodedDotsInACatalogURLDoNotLeaveTheCredentialsPath() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func encodedDotsInACatalogURLDoNotLeaveTheCredentialsPath(_ route: CLIRoute) async throws {
         let binary = try #require(NginxServer.binary, "nginx is needed (CI=true)")
         let passwords = workspace.write("alice:{PLAIN}\(Self.originPassword)\n", to: "htpasswd")
         let auth = "auth_basic \"shop\"; auth_basic_user_file \(passwords.path);"
@@ -117,7 +131,7 @@ struct CredentialBindingTests {
             username = "alice"
             password_env = "PB_ORIGIN_PW"
             """, to: "paperboy.toml")
-        let result = try await CLI.run(["sync", "--config", file.path], environment: secrets)
+        let result = try await sync(route, file, environment: secrets)
 
         #expect(delivered("y.bin") == content, "the premium path still gets its credentials: \(result.stderr)")
         #expect(delivered("x.bin") == nil, "/other/x.bin was fetched with the premium password")
@@ -141,12 +155,13 @@ struct CredentialBindingTests {
     }
 
     /// Sync through the proxy, with proxy variables set for the child only.
-    func syncThroughProxy(_ proxy: String, credentials: [(match: String, user: String, passwordVariable: String)]) async throws -> CLIResult {
+    func syncThroughProxy(_ route: CLIRoute, _ proxy: String, credentials: [(match: String, user: String, passwordVariable: String)]) async throws
+        -> CLIResult {
         // The origin's name never resolves: only the proxy can reach it.
         let file = config(assets: [("http://magazine.invalid/issue.pdf", "issue.pdf")], credentials: credentials)
         var environment = secrets
         environment.merge(["http_proxy": proxy, "no_proxy": "", "NO_PROXY": "", "all_proxy": "", "ALL_PROXY": ""]) { $1 }
-        return try await CLI.run(["sync", "--config", file.path], environment: environment)
+        return try await sync(route, file, environment: environment)
     }
 
     func expectNoCrossedSecrets(_ proxy: FaultServer) {
@@ -158,10 +173,11 @@ struct CredentialBindingTests {
         }
     }
 
-    @Test func theOriginsCredentialsNeverAnswerAProxyChallenge() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func theOriginsCredentialsNeverAnswerAProxyChallenge(_ route: CLIRoute) async throws {
         let proxy = try startProxy()
         defer { proxy.stop() }
-        let result = try await syncThroughProxy(
+        let result = try await syncThroughProxy(route, 
             "http://127.0.0.1:\(proxy.port)", credentials: [("http://magazine.invalid", "alice", "PB_ORIGIN_PW")])
         #expect(!proxy.requests.isEmpty, "the request went through the proxy")
         expectNoCrossedSecrets(proxy)
@@ -170,10 +186,11 @@ struct CredentialBindingTests {
         #expect(!result.stderr.contains(Self.originPassword))
     }
 
-    @Test func aProxyIsAnsweredByTheCredentialsMatchingItsOwnURL() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func aProxyIsAnsweredByTheCredentialsMatchingItsOwnURL(_ route: CLIRoute) async throws {
         let proxy = try startProxy()
         defer { proxy.stop() }
-        let result = try await syncThroughProxy("http://127.0.0.1:\(proxy.port)", credentials: [
+        let result = try await syncThroughProxy(route, "http://127.0.0.1:\(proxy.port)", credentials: [
             ("http://magazine.invalid", "alice", "PB_ORIGIN_PW"),
             ("http://127.0.0.1:\(proxy.port)", "bob", "PB_PROXY_PW"),
         ])
@@ -186,10 +203,11 @@ struct CredentialBindingTests {
         #expect(last.header("authorization") == Self.basic("alice", Self.originPassword))
     }
 
-    @Test func theUserAndPasswordOfHTTPProxyStillReachTheProxy() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func theUserAndPasswordOfHTTPProxyStillReachTheProxy(_ route: CLIRoute) async throws {
         let proxy = try startProxy()
         defer { proxy.stop() }
-        let result = try await syncThroughProxy(
+        let result = try await syncThroughProxy(route, 
             "http://bob:\(Self.proxyPassword)@127.0.0.1:\(proxy.port)", credentials: [("http://magazine.invalid", "alice", "PB_ORIGIN_PW")])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(delivered("issue.pdf") == content)
@@ -209,17 +227,21 @@ struct CredentialBindingTests {
         return all
     }
 
-    @Test func paperboyAddRefusesAPasswordInTheURL() async throws {
-        _ = workspace.write("[library]\npath = \"lib\"\n", to: "paperboy.toml")
+    @Test(arguments: CLIRoute.allCases)
+    func paperboyAddRefusesAPasswordInTheURL(_ route: CLIRoute) async throws {
+        let file = workspace.write("[library]\npath = \"lib\"\n", to: "paperboy.toml")
         let url = "http://alice:\(Self.originPassword)@127.0.0.1:9/a.pdf"
-        let result = try await CLI.run(["add", url, "--issue", "weekly", "--config", workspace.path("paperboy.toml").path])
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        let result = try await cli.run(["add", url, "--issue", "weekly", "--config", file.path])
         #expect(result.status != 0)
         #expect(result.stderr.contains("password"), "\(result.stderr)")
         #expect(!result.stderr.contains(Self.originPassword), "\(result.stderr)")
         #expect(try libraryBytes().range(of: Data(Self.originPassword.utf8)) == nil)
     }
 
-    @Test func aCatalogAssetWithAPasswordIsNotStored() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func aCatalogAssetWithAPasswordIsNotStored(_ route: CLIRoute) async throws {
         _ = workspace.write("""
             {"issues": [{"name": "weekly", "date": "2026-11-21",
               "assets": [{"url": "http://alice:\(Self.originPassword)@127.0.0.1:9/a.pdf", "path": "a.pdf"}]}]}
@@ -231,7 +253,7 @@ struct CredentialBindingTests {
             name = "weekly"
             url = "publisher/catalog.json"
             """, to: "paperboy.toml")
-        let result = try await CLI.run(["sync", "--config", file.path])
+        let result = try await sync(route, file)
         #expect(result.status != 0)
         #expect(result.stderr.contains("holds a password"), "\(result.stderr)")
         #expect(!result.stderr.contains(Self.originPassword), "\(result.stderr)")

@@ -1,16 +1,12 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
 import GRDB
-import PaperboyTestServers
 import PaperboyTesting
 import Testing
 
 /// Issue 26, case 2: one catalog date (year 10000 in UTC) once emptied the shelf for good. A date
 /// outside years 1 to 9999 in UTC is refused where it enters; a row that cannot be read anyway
 /// (written by hand, by another version, by a damaged disk) is named with its removal, and
-/// everything else is still listed, purged and synced.
+/// everything else is still listed, purged and synced: in process and through a daemon (issue 27).
 @Suite("paperboy with a damaged row", .timeLimit(.minutes(3)))
 struct DamagedRowTests {
     let workspace = Workspace()
@@ -49,49 +45,59 @@ struct DamagedRowTests {
         ((document["issues"] as? [[String: Any]]) ?? []).map { $0["name"] as? String }
     }
 
-    @Test func anIssueDatedInYear10000IsRefusedAndTheShelfStays() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func anIssueDatedInYear10000IsRefusedAndTheShelfStays(_ route: CLIRoute) async throws {
         publish([("a", "2026-11-01")])
         let file = config()
-        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 0)
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        #expect(try await cli.run(["sync", "-q", "--config", file.path]).status == 0)
 
         for date in ["9999-12-31T23:00:00-05:00", "10000-01-01T00:00:00Z"] {
             publish([("a", "2026-11-01"), ("far", date)])
-            let sync = try await CLI.run(["sync", "-q", "--config", file.path])
+            let sync = try await cli.run(["sync", "-q", "--config", file.path])
             #expect(sync.status == 1, "\(date): \(sync.stderr)")
             #expect(sync.stderr.contains("issues[1].date: \"\(date)\": "), "\(sync.stderr)")
             #expect(sync.stderr.contains("is outside the dates the library records (years 1 to 9999 in UTC"), "\(sync.stderr)")
 
-            let shelf = try await CLI.run(["issues", "--json", "--config", file.path])
+            let shelf = try await cli.run(["issues", "--json", "--config", file.path])
             #expect(shelf.status == 0, "\(shelf.stderr)")
             #expect(names(try json(shelf)) == ["a"], "\(date): \(shelf.stdout)")
-            let status = try await CLI.run(["status", "--json", "--config", file.path])
+            let status = try await cli.run(["status", "--json", "--config", file.path])
             #expect(status.status == 0, "\(status.stderr)")
             #expect(names(try json(status)) == ["a"], "\(date): \(status.stdout)")
-            let text = try await CLI.run(["status", "--config", file.path])
+            let text = try await cli.run(["status", "--config", file.path])
             #expect(text.stdout.contains("\na  2026-11-01  available"), "\(text.stdout)")
         }
 
         // The last recordable moment is fine, and the shelf orders it first.
         publish([("a", "2026-11-01"), ("far", "9999-12-31T23:59:59Z")])
-        let sync = try await CLI.run(["sync", "-q", "--config", file.path])
+        let sync = try await cli.run(["sync", "-q", "--config", file.path])
         #expect(sync.status == 0, "\(sync.stderr)")
-        let shelf = try await CLI.run(["issues", "--json", "--config", file.path])
+        let shelf = try await cli.run(["issues", "--json", "--config", file.path])
         #expect(names(try json(shelf)) == ["far", "a"], "\(shelf.stdout)")
         #expect(shelf.stdout.contains("\"9999-12-31\""), "\(shelf.stdout)")
 
         // `paperboy add --date` is a door too.
         _ = workspace.write(Data("x".utf8), to: "x.pdf")
-        let add = try await CLI.run(["add", workspace.path("x.pdf").path, "--issue", "later", "--date", "10000-01-01T00:00:00Z",
+        let add = try await cli.run(["add", workspace.path("x.pdf").path, "--issue", "later", "--date", "10000-01-01T00:00:00Z",
                                      "--config", file.path])
         #expect(add.status == 64 || add.status == 2, "\(add.stderr)")
         #expect(add.stderr.contains("--date"), "\(add.stderr)")
         #expect(add.stderr.contains("10000-01-01T00:00:00Z is outside the dates the library records"), "\(add.stderr)")
     }
 
-    @Test func aDamagedRowIsNamedWithItsRemovalAndEverythingElseStillWorks() async throws {
+    /// Through a daemon the rows are damaged under it, as another process (or a damaged disk)
+    /// would: the commands name them from its replies as in process.
+    @Test(arguments: CLIRoute.allCases)
+    func aDamagedRowIsNamedWithItsRemovalAndEverythingElseStillWorks(_ route: CLIRoute) async throws {
         publish([("a", "2026-11-01"), ("b", "2026-11-08"), ("c", "2026-11-15")])
         let file = config()
-        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 0)
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        #expect(try await cli.run(["sync", "-q", "--config", file.path]).status == 0)
         let database = try DatabaseQueue(path: workspace.path("lib/library.sqlite").path)
         try await database.write { db in
             // What the store could not read back before the date boundary existed, and a state no
@@ -101,7 +107,7 @@ struct DamagedRowTests {
         }
         try database.close()
 
-        let shelf = try await CLI.run(["issues", "--json", "--config", file.path])
+        let shelf = try await cli.run(["issues", "--json", "--config", file.path])
         #expect(shelf.status == 1, "\(shelf.stderr)")
         let document = try json(shelf)
         #expect(names(document) == ["c", "a"], "\(shelf.stdout)")
@@ -120,33 +126,33 @@ struct DamagedRowTests {
             + "'10000-01-01 00:00:00.000' cannot be read; remove the row with: sqlite3 "
         #expect(shelf.stderr.contains(line), "\(shelf.stderr)")
 
-        let text = try await CLI.run(["issues", "--config", file.path])
+        let text = try await cli.run(["issues", "--config", file.path])
         #expect(text.status == 1)
         #expect(text.stdout.contains("2 issue(s)"), "\(text.stdout)")
         #expect(text.stderr.contains(line), "\(text.stderr)")
 
-        let status = try await CLI.run(["status", "--config", file.path])
+        let status = try await cli.run(["status", "--config", file.path])
         #expect(status.status == 1)
         #expect(status.stdout.contains("\nc  2026-11-15  none  new\n  magazine.pdf  failed  7 B  (storage)  its state 'bogus' cannot be read"), "\(status.stdout)")
         #expect(status.stdout.contains("\na  2026-11-01  available  new\n  magazine.pdf  delivered"), "\(status.stdout)")
         #expect(status.stderr.contains(line), "\(status.stderr)")
         #expect(status.stderr.contains("its state 'bogus' cannot be read"), "\(status.stderr)")
-        let statusJSON = try await CLI.run(["status", "--json", "--config", file.path])
+        let statusJSON = try await cli.run(["status", "--json", "--config", file.path])
         #expect(statusJSON.status == 1)
         #expect(names(try json(statusJSON)) == ["c", "a"], "\(statusJSON.stdout)")
         #expect(((try json(statusJSON))["damagedRows"] as? [Any])?.count == 2, "\(statusJSON.stdout)")
 
-        let purge = try await CLI.run(["purge", "--keep", "0", "--config", file.path])
+        let purge = try await cli.run(["purge", "--keep", "0", "--config", file.path])
         #expect(purge.status == 1)
         #expect(purge.stdout.contains("removed a"), "\(purge.stdout)")
         #expect(purge.stderr.contains(line), "\(purge.stderr)")
 
         // sync goes on with the other issues (c's asset is asked for again, which rewrites its
         // state), and exits 1 naming the damaged issue.
-        let sync = try await CLI.run(["sync", "-q", "--config", file.path])
+        let sync = try await cli.run(["sync", "-q", "--config", file.path])
         #expect(sync.status == 1)
         #expect(sync.stderr.contains(line), "\(sync.stderr)")
-        let after = try json(try await CLI.run(["issues", "--json", "--config", file.path]))
+        let after = try json(try await cli.run(["issues", "--json", "--config", file.path]))
         #expect(names(after) == ["c"])
         #expect((after["issues"] as? [[String: Any]])?.first?["status"] as? String == "available", "\(after)")
 
@@ -154,42 +160,10 @@ struct DamagedRowTests {
         let repair = try DatabaseQueue(path: workspace.path("lib/library.sqlite").path)
         try await repair.write { db in try db.execute(sql: removal) }
         try repair.close()
-        let clean = try await CLI.run(["sync", "-q", "--config", file.path])
+        let clean = try await cli.run(["sync", "-q", "--config", file.path])
         #expect(clean.status == 0, "\(clean.stderr)")
-        let repaired = try await CLI.run(["issues", "--json", "--config", file.path])
+        let repaired = try await cli.run(["issues", "--json", "--config", file.path])
         #expect(repaired.status == 0, "\(repaired.stderr)")
         #expect(names(try json(repaired)) == ["c", "b"], "\(repaired.stdout)")
-    }
-
-    @Test func throughADaemonTheDamagedRowIsNamedToo() async throws {
-        publish([("a", "2026-11-01"), ("b", "2026-11-08")])
-        let file = config()
-        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 0)
-        let database = try DatabaseQueue(path: workspace.path("lib/library.sqlite").path)
-        try await database.write { db in
-            try db.execute(sql: "UPDATE issue SET date = '10000-01-01 00:00:00.000' WHERE name = 'b'")
-        }
-        try database.close()
-        let runtime = workspace.path("runtime")
-        mkdir(runtime.path, 0o700)
-        let daemonConfig = workspace.write("[library]\npath = \"lib\"\nsync_to_disk = false\n", to: "daemon.toml")
-        let daemon = try await DaemonProcess(config: daemonConfig, runtime: runtime, log: workspace.path("daemon.log"))
-        defer { daemon.process.signal(SIGKILL) }
-        let environment = ["XDG_RUNTIME_DIR": runtime.path, "PAPERBOY_NETWORK": "wired"]
-        let line = "paperboy: damaged row in \(workspace.path("lib/library.sqlite").path): issue 'b': its date "
-            + "'10000-01-01 00:00:00.000' cannot be read; remove the row with: sqlite3 "
-        for arguments in [["issues", "--json"], ["status", "--json"]] {
-            let result = try await CLI.run(arguments + ["-v", "--config", daemonConfig.path], environment: environment)
-            #expect(result.status == 1, "\(arguments): \(result.stderr)")
-            #expect(result.stderr.contains("using the daemon on \(daemon.socket.path)"), "\(result.stderr)")
-            let document = try json(result)
-            #expect(names(document) == ["a"], "\(arguments): \(result.stdout)")
-            #expect((document["damagedRows"] as? [[String: Any]])?.first?["column"] as? String == "date", "\(result.stdout)")
-            #expect(result.stderr.contains(line), "\(arguments): \(result.stderr)")
-        }
-        let purge = try await CLI.run(["purge", "--keep", "0", "--config", daemonConfig.path], environment: environment)
-        #expect(purge.status == 1, "\(purge.stderr)")
-        #expect(purge.stdout.contains("removed a"), "\(purge.stdout)")
-        #expect(purge.stderr.contains(line), "\(purge.stderr)")
     }
 }

@@ -6,6 +6,8 @@ import PaperboyTestServers
 import PaperboyTesting
 import Testing
 
+/// In process and through a daemon (issue 27), whose `[[transports]]` and environment start the
+/// helpers (docs/Daemon.md: transports are library-wide).
 @Suite("paperboy sync with out-of-process transports", .timeLimit(.minutes(2)))
 struct ExecTransportSyncTests {
     let workspace = Workspace()
@@ -35,20 +37,32 @@ struct ExecTransportSyncTests {
         return pdf
     }
 
-    @Test func syncDeliversThroughAConfiguredPythonHelper() async throws {
+    /// Runs `sync` on `file` by `route` in the workspace (a helper's working folder is that of the
+    /// process holding the library: in process the command's, else the daemon's; roots are
+    /// given absolute), with `environment` (the daemon's too).
+    func sync(_ route: CLIRoute, _ file: URL, environment: [String: String] = [:]) async throws -> CLIResult {
+        let cli = RoutedCLI(route, workspace: workspace, daemonEnvironment: environment)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        return try await cli.run(["sync", "--config", file.path], in: workspace.url, environment: environment)
+    }
+
+    @Test(arguments: CLIRoute.allCases)
+    func syncDeliversThroughAConfiguredPythonHelper(_ route: CLIRoute) async throws {
         let pdf = publish()
         let file = config(transports: """
             [[transports]]
             scheme = "tree"
-            command = ["\(Self.treeHelper)", "--root", "pub"]
+            command = ["\(Self.treeHelper)", "--root", "\(workspace.path("pub").path)"]
             """, sha: sha256Hex(pdf))
-        let result = try await CLI.run(["sync", "--config", file.path], in: workspace.url)
+        let result = try await sync(route, file)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.contains("1 of 1 asset(s) delivered"))
         #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf"))) == Bytes(pdf))
     }
 
-    @Test func syncFindsPaperboyTransportSchemeOnThePath() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func syncFindsPaperboyTransportSchemeOnThePath(_ route: CLIRoute) async throws {
         let pdf = publish()
         let bin = workspace.path("bin")
         try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
@@ -56,25 +70,36 @@ struct ExecTransportSyncTests {
                                                    withDestinationPath: Self.treeHelper)
         let file = config(sha: sha256Hex(pdf))
         let path = bin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
-        let result = try await CLI.run(["sync", "--config", file.path], in: workspace.url,
-                                 environment: ["PATH": path, "PAPERBOY_TREE_ROOT": workspace.path("pub").path])
-        #expect(result.status == 0, "\(result.stderr)")
-        #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf"))) == Bytes(pdf))
+        let result = try await sync(route, file, environment: ["PATH": path, "PAPERBOY_TREE_ROOT": workspace.path("pub").path])
+        switch route {
+        case .inProcess:
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf"))) == Bytes(pdf))
+        case .daemon:
+            // By design: transports are the daemon's, and a scheme its configuration does not
+            // enable fails (docs/Daemon.md, "The paperboy commands through the daemon"): its
+            // configuration has no asset of the scheme for which to look the helper up on PATH.
+            #expect(result.status == 1, "\(result.stderr)")
+            #expect(result.stderr.contains("no transport for scheme 'tree'"), "\(result.stderr)")
+        }
     }
 
-    @Test func aMissingResourceFailsWithTheHelpersMessage() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func aMissingResourceFailsWithTheHelpersMessage(_ route: CLIRoute) async throws {
         _ = publish()
         let file = config(transports: """
             [[transports]]
             scheme = "tree"
-            command = ["\(Self.treeHelper)", "--root", "pub"]
+            command = ["\(Self.treeHelper)", "--root", "\(workspace.path("pub").path)"]
             """, asset: "tree://issues/absent.pdf", sha: String(repeating: "0", count: 64))
-        let result = try await CLI.run(["sync", "--config", file.path], in: workspace.url)
+        let result = try await sync(route, file)
         #expect(result.status == 1)
         #expect(result.stderr.contains("paperboy-transport-tree: no such file: tree://issues/absent.pdf"), "\(result.stderr)")
     }
 
     /// kill -9 of the core: the helper must not outlive it (PR_SET_PDEATHSIG, and end of input).
+    // route: in process only: the core killed is the command's (through a daemon, the daemon
+    // runs the helpers; its own kill -9 is DaemonTests' and KillResumeTests').
     @Test func aHelperDiesWithACoreKilledBySIGKILL() async throws {
         let pidFile = workspace.path("helper.pid")
         let helper = workspace.write("""

@@ -4,7 +4,8 @@ import PaperboyTesting
 import Testing
 
 /// `retry_attempts` counts attempts without progress: a link that drops every few megabytes
-/// never exhausts it while each attempt gets further (issue 16, case 1).
+/// never exhausts it while each attempt gets further (issue 16, case 1); in process and through a
+/// daemon, whose `[scheduler]` counts them (issue 27).
 @Suite("paperboy sync on a flaky link", .timeLimit(.minutes(2)))
 struct FlakyLinkTests {
     let workspace = Workspace()
@@ -37,7 +38,8 @@ struct FlakyLinkTests {
         }
     }
 
-    @Test func aLinkCutAfterEveryEighthOfTheFileStillCompletesInOneSync() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func aLinkCutAfterEveryEighthOfTheFileStillCompletesInOneSync(_ route: CLIRoute) async throws {
         let data = randomData(Self.size, seed: 16)
         // Every response is cut after an eighth of the file: the first with a reset, the others
         // with an early close (a body shorter than announced): seven cuts, three attempts allowed.
@@ -45,7 +47,10 @@ struct FlakyLinkTests {
             .serving(data, for: request, fault: request.index == 0 ? .resetAfter(Self.cut) : .closeAfter(Self.cut))
         }
         let file = config(server.url("/big.bin"), attempts: 3)
-        let result = try await CLI.run(["sync", "--config", file.path])
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        let result = try await cli.run(["sync", "--config", file.path])
         #expect(result.status == 0, "\(result.stderr)")
         let delivered = try Data(contentsOf: workspace.path("lib/Issues/a/big.bin"))
         #expect(sha256Hex(delivered) == sha256Hex(data))
@@ -56,14 +61,18 @@ struct FlakyLinkTests {
         #expect(!result.stderr.contains("retry 2 in"), "\(result.stderr)")
     }
 
-    @Test func attemptsWithoutProgressStillGiveUpAfterRetryAttempts() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func attemptsWithoutProgressStillGiveUpAfterRetryAttempts(_ route: CLIRoute) async throws {
         let data = randomData(Self.size, seed: 17)
         // The first response brings an eighth of the file; every later one closes before a byte.
         let server = try FaultServer { request in
             .serving(data, for: request, fault: .closeAfter(request.index == 0 ? Self.cut : 0))
         }
         let file = config(server.url("/big.bin"), attempts: 3)
-        let result = try await CLI.run(["sync", "--config", file.path])
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        let result = try await cli.run(["sync", "--config", file.path])
         #expect(result.status == 1, "\(result.stderr)")
         // The attempt with progress, then three without.
         #expect(offsets(server) == [0, Self.cut, Self.cut, Self.cut], "\(offsets(server))")

@@ -4,13 +4,15 @@ import PaperboyTesting
 import Testing
 
 /// Issue 26, case 6, through `paperboy sync`: a body without a length fills a small disk that
-/// holds the library; the sync fails naming the floor, and `status` says so.
+/// holds the library; the sync fails naming the floor, and `status` says so: in process and
+/// through a daemon (issue 27), whose `min_free_space` it is.
 @Suite("paperboy sync on a full disk", .serialized, .timeLimit(.minutes(3)))
 struct FullDiskSyncTests {
     let workspace = Workspace()
     static let diskMegabytes = 24
 
-    @Test func anEndlessBodyFailsTheSyncAndStatusTellsWhy() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func anEndlessBodyFailsTheSyncAndStatusTellsWhy(_ route: CLIRoute) async throws {
         guard let disk = try SmallFileSystem.mount(megabytes: Self.diskMegabytes) else { return }
         defer { disk.unmount() }
         let body = try await offThePool { Data(repeating: 0x5A, count: 2 * Self.diskMegabytes << 20) }
@@ -30,7 +32,10 @@ struct FullDiskSyncTests {
               path = "endless.bin"
             """, to: "paperboy.toml")
 
-        let sync = try await CLI.run(["sync", "--config", file.path])
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        let sync = try await cli.run(["sync", "--config", file.path])
         #expect(sync.status == 1, "\(sync.stderr)")
         #expect(sync.stderr.contains("failed: weekly/endless.bin"), "\(sync.stderr)")
         #expect(sync.stderr.contains("not enough space"), "\(sync.stderr)")
@@ -39,7 +44,7 @@ struct FullDiskSyncTests {
         #expect(partials.isEmpty, "left behind: \(partials)")
         #expect(disk.availableBytes > Int64(Self.diskMegabytes - 4) << 20, "\(disk.availableBytes) bytes free")
 
-        let status = try await CLI.run(["status", "--json", "--config", file.path])
+        let status = try await cli.run(["status", "--json", "--config", file.path])
         #expect(status.status == 0, "\(status.stderr)")
         let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
         let issues = json?["issues"] as? [[String: Any]]
@@ -48,7 +53,7 @@ struct FullDiskSyncTests {
         #expect(asset?["reason"] as? String == "insufficient-storage", "\(status.stdout)")
         #expect((asset?["error"] as? String)?.contains("not enough space") == true, "\(status.stdout)")
 
-        let text = try await CLI.run(["status", "--config", file.path])
+        let text = try await cli.run(["status", "--config", file.path])
         #expect(text.stdout.contains("endless.bin  failed"), "\(text.stdout)")
     }
 }

@@ -5,7 +5,9 @@ import Testing
 
 /// `paperboy sync` with an FTP-like helper: one login per helper process and host, raised as a
 /// challenge of a kind the core has never heard of (`ftp-password`), answered from
-/// `[[credentials]]`; transport options from the configuration reach its `FETCH`.
+/// `[[credentials]]`; transport options from the configuration reach its `FETCH`. In process and
+/// through a daemon (issue 27), whose `[[transports]]`, `[[credentials]]`, `[scheduler]` and
+/// environment start and answer the helpers (library-wide, docs/Daemon.md).
 @Suite("Helper sessions, options and challenges of any kind", .timeLimit(.minutes(2)))
 struct HelperSessionTests {
     let workspace = Workspace()
@@ -80,8 +82,8 @@ struct HelperSessionTests {
     }
 
     /// Syncs `files` files from `ftplike://HOST/` (taking `hosts` in turn) through the helper,
-    /// which accepts `password`.
-    func sync(files: Int, hosts: [String] = ["127.0.0.1"], password: String = "s3cret", scheduler: String = "", assetOptions: String = "",
+    /// which accepts `password`, by `route`.
+    func sync(_ route: CLIRoute, files: Int, hosts: [String] = ["127.0.0.1"], password: String = "s3cret", scheduler: String = "", assetOptions: String = "",
               environment: [String: String] = [:]) async throws -> Run {
         let helper = workspace.write(Self.helper, to: "paperboy-transport-ftplike")
         chmod(helper.path, 0o755)
@@ -112,8 +114,11 @@ struct HelperSessionTests {
             date = 2026-11-21
             \(assets)
             """, to: "paperboy.toml")
-        let result = try await CLI.run(["sync", "--config", config.path], in: workspace.url,
-                                       environment: environment.merging(["FTPLIKE_PASSWORD": "s3cret"]) { $1 })
+        let environment = environment.merging(["FTPLIKE_PASSWORD": "s3cret"]) { $1 }
+        let cli = RoutedCLI(route, workspace: workspace, daemonEnvironment: environment)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: config)
+        let result = try await cli.run(["sync", "--config", config.path], in: workspace.url, environment: environment)
         let lines = ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n")
         let events = try lines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] ?? [:] }
         return Run(result: result, events: events)
@@ -121,8 +126,9 @@ struct HelperSessionTests {
 
     /// Options: the `[[transports]]` entry's are defaults, the asset's win, nothing else is added
     /// (no `username`: a user name reaches the helper only in an `ANSWER`).
-    @Test func optionsReachTheHelperAssetFirstAndANewChallengeKindIsAnswered() async throws {
-        let run = try await sync(files: 1, assetOptions: "options = { mode = \"active\" }")
+    @Test(arguments: CLIRoute.allCases)
+    func optionsReachTheHelperAssetFirstAndANewChallengeKindIsAnswered(_ route: CLIRoute) async throws {
+        let run = try await sync(route, files: 1, assetOptions: "options = { mode = \"active\" }")
         #expect(run.result.status == 0, "\(run.result.stderr)")
         let fetch = try #require(run.events("fetch").first)
         #expect(fetch["options"] as? [String: String] == ["mode": "active", "region": "eu"])
@@ -136,8 +142,9 @@ struct HelperSessionTests {
 
     /// A refused credential is not offered again: the next challenge (`previous_failures` 1) is
     /// answered `default`, and the helper's message is printed once, after the URL the core names.
-    @Test func aRefusedCredentialIsOfferedOnceAndTheMessageIsNotRepeated() async throws {
-        let run = try await sync(files: 1, password: "another")
+    @Test(arguments: CLIRoute.allCases)
+    func aRefusedCredentialIsOfferedOnceAndTheMessageIsNotRepeated(_ route: CLIRoute) async throws {
+        let run = try await sync(route, files: 1, password: "another")
         #expect(run.result.status == 1)
         let answers = run.events("answer").map { "\($0["previous_failures"] ?? "")=\($0["answer"] ?? "")" }
         #expect(answers == ["0=use-credential", "1=default"])
@@ -152,8 +159,9 @@ struct HelperSessionTests {
     /// attempt dropped (retryable) after the login: the three helpers wait idle for the retries
     /// and serve them, so there are three logins, not four (two idle helpers kept per command:
     /// the third was stopped).
-    @Test func helpersWaitingForRetriesKeepTheirLogins() async throws {
-        let run = try await sync(files: 3, scheduler: """
+    @Test(arguments: CLIRoute.allCases)
+    func helpersWaitingForRetriesKeepTheirLogins(_ route: CLIRoute) async throws {
+        let run = try await sync(route, files: 3, scheduler: """
             [scheduler]
             max_per_host = 3
             retry_base_delay = "500ms"
@@ -168,8 +176,9 @@ struct HelperSessionTests {
     /// (each helper waits for the four logins): the helpers are kept per host, so each host costs
     /// exactly `max_per_host` logins (helpers kept per command and handed to whichever host came
     /// next logged in again and again).
-    @Test func nFilesFromOneHostCostAtMostMaxPerHostLogins() async throws {
-        let run = try await sync(files: 12, hosts: ["127.0.0.1", "localhost"],
+    @Test(arguments: CLIRoute.allCases)
+    func nFilesFromOneHostCostAtMostMaxPerHostLogins(_ route: CLIRoute) async throws {
+        let run = try await sync(route, files: 12, hosts: ["127.0.0.1", "localhost"],
                                  scheduler: "[scheduler]\nmax_per_host = 2\nmax_concurrent = 8",
                                  environment: ["FTPLIKE_LOGINS": "4"])
         #expect(run.result.status == 0, "\(run.result.stderr)")

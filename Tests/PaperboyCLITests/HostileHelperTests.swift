@@ -6,7 +6,9 @@ import GRDB
 import PaperboyTesting
 import Testing
 
-/// Helpers are not trusted: they get no secrets, and what they say reaches the terminal escaped.
+/// Helpers are not trusted: they get no secrets, and what they say reaches the terminal escaped;
+/// in process and through a daemon (issue 27), whose helpers they are (its `[[transports]]` and
+/// environment; docs/Daemon.md: transports are library-wide).
 @Suite("paperboy sync with a hostile helper", .timeLimit(.minutes(2)))
 struct HostileHelperTests {
     let workspace = Workspace()
@@ -72,10 +74,18 @@ struct HostileHelperTests {
             """, to: "paperboy.toml")
     }
 
-    @Test func aHelperDoesNotInheritSecretVariablesButKeepsOrdinaryOnes() async throws {
+    /// Runs `sync` (with `options`) on `file` by `route`, with `environment` (the daemon's too).
+    func sync(_ route: CLIRoute, _ file: URL, _ options: [String] = [], environment: [String: String]) async throws -> (CLIResult, RoutedCLI) {
+        let cli = RoutedCLI(route, workspace: workspace, daemonEnvironment: environment)
+        try await cli.start(libraryWideOf: file)
+        return (try await cli.run(["sync"] + options + ["--config", file.path], in: workspace.url, environment: environment), cli)
+    }
+
+    @Test(arguments: CLIRoute.allCases)
+    func aHelperDoesNotInheritSecretVariablesButKeepsOrdinaryOnes(_ route: CLIRoute) async throws {
         let file = config()
-        let result = try await CLI.run(["sync", "--config", file.path], in: workspace.url,
-                                       environment: ["PAPERBOY_TEST_CDN_PASSWORD": "hunter2-secret", "PAPERBOY_TEST_PLAIN": "plain"])
+        let (result, cli) = try await sync(route, file, environment: ["PAPERBOY_TEST_CDN_PASSWORD": "hunter2-secret", "PAPERBOY_TEST_PLAIN": "plain"])
+        defer { cli.stop() }
         #expect(result.status == 1, "\(result.stderr)")
         let environment = try String(contentsOf: workspace.path("helper.env"), encoding: .utf8)
         #expect(!environment.contains("hunter2-secret"))
@@ -84,10 +94,11 @@ struct HostileHelperTests {
         #expect(environment.contains("PAPERBOY_TEST_PLAIN=plain\n"))
     }
 
-    @Test func aHelpersControlCharactersReachTheTerminalEscaped() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func aHelpersControlCharactersReachTheTerminalEscaped(_ route: CLIRoute) async throws {
         let file = config()
-        let result = try await CLI.run(["sync", "--verbose", "--config", file.path], in: workspace.url,
-                                       environment: ["PAPERBOY_TEST_CDN_PASSWORD": "x"])
+        let (result, cli) = try await sync(route, file, ["--verbose"], environment: ["PAPERBOY_TEST_CDN_PASSWORD": "x"])
+        defer { cli.stop() }
         #expect(result.status == 1, "\(result.stderr)")
         for raw: Unicode.Scalar in ["\u{1B}", "\u{07}", "\u{202E}", "\u{9B}"] {
             #expect(!result.stderr.unicodeScalars.contains(raw), "raw U+\(String(raw.value, radix: 16)) in: \(result.stderr)")
@@ -95,7 +106,18 @@ struct HostileHelperTests {
         }
         // The message stays readable: escapes spelled out, the rest as it was.
         #expect(result.stderr.contains(#"gone \u{1B}]0;pwned\u{7} \u{202E}fdp.exe \u{9B}31m"#), "\(result.stderr)")
-        #expect(result.stderr.contains(#"log line \u{1B}]0;pwned-log\u{7} \u{202E}txt.exe"#), "\(result.stderr)")
+        let logLine = #"log line \u{1B}]0;pwned-log\u{7} \u{202E}txt.exe"#
+        switch route {
+        case .inProcess:
+            #expect(result.stderr.contains(logLine), "\(result.stderr)")
+        case .daemon:
+            // By design: the helper is the daemon's, and so is its standard error, logged by the
+            // daemon, escaped the same way (docs/Daemon.md: transports are library-wide).
+            #expect(cli.daemonLog.contains(logLine), "\(cli.daemonLog)")
+            for raw: Unicode.Scalar in ["\u{1B}", "\u{07}", "\u{202E}", "\u{9B}"] {
+                #expect(!cli.daemonLog.unicodeScalars.contains(raw), "raw U+\(String(raw.value, radix: 16)) in: \(cli.daemonLog)")
+            }
+        }
     }
 }
 
@@ -107,7 +129,8 @@ struct HostileNameOutputTests {
     /// back: here the library's folder, named so by its user. No door takes such an issue name any
     /// more (``IssueName``); a library written before the rule, or a hostile row, may hold one: it
     /// is listed as a damaged row, its name escaped.
-    @Test func jsonOutputEscapesBidiControlsButKeepsTheValue() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func jsonOutputEscapesBidiControlsButKeepsTheValue(_ route: CLIRoute) async throws {
         let hostile = "a\u{202E}fdp.exe\u{2066}é"
         _ = workspace.write(Data("x".utf8), to: "content/a.pdf")
         let file = workspace.write("""
@@ -119,7 +142,10 @@ struct HostileNameOutputTests {
               [[issues.assets]]
               url = "content/a.pdf"
             """, to: "paperboy.toml")
-        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 0)
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        #expect(try await cli.run(["sync", "-q", "--config", file.path]).status == 0)
         let database = try DatabaseQueue(path: workspace.path("lib-\(hostile)/library.sqlite").path)
         try await database.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA foreign_keys = OFF")
@@ -128,7 +154,7 @@ struct HostileNameOutputTests {
         }
         try database.close()
         for command in [["status", "--json"], ["issues", "--json"]] {
-            let result = try await CLI.run(command + ["--config", file.path])
+            let result = try await cli.run(command + ["--config", file.path])
             #expect(result.status == 1, "\(result.stderr)")
             let raw = result.stdout.unicodeScalars
             #expect(!raw.contains { [0x202E, 0x2066].contains($0.value) }, "\(command): \(result.stdout.debugDescription)")
@@ -141,7 +167,7 @@ struct HostileNameOutputTests {
                 #expect((json["libraryPath"] as? String)?.contains("/lib-\(hostile)") == true, "\(result.stdout)")
             }
         }
-        let text = try await CLI.run(["issues", "--config", file.path])
+        let text = try await cli.run(["issues", "--config", file.path])
         #expect(!text.stdout.unicodeScalars.contains { [0x202E, 0x2066].contains($0.value) }, "\(text.stdout.debugDescription)")
     }
 }

@@ -37,7 +37,7 @@ struct LongRetryTests {
 
     /// Runs `paperboy` and expects it to end within a minute (it would wait an hour without the
     /// limit): killed then, and the test fails saying so.
-    func runEnding(_ arguments: [String], environment: [String: String] = [:]) async throws -> CLIResult {
+    func runEnding(_ cli: RoutedCLI, _ arguments: [String]) async throws -> CLIResult {
         let out = workspace.path("out-\(UUID().uuidString)")
         let err = workspace.path("err-\(UUID().uuidString)")
         let outFD = open(out.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
@@ -46,7 +46,7 @@ struct LongRetryTests {
         do {
             defer { close(outFD); close(errFD) }
             process = try ChildProcess(CLI.executable.path, arguments,
-                                       environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+                                       environment: ProcessInfo.processInfo.environment.merging(cli.environment) { $1 },
                                        standardOutput: outFD, standardError: errFD)
         }
         let said = { (try? String(contentsOf: err, encoding: .utf8)) ?? "" }
@@ -69,11 +69,16 @@ struct LongRetryTests {
         return try? Date(String(line[range.upperBound...].prefix(20)), strategy: .iso8601)
     }
 
-    @Test func aRetryDueInAnHourEndsTheSyncWith75NamingTheAssetAndWhenItIsDue() async throws {
+    /// Through a daemon, the daemon goes on waiting for the retry once the command ended.
+    @Test(arguments: CLIRoute.allCases)
+    func aRetryDueInAnHourEndsTheSyncWith75NamingTheAssetAndWhenItIsDue(_ route: CLIRoute) async throws {
         let server = try unavailableServer()
         let file = config(server.url("/late.bin"))
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
         let started = Date()
-        let result = try await runEnding(["sync", "--config", file.path])
+        let result = try await runEnding(cli, ["sync", "--config", file.path])
         #expect(result.status == 75, "\(result.stderr)")
         #expect(server.requests.count == 1, "one attempt; the retry is the daemon's or the next sync's")
         let due = try #require(dueDate(in: result.stderr), "\(result.stderr)")
@@ -81,19 +86,21 @@ struct LongRetryTests {
         #expect(result.stderr.contains("later than [scheduler] max_sync_wait (1m) allows a sync to wait"), "\(result.stderr)")
         #expect(result.stderr.contains("paperboy: 1 asset(s) wait for a retry"), "\(result.stderr)")
 
-        // status shows it waiting for that retry, until that date.
-        let status = try await CLI.run(["status", "--json", "--config", file.path])
+        // status shows it waiting for that retry, until that date (in the daemon, still running).
+        #expect(cli.daemon?.process.isRunning ?? true)
+        let status = try await cli.run(["status", "--json", "--config", file.path])
         #expect(status.status == 0, "\(status.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         let asset = try #require(((json["issues"] as? [[String: Any]])?.first?["assets"] as? [[String: Any]])?.first)
         #expect(asset["state"] as? String == "waiting", "\(status.stdout)")
         #expect(asset["retryAt"] as? String == due.formatted(.iso8601), "\(status.stdout)")
-        let text = try await CLI.run(["status", "--config", file.path])
+        let text = try await cli.run(["status", "--config", file.path])
         #expect(text.stdout.contains("late.bin  waiting"), "\(text.stdout)")
         #expect(text.stdout.contains("retry 2 at \(due.formatted(.iso8601))"), "\(text.stdout)")
     }
 
-    @Test func aRetryWithinMaxSyncWaitIsStillWaitedFor() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func aRetryWithinMaxSyncWaitIsStillWaitedFor(_ route: CLIRoute) async throws {
         // The first answer asks for a retry in 1 s (within the limit), the second serves the file.
         let data = randomData(4096, seed: 26)
         let server = try FaultServer { request in
@@ -102,29 +109,12 @@ struct LongRetryTests {
                 : .serving(data, for: request)
         }
         let file = config(server.url("/late.bin"), maxSyncWait: "30s")
-        let result = try await runEnding(["sync", "--config", file.path])
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        let result = try await runEnding(cli, ["sync", "--config", file.path])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try Data(contentsOf: workspace.path("lib/Issues/a/late.bin")) == data)
         #expect(server.requests.count == 2)
-    }
-
-    @Test func throughADaemonTheSyncEndsWith75AndTheDaemonKeepsWaiting() async throws {
-        let server = try unavailableServer()
-        let file = config(server.url("/late.bin"))
-        let runtime = workspace.path("runtime")
-        mkdir(runtime.path, 0o700)
-        let daemon = try await DaemonProcess(config: file, runtime: runtime, log: workspace.path("daemon.log"))
-        defer { daemon.process.signal(SIGKILL) }
-        let environment = ["XDG_RUNTIME_DIR": runtime.path, "PAPERBOY_NETWORK": "wired"]
-        let result = try await runEnding(["sync", "-v", "--config", file.path], environment: environment)
-        #expect(result.status == 75, "\(result.stderr)")
-        #expect(result.stderr.contains("using the daemon on"), "\(result.stderr)")
-        let due = try #require(dueDate(in: result.stderr), "\(result.stderr)")
-        #expect(due > Date().addingTimeInterval(3000), "\(result.stderr)")
-        // The daemon goes on: the asset waits there for its retry.
-        #expect(daemon.process.isRunning)
-        let status = try await CLI.run(["status", "--config", file.path], environment: environment)
-        #expect(status.stdout.contains("retry 2 at \(due.formatted(.iso8601))"), "\(status.stdout) \(status.stderr)")
-        _ = await daemon.stop()
     }
 }

@@ -2,6 +2,8 @@
 import Glibc
 #endif
 import Foundation
+import Paperboy
+import PaperboyClient
 import PaperboyTestServers
 import PaperboyTesting
 import Testing
@@ -41,10 +43,37 @@ final class RoutedCLI: @unchecked Sendable {
         daemon = try await DaemonProcess(config: config, runtime: runtime, log: log, environment: daemonEnvironment)
     }
 
-    /// Runs the command (after ``start(_:)`` with the configuration given by `--config`).
-    func run(_ arguments: [String], in folder: URL? = nil) async throws -> CLIResult {
+    /// Starts the daemon on `config`'s library-wide settings: the file without its `[[issues]]`
+    /// and `[[feeds]]` (those are the commands' to add; a daemon given them would download them
+    /// itself before a command plans), written next to it as `daemon.toml` so that its relative
+    /// paths and hooks' folder are the same.
+    func start(libraryWideOf config: URL) async throws {
+        guard route == .daemon, daemon == nil else { return }
+        let text = try String(contentsOf: config, encoding: .utf8)
+        let daemonConfig = config.deletingLastPathComponent().appendingPathComponent("daemon.toml")
+        try Self.libraryWide(text).write(to: daemonConfig, atomically: true, encoding: .utf8)
+        try await start(daemonConfig)
+    }
+
+    /// `text` (a configuration) without its `[[issues]]` and `[[feeds]]` tables.
+    static func libraryWide(_ text: String) -> String {
+        var kept: [Substring] = []
+        var skipping = false
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let header = line.drop { $0 == " " || $0 == "\t" }
+            if header.hasPrefix("[") {
+                skipping = header.hasPrefix("[[issues") || header.hasPrefix("[[feeds")
+            }
+            if !skipping { kept.append(line) }
+        }
+        return kept.joined(separator: "\n")
+    }
+
+    /// Runs the command (after ``start(_:)`` with the configuration given by `--config`), with
+    /// `environment` added to the command's (not the daemon's: see `daemonEnvironment`).
+    func run(_ arguments: [String], in folder: URL? = nil, environment extra: [String: String] = [:]) async throws -> CLIResult {
         try await startForConfig(in: arguments)
-        return try await CLI.run(arguments, in: folder, environment: environment)
+        return try await CLI.run(arguments, in: folder, environment: environment.merging(extra) { $1 })
     }
 
     /// Runs the command on a pseudo-terminal (``CLI/runOnTerminal(_:in:environment:)``).
@@ -53,7 +82,23 @@ final class RoutedCLI: @unchecked Sendable {
         return try await CLI.runOnTerminal(arguments, in: folder, environment: environment)
     }
 
-    private var environment: [String: String] { ["XDG_RUNTIME_DIR": runtime.path, "PAPERBOY_NETWORK": "wired"] }
+    /// Has the daemon read its configuration again (`RELOAD`, answered once it applies), after
+    /// a test rewrote it; nothing in process.
+    func reload() async throws {
+        guard let daemon else { return }
+        let client = try await Library.connect(socket: daemon.socket)
+        defer { client.disconnect() }
+        _ = try await client.daemon?.reload()
+    }
+
+    /// What the daemon logged so far (empty in process).
+    var daemonLog: String {
+        guard daemon != nil else { return "" }
+        return (try? String(contentsOf: log, encoding: .utf8)) ?? ""
+    }
+
+    /// What the commands' environment has on top of the test's (for a test that starts them itself).
+    var environment: [String: String] { ["XDG_RUNTIME_DIR": runtime.path, "PAPERBOY_NETWORK": "wired"] }
 
     private func startForConfig(in arguments: [String]) async throws {
         if let index = arguments.firstIndex(of: "--config"), index + 1 < arguments.count {

@@ -5,12 +5,18 @@ import PaperboyTesting
 import Testing
 
 /// `paperboy status` reads assets a page (1,000) at a time and writes as it reads: an issue
-/// longer than a page is listed whole, in the order its assets were added, in text and JSON.
+/// longer than a page is listed whole, in the order its assets were added, in text and JSON;
+/// in process and through a daemon (which `status` reads with `ASSETS` pages, docs/Daemon.md).
 @Suite("paperboy status, page by page", .timeLimit(.minutes(3)))
 struct StatusListingTests {
     let workspace = Workspace()
 
-    @Test func anIssueLongerThanAPageIsListedWholeAndInOrder() async throws {
+    // route: in process only. Through a daemon `sync` adds an issue's assets one `ADDASSET`
+    // (with `download`) at a time (DaemonBackend.addAssets), so the first asset can be delivered
+    // before the next is added: the issue counts as complete then, is marked new ("big  2026-11-21
+    // none  new") and the daemon's hook runs for it, where in process the batch is added whole first.
+    @Test(arguments: [CLIRoute.inProcess])
+    func anIssueLongerThanAPageIsListedWholeAndInOrder(_ route: CLIRoute) async throws {
         let count = 1_003
         var assets = ""
         for index in 0..<count {
@@ -33,9 +39,12 @@ struct StatusListingTests {
             name = "empty"
             date = 2026-11-20
             """, to: "paperboy.toml")
-        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 1)
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        #expect(try await cli.run(["sync", "-q", "--config", file.path]).status == 1)
 
-        let result = try await CLI.run(["status", "--json", "--config", file.path])
+        let result = try await cli.run(["status", "--json", "--config", file.path])
         #expect(result.status == 0, "\(result.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         let issues = try #require(json["issues"] as? [[String: Any]])
@@ -50,7 +59,7 @@ struct StatusListingTests {
         #expect((issues[1]["assets"] as? [Any])?.isEmpty == true)
         #expect(json["libraryPath"] as? String == workspace.path("lib").path)
 
-        let text = try await CLI.run(["status", "--config", file.path])
+        let text = try await cli.run(["status", "--config", file.path])
         #expect(text.status == 0, "\(text.stderr)")
         var lines = text.stdout.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.first == "library \(workspace.path("lib").path)")
@@ -66,13 +75,14 @@ struct StatusListingTests {
         #expect(lines[3 + count] == "empty  2026-11-20  none")
         #expect(lines.count == 3 + count + 2)   // and the final newline
 
-        let shelf = try await CLI.run(["issues", "--config", file.path])
+        let shelf = try await cli.run(["issues", "--config", file.path])
         #expect(shelf.stdout.contains("big") && shelf.stdout.contains("2 issue(s), 0 new"), "\(shelf.stdout)")
     }
 
     /// A library whose assets cannot be read is an error (exit 1, the database's message), not
     /// a listing of issues without assets.
-    @Test func aLibraryWhoseAssetsCannotBeReadIsAnErrorNotAnEmptyListing() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func aLibraryWhoseAssetsCannotBeReadIsAnErrorNotAnEmptyListing(_ route: CLIRoute) async throws {
         _ = workspace.write(Data("one\n".utf8), to: "content/a.txt")
         let file = workspace.write("""
             [library]
@@ -84,12 +94,15 @@ struct StatusListingTests {
               [[issues.assets]]
               url = "content/a.txt"
             """, to: "paperboy.toml")
-        #expect(try await CLI.run(["sync", "-q", "--config", file.path]).status == 0)
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        #expect(try await cli.run(["sync", "-q", "--config", file.path]).status == 0)
         let database = try DatabaseQueue(path: workspace.path("lib/library.sqlite").path)
         try await database.write { db in try db.execute(sql: "ALTER TABLE asset RENAME COLUMN bytesOnDisk TO damaged") }
         try database.close()
         for arguments in [["status"], ["status", "--json"], ["issues"]] {
-            let result = try await CLI.run(arguments + ["--config", file.path])
+            let result = try await cli.run(arguments + ["--config", file.path])
             #expect(result.status == 1, "\(arguments): \(result.stdout)")
             #expect(result.stderr.contains("no such column"), "\(arguments): \(result.stderr)")
         }

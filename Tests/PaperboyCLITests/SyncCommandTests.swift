@@ -88,13 +88,17 @@ struct SyncCommandTests {
         #expect(assets[0]["id"] is String)
     }
 
-    @Test func failedAssetsAreReportedOneLineEachWithExitCode1() async throws {
+    @Test(arguments: CLIRoute.allCases)
+    func failedAssetsAreReportedOneLineEachWithExitCode1(_ route: CLIRoute) async throws {
         let (pdf, _) = makeContent()
         let file = config(sha: String(repeating: "0", count: 64), extra: """
               [[issues.assets]]
               url = "content/missing.pdf"
             """)
-        let result = try await CLI.run(["sync", "--config", file.path])
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
+        let result = try await cli.run(["sync", "--config", file.path])
         #expect(result.status == 1)
         let lines = result.stderr.split(separator: "\n").filter { $0.hasPrefix("failed: ") }
         #expect(lines.count == 2, "\(result.stderr)")
@@ -129,7 +133,26 @@ struct SyncCommandTests {
         #expect(third.stdout.contains("nothing to do; 2 asset(s) already delivered"), "\(third.stdout)")
     }
 
-    @Test func aMalformedURLIsAConfigurationErrorNamingFileLineAndKey() async throws {
+    /// Whether a refused configuration wrote nothing: no library in process; through a daemon
+    /// (which made its library when it started), no issue folder.
+    func nothingWritten(_ route: CLIRoute) -> Bool {
+        !FileManager.default.fileExists(atPath: workspace.path(route == .inProcess ? "lib" : "lib/Issues/a").path)
+    }
+
+    /// A runner by `route` whose daemon serves the library alone (`daemon.toml`).
+    func routed(_ route: CLIRoute) async throws -> RoutedCLI {
+        let cli = RoutedCLI(route, workspace: workspace)
+        try await cli.start(workspace.write("[library]\npath = \"lib\"\n", to: "daemon.toml"))
+        return cli
+    }
+
+    /// Through a daemon too: the configuration is refused before the command reaches it (the
+    /// daemon's library stays empty).
+    @Test(arguments: CLIRoute.allCases)
+    func aMalformedURLIsAConfigurationErrorNamingFileLineAndKey(_ route: CLIRoute) async throws {
+        let cli = try await routed(route)
+        defer { cli.stop() }
+        let good = workspace.write("[library]\npath = \"lib\"\n", to: "good.toml")
         let file = workspace.write("""
             [library]
             path = "lib"
@@ -140,17 +163,21 @@ struct SyncCommandTests {
               url = "ht tp://bad url"
               path = "a.pdf"
             """, to: "paperboy.toml")
-        let result = try await CLI.run(["sync", "--config", file.path])
+        let result = try await cli.run(["sync", "--config", file.path])
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("paperboy.toml:7:"), "\(result.stderr)")
         #expect(result.stderr.contains("issues[0].assets[0].url"), "\(result.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: workspace.path("lib").path), "nothing written")
-        let good = workspace.write("[library]\npath = \"lib\"\n", to: "good.toml")
-        let added = try await CLI.run(["add", "ht tp://bad url", "--issue", "a", "--config", good.path])
+        #expect(nothingWritten(route))
+        let added = try await cli.run(["add", "ht tp://bad url", "--issue", "a", "--config", good.path])
         #expect(added.status != 0)
         #expect(added.stderr.contains("malformed URL"), "\(added.stderr)")
+        let shelf = try await cli.run(["issues", "--json", "--config", good.path])
+        #expect(shelf.status == 0, "\(shelf.stderr)")
+        let json = try JSONSerialization.jsonObject(with: Data(shelf.stdout.utf8)) as? [String: Any]
+        #expect((json?["issues"] as? [Any])?.isEmpty == true, "\(shelf.stdout)")
     }
 
+    /// Through a daemon too: the file is refused before the command reaches it.
     @Test(arguments: [
         ("[library]\npath = \"lib\"\n[[issues]]\nname = \"a\"\ndate = 2026-11-21\n  [[issues.assets]]\n  url = \"x\"\n  sha256 = \"abc\"\n", ":8:", "sha256"),
         ("[library]\npath = \"lib\"\n[schedular]\nmax_concurrent = 2\n", ":3:", "scheduler"),
@@ -160,14 +187,16 @@ struct SyncCommandTests {
         ("[library\npath = \"lib\"\n", ":1", "paperboy.toml"),
         ("[library]\npath = \"lib\"\n[[issues]]\nname = \"a\"\ndate = 2026-11-21\n  [[issues.assets]]\n  url = \"x\"\n  path = \"../out\"\n", ":8:", "path"),
         ("[library]\npath = \"lib\"\n[[credentials]]\nmatch = \"https://cdn.example.com/\"\npassword_env = \"PAPERBOY_TEST_UNSET_VARIABLE\"\n", ":5:", "PAPERBOY_TEST_UNSET_VARIABLE"),
-    ])
-    func configErrorsExitWith2AndWriteNothing(_ text: String, _ line: String, _ mention: String) async throws {
-        let file = workspace.write(text, to: "paperboy.toml")
-        let result = try await CLI.run(["sync", "--config", file.path])
+    ], CLIRoute.allCases)
+    func configErrorsExitWith2AndWriteNothing(_ error: (text: String, line: String, mention: String), _ route: CLIRoute) async throws {
+        let cli = try await routed(route)
+        defer { cli.stop() }
+        let file = workspace.write(error.text, to: "paperboy.toml")
+        let result = try await cli.run(["sync", "--config", file.path])
         #expect(result.status == 2, "\(result.stdout) \(result.stderr)")
-        #expect(result.stderr.contains("paperboy.toml\(line)"), "\(result.stderr)")
-        #expect(result.stderr.contains(mention), "\(result.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: workspace.path("lib").path))
+        #expect(result.stderr.contains("paperboy.toml\(error.line)"), "\(result.stderr)")
+        #expect(result.stderr.contains(error.mention), "\(result.stderr)")
+        #expect(nothingWritten(route))
     }
 
     /// A `[[credentials]]` secret file the command cannot read (no longer UTF-8) is a
@@ -210,7 +239,9 @@ struct SyncCommandTests {
 struct SyncIdleTimeoutTests {
     let workspace = Workspace()
 
-    @Test func aStalledTransferTimesOutAfterTheConfiguredIdleTimeoutAndIsRetried() async throws {
+    /// `[scheduler]` is library-wide: through a daemon, the daemon's configuration's.
+    @Test(arguments: CLIRoute.allCases)
+    func aStalledTransferTimesOutAfterTheConfiguredIdleTimeoutAndIsRetried(_ route: CLIRoute) async throws {
         let data = randomData(200_000, seed: 4)
         // The first request stalls after 10,000 bytes; the second is served whole.
         let server = try FaultServer { request in
@@ -230,8 +261,11 @@ struct SyncIdleTimeoutTests {
               [[issues.assets]]
               url = "\(server.url("/slow.bin").absoluteString)"
             """, to: "paperboy.toml")
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        try await cli.start(libraryWideOf: file)
         let started = ContinuousClock.now
-        let result = try await CLI.run(["sync", "--config", file.path])
+        let result = try await cli.run(["sync", "--config", file.path])
         #expect(result.status == 0, "\(result.stderr)")
         // The stall is found about 2 s after the last byte, not after the default 60 s (the
         // bound is for a loaded machine).
