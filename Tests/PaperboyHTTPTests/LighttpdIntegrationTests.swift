@@ -18,19 +18,21 @@ struct LighttpdIntegrationTests {
         try await PaperboyHTTPTests.startLighttpd(files: ["file.bin": data], slowKilobytesPerSecond: 2048)
     }
 
-    func openLibrary(in folder: TempFolder) throws -> Library {
-        try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]),
+    func openLibrary(in folder: TempFolder, transport: any Transport = HTTPTransport()) throws -> Library {
+        try Library.open(at: folder.file("library"), transports: TransportRegistry([transport]),
                          configuration: .forTests(attempts: 1))
     }
 
-    /// Starts downloading `url` into a library in `folder` and closes the library once 1 MiB is
-    /// on disk; returns the asset and the bytes the library kept.
+    /// Starts downloading `url` into a library in `folder` and closes the library once the
+    /// transfer is held with 1 MiB written (however late this task runs, it cannot finish
+    /// first); returns the asset and the bytes the library kept.
     func interruptedDownload(of url: URL, sha256: String?, in folder: TempFolder) async throws -> (id: String, kept: Int64) {
-        let library = try openLibrary(in: folder)
+        let held = HoldingTransport(base: HTTPTransport(), holdingAfter: 1 << 20)
+        let library = try openLibrary(in: folder, transport: held)
         let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
         try await asset.download()
-        try await eventually("1 MiB written", seen: "\(asset.totalBytesWritten) bytes, state \(asset.state)") {
-            asset.totalBytesWritten >= 1 << 20
+        try await eventually("1 MiB written and the transfer paused", seen: "\(held.bytesTaken) bytes, state \(asset.state)") {
+            held.isHolding
         }
         await library.close()
         let kept = try #require(await Library.openForReading(at: folder.file("library")).asset(identifier: asset.identifier)).totalBytesWritten

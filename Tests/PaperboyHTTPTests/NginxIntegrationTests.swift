@@ -50,12 +50,15 @@ struct NginxIntegrationTests {
         let url = nginx.url("/slow/file.bin")
         let configuration = Library.Configuration.forTests(attempts: 1)
 
-        var library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]), configuration: configuration)
+        // Held at 1 MiB: however late this task runs, the transfer cannot finish before the close.
+        let held = HoldingTransport(base: HTTPTransport(), holdingAfter: 1 << 20)
+        var library = try Library.open(at: folder.file("library"), transports: TransportRegistry([held]), configuration: configuration)
         let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256Hex(data)))
         try await asset.download()
-        try await eventually("1 MiB written", seen: "\(asset.totalBytesWritten) bytes, state \(asset.state)") {
-            asset.totalBytesWritten >= 1 << 20
+        try await eventually("1 MiB written and the transfer paused", seen: "\(held.bytesTaken) bytes, state \(asset.state)") {
+            held.isHolding
         }
+        #expect(held.bytesTaken >= 1 << 20 && held.bytesTaken < data.count)
         await library.close()
         let kept = try #require(await Library.openForReading(at: folder.file("library")).asset(identifier: asset.identifier)).totalBytesWritten
         #expect(kept >= 1 << 20)

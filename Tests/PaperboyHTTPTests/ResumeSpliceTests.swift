@@ -19,13 +19,15 @@ struct ResumeSpliceTests {
     /// the file by `new`, same size, same mtime. Returns nginx and the bytes kept on disk.
     func interruptedThenReplaced(old: Data, new: Data, sha256: String) async throws -> (NginxServer, String, Int64)? {
         guard let nginx = try await startNginx(files: ["file.bin": old]) else { return nil }
-        let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]),
+        // Held at 256 KiB: however late this task runs, the transfer cannot finish before the close.
+        let held = HoldingTransport(base: HTTPTransport(), holdingAfter: 256 << 10)
+        let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([held]),
                                        configuration: .forTests(attempts: 1))
         let asset = try await library.addIssue(name: "issue", date: Date())
             .addAsset(AssetRequest(url: nginx.url("/slow/file.bin"), sha256: sha256))
         try await asset.download()
-        try await eventually("256 KiB written", seen: "\(asset.totalBytesWritten) bytes, state \(asset.state)") {
-            asset.totalBytesWritten >= 256 << 10
+        try await eventually("256 KiB written and the transfer paused", seen: "\(held.bytesTaken) bytes, state \(asset.state)") {
+            held.isHolding
         }
         await library.close()
         let kept = try #require(await Library.openForReading(at: folder.file("library")).asset(identifier: asset.identifier)).totalBytesWritten

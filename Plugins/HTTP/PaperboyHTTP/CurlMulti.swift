@@ -90,9 +90,10 @@ final class CurlMulti: @unchecked Sendable {
                 return queue
             }
             for command in pending { execute(command) }
+            let performStart = ContinuousClock.now
             curl_multi_perform(multi, &running)
             collectFinished()
-            endStalled()
+            endStalled(performStart: performStart)
             // Announced before the queue is checked, so that a command added after the check
             // sees it and wakes the thread (see `submit`).
             polling.store(true, ordering: .sequentiallyConsistent)
@@ -138,12 +139,13 @@ final class CurlMulti: @unchecked Sendable {
         }
     }
 
-    /// Ends the requests whose source sent nothing for their idle timeout.
-    private func endStalled() {
+    /// Ends the requests whose source sent nothing for their idle timeout, after a
+    /// `curl_multi_perform` that started at `performStart`.
+    private func endStalled(performStart: ContinuousClock.Instant) {
         let now = ContinuousClock.now
         guard now >= nextStallCheck, !active.isEmpty else { return }
         nextStallCheck = now + Self.stallCheckInterval
-        let stalled = active.filter { $0.value.isStalled(at: now) }
+        let stalled = active.filter { $0.value.isStalled(performStart: performStart, now: now) }
         for (easy, request) in stalled {
             active[easy] = nil
             curl_multi_remove_handle(multi, easy.raw)

@@ -78,9 +78,8 @@ final class CurlRequest: @unchecked Sendable {
     /// Counts callbacks with bytes from the source (and resumptions after a pause), so that the
     /// curl thread can tell a stalled transfer without reading the clock per chunk.
     var activity: UInt64 = 0
-    /// The `activity` seen at the last idle check, and since when it has not changed.
-    private var seenActivity: UInt64 = 0
-    private var quietSince = ContinuousClock.now
+    /// Started again when the request enters the multi handle.
+    private var idle: IdleWatch
     /// Set when the request was ended for receiving nothing for the idle timeout.
     private var stallDetail: String?
 
@@ -109,6 +108,7 @@ final class CurlRequest: @unchecked Sendable {
         self.plan = plan
         self.sink = sink
         self.engine = engine
+        idle = IdleWatch(timeout: plan.idleTimeout, activity: 0, at: .now)
         errorBuffer = .allocate(capacity: Int(PAPERBOY_CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(PAPERBOY_CURL_ERROR_SIZE) + 1)
         try configure()
@@ -156,7 +156,7 @@ final class CurlRequest: @unchecked Sendable {
         set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, "SUPPRESS_CONNECT_HEADERS")
         if CurlMulti.supportsHTTP2 { set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS, "HTTP_VERSION") }
         set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(plan.connectTimeout.milliseconds)), "CONNECTTIMEOUT_MS")
-        // Stalls are found by the curl thread (``isStalled(at:)``) within about a second of the
+        // Stalls are found by the curl thread (``IdleWatch``) within about a second of the
         // idle timeout: libcurl's LOW_SPEED_TIME averages the speed over 5 s and fired up to 5 s late.
         if plan.offset > 0 { set(CURLOPT_RANGE, "\(plan.offset)-", "RANGE") }
 
@@ -357,19 +357,13 @@ final class CurlRequest: @unchecked Sendable {
 
     /// Starts the idle clock (when the request enters the multi handle).
     func startIdleClock(at now: ContinuousClock.Instant) {
-        seenActivity = activity
-        quietSince = now
+        idle = IdleWatch(timeout: plan.idleTimeout, activity: activity, at: now)
     }
 
-    /// Whether the source sent nothing for the idle timeout while the transfer was not paused
-    /// by back-pressure (time paused does not count).
-    func isStalled(at now: ContinuousClock.Instant) -> Bool {
-        if activity != seenActivity || isPaused {
-            seenActivity = activity
-            quietSince = now
-            return false
-        }
-        return now - quietSince >= plan.idleTimeout
+    /// Whether the source sent nothing for the idle timeout (``IdleWatch``), looked at `now`
+    /// after a `curl_multi_perform` that started at `performStart`.
+    func isStalled(performStart: ContinuousClock.Instant, now: ContinuousClock.Instant) -> Bool {
+        idle.isStalled(activity: activity, isPaused: isPaused, performStart: performStart, now: now)
     }
 
     /// Ends a stalled request (already removed from the multi handle) with a timeout.
