@@ -227,6 +227,33 @@ struct BandwidthTests {
         #expect(abs(limiter.statistics.secondsThrottled - elapsed) < 0.001, "\(limiter.statistics)")
     }
 
+    /// A raised limit reaches a transfer already waiting at the old rate: the driver, asleep for
+    /// the old rate's wait, is replaced by one that sleeps for the new rate's (a SIGHUP from
+    /// 100 kB/s to 20 MB/s took up to 5 s to show before).
+    @Test func aRaisedLimitWakesAWaitingTransferAtTheNewRate() async throws {
+        let clock = TestClock()
+        let limiter = BandwidthLimiter(bytesPerSecond: 10_000, clock: clock)
+        let transfer = Task { try await limiter.acquire(65_536) }
+        try await eventually("the driver asleep for the low rate", seen: "\(clock.pendingSleeps)") { clock.sleeperCount > 0 }
+        #expect(clock.pendingSleeps.allSatisfy { $0 > .seconds(1) }, "\(clock.pendingSleeps)")
+        limiter.setBytesPerSecond(10_000_000)
+        // 64 KiB at 10 MB/s is 6.6 ms, not the 6.6 s of the old rate.
+        try await eventually("a driver asleep for the new rate", seen: "\(clock.pendingSleeps)") {
+            clock.pendingSleeps.contains { $0 < .milliseconds(10) }
+        }
+        // The request's slices are granted at the new rate, one short sleep each (the old
+        // driver's long sleep is never the next deadline).
+        while limiter.statistics.bytesGranted < 65_536 {
+            let step = try #require(clock.advanceToNextDeadline())
+            #expect(step < .milliseconds(10), "\(clock.pendingSleeps)")
+            try await eventually("the next slice granted or asked for", seen: "\(limiter.statistics) \(clock.pendingSleeps)") {
+                limiter.statistics.bytesGranted == 65_536 || clock.pendingSleeps.contains { $0 < .milliseconds(10) }
+            }
+        }
+        try await transfer.value
+        #expect(clock.uptimeSeconds < 0.01, "\(clock.uptimeSeconds) s")
+    }
+
     @Test func theLimiterIsUnlimitedByDefaultAndCountsBytes() async throws {
         let limiter = BandwidthLimiter()
         try await limiter.acquire(1_000_000)

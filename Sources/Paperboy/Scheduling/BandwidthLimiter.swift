@@ -37,6 +37,9 @@ public final class BandwidthLimiter: Sendable {
         var bucket: TokenBucket
         var queue: [TokenBucket.Waiter<Entry>] = []
         var driving = false
+        /// Which driver is the current one: a rate change starts a new driver (the one asleep
+        /// may sleep for the old rate's wait), and an older one ends when it wakes.
+        var driver = 0
         var bytesGranted: Int64 = 0
         var throttledSince: Double?
         var secondsThrottled: Double = 0
@@ -104,7 +107,7 @@ public final class BandwidthLimiter: Sendable {
             return []
         }
         for wake in woken { wake.fire() }
-        if rate != nil { drive() }
+        if rate != nil { drive(afterRateChange: true) }
     }
 
     /// How many requests wait for tokens now: a test stepping a test clock moves it only once
@@ -225,23 +228,30 @@ public final class BandwidthLimiter: Sendable {
     }
 
     /// Grants waiters as tokens accrue; one driver at a time, sleeping between grants.
-    private func drive() {
-        let start = state.withLock { state -> Bool in
-            if state.driving || state.queue.isEmpty { return false }
+    private func drive(afterRateChange: Bool = false) {
+        let driver = state.withLock { state -> Int? in
+            if afterRateChange, state.driving {
+                // The driver asleep computed its wait at the old rate: a new one takes over.
+                state.driver += 1
+                state.driving = false
+            }
+            if state.driving || state.queue.isEmpty { return nil }
             state.driving = true
-            return true
+            return state.driver
         }
-        guard start else { return }
+        guard let driver else { return }
         Task.detached { [self] in
             while true {
                 let now = clock.uptimeSeconds
-                let (granted, wait) = state.withLock { state -> ([TokenBucket.Waiter<Entry>], Double?) in
+                let turn = state.withLock { state -> ([TokenBucket.Waiter<Entry>], Double?)? in
+                    guard state.driver == driver else { return nil }
                     let result = state.bucket.grant(&state.queue, now: now)
                     for waiter in result.granted { state.record(waiter.bytes, now: now) }
                     state.updateThrottled(now: now)
                     if result.wait == nil { state.driving = false }
                     return result
                 }
+                guard let (granted, wait) = turn else { return }
                 for waiter in granted { waiter.token.wake.fire() }
                 guard let wait else { return }
                 try? await clock.sleep(seconds: wait)
