@@ -79,17 +79,19 @@ extension AddAssetsRequest {
     /// The most bytes the items of one `ADDASSETS` weigh: half a frame, room for the rest.
     package static let maxChunkBytes = DaemonProtocol.maxPayloadLength / 2
 
-    /// `assets` in order, cut into the requests' `assets`: each chunk weighs at most
-    /// ``maxChunkBytes`` as JSON and holds at most ``DaemonProtocol/maxAssetsPerRequest`` (an item
-    /// heavier than that alone, for the daemon to refuse as too large).
-    package static func chunks(_ assets: [NewAsset]) -> [ArraySlice<NewAsset>] {
+    /// `assets` in order, cut into the requests' `assets`: each chunk weighs at most `maxBytes`
+    /// (``maxChunkBytes``) as JSON and holds at most `maxCount` (``DaemonProtocol/maxAssetsPerRequest``;
+    /// an item weighs 80 bytes or more, so half a frame holds fewer); an item heavier than
+    /// `maxBytes` goes alone, for the daemon to refuse if no frame holds it.
+    package static func chunks(_ assets: [NewAsset], maxBytes: Int = maxChunkBytes, maxCount: Int = DaemonProtocol.maxAssetsPerRequest)
+        -> [ArraySlice<NewAsset>] {
         var chunks: [ArraySlice<NewAsset>] = []
         var start = assets.startIndex
         var bytes = 0
         for index in assets.indices {
             // Encoding a request and a JSON value cannot fail (``DaemonProtocol/frame(_:_:)``).
             let weight = ((try? DaemonProtocol.encoder.encode(assets[index]))?.count ?? 0) + 1
-            if index > start, bytes + weight > maxChunkBytes || index - start == DaemonProtocol.maxAssetsPerRequest {
+            if index > start, bytes + weight > maxBytes || index - start == maxCount {
                 chunks.append(assets[start..<index])
                 start = index
                 bytes = 0
