@@ -124,23 +124,34 @@ extension DaemonBackend {
         try await listAssets(ofIssue: name).map { handle($0.identifier, issue: name) }
     }
 
-    /// Each request added by its own `ADDASSET`, after every one was checked as in process (a
-    /// refusal by the daemon leaves those added before it).
+    /// Every request checked as in process first, then added by `ADDASSETS` in chunks that each
+    /// fit a frame (``AddAssetsRequest/chunks(_:)``): atomic per chunk, so a refusal by the daemon
+    /// leaves the chunks added before it. Downloading, the daemon delivers them (unclaimed).
     package func addAssets(_ requests: [(AssetRequest, JSONValue?)], toIssue name: String, downloading: Bool) async throws(LibraryError)
         -> [AssetDownload] {
+        var validated: [AssetRequest] = []
+        validated.reserveCapacity(requests.count)
         for (request, userInfo) in requests {
-            _ = try request.validated()
+            validated.append(try request.validated())
             // The in-process check of the value (the daemon checks its size against its own
             // `maxUserInfoBytes`), so that a value too deep for a frame gets the same error.
             _ = try userInfo?.userInfoJSON(for: request.url, maxBytes: DaemonProtocol.maxPayloadLength)
         }
         var added: [AssetDownload] = []
-        for (request, userInfo) in requests {
-            let reply = try await connection.request(as: AssetReply.self) {
-                .addAsset(AddAssetRequest(id: $0, issue: name, request: request, userInfo: userInfo, download: downloading ? true : nil, deliver: nil))
+        added.reserveCapacity(requests.count)
+        for chunk in AddAssetsRequest.chunks(requests.map { NewAsset(request: $0.0, userInfo: $0.1) }) {
+            let reply = try await connection.request(as: AddAssetsReply.self) {
+                .addAssets(AddAssetsRequest(id: $0, issue: name, assets: Array(chunk), download: downloading ? true : nil))
             }
-            record(reply.asset)
-            added.append(handle(reply.asset.id, issue: name))
+            guard reply.assets.count == chunk.count else {
+                throw LibraryError(.transport, "the daemon answered ADDASSETS \(reply.id) with \(reply.assets.count) assets for \(chunk.count)")
+            }
+            mirror.withLock { mirror in
+                for (id, index) in zip(reply.assets, chunk.indices) {
+                    mirror.recordAdded(id, issue: name, request: validated[index], userInfo: requests[index].1, downloading: downloading)
+                }
+            }
+            added += reply.assets.map { handle($0, issue: name) }
         }
         return added
     }

@@ -21,6 +21,9 @@ struct DaemonMirror {
         var issueName: String
         var status: AssetStatus?
         var userInfo: JSONValue?
+        /// The last state an event announced while `status` was unknown (an asset of `ADDASSETS`
+        /// whose transfer moved before the answer came).
+        var announced: WireState?
     }
 
     var issues: [String: IssueEntry] = [:]
@@ -54,8 +57,16 @@ struct DaemonMirror {
         }
         // Only answers about one asset carry its user info: a listing keeps what was known.
         let userInfo = asset.userInfo ?? assets[asset.id]?.userInfo
-        assets[asset.id] = AssetEntry(issueName: asset.issue, status: status, userInfo: userInfo)
+        assets[asset.id] = AssetEntry(issueName: asset.issue, status: status, userInfo: userInfo, announced: nil)
         if !(issueAssets[asset.issue]?.contains(asset.id) ?? true) { issueAssets[asset.issue]?.append(asset.id) }
+    }
+
+    /// An asset `ADDASSETS` added: `request` (validated) and `userInfo` as sent, in the state the
+    /// daemon wrote it (`queued` when downloading, else `idle`) or the one an event announced since.
+    mutating func recordAdded(_ id: String, issue: String, request: AssetRequest, userInfo: JSONValue?, downloading: Bool) {
+        let state = assets[id]?.announced ?? WireState(downloading ? .waiting(.queued) : .idle)
+        record(WireAsset(id: id, issue: issue, request: WireAsset.shown(request), userInfo: userInfo, state: state,
+                         totalBytesWritten: 0, expectedTotalBytes: nil, attempts: 0))
     }
 
     /// The assets of `issue` as one complete listing (``DaemonBackend/assets(ofIssue:)``).
@@ -82,6 +93,7 @@ struct DaemonMirror {
             if let expected { assets[asset]?.status?.expectedTotalBytes = max(0, expected) }
         case .state(let asset, let issue, let wire):
             if assets[asset] == nil, let issue { assets[asset] = AssetEntry(issueName: issue) }
+            if assets[asset]?.status == nil { assets[asset]?.announced = wire }
             assets[asset]?.status?.state = wire.state
             assets[asset]?.status?.failure = wire.failure
             if case .cancelled = wire.state { assets[asset]?.status?.totalBytesWritten = 0 }
@@ -138,6 +150,6 @@ struct DaemonMirror {
 
 extension DaemonMirror.AssetEntry {
     init(issueName: String) {
-        self.init(issueName: issueName, status: nil, userInfo: nil)
+        self.init(issueName: issueName, status: nil, userInfo: nil, announced: nil)
     }
 }

@@ -22,7 +22,7 @@ extension DaemonServer {
         case .read(let request):
             var issue: WireIssue?
             if let name = request.issue {
-                guard let found = try served().issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
+                let found = try existingIssue(name)
                 try served().setCurrentlyReadingIssue(named: found.name)
                 if request.markRead ?? true { try served().markRead(issue: found.name) }
                 issue = try Self.wire(found, assets: false)
@@ -44,14 +44,14 @@ extension DaemonServer {
             }
             return .purge(PurgeReply(id: request.id, removed: removed))
         case .remove(let request):
-            guard try served().issue(named: request.issue) != nil else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
+            _ = try existingIssue(request.issue)
             let served = try served()
             try waitFor { () async throws(LibraryError) in try await served.removeIssue(named: request.issue) }
             return .empty(EmptyReply(id: request.id))
         case .markRead(let request):
-            guard try served().issue(named: request.issue) != nil else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
+            _ = try existingIssue(request.issue)
             try served().markRead(issue: request.issue)
-            guard let issue = try served().issue(named: request.issue) else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
+            let issue = try existingIssue(request.issue)
             return .issue(IssueReply(id: request.id, issue: try Self.wire(issue, assets: false)))
         case .checksum(let request):
             guard let asset = try served().asset(identifier: request.asset) else {
@@ -89,7 +89,7 @@ extension DaemonServer {
     }
 
     private func assetsPage(_ request: AssetsRequest) throws -> Reply {
-        guard let issue = try served().issue(named: request.issue) else { throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'") }
+        let issue = try existingIssue(request.issue)
         var cursor: Issue.PageCursor?
         if let token = request.after {
             guard let parsed = Issue.PageCursor(token: token) else {
@@ -130,7 +130,7 @@ extension DaemonServer {
             guard served.asset(identifier: asset) != nil else { throw LibraryError(.assetNotFound, "no asset with identifier '\(asset)'") }
             waiting = { () async throws(CancellationError) in WaitReply(id: request.id, asset: try await served.waitUntilFinished(asset: asset)) }
         } else if let issue = request.issue {
-            guard served.issue(named: issue) != nil else { throw LibraryError(.issueNotFound, "no issue named '\(issue)'") }
+            _ = try existingIssue(issue)
             waiting = { () async throws(CancellationError) in WaitReply(id: request.id, issue: try await served.waitUntilAvailable(issue: issue)) }
         } else {
             throw WireError(DaemonProtocol.ErrorCode.badRequest, "WAIT: needs 'asset' or 'issue'")

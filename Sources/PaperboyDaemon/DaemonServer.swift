@@ -360,16 +360,28 @@ public final class DaemonServer: Sendable {
             let issue = try served().addIssue(name: request.name, date: request.date)
             return .issue(IssueReply(id: request.id, issue: try Self.wire(issue, assets: false)))
         case .addAsset(let request):
-            if let path = request.request.destinationPath { _ = try RelativePath(path, door: "\(DaemonProtocol.Kind.addAsset) destination_path") }
-            guard let issue = try served().issue(named: request.issue) else {
-                throw LibraryError(.issueNotFound, "no issue named '\(request.issue)'")
-            }
+            try Self.checkDestination(of: request.request, door: "\(DaemonProtocol.Kind.addAsset) destination_path")
+            let issue = try existingIssue(request.issue)
             let asset = try served().addAssets([(request.request, request.userInfo)], toIssue: issue.name, downloading: false)[0]
             if request.download ?? false {
                 download(asset, deliver: request.deliver ?? false, claimant: connection.number)
                 try waitFor { [self] () async throws(LibraryError) in try await served().recorded(asset: asset.identifier) }
             }
             return .asset(AssetReply(id: request.id, asset: Self.wire(asset)))
+        case .addAssets(let request):
+            guard (1...DaemonProtocol.maxAssetsPerRequest).contains(request.assets.count) else {
+                throw WireError(DaemonProtocol.ErrorCode.badRequest,
+                                "\(DaemonProtocol.Kind.addAssets) assets: expected 1 to \(DaemonProtocol.maxAssetsPerRequest) assets, got \(request.assets.count)")
+            }
+            for (index, asset) in request.assets.enumerated() {
+                try Self.checkDestination(of: asset.request, door: "\(DaemonProtocol.Kind.addAssets) assets[\(index)].request.destination_path")
+            }
+            let issue = try existingIssue(request.issue)
+            // One transaction, every check first (the library's too): all are added or none. Queued
+            // when downloading, unclaimed: delivered by the daemon, as `ADDASSET` with `download`.
+            let assets = try served().addAssets(request.assets.map { ($0.request, $0.userInfo) }, toIssue: issue.name,
+                                                downloading: request.download ?? false)
+            return .addedAssets(AddAssetsReply(id: request.id, assets: assets.map(\.identifier)))
         case .download(let request), .resume(let request):
             // Answered once the change is committed, as in process (this thread waits, not the pool).
             let asset = try existingAsset(request.asset)
@@ -395,8 +407,7 @@ public final class DaemonServer: Sendable {
             if let id = request.asset {
                 subject = .asset(Self.wire(try existingAsset(id)))
             } else if let name = request.issue {
-                guard let issue = try served().issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
-                subject = .issue(try Self.wire(issue, assets: request.assets ?? true))
+                subject = .issue(try Self.wire(try existingIssue(name), assets: request.assets ?? true))
             } else {
                 subject = .issues(try library.issues.map { try Self.wire($0, assets: request.assets ?? true) })
             }
@@ -430,6 +441,18 @@ public final class DaemonServer: Sendable {
         case .shelf, .assets, .read, .purge, .remove, .markRead, .checksum:
             return try answerLibrary(request)
         }
+    }
+
+    /// The issue named `name`; `issue-not-found` naming it when the library has none.
+    func existingIssue(_ name: String) throws(LibraryError) -> Issue {
+        guard let issue = try served().issue(named: name) else { throw LibraryError(.issueNotFound, "no issue named '\(name)'") }
+        return issue
+    }
+
+    /// A request's `destination_path` checked at `door` (`ADDASSET destination_path`): one
+    /// escaping the issue's folder is `invalid-path`.
+    private static func checkDestination(of request: AssetRequest, door: String) throws(LibraryError) {
+        if let path = request.destinationPath { _ = try RelativePath(path, door: door) }
     }
 
     private func existingAsset(_ id: String) throws(LibraryError) -> AssetDownload {

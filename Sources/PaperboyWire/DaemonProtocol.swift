@@ -14,12 +14,17 @@ public enum DaemonProtocol {
     public static let maxPayloadLength = 256 * 1024
     /// The largest request or asset identifier a client may send.
     public static let maxIdentifier = Int64(1) << 53
+    /// The most assets one `ADDASSETS` adds: its answer, an identifier of 36 characters per
+    /// asset, then always fits a frame, whatever the request's items weigh.
+    public static let maxAssetsPerRequest = 4_096
 
     /// Frame kinds.
     public enum Kind {
         public static let hello = "HELLO"
         public static let addIssue = "ADDISSUE"
         public static let addAsset = "ADDASSET"
+        /// Assets added to one issue in one transaction, as `Issue.addAssets(_:downloading:)`.
+        public static let addAssets = "ADDASSETS"
         public static let download = "DOWNLOAD"
         public static let pause = "PAUSE"
         public static let resume = "RESUME"

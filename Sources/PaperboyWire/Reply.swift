@@ -8,6 +8,8 @@ package enum Reply: Sendable {
     case issue(IssueReply)
     /// `ADDASSET`, `DOWNLOAD`, `RESUME`, `PAUSE`, `CANCEL`, `CHECKSUM`.
     case asset(AssetReply)
+    /// `ADDASSETS`.
+    case addedAssets(AddAssetsReply)
     /// `STATUS`.
     case status(StatusReply)
     /// `SUBSCRIBE`, `ACK`, `ANSWER`, `REMOVE`, `RESUMEWITH`: only the `id`.
@@ -33,6 +35,7 @@ package enum Reply: Sendable {
         switch kind {
         case Kind.addIssue, Kind.markRead: return IssueReply.self
         case Kind.addAsset, Kind.download, Kind.resume, Kind.pause, Kind.cancel, Kind.checksum: return AssetReply.self
+        case Kind.addAssets: return AddAssetsReply.self
         case Kind.status: return StatusReply.self
         case Kind.subscribe, Kind.ack, Kind.answer, Kind.remove, Kind.resumeWith: return EmptyReply.self
         case Kind.wait: return WaitReply.self
@@ -55,6 +58,7 @@ package enum Reply: Sendable {
         switch type(answering: kind) {
         case is IssueReply.Type: return .issue(try DaemonProtocol.decode(IssueReply.self, frame))
         case is AssetReply.Type: return .asset(try DaemonProtocol.decode(AssetReply.self, frame))
+        case is AddAssetsReply.Type: return .addedAssets(try DaemonProtocol.decode(AddAssetsReply.self, frame))
         case is StatusReply.Type: return .status(try DaemonProtocol.decode(StatusReply.self, frame))
         case is EmptyReply.Type: return .empty(try DaemonProtocol.decode(EmptyReply.self, frame))
         case is ReloadReply.Type: return .reload(try DaemonProtocol.decode(ReloadReply.self, frame))
@@ -73,6 +77,7 @@ package enum Reply: Sendable {
         switch self {
         case .issue(let reply): reply
         case .asset(let reply): reply
+        case .addedAssets(let reply): reply
         case .status(let reply): reply
         case .empty(let reply): reply
         case .reload(let reply): reply
@@ -117,6 +122,18 @@ package struct AssetReply: Codable, Sendable {
     package init(id: Int64, asset: WireAsset) {
         self.id = id
         self.asset = asset
+    }
+}
+
+/// `OK` to `ADDASSETS`: the new assets' identifiers, in the order of the request's `assets`
+/// (at most ``DaemonProtocol/maxAssetsPerRequest``, so that it fits a frame).
+package struct AddAssetsReply: Codable, Sendable {
+    package var id: Int64
+    package var assets: [String]
+
+    package init(id: Int64, assets: [String]) {
+        self.id = id
+        self.assets = assets
     }
 }
 

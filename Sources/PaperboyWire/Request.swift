@@ -9,6 +9,7 @@ package enum Request: Sendable {
     case hello(ClientHello)
     case addIssue(AddIssueRequest)
     case addAsset(AddAssetRequest)
+    case addAssets(AddAssetsRequest)
     case download(AssetCommand)
     case resume(AssetCommand)
     case pause(AssetCommand)
@@ -40,6 +41,7 @@ package enum Request: Sendable {
         case Kind.hello: self = .hello(try read(ClientHello.self))
         case Kind.addIssue: self = .addIssue(try read(AddIssueRequest.self))
         case Kind.addAsset: self = .addAsset(try read(AddAssetRequest.self))
+        case Kind.addAssets: self = .addAssets(try read(AddAssetsRequest.self))
         case Kind.download: self = .download(try read(AssetCommand.self))
         case Kind.resume: self = .resume(try read(AssetCommand.self))
         case Kind.pause: self = .pause(try read(AssetCommand.self))
@@ -70,6 +72,7 @@ package enum Request: Sendable {
         case .hello: Kind.hello
         case .addIssue: Kind.addIssue
         case .addAsset: Kind.addAsset
+        case .addAssets: Kind.addAssets
         case .download: Kind.download
         case .resume: Kind.resume
         case .pause: Kind.pause
@@ -98,6 +101,7 @@ package enum Request: Sendable {
         case .hello(let payload): payload
         case .addIssue(let payload): payload
         case .addAsset(let payload): payload
+        case .addAssets(let payload): payload
         case .download(let payload), .resume(let payload), .pause(let payload), .cancel(let payload), .ack(let payload): payload
         case .status(let payload): payload
         case .subscribe(let payload), .reload(let payload): payload

@@ -59,6 +59,61 @@ package struct AddAssetRequest: Codable, Sendable {
     }
 }
 
+/// `ADDASSETS`: assets added to one issue in one transaction (1 to
+/// ``DaemonProtocol/maxAssetsPerRequest``), started at once with `download`, unclaimed.
+package struct AddAssetsRequest: Codable, Sendable {
+    package var id: Int64
+    package var issue: String
+    package var assets: [NewAsset]
+    package var download: Bool?
+
+    package init(id: Int64, issue: String, assets: [NewAsset], download: Bool?) {
+        self.id = id
+        self.issue = issue
+        self.assets = assets
+        self.download = download
+    }
+}
+
+extension AddAssetsRequest {
+    /// The most bytes the items of one `ADDASSETS` weigh: half a frame, room for the rest.
+    package static let maxChunkBytes = DaemonProtocol.maxPayloadLength / 2
+
+    /// `assets` in order, cut into the requests' `assets`: each chunk weighs at most `maxBytes`
+    /// (``maxChunkBytes``) as JSON and holds at most `maxCount` (``DaemonProtocol/maxAssetsPerRequest``;
+    /// an item weighs 80 bytes or more, so half a frame holds fewer); an item heavier than
+    /// `maxBytes` goes alone, for the daemon to refuse if no frame holds it.
+    package static func chunks(_ assets: [NewAsset], maxBytes: Int = maxChunkBytes, maxCount: Int = DaemonProtocol.maxAssetsPerRequest)
+        -> [ArraySlice<NewAsset>] {
+        var chunks: [ArraySlice<NewAsset>] = []
+        var start = assets.startIndex
+        var bytes = 0
+        for index in assets.indices {
+            // Encoding a request and a JSON value cannot fail (``DaemonProtocol/frame(_:_:)``).
+            let weight = ((try? DaemonProtocol.encoder.encode(assets[index]))?.count ?? 0) + 1
+            if index > start, bytes + weight > maxBytes || index - start == maxCount {
+                chunks.append(assets[start..<index])
+                start = index
+                bytes = 0
+            }
+            bytes += weight
+        }
+        if start < assets.endIndex { chunks.append(assets[start...]) }
+        return chunks
+    }
+}
+
+/// One asset of `ADDASSETS`: its request and the app's own value, as in `ADDASSET`.
+package struct NewAsset: Codable, Sendable {
+    package var request: AssetRequest
+    package var userInfo: JSONValue?
+
+    package init(request: AssetRequest, userInfo: JSONValue?) {
+        self.request = request
+        self.userInfo = userInfo
+    }
+}
+
 /// `DOWNLOAD`, `PAUSE`, `RESUME`, `CANCEL`, `ACK`: one asset.
 package struct AssetCommand: Codable, Sendable {
     package var id: Int64

@@ -262,7 +262,7 @@ struct DaemonTests {
         let seed = UInt64.random(in: 1...UInt64.max)
         print("daemon frame fuzz: seed \(seed)")
         var generator = SplitMix64(seed: seed)
-        let kinds = ["HELLO", "ADDISSUE", "ADDASSET", "DOWNLOAD", "PAUSE", "RESUME", "CANCEL", "STATUS", "SUBSCRIBE", "ACK", "RELOAD", "X",
+        let kinds = ["HELLO", "ADDISSUE", "ADDASSET", "ADDASSETS", "DOWNLOAD", "PAUSE", "RESUME", "CANCEL", "STATUS", "SUBSCRIBE", "ACK", "RELOAD", "X",
                      "SHELF", "ASSETS", "READ", "PURGE"]
         for _ in 0..<60 {
             var bytes = Data()
@@ -274,6 +274,8 @@ struct DaemonTests {
                     let fields = ["\"id\":\(Int64.random(in: Int64.min...Int64.max, using: &generator))", "\"name\":\"\u{1B}[31m\"",
                                   "\"date\":\"2026-01-01T00:00:00Z\"", "\"asset\":\"../../etc\"", "\"issue\":\"x\"",
                                   "\"request\":{\"url\":\"file:///etc/hostname\",\"destination_path\":\"../../escape\"}", "\"protocols\":[1e308]",
+                                  "\"assets\":[{\"request\":{\"url\":\"file:///etc/hostname\",\"destination_path\":\"../../escape\"}}]",
+                                  "\"assets\":[{\"request\":{\"url\":\"file:///etc/hostname\"},\"user_info\":[[[]]]}]", "\"download\":true",
                                   "\"after\":\"-9:\\u0000\"", "\"offset\":9223372036854775807", "\"keep\":-1", "\"budget_bytes\":-5"]
                     let payload = "{" + fields.shuffled(using: &generator).prefix(Int.random(in: 0...fields.count, using: &generator)).joined(separator: ",") + "}"
                     bytes += Frame.encode(kinds.randomElement(using: &generator)!, Data(payload.utf8))
@@ -287,6 +289,55 @@ struct DaemonTests {
         }
         let status = try exchange(hello + Frame.encode("STATUS", Data(#"{"id":1}"#.utf8)), 2)
         #expect(status.map(\.kind) == ["HELLO", "OK"])
+        #expect(!FileManager.default.fileExists(atPath: workspace.path("escape").path))
+        _ = await daemon.stop()
+    }
+
+    /// `ADDASSETS` checks every asset before it adds any (issue 27): a batch with one bad asset,
+    /// or none, or for an unknown issue, gets an error with its id and adds nothing; a good one
+    /// adds its assets in one transaction, answered with their ids in order.
+    @Test func aBadADDASSETSGetsAnErrorWithItsIDAndAddsNothing() async throws {
+        let (config, runtime) = setUp()
+        let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        defer { daemon.process.signal(SIGKILL) }
+        let good = #"{"request":{"url":"file:///etc/hostname","destination_path":"a"}}"#
+        let tooLarge = #"{"request":{"url":"file:///etc/hostname"},"user_info":["# + Array(repeating: "\"" + String(repeating: "u", count: 1_000) + "\"", count: 70)
+            .joined(separator: ",") + "]}"
+        let batches = [
+            #"{"id":2,"issue":"x","assets":[]}"#,
+            #"{"id":3,"issue":"x","assets":[\#(good),{"request":{"url":"file:///etc/hostname","destination_path":"../../escape"}}]}"#,
+            #"{"id":4,"issue":"nope","assets":[\#(good)]}"#,
+            #"{"id":5,"issue":"x","assets":[\#(good),{"request":{"destination_path":"b"}}]}"#,
+            #"{"id":6,"issue":"x","assets":[\#(good),\#(tooLarge)]}"#,
+        ]
+        var frames = Frame.encode("HELLO", Data(#"{"protocols":[1]}"#.utf8))
+            + Frame.encode("ADDISSUE", Data(#"{"id":1,"name":"x","date":"2026-11-21T00:00:00Z"}"#.utf8))
+        for batch in batches { frames += Frame.encode("ADDASSETS", Data(batch.utf8)) }
+        frames += Frame.encode("STATUS", Data(#"{"id":7,"issue":"x"}"#.utf8))
+        frames += Frame.encode("ADDASSETS", Data(#"{"id":8,"issue":"x","assets":[\#(good),{"request":{"url":"file:///etc/hostname","destination_path":"b"},"user_info":{"n":2}}]}"#.utf8))
+        frames += Frame.encode("STATUS", Data(#"{"id":9,"issue":"x"}"#.utf8))
+        let (socket, sent) = (daemon.socket, frames)
+        let answers = try await offThePool { try DaemonHostileJSONTests.exchange(socket, sent, answers: 10) }
+        #expect(daemon.process.isRunning)
+        let objects = answers.map { (try? JSONSerialization.jsonObject(with: $0.payload)) as? [String: Any] ?? [:] }
+        let shown = answers.map { "\($0.kind) \(String(decoding: $0.payload, as: UTF8.self).prefix(300))" }
+        #expect(answers.map(\.kind) == ["HELLO", "OK", "ERROR", "ERROR", "ERROR", "ERROR", "ERROR", "OK", "OK", "OK"], "\(shown)")
+        guard answers.count == 10 else { return }
+        #expect(objects[2...6].map { $0["id"] as? Int } == [2, 3, 4, 5, 6], "\(shown)")
+        #expect(objects[2...6].map { $0["code"] as? String } == ["bad-request", "invalid-path", "issue-not-found", "bad-request", "user-info-too-large"],
+                "\(shown)")
+        #expect(objects[2]["message"] as? String == "ADDASSETS assets: expected 1 to 4096 assets, got 0")
+        #expect((objects[3]["message"] as? String)?.contains("ADDASSETS assets[1].request.destination_path") == true, "\(shown[3])")
+        #expect((objects[3]["message"] as? String)?.contains("../../escape") == true, "\(shown[3])")
+        #expect(objects[5]["message"] as? String == "ADDASSETS: missing field 'assets[1].request.url'", "\(shown[5])")
+        // Nothing of the refused batches was added.
+        let before = (objects[7]["issue"] as? [String: Any])?["assets"] as? [Any]
+        #expect(before?.isEmpty == true, "\(shown[7])")
+        let added = try #require(objects[8]["assets"] as? [String])
+        #expect(objects[8]["id"] as? Int == 8)
+        let listed = (objects[9]["issue"] as? [String: Any])?["assets"] as? [[String: Any]] ?? []
+        #expect(listed.map { $0["id"] as? String } == added && added.count == 2, "\(shown[9])")
+        #expect(listed.map { ($0["request"] as? [String: Any])?["destination_path"] as? String } == ["a", "b"])
         #expect(!FileManager.default.fileExists(atPath: workspace.path("escape").path))
         _ = await daemon.stop()
     }

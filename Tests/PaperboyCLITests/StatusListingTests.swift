@@ -11,11 +11,10 @@ import Testing
 struct StatusListingTests {
     let workspace = Workspace()
 
-    // route: in process only. Through a daemon `sync` adds an issue's assets one `ADDASSET`
-    // (with `download`) at a time (DaemonBackend.addAssets), so the first asset can be delivered
-    // before the next is added: the issue counts as complete then, is marked new ("big  2026-11-21
-    // none  new") and the daemon's hook runs for it, where in process the batch is added whole first.
-    @Test(arguments: [CLIRoute.inProcess])
+    /// Through a daemon `sync` adds a batch with one `ADDASSETS` (issue 27): no asset is
+    /// delivered before the batch is whole, so the issue is not counted complete (nor marked new)
+    /// mid-way, as it was with one `ADDASSET` per asset.
+    @Test(arguments: CLIRoute.allCases)
     func anIssueLongerThanAPageIsListedWholeAndInOrder(_ route: CLIRoute) async throws {
         let count = 1_003
         var assets = ""

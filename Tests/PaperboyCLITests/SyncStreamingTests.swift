@@ -13,10 +13,8 @@ struct SyncStreamingTests {
     /// The first asset comes from a loopback server; 20,000 more wait for a network their policy
     /// allows (cellular only, on a wired network), so the sync does not fetch them. The server
     /// counts the assets in the library when the first request arrives.
-    // route: in process only. Through a daemon `sync` adds each asset with its own `ADDASSET`
-    // (DaemonBackend.addAssets): the daemon route took 169 s on an idle 2-core machine (3.5 s
-    // in process), past this suite's limit on a loaded one.
-    @Test(arguments: [CLIRoute.inProcess])
+    /// Through a daemon the batches travel as `ADDASSETS` frames (issue 27).
+    @Test(arguments: CLIRoute.allCases)
     func aSyncTransfersBeforeItsLastBatchIsWritten(_ route: CLIRoute) async throws {
         let waiting = 20_000
         let library = workspace.path("lib")

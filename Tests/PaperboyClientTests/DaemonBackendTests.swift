@@ -52,6 +52,29 @@ struct DaemonBackendTests {
         }
     }
 
+    /// `Issue.addAssets` through a daemon: more assets than one `ADDASSETS` takes (4,096) come
+    /// back as handles in order, the daemon's library holds them in that order, and the
+    /// synchronous reads know each one's request, user info and state at once.
+    @Test func addingMoreAssetsThanOneRequestTakesKeepsTheirOrder() async throws {
+        let count = 5_000
+        try await home.withDaemon { library in
+            let client = try await Library.connect(socket: home.socket)
+            defer { client.disconnect() }
+            let issue = try await client.addIssue(name: "2026-11-21", date: date)
+            let requests = (0..<count).map { index in
+                (AssetRequest(url: URL(string: "http://192.0.2.1/a\(index)")!, destinationPath: "a\(index)"),
+                 index % 1_000 == 0 ? JSONValue.object(["n": .number(Double(index))]) : JSONValue?.none)
+            }
+            let added = try await issue.addAssets(requests)
+            #expect(added.count == count)
+            let stored = try #require(try await library.issue(named: issue.name)).assetStatuses
+            #expect(stored.map(\.identifier) == added.map(\.identifier))
+            #expect(added.map { $0.request?.destinationPath } == (0..<count).map { "a\($0)" })
+            #expect(added[4_000].userInfo == .object(["n": .number(4_000)]) && added[1].userInfo == nil)
+            #expect(added.allSatisfy { $0.state == .idle })
+        }
+    }
+
     @Test func waitUntilAvailableSaysWhichAssetsWereNotDelivered() async throws {
         try await home.withDaemon { library in
             let client = try await Library.connect(socket: home.socket)

@@ -8,7 +8,7 @@ import PaperboyFraming
 /// Daemon requests: a client's frame checked by the bounded reader (`DaemonProtocol.request`) and
 /// decoded into its message, on a thread with the stack of the daemon's connection readers, as
 /// `DaemonServer` does.
-/// The first byte of the input chooses the kind, the rest is the payload.
+/// The first byte of the input chooses the kind (`A` the first of `requests`), the rest is the payload.
 ///
 /// Promise: every payload is decoded or refused with a `bad-request` `WireError`; nothing traps
 /// or overflows the reader's stack.
@@ -34,13 +34,15 @@ let requests: [(kind: String, decode: @Sendable (CheckedFrame) throws(WireError)
     (Kind.assets, { frame throws(WireError) in _ = try DaemonProtocol.decode(AssetsRequest.self, frame) }),
     (Kind.read, { frame throws(WireError) in _ = try DaemonProtocol.decode(ReadRequest.self, frame) }),
     (Kind.purge, { frame throws(WireError) in _ = try DaemonProtocol.decode(PurgeRequest.self, frame) }),
+    (Kind.addAssets, { frame throws(WireError) in _ = try DaemonProtocol.decode(AddAssetsRequest.self, frame) }),
 ]
 
 @_cdecl("LLVMFuzzerTestOneInput")
 func fuzz(_ bytes: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let input = Fuzzer.data(bytes, count)
     guard let first = input.first else { return 0 }
-    let request = requests[Int(first) % requests.count]
+    // The seeds of Fuzz/Corpus/daemon start with "A" plus the kind's index in `requests`.
+    let request = requests[Int(first &- UInt8(ascii: "A")) % requests.count]
     let frame = Frame(kind: request.kind, payload: Data(input.dropFirst()))
     Fuzzer.onThread(stackSize: DaemonProtocol.jsonLimits.threadStackSize) {
         do {

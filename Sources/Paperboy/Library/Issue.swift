@@ -121,6 +121,10 @@ public struct Issue: Sendable, Hashable, CustomStringConvertible {
     ///   - downloading: also start them, as ``AssetDownload/download(delegate:)`` without a
     ///     delegate does, in the same transaction (they are written queued): the way to add
     ///     thousands of assets to download, since nothing is read back.
+    /// Through a daemon (`Library.connect`), every request is checked first as here, then the
+    /// assets travel in `ADDASSETS` requests of at most 128 KiB each: one transaction per request,
+    /// so a refusal by the daemon leaves the requests sent before it added (docs/Daemon.md).
+    ///
     /// - Throws: ``LibraryError`` as ``addAsset(_:userInfo:)`` does, for the first request refused
     ///   (then none is added).
     @discardableResult
