@@ -53,6 +53,18 @@ extension ShelfTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent(".inbox").path).isEmpty)
     }
 
+    /// Found by the archive fuzz target: an entry whose local header's extra field puts its data
+    /// past the file's end. ZIPFoundation's read loop got empty chunks there and never ended.
+    @Test(.timeLimit(.minutes(1)))
+    func anEntryWhoseDataEndsPastTheFileIsRefused() async throws {
+        var bytes = [UInt8](try zip([.file("a.txt", Data("hello, reader".utf8))]))
+        // The local header's extra field length (bytes 28 and 29): 65,535.
+        bytes[28] = 0xFF
+        bytes[29] = 0xFF
+        let message = try #require(try await refusal(of: Data(bytes)))
+        #expect(message.contains("is not a readable zip archive") && message.contains("end past the file's \(bytes.count) bytes"), "\(message)")
+    }
+
     @Test func anArchiveLargerThanTheFreeSpaceIsRefusedBeforeWriting() async throws {
         // Limits lifted: only the free space of the library's file system stands in the way.
         // Entries of a few bytes, each declaring 4 GiB, enough of them to exceed what is free.

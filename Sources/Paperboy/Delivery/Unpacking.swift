@@ -47,6 +47,8 @@ enum Unpacker {
             } catch {
                 throw LibraryError(.invalidRequest, "\(name) is not a readable zip archive: \(error)")
             }
+            // Every entry's data inside the file: ZIPFoundation's reads never end past it.
+            try ZipDataRanges.check(archiveURL, named: name)
             let plan = try ArchivePlan(archive, name: name)
             try checkSize(plan.declaredBytes, of: archiveURL, named: name, in: folder, limits: limits, space: space)
             // A staging folder left by a killed run is stale: start afresh, never through a link.
