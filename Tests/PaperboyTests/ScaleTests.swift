@@ -270,4 +270,32 @@ struct ScaleTests {
         #expect(transport.jobs.count == 1_200)
         await library.close()
     }
+
+    /// Added past the window, an asset waits in the store's backlog, and a subscriber is still
+    /// told it is queued, from what was added, without a read of the store per asset (the event
+    /// path's cost with someone listening): those past the window were read back and not told.
+    @Test func everyAssetAddedPastTheWindowIsToldQueued() async throws {
+        let transport = InMemoryTransport()
+        let source = transport.serve(Data(count: 10), at: "stall", script: Array(repeating: .stallAfter(0), count: 10))
+        var configuration = Library.Configuration.forTests()
+        configuration.maxConcurrentTransfers = 1
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let events = try await library.events()
+        let count = Scheduler.windowSize + 50
+        let added = try await offThePool {
+            try library.local!.addAssets((0..<count).map { (AssetRequest(url: source, destinationPath: "f\($0)"), nil) }, toIssue: issue.name, downloading: true)
+        }
+        #expect(library.scheduler.entriesInMemory <= Scheduler.windowSize + 1, "\(library.scheduler.entriesInMemory) assets in memory")
+        // Told as they were added: closing ends the stream after what it holds.
+        await library.close()
+        var told: Set<String> = []
+        for await event in events {
+            if case .assetStateChanged(let asset, let state) = event, state == .waiting(.queued) || state == .downloading {
+                told.insert(asset.identifier)
+            }
+        }
+        let untold = Set(added.map(\.identifier)).subtracting(told)
+        #expect(untold.isEmpty, "\(untold.count) of \(count) not told")
+    }
 }

@@ -50,7 +50,11 @@ extension Scheduler {
             }
             pump(&state)
         }
-        for record in records { broadcastState(record.id) }
+        // Each is queued, or already further when taken into memory; those left in the store's
+        // backlog are told as recorded, without reading them back.
+        for record in records {
+            broadcastState(record.id, departed: State.Departure(issueName: record.issueName, state: .waiting(.queued)))
+        }
     }
 
     /// Takes asset `id` into memory from the store if it is not there; `false` if it is not in

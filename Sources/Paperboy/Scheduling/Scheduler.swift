@@ -114,15 +114,20 @@ final class Scheduler: Sendable {
     func snapshot(_ id: String) -> Snapshot? {
         state.withLock { state in
             guard let entry = state.entries[id] else { return nil }
-            var public_ = Self.publicState(entry, now: clock.now)
-            if entry.state == .queued, state.hostCounts[entry.host, default: 0] >= settings.maxPerHost,
-               state.running < settings.maxConcurrent {
-                public_ = .waiting(.hostLimit(host: entry.host))
-            }
-            return Snapshot(state: public_, written: entry.live.written.load(ordering: .relaxed),
+            return Snapshot(state: liveState(entry, in: state), written: entry.live.written.load(ordering: .relaxed),
                             expected: entry.live.expectedBytes, request: entry.request, attempts: entry.attempts,
                             failure: entry.failure)
         }
+    }
+
+    /// What the app sees of `entry`, held in `state`: a queued asset whose host is at its limit
+    /// while other hosts could start waits for that host.
+    func liveState(_ entry: Entry, in state: State) -> AssetState {
+        if entry.state == .queued, state.hostCounts[entry.host, default: 0] >= settings.maxPerHost,
+           state.running < settings.maxConcurrent {
+            return .waiting(.hostLimit(host: entry.host))
+        }
+        return Self.publicState(entry, now: clock.now)
     }
 
     /// Assets asked for and not yet delivered, oldest first.
@@ -208,12 +213,15 @@ final class Scheduler: Sendable {
     /// Tells subscribers where asset `id` is now.
     ///
     /// - Parameter departed: the asset as it left memory with the change told (cancelled,
-    ///   failed, paused…), when it did: told as it was then, without a read of the store.
+    ///   failed, paused…), when it did, or as it was recorded when it was never taken into
+    ///   memory (added to the store's backlog): told as that, without a read of the store.
     func broadcastState(_ id: String, delivered: Bool = false, departed: State.Departure? = nil) {
         guard broadcaster.hasSubscribers else { return }
-        var current: AssetState? = delivered ? .delivered : snapshot(id)?.state
         // In memory first: a database read here would wait for batched writes on every change.
-        var issueName = state.withLock { $0.entries[id]?.issueName }
+        var (current, issueName) = state.withLock { state -> (AssetState?, String?) in
+            guard let entry = state.entries[id] else { return (delivered ? .delivered : nil, nil) }
+            return (delivered ? .delivered : liveState(entry, in: state), entry.issueName)
+        }
         if let departed, current == nil || issueName == nil {
             current = current ?? departed.state
             issueName = issueName ?? departed.issueName

@@ -78,10 +78,16 @@ extension LibraryStore {
 
     /// The assets of `request` that can be read (``AssetRecord/databaseSelection``, read by
     /// position). GRDB's `fetchAll` fails as a whole on one row that does not decode.
-    static func readableAssets(_ request: QueryInterfaceRequest<AssetRecord>, in db: Database) throws -> [AssetRecord] {
+    ///
+    /// Rows whose identifier is in `skipped` are passed over before they are decoded, and the
+    /// read stops once `limit` records are decoded.
+    static func readableAssets(_ request: QueryInterfaceRequest<AssetRecord>, in db: Database,
+                               skipping skipped: Set<String> = [], limit: Int = .max) throws -> [AssetRecord] {
         let rows = try Row.fetchCursor(db, request)
         var records: [AssetRecord] = []
-        while let row = try rows.next() {
+        while records.count < limit, let row = try rows.next() {
+            // The identifier is column 0 (``AssetRecord/columnNames``), read without trapping.
+            if !skipped.isEmpty, let id = try? row.decode(String.self, atIndex: 0), skipped.contains(id) { continue }
             if let record = try? AssetRecord(row: row) { records.append(record) }
         }
         return records

@@ -273,11 +273,11 @@ final class LibraryStore: Sendable {
     /// (state, priority, seq). The updates queued are written first, so none is missed.
     func queuedAssets(limit: Int, excluding excluded: Set<String>) throws(LibraryError) -> [AssetRecord] {
         flush()
-        let rows = try reading("cannot read the queued assets of library database \(fileURL.path)") { db in
+        return try reading("cannot read the queued assets of library database \(fileURL.path)") { db in
             try Self.readableAssets(AssetRecord.filter(Column("state") == PersistedState.queued.rawValue)
-                .order(Column("priority").desc, Column("seq")).limit(limit + excluded.count), in: db)
+                .order(Column("priority").desc, Column("seq")).limit(limit + excluded.count), in: db,
+                skipping: excluded, limit: limit)
         }
-        return Array(rows.lazy.filter { !excluded.contains($0.id) }.prefix(limit))
     }
 
     /// The identifiers and issues of assets in one of `states`, oldest first.
