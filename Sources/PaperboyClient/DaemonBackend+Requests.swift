@@ -109,7 +109,7 @@ extension DaemonBackend {
         let reply = try await notify(payload: payload, feed: nil)
         switch reply.result {
         case .refreshed: return .refresh
-        case .throttled: return .throttled(nextAllowed: reply.nextAllowed ?? Date())
+        case .throttled: return .throttled(nextAllowed: reply.nextAllowed ?? clock.now)
         case .ignored: return .ignored
         }
     }

@@ -5,7 +5,8 @@ import Synchronization
 extension DaemonBackend {
     package func waitUntilSettled(ofIssues issues: [String], includingNetworkWaits: Bool,
                                   retryWaitLimit: RetryWaitLimit?) async throws(LibraryError) -> Int {
-        let tracker = SettleTracker(issues: Set(issues), includingNetworkWaits: includingNetworkWaits, retryWaitLimit: retryWaitLimit)
+        let tracker = SettleTracker(issues: Set(issues), includingNetworkWaits: includingNetworkWaits, retryWaitLimit: retryWaitLimit,
+                                    clock: clock)
         let events = self.events()
         let following = Task {
             for await event in events {
@@ -60,12 +61,15 @@ private final class SettleTracker: Sendable {
     private let issues: Set<String>
     private let includingNetworkWaits: Bool
     private let retryWaitLimit: RetryWaitLimit?
+    /// The connection's clock: retry dates are compared with its `now`, quiet is timed on it.
+    private let clock: any LibraryClock
     private let state = Mutex(State())
 
-    init(issues: Set<String>, includingNetworkWaits: Bool, retryWaitLimit: RetryWaitLimit?) {
+    init(issues: Set<String>, includingNetworkWaits: Bool, retryWaitLimit: RetryWaitLimit?, clock: any LibraryClock) {
         self.issues = issues
         self.includingNetworkWaits = includingNetworkWaits
         self.retryWaitLimit = retryWaitLimit
+        self.clock = clock
     }
 
     /// Records an event's state (of a followed asset).
@@ -89,7 +93,7 @@ private final class SettleTracker: Sendable {
     /// unless network waits are waited for; so does one whose retry is due later than the limit
     /// allows, as in process.
     var isSettled: Bool {
-        let now = Date()
+        let now = clock.now
         return state.withLock { state in
             state.states.values.allSatisfy { assetState in
                 switch assetState {
@@ -110,8 +114,8 @@ private final class SettleTracker: Sendable {
     /// Returns `true` when a followed asset changed state (since the previous call, or while
     /// waiting), `false` after `timeout` without a change.
     func changed(within timeout: Duration) async -> Bool {
-        let timer = Task {
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+        let timer = Task { [clock] in
+            guard (try? await clock.sleep(for: timeout)) != nil else { return }
             let waiter = state.withLock { state in
                 defer { state.waiter = nil }
                 return state.waiter

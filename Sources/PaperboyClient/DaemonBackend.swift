@@ -17,6 +17,8 @@ import Synchronization
 /// of its own, so it never waits behind a long `didFinishDownloadingTo`.
 package final class DaemonBackend: LibraryBackend {
     let connection: ClientConnection
+    /// Where waits are measured and retry dates compared (``Library/connect(socket:name:clock:)``).
+    let clock: any LibraryClock
     /// What the daemon last reported (see ``DaemonMirror``).
     let mirror = Mutex(DaemonMirror())
     private let state = Mutex(State())
@@ -37,8 +39,9 @@ package final class DaemonBackend: LibraryBackend {
 
     package var root: URL { URL(fileURLWithPath: connection.library, isDirectory: true) }
 
-    private init(connection: ClientConnection) {
+    private init(connection: ClientConnection, clock: any LibraryClock) {
         self.connection = connection
+        self.clock = clock
         let events = connection.events
         Task { [self] in
             for await event in events { await dispatch(event) }
@@ -55,7 +58,7 @@ package final class DaemonBackend: LibraryBackend {
     /// Connects to the daemon on `socket` and subscribes to its events (without waiting for the
     /// answer: every later request is answered after it).
     package static func connect(socket: URL, name: String, clock: any LibraryClock) async throws(LibraryError) -> DaemonBackend {
-        let backend = DaemonBackend(connection: try await ClientConnection.connect(socket: socket, name: name, clock: clock))
+        let backend = DaemonBackend(connection: try await ClientConnection.connect(socket: socket, name: name, clock: clock), clock: clock)
         backend.connection.post { .subscribe(PlainRequest(id: $0)) }
         return backend
     }
