@@ -7,7 +7,7 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Both ends of one framed socket connection: a thread reading its frames, a thread writing
+/// One side of a framed socket connection: a thread reading the peer's frames, a thread writing
 /// what is queued for it. The daemon serves each client with one, the client talks to the
 /// daemon through one (docs/Daemon.md); what the frames mean is theirs.
 ///
@@ -155,11 +155,7 @@ package final class FramedConnection: Sendable {
             state.draining = true
             return state.writing || !state.queue.isEmpty
         }
-        if pending {
-            let (seconds, attoseconds) = drainTimeout.components
-            let nanoseconds = Int(clamping: seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-            _ = drained.wait(timeout: .now() + .nanoseconds(nanoseconds))
-        }
+        if pending { _ = drained.wait(timeout: .now() + drainTimeout / .seconds(1)) }
         close()
     }
 
