@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import Foundation
 import Paperboy
 import PaperboyWire
@@ -11,16 +10,15 @@ import Synchronization
 /// The client end of one daemon connection: requests matched to replies by id, events handed
 /// to one consumer in order.
 ///
-/// A thread reads frames, another writes them: a request is queued and awaited, so a daemon that
-/// stops reading blocks that thread only, never a thread of the cooperative pool (the client's
-/// other tasks go on, and ``close()`` still ends every request).
+/// Its frames are read and written by a ``FramedConnection``: a request is queued and awaited,
+/// so a daemon that stops reading blocks the writer's thread only, never a thread of the
+/// cooperative pool (the client's other tasks go on, and ``close()`` still ends every request).
 final class ClientConnection: Sendable {
-    let fd: Int32
     let socket: URL
     /// The library the daemon serves, as its `HELLO` said.
     let library: String
+    private let framed: FramedConnection
     private let state = Mutex(State())
-    private let ready = DispatchSemaphore(value: 0)
     let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
     /// `CHALLENGE`s and `RESUMING`s from the daemon, apart from events: answering one must not
@@ -37,32 +35,22 @@ final class ClientConnection: Sendable {
     private struct State {
         var nextID: Int64 = 1
         var waiting: [Int64: CheckedContinuation<CheckedFrame, any Error>] = [:]
-        var outgoing: [Data] = []
         var closed = false
-        /// The reader and the writer; the last one to end closes the descriptor (never while
-        /// the other could still use its number).
-        var threads = 2
     }
 
     init(fd: Int32, socket: URL, library: String) {
-        self.fd = fd
         self.socket = socket
         self.library = library
+        framed = FramedConnection(fd: fd, maxPayloadLength: DaemonProtocol.maxPayloadLength)
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
         (questions, questionSink) = AsyncStream.makeStream(of: Question.self)
     }
 
-    /// Starts the reader and writer threads.
+    /// Starts reading and writing.
     func start() {
-        let reader = Thread { [self] in readLoop() }
-        reader.name = "paperboy-client-read"
-        // Replies are checked, and events decoded, on this thread: a stack for the reader's depth.
-        reader.stackSize = DaemonProtocol.jsonLimits.threadStackSize
-        reader.start()
-        let writer = Thread { [self] in writeLoop() }
-        writer.name = "paperboy-client-write"
-        writer.stackSize = 256 * 1024
-        writer.start()
+        // Replies are checked, and events decoded, on the reader's thread: a stack for the reader's depth.
+        framed.start(name: "paperboy-client", readerStackSize: DaemonProtocol.jsonLimits.threadStackSize,
+                     onFrame: { [self] in received($0) }, onEnd: { [self] in ended($0) })
     }
 
     /// Sends the request `make` builds with its `id` and decodes its `OK` as `Answer` (the type
@@ -80,13 +68,11 @@ final class ClientConnection: Sendable {
     /// Queues the request `make` builds without waiting for its answer (dropped when it comes):
     /// it goes out before any request made after this call, and requests are answered in order.
     func post(_ make: (Int64) -> Request) {
-        let open = state.withLock { state -> Bool in
-            guard !state.closed else { return false }
+        state.withLock { state in
+            guard !state.closed else { return }
             defer { state.nextID += 1 }
-            state.outgoing.append(make(state.nextID).frame)
-            return true
+            framed.send(make(state.nextID).frame)
         }
-        if open { ready.signal() }
     }
 
     /// As ``request(as:_:)``, for a request answered when something happens (`WAIT`): cancelling
@@ -108,15 +94,15 @@ final class ClientConnection: Sendable {
                 let open = state.withLock { state -> Bool in
                     guard !state.closed else { return false }
                     if cancellable, Task.isCancelled { return false }
+                    // Queued under the lock: requests go out in the order of their ids.
+                    guard framed.send(frame) else { return false }
                     state.waiting[id] = continuation
-                    state.outgoing.append(frame)
                     return true
                 }
                 guard open else {
                     continuation.resume(throwing: cancellable && Task.isCancelled ? CancellationError() : disconnected())
                     return
                 }
-                ready.signal()
             }
         } onCancel: {
             guard cancellable, let continuation = state.withLock({ $0.waiting.removeValue(forKey: id) }) else { return }
@@ -137,92 +123,57 @@ final class ClientConnection: Sendable {
 
     /// Ends the connection: the reader sees the end and fails every request still waiting.
     func close() {
-        // Once both threads ended, the descriptor is closed and its number may be another
-        // socket's (another connection of this process): never shut that one down.
-        state.withLock { state in
-            if state.threads > 0 { shutdown(fd, Int32(SHUT_RDWR)) }
-        }
-        ready.signal()
+        framed.close()
     }
 
-    private func disconnected() -> LibraryError {
-        LibraryError(.transport, "the daemon at \(socket.path) closed the connection", isRetryable: true)
+    private func disconnected(_ end: FramedConnection.End = .closed) -> LibraryError {
+        let why = end.problem.map { ": \($0)" } ?? ""
+        return LibraryError(.transport, "the daemon at \(socket.path) closed the connection\(why)", isRetryable: true)
     }
 
-    /// Writes queued frames, on its own thread, until the connection ends.
-    private func writeLoop() {
-        while true {
-            ready.wait()
-            let next = state.withLock { state -> Data?? in
-                if state.closed { return .some(nil) }
-                return state.outgoing.isEmpty ? nil : state.outgoing.removeFirst()
-            }
-            guard let next else { continue }
-            guard let frame = next else { break }
-            do {
-                try FrameWriter.write(frame, to: fd, isSocket: true)
-            } catch {
-                shutdown(fd, Int32(SHUT_RDWR))
-                break
-            }
+    /// A frame from the daemon: a reply to its request, an event, or a question.
+    private func received(_ received: Frame) {
+        let frame: CheckedFrame
+        do {
+            frame = try DaemonProtocol.reply(received)
+        } catch {
+            // A reply out of the limits fails its request (when its id came first); an event is dropped.
+            guard let id = error.id, let continuation = state.withLock({ $0.waiting.removeValue(forKey: id) }) else { return }
+            continuation.resume(throwing: LibraryError(.transport, "the daemon at \(socket.path) answered with \(error.message)"))
+            return
         }
-        threadEnded()
+        if frame.kind == DaemonProtocol.Kind.event {
+            if let event = try? DaemonProtocol.decode(Event.self, frame) { eventSink.yield(event) }
+            return
+        }
+        if frame.kind == DaemonProtocol.Kind.challenge {
+            if let challenge = try? DaemonProtocol.decode(ChallengeMessage.self, frame) {
+                questionSink.yield(.challenge(challenge))
+            }
+            return
+        }
+        if frame.kind == DaemonProtocol.Kind.resuming {
+            if let resuming = try? DaemonProtocol.decode(ResumingMessage.self, frame) {
+                questionSink.yield(.resuming(resuming))
+            }
+            return
+        }
+        guard let id = (try? DaemonProtocol.decode(EmptyReply.self, frame))?.id,
+              let continuation = state.withLock({ $0.waiting.removeValue(forKey: id) }) else { return }
+        continuation.resume(returning: frame)
     }
 
-    private func readLoop() {
-        var reader = FrameReader()
-        while true {
-            guard let received = try? reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { _ in }) else { break }
-            let frame: CheckedFrame
-            do {
-                frame = try DaemonProtocol.reply(received)
-            } catch {
-                // A reply out of the limits fails its request (when its id came first); an event is dropped.
-                guard let id = error.id, let continuation = state.withLock({ $0.waiting.removeValue(forKey: id) }) else { continue }
-                continuation.resume(throwing: LibraryError(.transport, "the daemon at \(socket.path) answered with \(error.message)"))
-                continue
-            }
-            if frame.kind == DaemonProtocol.Kind.event {
-                if let event = try? DaemonProtocol.decode(Event.self, frame) { eventSink.yield(event) }
-                continue
-            }
-            if frame.kind == DaemonProtocol.Kind.challenge {
-                if let challenge = try? DaemonProtocol.decode(ChallengeMessage.self, frame) {
-                    questionSink.yield(.challenge(challenge))
-                }
-                continue
-            }
-            if frame.kind == DaemonProtocol.Kind.resuming {
-                if let resuming = try? DaemonProtocol.decode(ResumingMessage.self, frame) {
-                    questionSink.yield(.resuming(resuming))
-                }
-                continue
-            }
-            guard let id = (try? DaemonProtocol.decode(EmptyReply.self, frame))?.id,
-                  let continuation = state.withLock({ $0.waiting.removeValue(forKey: id) }) else { continue }
-            continuation.resume(returning: frame)
-        }
+    /// The daemon left, broke the framing, or ``close()`` was called: every request still
+    /// waiting fails (saying why), the streams end.
+    private func ended(_ end: FramedConnection.End) {
         let waiting = state.withLock { state in
             state.closed = true
-            state.outgoing = []
             defer { state.waiting = [:] }
             return Array(state.waiting.values)
         }
-        // Wakes a writer blocked in `write` on a daemon that stopped reading.
-        shutdown(fd, Int32(SHUT_RDWR))
-        ready.signal()
-        for continuation in waiting { continuation.resume(throwing: disconnected()) }
+        for continuation in waiting { continuation.resume(throwing: disconnected(end)) }
         eventSink.finish()
         questionSink.finish()
-        threadEnded()
-    }
-
-    private func threadEnded() {
-        // Under the lock: ``close()`` shuts the descriptor down only while it is open.
-        state.withLock { state in
-            state.threads -= 1
-            if state.threads == 0 { Glibc.close(fd) }
-        }
     }
 
     /// Connects and exchanges `HELLO` on a thread of its own (a daemon that accepts and never

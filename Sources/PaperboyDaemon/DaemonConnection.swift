@@ -1,48 +1,52 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-import Dispatch
 import Foundation
 import PaperboyWire
 import PaperboyFraming
 import Synchronization
 
-/// One client connection: a thread reading its frames, a thread writing what is queued for it.
+/// One client connection: its frames read and written by a ``FramedConnection``, what the
+/// daemon keeps for it (negotiated, subscribed, the requests answered when done).
 ///
-/// Nothing polls: the reader blocks in `read`, the writer on a semaphore; ``close()`` shuts the
-/// socket down, which wakes both. Progress events are coalesced per asset while they wait in
-/// the queue (the latest totals, the bytes summed), so a slow client costs one entry per asset;
-/// a client that lets more than ``maxQueued`` other frames pile up is disconnected.
+/// Progress events are coalesced per asset while they wait in the queue (the latest totals, the
+/// bytes summed), so a slow client costs one entry per asset; a client that lets more than
+/// ``maxQueued`` other frames pile up is disconnected.
 final class DaemonConnection: Sendable {
     /// Frames waiting for a client before it is considered stuck and disconnected.
     static let maxQueued = 10_000
 
-    let fd: Int32
     let number: Int
+    private let framed: FramedConnection
     private let state = Mutex(State())
-    private let ready = DispatchSemaphore(value: 0)
 
     private struct State {
-        enum Item {
-            case frame(Data)
-            case progress(String)
-        }
-        var queue: [Item] = []
+        /// The progress of an asset waiting for its turn in the queue.
         var progress: [String: Event] = [:]
-        var closed = false
+        var ended = false
         var negotiated = false
         var subscribed = false
         /// Requests answered when done (`WAIT`), cancelled when the connection ends.
         var tasks: [Int: Task<Void, Never>] = [:]
         var taskCounter = 0
-        /// The reader and the writer; the last one to end closes the descriptor (never while
-        /// the other could still use its number).
-        var threads = 2
     }
 
     init(fd: Int32, number: Int) {
-        self.fd = fd
         self.number = number
+        framed = FramedConnection(fd: fd, maxPayloadLength: DaemonProtocol.maxPayloadLength, queueLimit: Self.maxQueued)
+    }
+
+    /// Starts reading and writing: `handle` answers each frame, `ended` runs once the client left.
+    func start(handle: @escaping @Sendable (Frame) -> Void, ended: @escaping @Sendable () -> Void) {
+        // Requests are decoded on the reader's thread: a stack for JSON as deep as the reader lets in.
+        framed.start(name: "paperboy-daemon-\(number)", readerStackSize: DaemonProtocol.jsonLimits.threadStackSize,
+                     onFrame: handle) { [self] end in
+            // Sent before the socket is shut down: the client learns why.
+            switch end {
+            case .malformed(let problem): sendError(WireError(DaemonProtocol.ErrorCode.malformedFrame, problem))
+            case .tooLarge(let problem): sendError(WireError(DaemonProtocol.ErrorCode.frameTooLarge, problem))
+            case .closed, .cut, .failed: break
+            }
+            endRequests()
+            ended()
+        }
     }
 
     var isNegotiated: Bool {
@@ -50,54 +54,51 @@ final class DaemonConnection: Sendable {
         set { state.withLock { $0.negotiated = newValue } }
     }
 
-    var isSubscribed: Bool { state.withLock { $0.subscribed && !$0.closed } }
+    var isSubscribed: Bool { state.withLock { $0.subscribed } && framed.isOpen }
 
     /// Marks the connection subscribed and queues `replay` (pending deliveries) before any event
     /// queued after this call.
     func subscribe(replaying replay: [Event]) {
         state.withLock { state in
+            guard !state.ended else { return }
             state.subscribed = true
-            for event in replay { state.queue.append(.frame(DaemonProtocol.frame(DaemonProtocol.Kind.event, event))) }
+            for event in replay { framed.send(DaemonProtocol.frame(DaemonProtocol.Kind.event, event)) }
         }
-        for _ in replay { ready.signal() }
     }
 
     /// Queues a frame; returns `false` when the connection is closed or stuck (then closed).
     @discardableResult
     func send(_ frame: Data) -> Bool {
-        let accepted = state.withLock { state -> Bool in
-            guard !state.closed, state.queue.count < Self.maxQueued else { return false }
-            state.queue.append(.frame(frame))
-            return true
-        }
-        if accepted { ready.signal() } else { close() }
-        return accepted
+        framed.send(frame)
     }
 
     /// Queues an event for a subscribed client, coalescing progress of one asset.
     func send(event: Event) {
         guard case .progress(let asset, let bytesWritten, let total, let expected) = event else {
-            if isSubscribed { send(DaemonProtocol.frame(DaemonProtocol.Kind.event, event)) }
+            state.withLock { state in
+                if state.subscribed { framed.send(DaemonProtocol.frame(DaemonProtocol.Kind.event, event)) }
+            }
             return
         }
-        let queued = state.withLock { state -> Bool in
-            guard state.subscribed, !state.closed else { return false }
+        state.withLock { state in
+            guard state.subscribed else { return }
             if case .progress(_, let waiting, _, _)? = state.progress[asset] {
                 state.progress[asset] = .progress(asset: asset, bytesWritten: waiting &+ bytesWritten, totalBytesWritten: total,
                                                   expectedTotalBytes: expected)
-                return false
+                return
             }
             state.progress[asset] = event
-            state.queue.append(.progress(asset))
-            return true
+            let queued = framed.send(deferred: { [self] in
+                self.state.withLock { $0.progress.removeValue(forKey: asset) }.map { DaemonProtocol.frame(DaemonProtocol.Kind.event, $0) }
+            })
+            if !queued { state.progress[asset] = nil }
         }
-        if queued { ready.signal() }
     }
 
     /// Runs `body` (a request answered when done) in a task cancelled if the connection ends first.
     func run(_ body: @escaping @Sendable () async -> Void) {
         state.withLock { state in
-            guard !state.closed else { return }
+            guard !state.ended else { return }
             state.taskCounter += 1
             let key = state.taskCounter
             // Created under the lock, so it is recorded before it can end and remove itself.
@@ -108,92 +109,29 @@ final class DaemonConnection: Sendable {
         }
     }
 
-    /// Shuts the socket down: the reader sees the end, the writer stops and closes it.
+    /// Disconnects the client now: the reader sees the end, the writer stops, requests are cancelled.
     func close() {
-        let (first, tasks) = state.withLock { state -> (Bool, [Task<Void, Never>]) in
-            defer {
-                state.closed = true
-                state.tasks = [:]
-            }
-            return (!state.closed, Array(state.tasks.values))
+        framed.close()
+        endRequests()
+    }
+
+    /// Stops events and cancels the requests still running.
+    private func endRequests() {
+        let tasks = state.withLock { state -> [Task<Void, Never>] in
+            state.ended = true
+            state.subscribed = false
+            defer { state.tasks = [:] }
+            return Array(state.tasks.values)
         }
         for task in tasks { task.cancel() }
-        if first {
-            shutdown(fd, Int32(SHUT_RDWR))
-            ready.signal()
-        }
-    }
-
-    /// Writes queued frames until the connection closes, then closes the descriptor.
-    func runWriter() {
-        while true {
-            ready.wait()
-            let next = state.withLock { state -> Data?? in
-                guard !state.closed, !state.queue.isEmpty else { return state.closed ? .some(nil) : nil }
-                switch state.queue.removeFirst() {
-                case .frame(let data): return data
-                case .progress(let asset):
-                    guard let event = state.progress.removeValue(forKey: asset) else { return nil }
-                    return DaemonProtocol.frame(DaemonProtocol.Kind.event, event)
-                }
-            }
-            guard let next else { continue }
-            guard let frame = next else { break }
-            do {
-                try FrameWriter.write(frame, to: fd, isSocket: true)
-            } catch {
-                close()
-                break
-            }
-        }
-        threadEnded()
-    }
-
-    private func threadEnded() {
-        let last = state.withLock { state -> Bool in
-            state.threads -= 1
-            return state.threads == 0
-        }
-        if last { Glibc.close(fd) }
-    }
-
-    /// Reads frames until the client leaves or breaks the framing; `handle` answers each.
-    func runReader(handle: (Frame) -> Void) {
-        var reader = FrameReader()
-        while true {
-            let frame: Frame
-            do {
-                frame = try reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { _ in })
-            } catch {
-                switch error {
-                case .garbage(let quoted):
-                    sendError(WireError(DaemonProtocol.ErrorCode.malformedFrame, "not a frame header: \(quoted)"))
-                case .tooLarge(let kind, let length):
-                    sendError(WireError(
-                        DaemonProtocol.ErrorCode.frameTooLarge,
-                        "\(kind) frame of \(length) bytes; the limit is \(DaemonProtocol.maxPayloadLength)"))
-                default: break
-                }
-                break
-            }
-            handle(frame)
-        }
-        // Let the error frame go out before the socket is shut down.
-        state.withLock { $0.subscribed = false }
-        drainThenClose()
-        threadEnded()
     }
 
     func sendError(_ error: WireError) {
         send(DaemonProtocol.frame(DaemonProtocol.Kind.error, error))
     }
 
-    /// Closes once the queue is empty (or after 1 s): the last error reaches the client.
+    /// Closes once what is queued is written (or after 1 s): the last error reaches the client.
     func drainThenClose() {
-        for _ in 0..<100 {
-            if state.withLock({ $0.queue.isEmpty || $0.closed }) { break }
-            usleep(10_000)
-        }
-        close()
+        framed.closeAfterSending()
     }
 }

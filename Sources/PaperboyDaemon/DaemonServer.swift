@@ -222,22 +222,13 @@ public final class DaemonServer: Sendable {
             close(client)
             return
         }
-        let writer = Thread { connection.runWriter() }
-        writer.name = "paperboy-daemon-write-\(connection.number)"
-        writer.stackSize = 256 * 1024
-        writer.start()
-        let reader = Thread { [self] in
-            connection.runReader { frame in handle(frame, on: connection) }
+        connection.start(handle: { [self] frame in handle(frame, on: connection) }, ended: { [self] in
             registry.state.withLock { state in
                 state.connections[connection.number] = nil
                 state.claimants = state.claimants.filter { $0.value != connection.number }
             }
             challenges.connectionClosed(connection.number)
-        }
-        reader.name = "paperboy-daemon-read-\(connection.number)"
-        // Requests are decoded on this thread: a stack for JSON as deep as the reader lets in.
-        reader.stackSize = DaemonProtocol.jsonLimits.threadStackSize
-        reader.start()
+        })
     }
 
     // MARK: Library events

@@ -15,6 +15,9 @@ public struct FrameReader {
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var start = 0
     private var end = 0
+    /// The frame whose payload the input ended in, when ``next(from:maxLength:wait:)`` threw
+    /// `.closed` there: its kind, length and the payload bytes read.
+    package private(set) var cutFrame: (kind: String, length: Int, received: Int)?
 
     /// Creates a reader with an empty buffer.
     public init() {}
@@ -52,7 +55,14 @@ public struct FrameReader {
         start = newline! + 1
         var payload = Data(capacity: length)
         while payload.count < length {
-            if start == end { try fill(from: fd, wait: wait) }
+            if start == end {
+                do {
+                    try fill(from: fd, wait: wait)
+                } catch .closed {
+                    cutFrame = (kind, length, payload.count)
+                    throw .closed
+                }
+            }
             let take = min(end - start, length - payload.count)
             buffer.withUnsafeBytes { payload.append($0.baseAddress!.advanced(by: start).assumingMemoryBound(to: UInt8.self), count: take) }
             start += take
