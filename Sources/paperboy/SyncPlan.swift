@@ -28,6 +28,10 @@ struct SyncPlan {
     /// Assets added to the library per call: one transaction in process (a sync of 100,000
     /// assets transfers while it is still adding them).
     static let batchSize = 1_000
+    /// Assets added per call by this plan (tests plan in smaller batches).
+    var batchSize = SyncPlan.batchSize
+    /// Called after each batch is added (tests hold the plan there).
+    var afterBatch: (@Sendable () async -> Void)?
 
     /// How an asset is named in lines and on the progress display: `issue/path`.
     static func displayName(_ asset: AssetDownload) -> String {
@@ -65,12 +69,25 @@ struct SyncPlan {
                 undelivered.append((listing.identifier, listing.sha256, asset.sha256))
             }
         }
-        for start in stride(from: 0, to: missing.count, by: Self.batchSize) {
-            let batch = Array(missing[start..<min(start + Self.batchSize, missing.count)])
+        // The issue may become complete (and new) only once every configured asset is in the
+        // library: the first missing one is added idle, and asked for after the others are added.
+        // Else a batch delivered before the next one is added completes the issue early (seen
+        // through a daemon, whose client splits a large addition into several requests).
+        var held: AssetDownload?
+        var rest = missing[...]
+        if missing.count > 1 {
+            held = try await issue.addAssets([missing[0]], downloading: false).first
+            planned += 1
+            rest = missing.dropFirst()
+        }
+        for start in stride(from: rest.startIndex, to: rest.endIndex, by: batchSize) {
+            let batch = Array(rest[start..<min(start + batchSize, rest.endIndex)])
             // Written queued: the scheduler takes an asset of a higher priority than those it
             // holds at once, so one planned later never waits behind lower ones planned before it.
             planned += try await issue.addAssets(batch, downloading: true).count
+            await afterBatch?()
         }
+        try await held?.download()
         if !undelivered.isEmpty {
             // One read for the handles instead of one lookup per asset.
             var handles: [String: AssetDownload] = [:]
