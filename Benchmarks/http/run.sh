@@ -12,6 +12,8 @@
 #   TMPFS=1            (WORK defaults to a new folder in /dev/shm: every tool writes to tmpfs,
 #                      so the file system is not the limit; needs about 2 × BIG_MB of memory)
 #   NOSYNC=1           (also run paperboy with `sync_to_disk = false`: no fdatasync at all)
+#   OUTPUT=0           (leave out "paperboy-out": the small files by `paperboy sync` without -q,
+#                      its output to a file: what listening to the library's events costs)
 #   LOCAL=0            (leave out "paperboy-local": paperboy copying the same small files through
 #                      the local-file transport, file:// URLs, no network: the library's own cost)
 #   CASES="big small"  (which cases to run)
@@ -36,6 +38,7 @@ RUNS=${RUNS:-3}
 PARALLEL=${PARALLEL:-8}
 NOSYNC=${NOSYNC:-0}
 LOCAL=${LOCAL:-1}
+OUTPUT=${OUTPUT:-1}
 CASES=${CASES:-big small}
 if [[ ${TMPFS:-0} == 1 ]]; then
     WORK=${WORK:-$(mktemp -d /dev/shm/paperboy-http-bench.XXXXXX)}
@@ -163,6 +166,7 @@ run() {
 TOOLS_BIG=(paperboy curl)
 TOOLS_SMALL=(paperboy curl-seq "curl-Z$PARALLEL")
 if [[ $LOCAL == 1 ]]; then TOOLS_SMALL+=(paperboy-local); fi
+if [[ $OUTPUT == 1 ]]; then TOOLS_SMALL+=(paperboy-out); fi
 if [[ $NOSYNC == 1 ]]; then TOOLS_BIG+=(paperboy-nosync); TOOLS_SMALL+=(paperboy-nosync); fi
 if [[ -n ${BASELINE:-} ]]; then TOOLS_BIG+=(paperboy-base); TOOLS_SMALL+=(paperboy-base); fi
 command -v wget > /dev/null && { TOOLS_BIG+=(wget); TOOLS_SMALL+=(wget); }
@@ -189,6 +193,7 @@ for ((i = 1; i <= RUNS; i++)); do
         case $tool in
             paperboy) run paperboy small "$PAPERBOY" sync -q --config "$WORK/paperboy-small.toml" ;;
             paperboy-nosync) run paperboy-nosync small "$PAPERBOY" sync -q --config "$WORK/paperboy-small-nosync.toml" ;;
+            paperboy-out) run paperboy-out small "$PAPERBOY" sync --config "$WORK/paperboy-small.toml" ;;
             paperboy-local) run paperboy-local small "$PAPERBOY" sync -q --config "$WORK/paperboy-small-local.toml" ;;
             paperboy-base) run paperboy-base small "$BASELINE" sync -q --config "$WORK/paperboy-small.toml" ;;
             curl-seq) run "$tool" small curl -sS -K "$WORK/small-curl.txt" ;;
@@ -243,6 +248,7 @@ ratio big paperboy urlsession 2.5
 ratio big paperboy-nosync curl 1.3
 ratio small paperboy "curl-Z$PARALLEL" 1.0
 ratio small paperboy-nosync "curl-Z$PARALLEL" 1.0
+ratio small paperboy-out paperboy 0.95
 echo
 echo "file system of the downloads: $(df -T "$WORK" | awk 'NR==2 {print $2}') ($WORK), $RUNS paired runs, medians"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
