@@ -14,7 +14,8 @@ import Synchronization
 /// ``DaemonConnection``); nothing runs while nothing happens. Requests are answered in the
 /// order they arrive on a connection, except `RELOAD`, answered when the reload is done.
 public final class DaemonServer: Sendable {
-    /// The version reported in `HELLO`.
+    /// The version reported in `HELLO`, and by `paperboy --version` (the release's `v` tag
+    /// without its `v`).
     public static let version = "0.1.0"
     /// Connections served at once; more are refused.
     public static let maxConnections = 64

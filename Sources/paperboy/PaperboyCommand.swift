@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import PaperboyDaemon
 
 /// `paperboy`: downloads issues and their assets into a library, as a config file says.
 @main
@@ -12,7 +13,8 @@ struct PaperboyCommand: AsyncParsableCommand {
             failed), 2 usage or configuration error, 75 assets wait for an allowed network \
             (--wait waits instead), 130 interrupted (the next sync resumes).
             """,
-        version: "0.1.0",
+        // The one version string: the daemon reports the same in `HELLO`.
+        version: DaemonServer.version,
         subcommands: [
             SyncCommand.self, StatusCommand.self, IssuesCommand.self, AddCommand.self, NotifyCommand.self,
             ReadCommand.self, PurgeCommand.self, CheckCommand.self, ConformanceCommand.self, DaemonCommand.self,
