@@ -28,3 +28,30 @@ struct ServerReaperTests {
         #expect(!ServerReaper.tracked.contains(pid))
     }
 }
+
+/// A test server counts as started only once it listens itself: another test's server that took
+/// its port between the free-port check and the bind also accepts connections (a lighttpd test
+/// once read an sshd's banner as HTTP/0.9 there).
+@Suite("Test server ports", .timeLimit(.minutes(2)))
+struct TestServerPortTests {
+    @Test func aListenerIsThisProcessesOnlyWhenItHoldsTheSocket() async throws {
+        // Close-on-exec: the child below must not inherit it.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        try #require(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        try #require(bound && listen(listener, 1) == 0)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        // This process holds it; another process, which also sees it accept, does not.
+        #expect(LoopbackWebServer.listens(pid: getpid(), port: port))
+        let other = try ChildProcess("/bin/sleep", ["600"])
+        defer { other.signal(SIGKILL) }
+        #expect(!LoopbackWebServer.listens(pid: other.processIdentifier, port: port))
+    }
+}

@@ -46,7 +46,8 @@ public class LoopbackWebServer: @unchecked Sendable {
         return nil
     }
 
-    /// Starts the server and returns once its first port answers.
+    /// Starts the server and returns once it listens on its first port (another program
+    /// listening there does not count).
     ///
     /// It blocks while the server starts: call it off the cooperative pool (``offThePool(_:)``).
     /// A free port can be taken by another test between the check and the server's bind: then
@@ -77,7 +78,9 @@ public class LoopbackWebServer: @unchecked Sendable {
             // A guard against a hang only: these servers answer within a second even on a loaded machine.
             let deadline = ContinuousClock.now + .seconds(30)
             var failure: String?
-            while !Self.accepts(port: ports[0]) {
+            // Started means this process listens there: another test's server that took the port
+            // between the check and the bind also accepts (an sshd's banner read as HTTP/0.9).
+            while !(Self.accepts(port: ports[0]) && Self.listens(pid: process.processIdentifier, port: ports[0])) {
                 let exited = !process.isRunning
                 if exited || ContinuousClock.now > deadline {
                     failure = exited ? "it exited" : "no answer in 30 s"
@@ -161,6 +164,26 @@ public class LoopbackWebServer: @unchecked Sendable {
         let (fd, port) = try loopbackSocket(reuseAddress: false)
         close(fd)
         return port
+    }
+
+    /// Whether process `pid` holds the socket listening on 127.0.0.1:`port`: the socket's inode
+    /// in `/proc/net/tcp` is among the process's descriptors.
+    public static func listens(pid: pid_t, port: Int) -> Bool {
+        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return false }
+        let local = String(format: "0100007F:%04X", port)
+        var inodes: Set<Substring> = []
+        for line in table.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            // sl, local_address, rem_address, st (0A: listening), …, inode (the tenth).
+            guard fields.count > 9, fields[1] == local, fields[3] == "0A" else { continue }
+            inodes.insert(fields[9])
+        }
+        guard !inodes.isEmpty, let descriptors = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { return false }
+        return descriptors.contains { descriptor in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(descriptor)"),
+                  target.hasPrefix("socket:["), target.hasSuffix("]") else { return false }
+            return inodes.contains(target.dropFirst("socket:[".count).dropLast())
+        }
     }
 
     /// Whether something accepts connections on `port` of 127.0.0.1.
