@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import Foundation
 import Paperboy
 import PaperboyWire
@@ -143,17 +144,25 @@ struct DaemonTests {
     }
 
     @Test func aClientThatWasNotConnectedGetsTheFileOnItsNextConnectionAndOnceAcknowledgedNeverAgain() async throws {
-        // Slow enough (about 1.5 s) that the app is gone before the file is finished: a file
-        // finished while it is connected goes to its own delegate, which acknowledges it.
-        let (config, runtime) = setUp("[bandwidth]\nlimit = \"200KB/s\"")
+        // The source answers once the app is gone (the test opens its gate after `disconnect`):
+        // a file finished while the app is connected goes to its own delegate, which
+        // acknowledges it.
+        let (config, runtime) = setUp()
         let data = randomData(300_000, seed: 5)
-        let source = workspace.write(data, to: "late.bin")
+        let appGone = DispatchSemaphore(value: 0)
+        let server = try FaultServer { request in
+            if request.index == 0 { appGone.wait() }    // the connection's own thread
+            return .serving(data, for: request)
+        }
+        defer { appGone.signal() }
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
         let app = try await Library.connect(socket: daemon.socket)
-        let asset = try await app.addIssue(name: "late", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "late.bin"))
+        let asset = try await app.addIssue(name: "late", date: Date())
+            .addAsset(AssetRequest(url: server.url("/late.bin"), destinationPath: "late.bin"))
         try await asset.download(delegate: RemoteRecorder())
         app.disconnect()
+        appGone.signal()
         // Finished, and held in the daemon's inbox for a client: not delivered (the relaunched
         // app's delegate getting it below proves it was still held).
         let observer = try await Library.connect(socket: daemon.socket)
