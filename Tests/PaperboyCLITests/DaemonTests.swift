@@ -95,12 +95,16 @@ struct DaemonTests {
     /// It stops by itself (not killed after DaemonProcess's wait budget); how fast, SIGTERM to
     /// exit, is Benchmarks/bandwidth/run.py --daemon's figure.
     @Test func sigtermDuringATransferExitsZeroByItselfWithBytesRecorded() async throws {
-        let (config, runtime) = setUp("[bandwidth]\nlimit = \"2MB/s\"")
+        let (config, runtime) = setUp()
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
-        let source = workspace.write(try await offThePool { randomData(20_000_000, seed: 7) }, to: "big.bin")
+        // The source stops sending after 2 MB until the daemon hangs up: the transfer is under
+        // way when the SIGTERM comes, however the machine is paced.
+        let data = try await offThePool { randomData(20_000_000, seed: 7) }
+        let server = try FaultServer { .serving(data, for: $0, fault: .stallAfter(2_000_000)) }
         let client = try await Library.connect(socket: daemon.socket)
-        let asset = try await client.addIssue(name: "slow", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "big.bin"))
+        let asset = try await client.addIssue(name: "slow", date: Date())
+            .addAsset(AssetRequest(url: server.url("/big.bin"), destinationPath: "big.bin"))
         try await asset.download()
         var written: Int64 = 0
         try await eventually("1 MB to be written", seen: "\(written) bytes") {
