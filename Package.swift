@@ -215,7 +215,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PaperboyFileTests",
-            dependencies: ["Paperboy", "PaperboyFile", "PaperboyTesting"],
+            dependencies: ["Paperboy", "PaperboyFile", "PaperboyTesting", "PaperboyTestServers"],
             path: "Tests/PaperboyFileTests",
             swiftSettings: swiftSettings
         ),

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import Foundation
 import Paperboy
 import PaperboyWire
@@ -94,12 +95,16 @@ struct DaemonTests {
     /// It stops by itself (not killed after DaemonProcess's wait budget); how fast, SIGTERM to
     /// exit, is Benchmarks/bandwidth/run.py --daemon's figure.
     @Test func sigtermDuringATransferExitsZeroByItselfWithBytesRecorded() async throws {
-        let (config, runtime) = setUp("[bandwidth]\nlimit = \"2MB/s\"")
+        let (config, runtime) = setUp()
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
-        let source = workspace.write(try await offThePool { randomData(20_000_000, seed: 7) }, to: "big.bin")
+        // The source stops sending after 2 MB until the daemon hangs up: the transfer is under
+        // way when the SIGTERM comes, however the machine is paced.
+        let data = try await offThePool { randomData(20_000_000, seed: 7) }
+        let server = try FaultServer { .serving(data, for: $0, fault: .stallAfter(2_000_000)) }
         let client = try await Library.connect(socket: daemon.socket)
-        let asset = try await client.addIssue(name: "slow", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "big.bin"))
+        let asset = try await client.addIssue(name: "slow", date: Date())
+            .addAsset(AssetRequest(url: server.url("/big.bin"), destinationPath: "big.bin"))
         try await asset.download()
         var written: Int64 = 0
         try await eventually("1 MB to be written", seen: "\(written) bytes") {
@@ -143,17 +148,25 @@ struct DaemonTests {
     }
 
     @Test func aClientThatWasNotConnectedGetsTheFileOnItsNextConnectionAndOnceAcknowledgedNeverAgain() async throws {
-        // Slow enough (about 1.5 s) that the app is gone before the file is finished: a file
-        // finished while it is connected goes to its own delegate, which acknowledges it.
-        let (config, runtime) = setUp("[bandwidth]\nlimit = \"200KB/s\"")
+        // The source answers once the app is gone (the test opens its gate after `disconnect`):
+        // a file finished while the app is connected goes to its own delegate, which
+        // acknowledges it.
+        let (config, runtime) = setUp()
         let data = randomData(300_000, seed: 5)
-        let source = workspace.write(data, to: "late.bin")
+        let appGone = DispatchSemaphore(value: 0)
+        let server = try FaultServer { request in
+            if request.index == 0 { appGone.wait() }    // the connection's own thread
+            return .serving(data, for: request)
+        }
+        defer { appGone.signal() }
         let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
         defer { daemon.process.signal(SIGKILL) }
         let app = try await Library.connect(socket: daemon.socket)
-        let asset = try await app.addIssue(name: "late", date: Date()).addAsset(AssetRequest(url: source, destinationPath: "late.bin"))
+        let asset = try await app.addIssue(name: "late", date: Date())
+            .addAsset(AssetRequest(url: server.url("/late.bin"), destinationPath: "late.bin"))
         try await asset.download(delegate: RemoteRecorder())
         app.disconnect()
+        appGone.signal()
         // Finished, and held in the daemon's inbox for a client: not delivered (the relaunched
         // app's delegate getting it below proves it was still held).
         let observer = try await Library.connect(socket: daemon.socket)

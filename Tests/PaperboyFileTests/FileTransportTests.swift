@@ -1,6 +1,7 @@
 import Foundation
 import Paperboy
 import PaperboyFile
+import PaperboyTestServers
 import PaperboyTesting
 import Testing
 
@@ -78,13 +79,15 @@ struct FileTransportTests {
 
     @Test func cancellationStopsPromptly() async throws {
         let (url, _) = try source(8 << 20)
-        let sink = RecordingSink(writeDelay: .milliseconds(20))
+        // Held after two chunks until the test has cancelled: the transfer cannot end first.
+        let sink = HoldingSink(holdingAfter: 2 * 64 * 1024)
+        defer { sink.release() }
         let task = Task { try await FileTransport(chunkSize: 64 * 1024).transfer(TransferJob(url: url), into: sink) }
-        try await eventually("the first chunks written", seen: "\(sink.writeCount) writes") { sink.writeCount >= 2 }
+        try await eventually("the sink to hold two chunks", seen: "\(sink.data.count) bytes") { sink.isHolding }
         task.cancel()
         let result = await task.result
         #expect(throws: CancellationError.self) { try result.get() }
-        #expect(sink.data.count < 8 << 20)
+        #expect(sink.data.count == 2 * 64 * 1024)
     }
 
     @Test func plainPathsBecomeFileURLs() throws {

@@ -14,10 +14,12 @@ struct SFTPSplitTests {
     static let made = Task { try await offThePool { randomData(8 << 20 + 777, seed: 11) } }
     static func makeData() async throws -> Data { try await made.value }
 
-    func library(_ setup: SFTPServerSetup, attempts: Int = 1) throws -> Library {
-        // Split anything of 1 MiB or more; small reads so that an interruption finds work left.
-        let transport = setup.transport(readSize: 256 << 10, splitThreshold: 1 << 20)
-        return try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([transport]), configuration: setup.configuration(attempts: attempts))
+    /// Splits anything of 1 MiB or more; small reads so that an interruption finds work left.
+    func transport(_ setup: SFTPServerSetup) -> SFTPTransport { setup.transport(readSize: 256 << 10, splitThreshold: 1 << 20) }
+
+    func library(_ setup: SFTPServerSetup, over transport: (any Transport)? = nil, attempts: Int = 1) throws -> Library {
+        try Library.open(at: setup.folder.file("library"), transports: TransportRegistry([transport ?? self.transport(setup)]),
+                         configuration: setup.configuration(attempts: attempts))
     }
 
     @Test func aLargeFileIsReadOverTwoConnectionsAndIsIntact() async throws {
@@ -38,17 +40,20 @@ struct SFTPSplitTests {
         let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "large.bin")
-        let library = try library(setup, attempts: 2)
-        // Slow enough to be cut in the middle, even on a busy machine.
-        let request = AssetRequest(url: url, sha256: sha256Hex(data), maxBytesPerSecond: 4_000_000)
+        // Held once 2 MiB reached the library's sink and segments, until both connections are
+        // dropped: the bytes that still arrive were asked for before the drop (the write-behind's
+        // four buffers, each connection's requests in flight), about 5 MiB at most, so the
+        // transfer is cut in the middle however the machine is paced.
+        let held = HoldingTransport(base: transport(setup), holdingAfter: 2 << 20)
+        let library = try library(setup, over: held, attempts: 2)
+        let request = AssetRequest(url: url, sha256: sha256Hex(data))
         let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(request)
         let delegate = RecordingDelegate()
         try await asset.download(delegate: delegate)
-        try await eventually("2 MiB written", seen: "\(asset.totalBytesWritten) bytes, state \(asset.state)") {
-            asset.totalBytesWritten >= 2 << 20
-        }
+        try await eventually("the transfer held after 2 MiB", seen: "\(held.bytesTaken) bytes, state \(asset.state)") { held.isHolding }
         #expect(setup.acceptedLogins == 2)
         setup.server.dropConnections()
+        held.release()
         await delegate.waitForEnd()
         await library.close()
         #expect(delegate.keptFiles.first.map(sha256Hex) == sha256Hex(data))

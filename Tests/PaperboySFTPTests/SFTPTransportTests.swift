@@ -201,18 +201,22 @@ struct SFTPTransportTests {
         #expect(sink.beginCount == 0)
     }
 
+    /// Cancelled while its sink holds the file's first MiB (it pushes back until the test is
+    /// done): the transfer cannot end first however the machine is paced, and what it kept is
+    /// the file's beginning, from which the next transfer resumes.
     @Test func resumesAfterACancelledTransfer() async throws {
         let data = try await Self.makeData()
         guard let setup = try await SFTPServerSetup.start() else { return }
         let url = try setup.publish(data, as: "file.bin")
         let transport = setup.transport()
-        let first = PushbackSink(pause: .milliseconds(400), answer: setup.keyAnswer)
+        let first = HoldingSink(holdingAfter: 1 << 20, answer: setup.keyAnswer)
+        defer { first.release() }
         let task = Task { try await transport.transfer(.forTests(url), into: first) }
-        try await eventually("1 MiB received", seen: "\(first.data.count) bytes") { first.data.count >= 1 << 20 }
+        try await eventually("the sink to hold 1 MiB", seen: "\(first.data.count) bytes") { first.isHolding }
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
         let prefix = first.data
-        #expect(prefix.count >= 1 << 20 && prefix.count < data.count)
+        #expect(prefix.count >= 1 << 20 && prefix.count < data.count, "\(prefix.count) of \(data.count) bytes kept")
 
         let second = RecordingSink(startOffset: Int64(prefix.count), answer: setup.keyAnswer)
         try await transport.transfer(.forTests(url, offset: Int64(prefix.count), validator: first.response?.validator), into: second)
@@ -289,15 +293,19 @@ struct SFTPTransportTests {
         let url = try setup.publish(data, as: "file.bin")
         // Small reads: what is read ahead (three buffers and libssh2's queue) stays well below the file.
         let transport = setup.transport(readSize: 256 << 10)
-        // Slow enough that the rest of the file cannot arrive before the drop, even on a busy machine.
-        let sink = PushbackSink(pause: .milliseconds(400), answer: setup.keyAnswer)
+        // Held after 1 MiB until the connection is dropped: the bytes that still arrive were
+        // asked for before the drop (the write-behind's buffers, libssh2's requests in flight),
+        // about 3 MiB at most, so the rest of the file cannot, however the machine is paced.
+        let sink = HoldingSink(holdingAfter: 1 << 20, answer: setup.keyAnswer)
+        defer { sink.release() }
         let task = Task { try await transport.transfer(.forTests(url), into: sink) }
-        try await eventually("1 MiB received", seen: "\(sink.data.count) bytes") { sink.data.count >= 1 << 20 }
+        try await eventually("the sink to hold 1 MiB", seen: "\(sink.data.count) bytes") { sink.isHolding }
         setup.server.dropConnections()
+        sink.release()
         let error = await transportError { try await task.value }
         #expect(error?.isRetryable == true)
         #expect([.connectionLost, .timedOut].contains(error?.code))
-        #expect(sink.data.count < data.count)
+        #expect(sink.data.count >= 1 << 20 && sink.data.count < data.count, "\(sink.data.count) of \(data.count) bytes reached the sink")
 
         let again = RecordingSink(startOffset: Int64(sink.data.count), answer: setup.keyAnswer)
         try await transport.transfer(.forTests(url, offset: Int64(sink.data.count), validator: sink.response?.validator), into: again)

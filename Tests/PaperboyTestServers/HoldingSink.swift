@@ -17,9 +17,14 @@ public final class HoldingSink: TransferSink, Sendable {
 
     private let hold: Hold
     private let state = Mutex(State())
+    private let answer: @Sendable (AuthChallenge) -> AuthChallengeDisposition
 
-    /// A sink that pushes back once it holds `limit` bytes.
-    public init(holdingAfter limit: Int) { hold = Hold(after: limit) }
+    /// A sink that pushes back once it holds `limit` bytes; `answer` answers challenges.
+    public init(holdingAfter limit: Int,
+                answer: @escaping @Sendable (AuthChallenge) -> AuthChallengeDisposition = { _ in .performDefaultHandling }) {
+        hold = Hold(after: limit)
+        self.answer = answer
+    }
 
     /// The bytes taken so far.
     public var data: Data { state.withLock { $0.data } }
@@ -46,7 +51,7 @@ public final class HoldingSink: TransferSink, Sendable {
 
     public func whenWritable(_ callback: @escaping @Sendable () -> Void) { hold.whenReleased(callback) }
 
-    public func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { .performDefaultHandling }
+    public func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { answer(challenge) }
 
     private func take(_ bytes: UnsafeRawBufferPointer) {
         state.withLock { $0.data.append(contentsOf: bytes) }

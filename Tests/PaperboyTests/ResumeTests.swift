@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Paperboy
+import PaperboyTestServers
 import PaperboyTesting
 
 @Suite("Resume", .timeLimit(.minutes(3)))
@@ -301,32 +302,37 @@ struct ResumeTests {
         }
     }
 
-    /// A 3 MiB transfer under way (some bytes written), slow enough to be interrupted.
-    func transferUnderWay(_ name: String) async throws -> (InMemoryTransport, Library, AssetDownload, RecordingDelegate) {
-        let transport = InMemoryTransport(chunkSize: 64 * 1024, chunkDelay: .milliseconds(2))
+    /// A 3 MiB transfer under way, held after its first 64 KiB (the library's sink pushes back
+    /// until the test releases the hold): it cannot end before the test acts, however the
+    /// machine is paced.
+    func transferUnderWay(_ name: String) async throws -> (InMemoryTransport, HoldingTransport, Library, AssetDownload, RecordingDelegate) {
+        let transport = InMemoryTransport(chunkSize: 64 * 1024)
+        let held = HoldingTransport(base: transport, holdingAfter: 64 * 1024)
         let url = transport.serve(data, at: name)
-        let library = try open(transport)
+        let library = try open(held)
         let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: url))
         let delegate = RecordingDelegate()
         try await asset.download(delegate: delegate)
-        try await eventually("some bytes") { asset.totalBytesWritten > 0 }
-        return (transport, library, asset, delegate)
+        try await eventually("the transfer held after 64 KiB", seen: "\(held.bytesTaken) bytes, state \(asset.state)") { held.isHolding }
+        return (transport, held, library, asset, delegate)
     }
 
     @Test func downloadRightAfterPauseIsNotLost() async throws {
-        let (_, library, asset, delegate) = try await transferUnderWay("p2.bin")
+        let (_, held, library, asset, delegate) = try await transferUnderWay("p2.bin")
         try await asset.pause()
         try await asset.download()      // before the paused transfer has even stopped
+        held.release()
         await delegate.waitForEnd()
         #expect(delegate.keptFiles == [data])
         await library.close()
     }
 
     @Test func downloadRightAfterCancelStartsAfreshForTheNewDelegate() async throws {
-        let (transport, library, asset, cancelled) = try await transferUnderWay("c2.bin")
+        let (transport, held, library, asset, cancelled) = try await transferUnderWay("c2.bin")
         try await asset.cancel()
         let fresh = RecordingDelegate()
         try await asset.download(delegate: fresh)      // before the cancelled transfer has even stopped
+        held.release()
         await cancelled.waitForEnd()
         await fresh.waitForEnd()
         #expect(cancelled.events.contains { if case .failed(let code, _) = $0 { code == "cancelled" } else { false } })
@@ -341,7 +347,7 @@ struct ResumeTests {
     /// download asked for during a pause or a cancel is a cancel, for every delegate.
     @Test(arguments: ["pause", "cancel"])
     func aCancelAfterADownloadAskedForWhileStoppingIsFinal(first: String) async throws {
-        let (transport, library, asset, before) = try await transferUnderWay("c3-\(first).bin")
+        let (transport, held, library, asset, before) = try await transferUnderWay("c3-\(first).bin")
         // The scheduler's own commands, one right after the other: the public ones wait for
         // their commit, long enough for the transfer to have stopped.
         let scheduler = library.scheduler
@@ -349,6 +355,7 @@ struct ResumeTests {
         let after = RecordingDelegate()
         scheduler.download(asset, delegate: after)
         scheduler.cancel(asset.identifier)
+        held.release()
         await before.waitForEnd()
         await after.waitForEnd()
         await library.waitUntilIdle()
