@@ -92,15 +92,31 @@ extension Library {
     }
 }
 
+extension Library {
+    /// Every issue's assets counted by state, as a shelf shows them (``LocalBackend/shelfCounts()``;
+    /// through a daemon, the counts it last reported).
+    package func shelfCounts() throws(LibraryError) -> [String: AssetCounts] {
+        guard let local else { return try assetCountsByIssue() }
+        return try local.shelfCounts()
+    }
+}
+
 extension LocalBackend {
     package func shelf() throws(LibraryError) -> LibraryShelf {
-        // Every issue's status from one aggregate query, not from reading its assets.
-        let counts = try lastKnownCounts()
+        // Every issue's status from one aggregate query on an index, not from reading its assets.
+        let counts = try shelfCounts()
         return LibraryShelf(libraryPath: root.path, badge: lastKnownBadgeCount(), reading: lastKnownCurrentlyReadingIssue()?.name,
                             bandwidth: recordedBandwidthStatistics,
                             issues: lastKnownIssues().map { LibraryShelf.Entry($0, counts: counts) },
                             damagedRows: (try? store.damagedRows()) ?? [],
                             network: conditions().network)
+    }
+
+    /// Every issue's assets counted by state, as much as its status on a shelf needs
+    /// (``LibraryShelf/Entry``): the counts alone, from the (issueName, state) index, without
+    /// reading every row for the bytes (25 of 30 ms with 100,000 assets).
+    package func shelfCounts() throws(LibraryError) -> [String: AssetCounts] {
+        try store.assetCounts(withBytes: false)
     }
 
     package func conditions() -> LibraryConditions {
