@@ -26,8 +26,13 @@ package struct LibraryShelf: Sendable {
 
         /// `issue` as a listing shows it, its status from `counts` (``Library/assetCountsByIssue()``).
         package init(_ issue: Issue, counts: [String: AssetCounts]) {
+            self.init(issue, isNew: issue.isNew, coverURL: issue.coverURL, counts: counts)
+        }
+
+        /// As ``init(_:counts:)``, with the issue's mark and cover as already read.
+        init(_ issue: Issue, isNew: Bool, coverURL: URL?, counts: [String: AssetCounts]) {
             self.init(name: issue.name, date: issue.date, status: (counts[issue.name] ?? AssetCounts()).issueStatus.rawValue,
-                      isNew: issue.isNew, contentPath: issue.contentURL.path, coverPath: issue.coverURL?.path)
+                      isNew: isNew, contentPath: issue.contentURL.path, coverPath: coverURL?.path)
         }
     }
 
@@ -107,7 +112,11 @@ extension LocalBackend {
         let counts = try shelfCounts()
         return LibraryShelf(libraryPath: root.path, badge: lastKnownBadgeCount(), reading: lastKnownCurrentlyReadingIssue()?.name,
                             bandwidth: recordedBandwidthStatistics,
-                            issues: lastKnownIssues().map { LibraryShelf.Entry($0, counts: counts) },
+                            // From the rows read once, not one more read per issue for each mark and cover.
+                            issues: store.issues().map { record in
+                                let issue = issue(record)
+                                return LibraryShelf.Entry(issue, isNew: record.isNew, coverURL: coverURL(of: record), counts: counts)
+                            },
                             damagedRows: (try? store.damagedRows()) ?? [],
                             network: conditions().network)
     }
