@@ -3,6 +3,7 @@
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/random.h>
+#include <sys/statfs.h>
 #endif
 #include <fcntl.h>
 #include <pthread.h>
@@ -26,6 +27,17 @@ int paperboy_syncfs(int fd) {
     (void)fd;
     sync();
     return 0;
+#endif
+}
+
+long long paperboy_file_system_type(const char *path) {
+#if defined(__linux__)
+    struct statfs info;
+    if (statfs(path, &info) != 0) return -1;
+    return (long long)info.f_type;
+#else
+    (void)path;
+    return -1;
 #endif
 }
 

@@ -72,7 +72,7 @@ extension DaemonServer {
         let all = library.issues
         let issues = all.dropFirst(offset).prefix(Self.pageSize)
         // A page past the last issue (the library-wide fields alone) counts no assets.
-        let counts = issues.isEmpty ? [:] : try library.assetCountsByIssue()
+        let counts = issues.isEmpty ? [:] : try library.shelfCounts()
         let page = issues.map { LibraryShelf.Entry($0, counts: counts) }
         var reply = ShelfReply(id: request.id, libraryPath: library.root.path, badge: library.badgeCount,
                                reading: library.currentlyReadingIssue?.name, bandwidth: library.recordedBandwidthStatistics,

@@ -61,7 +61,13 @@ struct ReconcilerTests {
         try Data("half".utf8).write(to: staging.appendingPathComponent("p1.html"))
         let kept = issue.appendingPathComponent("kept.html")
         try Data("kept".utf8).write(to: kept)
-        // A link named like a staging folder: removed itself, never what it leads to.
+        // Files named like a staging folder (a destination path may be `.unpack-notes.txt`):
+        // not staging folders, kept, in a folder with a subfolder and in one without.
+        try Data("notes".utf8).write(to: issue.appendingPathComponent(".unpack-notes.txt"))
+        let plain = root.appendingPathComponent("Issues/plain")
+        try FileManager.default.createDirectory(at: plain, withIntermediateDirectories: true)
+        try Data("notes".utf8).write(to: plain.appendingPathComponent(".unpack-notes.txt"))
+        // A link named like a staging folder: not a folder, kept, and never followed.
         let outside = folder.file("outside")
         try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
         try Data("precious".utf8).write(to: outside.appendingPathComponent("file"))
@@ -73,8 +79,9 @@ struct ReconcilerTests {
 
         let library = try open()
         await library.close()
-        let names = try FileManager.default.contentsOfDirectory(atPath: issue.path)
-        #expect(names == ["kept.html"])
+        let names = try FileManager.default.contentsOfDirectory(atPath: issue.path).sorted()
+        #expect(names == [".unpack-link", ".unpack-notes.txt", "kept.html"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: plain.path) == [".unpack-notes.txt"])
         #expect(try Bytes(Data(contentsOf: outside.appendingPathComponent("file"))) == Bytes(Data("precious".utf8)))
         #expect(FileManager.default.fileExists(atPath: elsewhere.path))
     }

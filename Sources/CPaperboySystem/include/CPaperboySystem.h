@@ -8,6 +8,10 @@ int paperboy_syncfs(int fd);
 /// success, -1 with errno set otherwise (ENOSYS where getrandom(2) does not exist).
 int paperboy_random_bytes(void *buffer, unsigned long count);
 
+/// The type (f_type, a magic number of linux/magic.h) of the file system holding `path`
+/// (Linux statfs(2)); -1 on failure, or where statfs(2) does not give one.
+long long paperboy_file_system_type(const char *path);
+
 #include <sys/types.h>
 
 /// Creates a pipe whose two ends are close-on-exec. Returns 0, or an errno value.

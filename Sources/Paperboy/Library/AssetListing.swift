@@ -41,8 +41,10 @@ package struct AssetListing: Sendable, Hashable {
 
     /// ``urlString`` without user and password (the path only, for a file URL), as
     /// `URL.redactedString` gives it; plain URLs are not parsed.
-    package var redactedURLString: String {
-        let text = urlString
+    package var redactedURLString: String { Self.redactedURLString(urlString) }
+
+    /// `text`, a URL as the library stores it, as ``redactedURLString`` shows it.
+    package static func redactedURLString(_ text: String) -> String {
         if text.hasPrefix("file:///") {
             // A plain path: no escapes, query, fragment or parameters, no trailing slash.
             let path = text.utf8.dropFirst(7)

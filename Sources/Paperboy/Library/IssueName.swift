@@ -30,9 +30,10 @@ public struct IssueName: Sendable, Hashable, CustomStringConvertible {
     /// (catalogs, the configuration) put this text in it.
     public static func problem(with text: String) -> String? {
         if text.isEmpty { return "is empty" }
-        let shown = RelativePath.quoted(text)
+        // Quoted only for a message (escaping costs more than the checks).
+        var shown: String { RelativePath.quoted(text) }
         if text.hasPrefix(".") { return "\(shown) must not start with '.'" }
-        if text.contains("/") || text.contains("\\") { return "\(shown) must not contain '/' or '\\'" }
+        if LookAlikes.holdsASeparator(text) { return "\(shown) must not contain '/' or '\\'" }
         if text.unicodeScalars.contains(where: RelativePath.isRefusedCharacter) {
             return "\(shown) \(RelativePath.controlProblem)"
         }

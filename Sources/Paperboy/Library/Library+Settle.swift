@@ -24,6 +24,6 @@ extension LocalBackend {
                                   retryWaitLimit: RetryWaitLimit?) async -> Int {
         await scheduler.waitUntilIdle(includingNetworkWaits: includingNetworkWaits, retryWaitLimit: retryWaitLimit)
         // A failed read waits for nothing more: the caller's report says what is not delivered.
-        return (try? lastKnownActivity())?.waitingForNetwork ?? 0
+        return (try? store.networkWaitCount()) ?? 0
     }
 }

@@ -267,7 +267,12 @@ package final class LocalBackend: LibraryBackend {
     package func lastKnownIsNew(issue name: String) -> Bool { store.issue(named: name)?.isNew ?? false }
 
     package func lastKnownCoverURL(ofIssue name: String) -> URL? {
-        store.issue(named: name)?.coverPath.map { scheduler.layout.contentURL(issue: name).appendingPathComponent($0.text) }
+        store.issue(named: name).flatMap(coverURL(of:))
+    }
+
+    /// The cover of the issue of `record`, if it has one.
+    func coverURL(of record: IssueRecord) -> URL? {
+        record.coverPath.map { scheduler.layout.contentURL(issue: record.name.text).appendingPathComponent($0.text) }
     }
 
     package func lastKnownStatus(ofAsset identifier: String) -> AssetStatus? {

@@ -38,11 +38,12 @@ public struct RelativePath: Sendable, Hashable, CustomStringConvertible {
     /// their own error type (catalogs, the configuration) put this text in it.
     public static func problem(with text: String) -> String? {
         if text.isEmpty { return "is empty" }
-        let shown = quoted(text)
+        // Quoted only for a message (escaping costs more than the checks).
+        var shown: String { quoted(text) }
         if text.unicodeScalars.contains(where: isRefusedCharacter) { return "\(shown) \(controlProblem)" }
         if text.utf8.count > maxBytes { return "is \(text.utf8.count) bytes long; the limit is \(maxBytes)" }
         if text.hasPrefix("/") { return "\(shown) is absolute; it must be relative to the issue folder" }
-        if text.contains("\\") { return "\(shown) must not contain '\\' (Windows reads it as '/')" }
+        if LookAlikes.holds(text, UInt8(ascii: "\\")) { return "\(shown) must not contain '\\' (Windows reads it as '/')" }
         let components = text.split(separator: "/", omittingEmptySubsequences: false)
         if components.contains("..") { return "\(shown) must not contain '..'" }
         if components[0] == "~" { return "\(shown) must be relative to the issue folder ('~' is not the home folder here)" }

@@ -102,16 +102,21 @@ struct Reconciler {
     private func fileSize(_ url: URL) -> Int64 { partialSize(url) ?? 0 }
 
     /// Removes the staging folders of unpacks a crash interrupted, in every issue folder. Only
-    /// real folders named `.unpack-*` directly in an issue folder are removed, and removal never
-    /// follows a link (a link with that name is removed itself, not what it leads to).
+    /// real folders named `.unpack-*` directly in a real issue folder are removed; a file or a
+    /// link of that name is no staging folder (a destination path may be `.unpack-notes.txt`)
+    /// and is left alone, and no link is followed.
+    ///
+    /// An issue folder whose link count says it holds no folder is not read: most hold only
+    /// files, and reading 100 folders of 1,000 files took 35 ms of a 160 ms open.
     private func removeStagingFolders() {
         guard let issues = try? FileManager.default.contentsOfDirectory(atPath: layout.issuesFolder.path) else { return }
         for issue in issues {
             let folder = layout.issuesFolder.appendingPathComponent(issue)
-            guard POSIX.isRealDirectory(folder),
+            guard let links = POSIX.realDirectoryLinkCount(folder), !POSIX.holdsNoFolder(folder, links: links),
                   let names = try? FileManager.default.contentsOfDirectory(atPath: folder.path) else { continue }
             for name in names where name.hasPrefix(".unpack-") {
                 let staging = folder.appendingPathComponent(name)
+                guard POSIX.isRealDirectory(staging) else { continue }
                 logger.info("removing the staging folder of an interrupted unpack \(staging.path)")
                 try? FileManager.default.removeItem(at: staging)
             }

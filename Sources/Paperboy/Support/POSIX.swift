@@ -104,6 +104,24 @@ enum POSIX {
         return lstat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR
     }
 
+    /// The link count of the folder `url` itself (not of what a link leads to); `nil` when it
+    /// is not a real folder.
+    static func realDirectoryLinkCount(_ url: URL) -> Int? {
+        var info = stat()
+        guard lstat(url.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return nil }
+        return Int(info.st_nlink)
+    }
+
+    /// Whether the folder `url`, whose link count is `links`, surely holds no folder: on the
+    /// file systems whose folder link count is 2 plus one per subfolder (ext2/3/4, XFS, tmpfs),
+    /// a count of 2. Elsewhere (Btrfs counts 1; network and FUSE file systems may report
+    /// anything) the count says nothing, and the answer is `false`.
+    static func holdsNoFolder(_ url: URL, links: Int) -> Bool {
+        guard links == 2 else { return false }
+        // EXT2/3/4_SUPER_MAGIC, XFS_SUPER_MAGIC, TMPFS_MAGIC (linux/magic.h); -1 elsewhere.
+        return [0xEF53, 0x5846_5342, 0x0102_1994].contains(paperboy_file_system_type(url.path))
+    }
+
     static func remove(_ url: URL) {
         unlink(url.path)
     }
