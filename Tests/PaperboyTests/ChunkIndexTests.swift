@@ -22,7 +22,7 @@ struct ChunkIndexTests {
         let original = randomData(4 << 20, seed: 29)
         let before = try index(original, named: "v1")
         let after = try index(Data([0x5A]) + original, named: "v2")
-        #expect(before.chunks.count >= 40, "4 MiB at 64 KiB should make dozens of chunks, made \(before.chunks.count)")
+        #expect(before.chunks.count >= 80, "4 MiB at 32 KiB should make dozens of chunks, made \(before.chunks.count)")
         let kept = Set(after.chunks.map(\.sha256))
         let lost = before.chunks.filter { !kept.contains($0.sha256) }
         #expect(lost.count <= 2, "\(lost.count) of \(before.chunks.count) chunks changed: \(lost.map(\.offset))")
@@ -93,7 +93,7 @@ struct ChunkIndexTests {
     }
 
     @Test func aFileSmallerThanTheMinimumIsOneChunk() throws {
-        let data = randomData(5_000, seed: 11)
+        let data = randomData(5_000, seed: 11) // below the 8 KiB minimum
         let made = try index(data)
         #expect(made.chunks.map(\.length) == [5_000])
         #expect(made.chunks.first?.sha256.description == sha256Hex(data))
@@ -110,7 +110,7 @@ struct ChunkIndexTests {
     }
 
     @Test func onlyParametersTheFormatAllowsAreMade() {
-        #expect(ChunkingParameters(minimum: 16 << 10, average: 64 << 10, maximum: 256 << 10) == .standard)
+        #expect(ChunkingParameters(minimum: 8 << 10, average: 32 << 10, maximum: 128 << 10) == .standard)
         #expect(ChunkingParameters(minimum: 512, average: 4096, maximum: 8192) == nil)
         #expect(ChunkingParameters(minimum: 4096, average: 3 << 12, maximum: 1 << 20) == nil)
         #expect(ChunkingParameters(minimum: 4096, average: 4096, maximum: 1 << 20) == nil)
@@ -164,15 +164,15 @@ struct ChunkIndexTests {
             put(UInt64.max, at: 18, in: &data)
         },
         Hostile(description: "more chunks than size / minimum + 1", kind: .count, says: "chunks for a file") { data, _ in
-            put(UInt64(hostileSize / (16 << 10) + 2), at: 58, in: &data)
+            put(UInt64(hostileSize / ChunkingParameters.standard.minimum + 2), at: 58, in: &data)
         },
         Hostile(description: "2^64 - 1 chunks", kind: .count, says: "18446744073709551615 chunks") { data, _ in
             put(UInt64.max, at: 58, in: &data)
         },
         Hostile(description: "fewer chunks than size / maximum", kind: .count, says: "needs") { data, _ in put(UInt64(0), at: 58, in: &data) },
         Hostile(description: "a chunk of length 0", kind: .chunkLength, says: "length 0") { data, _ in put(UInt32(0), at: entry0, in: &data) },
-        Hostile(description: "a chunk above the maximum", kind: .chunkLength, says: "length 262145") { data, _ in
-            put(UInt32(256 << 10 + 1), at: entry0, in: &data)
+        Hostile(description: "a chunk above the maximum", kind: .chunkLength, says: "length 131073") { data, _ in
+            put(UInt32(ChunkingParameters.standard.maximum + 1), at: entry0, in: &data)
         },
         Hostile(description: "a middle chunk below the minimum", kind: .chunkLength, says: "all but the last") { data, _ in
             put(UInt32(100), at: entry0 + ChunkIndex.entrySize, in: &data)

@@ -9,8 +9,8 @@ extension ChunkIndex {
         /// The most chunks: an index's entries are held in memory (48 bytes each).
         package var maxChunks: Int
 
-        /// 2^20 chunks: 36 MiB of index, 16 GiB of file at the smallest chunks of
-        /// ``ChunkingParameters/standard``, 64 GiB at its average.
+        /// 2^20 chunks: 36 MiB of index, 8 GiB of file at the smallest chunks of
+        /// ``ChunkingParameters/standard``, 32 GiB at its average.
         package static let defaultMaxChunks = 1 << 20
 
         package init(maxFileSize: Int64, maxChunks: Int = defaultMaxChunks) {
