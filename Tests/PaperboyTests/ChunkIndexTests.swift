@@ -236,4 +236,25 @@ struct ChunkIndexTests {
             (error as? ChunkIndexError)?.kind == .unreadable && "\(error)".contains(file.path)
         }
     }
+
+    /// The fuzz target's seeds (`Fuzz/Corpus/chunkindex`) are what their names say: four valid
+    /// indexes for mutations to start from, three refused for one reason each.
+    @Test func theFuzzSeedsAreWhatTheirNamesSay() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fuzz/Corpus/chunkindex")
+        let limits = ChunkIndex.Limits(maxFileSize: 64 << 20, maxChunks: 400)
+        for name in ["empty-file", "one-small-chunk", "three-chunks-1k", "two-chunks-64k"] {
+            let data = try Data(contentsOf: corpus.appendingPathComponent(name))
+            #expect(try ChunkIndex.decode(data, from: name, limits: limits).encoded() == data, "\(name)")
+        }
+        let refused: [(String, ChunkIndexError.Kind)] = [("length-zero", .chunkLength), ("trailing-byte", .trailing), ("version-2", .version)]
+        for (name, kind) in refused {
+            let data = try Data(contentsOf: corpus.appendingPathComponent(name))
+            #expect {
+                try ChunkIndex.decode(data, from: name, limits: limits)
+            } throws: { error in
+                (error as? ChunkIndexError)?.kind == kind
+            }
+        }
+    }
 }

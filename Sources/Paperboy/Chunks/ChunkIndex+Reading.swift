@@ -39,7 +39,7 @@ extension ChunkIndex {
         let result = data.withUnsafeBytes { bytes -> Result<ChunkIndex, ChunkIndexError> in
             do throws(ChunkIndexError) {
                 let header = try Header(bytes, from: source, limits: limits)
-                return .success(try header.entries(bytes, from: source))
+                return .success(try header.entries(bytes))
             } catch {
                 return .failure(error)
             }
@@ -83,6 +83,8 @@ extension ChunkIndex {
 
 /// The 66 bytes before the entries, checked: everything the entries are then checked against.
 private struct Header {
+    /// The index's URL or path, for errors.
+    let source: String
     let parameters: ChunkingParameters
     let fileSize: Int64
     let sha256: SHA256Value
@@ -91,8 +93,9 @@ private struct Header {
     let encodedSize: Int
 
     init(_ bytes: UnsafeRawBufferPointer, from source: String, limits: ChunkIndex.Limits) throws(ChunkIndexError) {
+        self.source = source
         func refuse(_ kind: ChunkIndexError.Kind, _ problem: String) -> ChunkIndexError {
-            ChunkIndexError(source: source, kind: kind, problem: problem)
+            Header.refusal(source, kind, problem)
         }
         let magic = ChunkIndex.magic
         guard bytes.count >= magic.count, bytes.prefix(magic.count).elementsEqual(magic) else {
@@ -143,9 +146,9 @@ private struct Header {
 
     /// The entries after the header, checked against it: lengths within the parameters, adding
     /// up to the file's size, and nothing after the last.
-    func entries(_ bytes: UnsafeRawBufferPointer, from source: String) throws(ChunkIndexError) -> ChunkIndex {
+    func entries(_ bytes: UnsafeRawBufferPointer) throws(ChunkIndexError) -> ChunkIndex {
         func refuse(_ kind: ChunkIndexError.Kind, _ problem: String) -> ChunkIndexError {
-            ChunkIndexError(source: source, kind: kind, problem: problem)
+            Header.refusal(source, kind, problem)
         }
         if bytes.count < encodedSize {
             let whole = (bytes.count - ChunkIndex.headerSize) / ChunkIndex.entrySize
@@ -176,5 +179,9 @@ private struct Header {
             throw refuse(.total, "its \(count) chunks add up to \(offset) bytes, not the file's \(fileSize)")
         }
         return ChunkIndex(parameters: parameters, fileSize: fileSize, sha256: sha256, chunks: chunks)
+    }
+
+    private static func refusal(_ source: String, _ kind: ChunkIndexError.Kind, _ problem: String) -> ChunkIndexError {
+        ChunkIndexError(source: source, kind: kind, problem: problem)
     }
 }
