@@ -41,6 +41,7 @@ let package = Package(
         fuzzTarget("FuzzHeaders", ["PaperboyHTTP"]),
         fuzzTarget("FuzzArchive", ["Paperboy"]),
         fuzzTarget("FuzzJSON", ["Paperboy"]),
+        fuzzTarget("FuzzChunkIndex", ["Paperboy"]),
     ],
     swiftLanguageModes: [.v6]
 )

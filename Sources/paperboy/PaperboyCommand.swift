@@ -17,7 +17,8 @@ struct PaperboyCommand: AsyncParsableCommand {
         version: DaemonServer.version,
         subcommands: [
             SyncCommand.self, StatusCommand.self, IssuesCommand.self, AddCommand.self, NotifyCommand.self,
-            ReadCommand.self, PurgeCommand.self, CheckCommand.self, ConformanceCommand.self, DaemonCommand.self,
+            ReadCommand.self, PurgeCommand.self, CheckCommand.self, ConformanceCommand.self, IndexCommand.self,
+            DaemonCommand.self,
         ]
     )
 

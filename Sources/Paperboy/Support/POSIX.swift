@@ -62,6 +62,27 @@ enum POSIX {
         return nil
     }
 
+    /// Reads into `buffer` until it is full or the file ends, retrying on EINTR and short
+    /// reads: the count read (less than the buffer's only at the end), or the `errno` of a failure.
+    static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, SystemError> {
+        var filled = 0
+        while filled < buffer.count {
+            let count = read(fd, buffer.baseAddress! + filled, buffer.count - filled)
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .failure(SystemError(code: errno))
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        return .success(filled)
+    }
+
+    /// A system call's `errno`, as an error.
+    struct SystemError: Error {
+        var code: Int32
+    }
+
     static func dataSync(_ fd: Int32) {
         #if canImport(Darwin)
         _ = fsync(fd)
