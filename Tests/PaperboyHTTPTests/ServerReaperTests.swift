@@ -48,6 +48,20 @@ struct TestServerPortTests {
         }
         try #require(bound && listen(listener, 1) == 0)
         let port = Int(UInt16(bigEndian: address.sin_port))
+        // Found among many sockets too: /proc/net/tcp is then longer than a page.
+        var others: [Int32] = []
+        defer { for fd in others { close(fd) } }
+        for _ in 0..<150 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            var any = sockaddr_in()
+            any.sin_family = sa_family_t(AF_INET)
+            any.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let ok = withUnsafePointer(to: &any) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+            }
+            try #require(fd >= 0 && ok && listen(fd, 1) == 0)
+            others.append(fd)
+        }
         // This process holds it; another process, which also sees it accept, does not.
         #expect(LoopbackWebServer.listens(pid: getpid(), port: port))
         let other = try ChildProcess("/bin/sleep", ["600"])

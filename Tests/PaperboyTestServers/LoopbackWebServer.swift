@@ -169,7 +169,12 @@ public class LoopbackWebServer: @unchecked Sendable {
     /// Whether process `pid` holds the socket listening on 127.0.0.1:`port`: the socket's inode
     /// in `/proc/net/tcp` is among the process's descriptors.
     public static func listens(pid: pid_t, port: Int) -> Bool {
-        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return false }
+        // Read to its end: a /proc file says it is empty, and a read of its announced size gets a
+        // page at most (a loaded suite has more sockets than a page holds).
+        guard let file = FileHandle(forReadingAtPath: "/proc/net/tcp") else { return false }
+        defer { try? file.close() }
+        guard let bytes = try? file.readToEnd() else { return false }
+        let table = String(decoding: bytes, as: UTF8.self)
         let local = String(format: "0100007F:%04X", port)
         var inodes: Set<Substring> = []
         for line in table.split(separator: "\n").dropFirst() {
