@@ -58,6 +58,12 @@ public struct HTTPTransport: Transport {
         /// Follow redirects from `https` to plain `http`. Off by default: such a redirect fails
         /// with `.insecureRedirect`, naming both URLs.
         public var allowsInsecureRedirects: Bool
+        /// Resources with fewer bytes left are fetched over one connection whatever
+        /// ``TransferJob/connectionsPerAsset`` allows (see ``SplitDownload``).
+        var splitThreshold: Int64 = 32 << 20
+        /// The smallest piece an idle connection takes from another, and the size of the sink's
+        /// segments: near the end the connections finish within about this many bytes of each other.
+        var minimumPiece: Int64 = 4 << 20
 
         /// Creates settings.
         public init(
@@ -131,7 +137,7 @@ public struct HTTPTransport: Transport {
                 followsRedirects: configuration.maxRedirects > 0 && originAnswer == nil,
                 configuration: configuration, caFile: job.options["ca_file"] ?? configuration.caFile,
                 connectTimeout: job.connectTimeout, idleTimeout: job.idleTimeout)
-            let outcome = try await engine.perform(CurlRequest(plan: plan, sink: sink, engine: engine))
+            let outcome = try await perform(plan, into: sink, connections: job.connectionsPerAsset)
             if let error = outcome.sinkError { throw error }
             if outcome.began, outcome.code == CURLE_OK, !outcome.failedStatus { return }
             // Only a failure or another round needs the URL that answered (parsed, redacted).
@@ -184,6 +190,50 @@ public struct HTTPTransport: Transport {
             default:
                 throw TransportError.http(head, url: answered)
             }
+        }
+    }
+
+    /// Runs the request of `plan`; with more than one connection, a resource it begins may be
+    /// split (``SplitDownload``), and the outcome is then that of every piece: success once all
+    /// are written.
+    ///
+    /// - Throws: the sink's errors, `CancellationError`, and, for a split resource whose pieces
+    ///   could not all be fetched, the latest reason a connection was dropped.
+    private func perform(_ plan: RequestPlan, into sink: any TransferSink, connections: Int) async throws -> CurlOutcome {
+        guard connections > 1 else { return try await engine.perform(CurlRequest(plan: plan, sink: sink, engine: engine)) }
+        let split = SplitDownload(
+            settings: .init(connections: connections, threshold: configuration.splitThreshold, minimumPiece: configuration.minimumPiece),
+            sink: sink)
+        let request = try CurlRequest(plan: plan, sink: sink, engine: engine, split: split)
+        let engine = engine
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await split.runOtherConnections(engine) }
+            var outcome = try await engine.perform(request)
+            split.firstRequestEnded()
+            guard split.isSplit, let writer = request.pieceWriter else {
+                try await group.waitForAll()
+                return outcome
+            }
+            let url = plan.url.redacted
+            if let failure = try split.failure(of: outcome, writer: writer, url: url) {
+                split.drop(0, failure)
+            } else {
+                // The first connection goes on with what is left, as the others do.
+                try await split.runConnection(0, engine: engine)
+            }
+            if split.isComplete {
+                // Connections still asking for a piece another one wrote have nothing left to do.
+                group.cancelAll()
+                while let result = await group.nextResult() {
+                    if case .failure(let error) = result, !(error is CancellationError) { throw error }
+                }
+            } else {
+                try await group.waitForAll()
+            }
+            try split.requireComplete(url: url)
+            outcome.code = CURLE_OK
+            outcome.failedStatus = false
+            return outcome
         }
     }
 
