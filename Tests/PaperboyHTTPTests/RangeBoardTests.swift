@@ -37,15 +37,22 @@ struct RangeBoardTests {
     }
 
     @Test func aCutNeverGoesBelowASegmentAskedFor() {
-        var board = RangeBoard(from: 0, length: 16 * mib, connections: 2, minimum: 2 * mib, chunk: 6 * mib)
+        var board = RangeBoard(from: 0, length: 32 * mib, connections: 2, minimum: 2 * mib, chunk: 6 * mib)
         _ = board.take(for: 1)
-        #expect(board.claim(1, lane: 1, at: 8 * mib, available: mib) == .write(mib, newSegment: 8 * mib..<14 * mib))
+        // A quarter of what is left of the piece, at most 6 MiB.
+        #expect(board.claim(1, lane: 1, at: 16 * mib, available: mib) == .write(mib, newSegment: 16 * mib..<20 * mib))
         board.wrote(1, count: mib)
-        _ = board.claim(0, lane: 0, at: 0, available: 7 * mib)
-        board.wrote(0, count: 7 * mib)
-        // 1 MiB left in the first piece, 2 past the second's segment (5 past its next byte):
-        // too little to halve.
-        #expect(board.take(for: 2) == nil)
+        _ = board.claim(0, lane: 0, at: 0, available: 15 * mib)
+        board.wrote(0, count: 15 * mib)
+        // 1 MiB left in the first piece; the second is cut halfway between its segment's end
+        // and its end, not between its next byte and its end.
+        let stolen = board.take(for: 2)
+        #expect(stolen?.start == 26 * mib && stolen?.end == 32 * mib)
+        #expect(board.piece(1)?.end == 26 * mib)
+        // Segments shrink with what is left: a quarter of 6 MiB, at least the minimum.
+        _ = board.claim(1, lane: 1, at: 17 * mib, available: 3 * mib)
+        board.wrote(1, count: 3 * mib)
+        #expect(board.claim(1, lane: 1, at: 20 * mib, available: mib) == .write(mib, newSegment: 20 * mib..<22 * mib))
     }
 
     @Test func theSequentialPieceSwallowsAPieceWithoutSegmentOnly() {
@@ -77,7 +84,7 @@ struct RangeBoardTests {
         board.release(1)
         let taken = board.take(for: 2)
         #expect(taken?.id == 1 && taken?.next == 17 * mib)
-        // The same segment goes on: no new one until its end.
+        // The same segment goes on: no new one until its end (a quarter of 16 MiB).
         #expect(board.claim(1, lane: 2, at: 17 * mib, available: 8 * mib) == .write(3 * mib, newSegment: nil))
         #expect(board.claim(1, lane: 1, at: 17 * mib, available: mib) == .finished)
     }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Paperboy
 import PaperboyHTTP
@@ -41,6 +42,26 @@ struct SplitDownloadTests {
             let log = nginx.connectionLog
             return log.filter { $0.contains(" 206 \"bytes=") }.count >= 3 && Set(log.compactMap { $0.split(separator: " ").first }).count >= 4
         }
+    }
+
+    /// The other connections wait for the first request's head: a transfer cancelled before it
+    /// comes still ends.
+    @Test func aTransferThatMaySplitEndsWhenCancelledBeforeItsHead() async throws {
+        let answer = DispatchSemaphore(value: 0)
+        let server = try FaultServer { request in
+            answer.wait()
+            return .serving(Data("x".utf8), for: request)
+        }
+        defer {
+            answer.signal()
+            server.stop()
+        }
+        var job = TransferJob.forTests(server.url("/f"))
+        job.connectionsPerAsset = 4
+        let task = Task { [job] in try await HTTPTransport().transfer(job, into: RecordingSink()) }
+        try await eventually("the request reached the server", seen: "\(server.requests.count) requests") { server.requests.count == 1 }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
     }
 
     /// The download is held after 1 MiB until nginx has logged the three other connections'

@@ -27,6 +27,10 @@ import Paperboy
 ///   `.authenticationFailed`.
 /// - Redirects: only to `http` and `https`, and never from `https` to `http`
 ///   (`.insecureRedirect`, unless ``Configuration/allowsInsecureRedirects``).
+/// - Several connections: with `TransferJob.connectionsPerAsset` above 1, a file of at least
+///   32 MiB from a source serving ranges of one version is fetched in pieces over that many
+///   connections (`SplitDownload`); a range answered with the whole file or another version
+///   is refused and its connection dropped.
 /// - TLS: verified always, against the system store or a CA file (``Configuration/caFile``, or
 ///   the job option `ca_file`). Proxies come from ``Configuration/proxy``, else the standard
 ///   `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` variables.
@@ -59,11 +63,14 @@ public struct HTTPTransport: Transport {
         /// with `.insecureRedirect`, naming both URLs.
         public var allowsInsecureRedirects: Bool
         /// Resources with fewer bytes left are fetched over one connection whatever
-        /// ``TransferJob/connectionsPerAsset`` allows (see ``SplitDownload``).
+        /// `TransferJob.connectionsPerAsset` allows (see ``SplitDownload``).
         var splitThreshold: Int64 = 32 << 20
-        /// The smallest piece an idle connection takes from another, and the size of the sink's
-        /// segments: near the end the connections finish within about this many bytes of each other.
-        var minimumPiece: Int64 = 4 << 20
+        /// The smallest piece an idle connection takes from another (and the smallest segment):
+        /// near the end the connections finish within about twice this of each other.
+        var minimumPiece: Int64 = 1 << 20
+        /// The largest segment asked of the sink at once (a quarter of what is left of a piece,
+        /// down to ``minimumPiece``): a piece is cut only past its segment.
+        var largestSegment: Int64 = 16 << 20
 
         /// Creates settings.
         public init(
@@ -202,12 +209,16 @@ public struct HTTPTransport: Transport {
     private func perform(_ plan: RequestPlan, into sink: any TransferSink, connections: Int) async throws -> CurlOutcome {
         guard connections > 1 else { return try await engine.perform(CurlRequest(plan: plan, sink: sink, engine: engine)) }
         let split = SplitDownload(
-            settings: .init(connections: connections, threshold: configuration.splitThreshold, minimumPiece: configuration.minimumPiece),
+            settings: .init(connections: connections, threshold: configuration.splitThreshold,
+                            minimumPiece: configuration.minimumPiece, largestSegment: configuration.largestSegment),
             sink: sink)
         let request = try CurlRequest(plan: plan, sink: sink, engine: engine, split: split)
         let engine = engine
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await split.runOtherConnections(engine) }
+            // Ended either way, so that the other connections never wait for a start that
+            // cannot come (a cancelled transfer awaits them).
+            defer { split.firstRequestEnded() }
             var outcome = try await engine.perform(request)
             split.firstRequestEnded()
             guard split.isSplit, let writer = request.pieceWriter else {

@@ -3,8 +3,9 @@
 ///
 /// The pieces cover the bytes still to fetch, in order. The first is *sequential*: its bytes go
 /// to the sink itself (the request that called `begin` streams it); every other piece goes into
-/// segments of the sink (``TransferSink/segment(_:)``), asked for `chunk` bytes at a time, so
-/// that a piece can be cut without cutting a segment.
+/// segments of the sink (``TransferSink/segment(_:)``), asked for a quarter of what is left of
+/// the piece at a time (at least `minimum`, at most `chunk` bytes), so that a piece can be cut
+/// without cutting a segment, finely near its end, and the sink keeps few segments.
 ///
 /// - An idle connection takes a piece nobody fetches (the lowest first), else the second half of
 ///   the piece with the most bytes left (work stealing), as long as both halves keep at least
@@ -57,7 +58,7 @@ struct RangeBoard: Sendable, Equatable {
     private var nextID: Int
 
     /// The bytes `offset..<length` in up to `connections` equal pieces of at least `minimum`
-    /// bytes, the first sequential and fetched by connection 0; segments of `chunk` bytes.
+    /// bytes, the first sequential and fetched by connection 0; segments of at most `chunk` bytes.
     init(from offset: Int64, length: Int64, connections: Int, minimum: Int64, chunk: Int64) {
         self.minimum = max(1, minimum)
         self.chunk = max(1, chunk)
@@ -123,7 +124,8 @@ struct RangeBoard: Sendable, Equatable {
         var newSegment: Range<Int64>?
         if !piece.isSequential {
             if piece.next == piece.committed {
-                let segment = piece.next..<min(piece.next + chunk, piece.end)
+                let size = min(chunk, max(minimum, (piece.end - piece.next) / 4))
+                let segment = piece.next..<min(piece.next + size, piece.end)
                 piece.committed = segment.upperBound
                 newSegment = segment
             }

@@ -4,7 +4,7 @@ import Paperboy
 import Synchronization
 
 /// One large resource fetched over several connections of the shared multi handle, when the
-/// job allows more than one (``TransferJob/connectionsPerAsset``).
+/// job allows more than one (`TransferJob.connectionsPerAsset`).
 ///
 /// The request that calls `begin` decides, on the curl thread, as its head arrives
 /// (``start(_:head:plan:url:)``): the source must serve ranges (a 206, or `Accept-Ranges: bytes`),
@@ -24,9 +24,10 @@ final class SplitDownload: @unchecked Sendable {
         var connections: Int
         /// Resources with fewer bytes left are not split.
         var threshold: Int64
-        /// The smallest piece an idle connection takes from another; also the size of the
-        /// sink's segments.
+        /// The smallest piece an idle connection takes from another, and the smallest segment.
         var minimumPiece: Int64
+        /// The largest segment asked of the sink.
+        var largestSegment: Int64
     }
 
     /// What the request that began told the others, set once by ``start(_:head:plan:url:)``.
@@ -68,7 +69,7 @@ final class SplitDownload: @unchecked Sendable {
             return nil
         }
         let board = RangeBoard(from: response.offset, length: length, connections: settings.connections,
-                               minimum: settings.minimumPiece, chunk: settings.minimumPiece)
+                               minimum: settings.minimumPiece, chunk: settings.largestSegment)
         guard board.pieces.count > 1 else { return nil }
         var piecePlan = plan
         piecePlan.url = url
