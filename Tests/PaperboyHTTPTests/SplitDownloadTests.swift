@@ -64,6 +64,25 @@ struct SplitDownloadTests {
         await #expect(throws: CancellationError.self) { try await task.value }
     }
 
+    /// The first request's connection resets after 1 MiB: its piece is continued by another
+    /// connection, with a range from its next byte written through the sink, in the same attempt.
+    @Test func aPieceWhoseConnectionFailedIsContinuedByAnother() async throws {
+        let data = try await generated(40 << 20, seed: 425)
+        let server = try FaultServer { request in
+            request.header("range") == nil ? .serving(data, for: request, fault: .resetAfter(1 << 20)) : .serving(data, for: request)
+        }
+        defer { server.stop() }
+        let delegate = try await downloadThroughLibrary(
+            server.url("/big.bin"), in: folder, configuration: configuration(connections: 4), sha256: sha256Hex(data))
+
+        #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
+        let ranges = server.requests.compactMap { $0.header("range") }
+        // The first piece is the first quarter (10 MiB): someone asked for its rest.
+        #expect(ranges.contains { range in
+            Int(range.dropFirst(6).prefix { $0 != "-" }).map { $0 <= 1 << 20 } ?? false
+        }, "\(ranges)")
+    }
+
     /// The download is held after 1 MiB until nginx has logged the three other connections'
     /// ranges, so that they are asked for whatever the machine's pace; then it goes on.
     func downloadHeldUntilThreeRanges(_ url: URL, from nginx: NginxServer, answeredWith status: String, sha256: String) async throws -> RecordingDelegate {
