@@ -7,6 +7,7 @@ enum ConfigSchema {
     /// setting, and docs/Configuration.md (with `paperboy.example.toml`).
     static let settingKeys: [(table: String, keys: [SettingKey])] = [
         ("library", [.duration("checkpoint_interval", \.checkpointInterval, in: .milliseconds(100)...Duration.seconds(3600))]),
+        ("scheduler", [.integer("connections_per_asset", \.connectionsPerAsset, in: 1...16)]),
     ]
 
     static let topLevel = [
@@ -17,6 +18,7 @@ enum ConfigSchema {
         + settingKeyNames("library")
     static let scheduler = ["max_concurrent", "max_per_host", "retry_attempts", "retry_base_delay", "retry_max_delay",
                             "no_progress_timeout", "connect_timeout", "idle_timeout", "max_sync_wait"]
+        + settingKeyNames("scheduler")
     static let bandwidth = ["limit", "per_transfer", "schedule"]
     static let network = ["assume", "allowed", "allow_expensive", "allow_constrained"]
     static let notifications = ["throttle", "dont_throttle"]
@@ -57,6 +59,19 @@ enum ConfigSchema {
         ) -> SettingKey {
             SettingKey(name: name) { table, configuration throws(ConfigError) in
                 if let value = try table.duration(name, in: range) { configuration[keyPath: setting] = value }
+            }
+        }
+
+        /// An integer within `range`.
+        static func integer(
+            _ name: String, _ setting: any WritableKeyPath<Library.Configuration, Int> & Sendable, in range: ClosedRange<Int>
+        ) -> SettingKey {
+            SettingKey(name: name) { table, configuration throws(ConfigError) in
+                guard let value = try table.int(name) else { return }
+                guard range.contains(value) else {
+                    throw table.error(.invalidValue, name, "expected an integer from \(range.lowerBound) to \(range.upperBound), got \(value)")
+                }
+                configuration[keyPath: setting] = value
             }
         }
     }

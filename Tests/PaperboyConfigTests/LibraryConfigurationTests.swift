@@ -88,6 +88,24 @@ import Testing
         }
     }
 
+    /// `[scheduler] connections_per_asset` reaches the library (and from there every transfer job).
+    @Test func connectionsPerAssetIsTheLibrarysSetting() throws {
+        let config = try PaperboyConfiguration.parse("[scheduler]\nconnections_per_asset = 4\n", fileURL: fixtureFile, environment: fixtureEnvironment)
+        #expect(try Library.Configuration(config).connectionsPerAsset == 4)
+        let defaults = try PaperboyConfiguration.parse("", fileURL: fixtureFile, environment: fixtureEnvironment)
+        #expect(try Library.Configuration(defaults).connectionsPerAsset == 1)
+    }
+
+    @Test(arguments: ["0", "17", "\"4\""])
+    func connectionsPerAssetOutOfRangeIsRefused(value: String) throws {
+        #expect {
+            try PaperboyConfiguration.parse("[scheduler]\nconnections_per_asset = \(value)\n", fileURL: fixtureFile, environment: fixtureEnvironment)
+        } throws: { error in
+            guard let error = error as? ConfigError else { return false }
+            return [.invalidValue, .typeMismatch].contains(error.code) && error.line == 2 && error.key == "scheduler.connections_per_asset"
+        }
+    }
+
     @Test(arguments: ["\"50ms\"", "\"2h\"", "\"soon\"", "5"])
     func aCheckpointIntervalOutOfRangeIsRefused(value: String) throws {
         #expect {

@@ -63,6 +63,8 @@ public final class NginxServer: LoopbackWebServer, @unchecked Sendable {
             http {
                 log_format ranges '$status "$http_range" $body_bytes_sent';
                 access_log \(dir)/logs/access.log ranges;
+                log_format connections '$connection $status "$http_range" $body_bytes_sent';
+                access_log \(dir)/logs/connections.log connections;
                 default_type application/octet-stream;
                 sendfile on;
                 client_body_temp_path \(dir)/tmp/body;
@@ -93,6 +95,13 @@ public final class NginxServer: LoopbackWebServer, @unchecked Sendable {
             try configuration.write(to: configURL, atomically: true, encoding: .utf8)
             return ["-p", dir, "-c", configURL.path, "-e", "\(dir)/logs/error.log"]
         }
+    }
+
+    /// The access log so far with the connection of each request: one
+    /// `CONNECTION STATUS "RANGE" BYTES` line per request.
+    public var connectionLog: [String] {
+        let text = (try? String(contentsOf: folder.appendingPathComponent("logs/connections.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map(String.init)
     }
 
     /// `https://127.0.0.1:TLSPORT/PATH`.

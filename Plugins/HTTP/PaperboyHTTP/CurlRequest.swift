@@ -7,6 +7,9 @@ struct RequestPlan: Sendable {
     var url: URL
     /// First byte asked for with `Range` (0: the whole resource).
     var offset: Int64
+    /// The end (exclusive) of the range asked for, for one piece of a split resource
+    /// (``SplitDownload``); `nil` asks for everything from ``offset``.
+    var rangeEnd: Int64?
     /// The `If-Range` value guarding a resume.
     var ifRange: String?
     var headers: [String: String]
@@ -48,6 +51,8 @@ struct CurlOutcome: Sendable {
     var effectiveURL: String?
     /// Body bytes handed to the sink.
     var bodyBytes: Int64
+    /// Why the answer to a piece's range was refused before any byte was written.
+    var refusal: TransportError?
 }
 
 /// One HTTP request on one easy handle, with the state its libcurl callbacks share.
@@ -94,8 +99,20 @@ final class CurlRequest: @unchecked Sendable {
     private var writer: BodyWriter?
     /// The write-behind still handing bytes to the sink after libcurl finished (curl thread only).
     private var draining: BodyWriter?
+    /// Where the body goes when the resource is split (``SplitDownload``): given for a piece's
+    /// request, set as the head arrives for the request that began one.
+    private var piece: PieceWriter?
+    /// Whether this request fetches a piece of a split resource (it never calls `begin`).
+    private let isPieceRequest: Bool
+    /// The split this request may start when it begins.
+    private let split: SplitDownload?
+    private var refusal: TransportError?
+    /// The piece writer, read once the request ended.
+    var pieceWriter: PieceWriter? { piece }
 
-    init(plan: RequestPlan, sink: any TransferSink, engine: CurlMulti) throws {
+    /// Creates a request; `split` may split the resource as the head arrives, and a request
+    /// with a `piece` fetches that piece only.
+    init(plan: RequestPlan, sink: any TransferSink, engine: CurlMulti, split: SplitDownload? = nil, piece: PieceWriter? = nil) throws {
         // A fresh handle per request, not a reset one: libcurl 7.88 refuses CURLOPT_BUFFERSIZE once
         // a handle has its receive buffer, and curl_easy_reset sets reads back to 16 KiB.
         // curl_easy_init is about 0.1 % of a profile of 1,000 small files.
@@ -108,6 +125,9 @@ final class CurlRequest: @unchecked Sendable {
         self.plan = plan
         self.sink = sink
         self.engine = engine
+        self.split = split
+        self.piece = piece
+        isPieceRequest = piece != nil
         idle = IdleWatch(timeout: plan.idleTimeout, activity: 0, at: .now)
         errorBuffer = .allocate(capacity: Int(PAPERBOY_CURL_ERROR_SIZE) + 1)
         errorBuffer.initialize(repeating: 0, count: Int(PAPERBOY_CURL_ERROR_SIZE) + 1)
@@ -158,7 +178,12 @@ final class CurlRequest: @unchecked Sendable {
         set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(plan.connectTimeout.milliseconds)), "CONNECTTIMEOUT_MS")
         // Stalls are found by the curl thread (``IdleWatch``) within about a second of the
         // idle timeout: libcurl's LOW_SPEED_TIME averages the speed over 5 s and fired up to 5 s late.
-        if plan.offset > 0 { set(CURLOPT_RANGE, "\(plan.offset)-", "RANGE") }
+        let ranged = plan.offset > 0 || plan.rangeEnd != nil
+        if let end = plan.rangeEnd {
+            set(CURLOPT_RANGE, "\(plan.offset)-\(end - 1)", "RANGE")
+        } else if plan.offset > 0 {
+            set(CURLOPT_RANGE, "\(plan.offset)-", "RANGE")
+        }
 
         var lines: [String] = []
         for (name, value) in plan.headers.sorted(by: { $0.key < $1.key }) {
@@ -167,7 +192,7 @@ final class CurlRequest: @unchecked Sendable {
             lines.append("\(name): \(value)")
         }
         lines.append("Accept-Encoding: identity")
-        if let ifRange = plan.ifRange, plan.offset > 0 { lines.append("If-Range: \(ifRange)") }
+        if let ifRange = plan.ifRange, ranged { lines.append("If-Range: \(ifRange)") }
         for line in lines { headerList = curl_slist_append(headerList, line) }
         check(paperboy_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList), "HTTPHEADER")
 
@@ -247,6 +272,17 @@ final class CurlRequest: @unchecked Sendable {
         switch head.status {
         case 100..<200:
             return true
+        case 200..<300 where isPieceRequest:
+            final = head
+            phase = .body
+            // Checked before any byte is written: never two versions in one file.
+            if let piece, let requested = piece.requested,
+               let refused = piece.split.refusal(of: head, requested: requested, url: answeringURL.redacted) {
+                refusal = refused
+                phase = .discarding
+                return false
+            }
+            return true
         case 200..<300:
             final = head
             phase = .body
@@ -256,7 +292,13 @@ final class CurlRequest: @unchecked Sendable {
                 let response = try RangeResume.response(for: head, requestedOffset: plan.offset, url: url)
                 began = true
                 try sink.begin(response)
-                startWriteBehind(for: response)
+                if let split, let writer = split.start(response, head: head, plan: plan, url: answeringURL) {
+                    // Every piece is written on this thread: no write-behind, whose thread would
+                    // call the sink beside this one.
+                    piece = writer
+                } else {
+                    startWriteBehind(for: response)
+                }
                 return true
             } catch {
                 sinkError = error
@@ -313,6 +355,22 @@ final class CurlRequest: @unchecked Sendable {
         case .head, .discarding:
             return bytes.count
         case .body:
+            if let piece {
+                switch piece.offer(bytes) {
+                case .taken:
+                    bodyBytes += Int64(bytes.count)
+                    return bytes.count
+                case .paused(let whenWritable):
+                    isPaused = true
+                    whenWritable { [self] in engine.unpause(self) }
+                    return PAPERBOY_CURL_WRITEFUNC_PAUSE
+                case .finished:
+                    return 0
+                case .failed(let error):
+                    sinkError = error
+                    return 0
+                }
+            }
             if let writer {
                 switch writer.offer(bytes) {
                 case .taken:
@@ -378,10 +436,12 @@ final class CurlRequest: @unchecked Sendable {
     func finish(result: CURLcode) {
         var effective: UnsafeMutablePointer<CChar>?
         _ = paperboy_easy_getinfo_string(easy.raw, CURLINFO_EFFECTIVE_URL, &effective)
+        // A request stopped because its piece was written ended as it should.
+        let code = result == CURLE_WRITE_ERROR && piece?.reachedEnd == true && sinkError == nil ? CURLE_OK : result
         let outcome = CurlOutcome(
-            code: result, detail: stallDetail ?? String(cString: errorBuffer), head: final, began: began,
+            code: code, detail: stallDetail ?? String(cString: errorBuffer), head: final, began: began,
             failedStatus: failedStatus, sinkError: sinkError,
-            effectiveURL: effective.map { String(cString: $0) }, bodyBytes: bodyBytes)
+            effectiveURL: effective.map { String(cString: $0) }, bodyBytes: bodyBytes, refusal: refusal)
         guard let writer else {
             resume(with: .success(outcome))
             return

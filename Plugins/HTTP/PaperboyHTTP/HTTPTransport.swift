@@ -27,6 +27,10 @@ import Paperboy
 ///   `.authenticationFailed`.
 /// - Redirects: only to `http` and `https`, and never from `https` to `http`
 ///   (`.insecureRedirect`, unless ``Configuration/allowsInsecureRedirects``).
+/// - Several connections: with `TransferJob.connectionsPerAsset` above 1, a file of at least
+///   32 MiB from a source serving ranges of one version is fetched in pieces over that many
+///   connections (`SplitDownload`); a range answered with the whole file or another version
+///   is refused and its connection dropped.
 /// - TLS: verified always, against the system store or a CA file (``Configuration/caFile``, or
 ///   the job option `ca_file`). Proxies come from ``Configuration/proxy``, else the standard
 ///   `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` variables.
@@ -58,6 +62,15 @@ public struct HTTPTransport: Transport {
         /// Follow redirects from `https` to plain `http`. Off by default: such a redirect fails
         /// with `.insecureRedirect`, naming both URLs.
         public var allowsInsecureRedirects: Bool
+        /// Resources with fewer bytes left are fetched over one connection whatever
+        /// `TransferJob.connectionsPerAsset` allows (see ``SplitDownload``).
+        var splitThreshold: Int64 = 32 << 20
+        /// The smallest piece an idle connection takes from another (and the smallest segment):
+        /// near the end the connections finish within about twice this of each other.
+        var minimumPiece: Int64 = 1 << 20
+        /// The largest segment asked of the sink at once (a quarter of what is left of a piece,
+        /// down to ``minimumPiece``): a piece is cut only past its segment.
+        var largestSegment: Int64 = 16 << 20
 
         /// Creates settings.
         public init(
@@ -131,7 +144,7 @@ public struct HTTPTransport: Transport {
                 followsRedirects: configuration.maxRedirects > 0 && originAnswer == nil,
                 configuration: configuration, caFile: job.options["ca_file"] ?? configuration.caFile,
                 connectTimeout: job.connectTimeout, idleTimeout: job.idleTimeout)
-            let outcome = try await engine.perform(CurlRequest(plan: plan, sink: sink, engine: engine))
+            let outcome = try await perform(plan, into: sink, connections: job.connectionsPerAsset)
             if let error = outcome.sinkError { throw error }
             if outcome.began, outcome.code == CURLE_OK, !outcome.failedStatus { return }
             // Only a failure or another round needs the URL that answered (parsed, redacted).
@@ -184,6 +197,54 @@ public struct HTTPTransport: Transport {
             default:
                 throw TransportError.http(head, url: answered)
             }
+        }
+    }
+
+    /// Runs the request of `plan`; with more than one connection, a resource it begins may be
+    /// split (``SplitDownload``), and the outcome is then that of every piece: success once all
+    /// are written.
+    ///
+    /// - Throws: the sink's errors, `CancellationError`, and, for a split resource whose pieces
+    ///   could not all be fetched, the latest reason a connection was dropped.
+    private func perform(_ plan: RequestPlan, into sink: any TransferSink, connections: Int) async throws -> CurlOutcome {
+        guard connections > 1 else { return try await engine.perform(CurlRequest(plan: plan, sink: sink, engine: engine)) }
+        let split = SplitDownload(
+            settings: .init(connections: connections, threshold: configuration.splitThreshold,
+                            minimumPiece: configuration.minimumPiece, largestSegment: configuration.largestSegment),
+            sink: sink)
+        let request = try CurlRequest(plan: plan, sink: sink, engine: engine, split: split)
+        let engine = engine
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await split.runOtherConnections(engine) }
+            // Ended either way, so that the other connections never wait for a start that
+            // cannot come (a cancelled transfer awaits them).
+            defer { split.firstRequestEnded() }
+            var outcome = try await engine.perform(request)
+            split.firstRequestEnded()
+            guard split.isSplit, let writer = request.pieceWriter else {
+                try await group.waitForAll()
+                return outcome
+            }
+            let url = plan.url.redacted
+            if let failure = try split.failure(of: outcome, writer: writer, url: url) {
+                split.drop(0, failure)
+            } else {
+                // The first connection goes on with what is left, as the others do.
+                try await split.runConnection(0, engine: engine)
+            }
+            if split.isComplete {
+                // Connections still asking for a piece another one wrote have nothing left to do.
+                group.cancelAll()
+                while let result = await group.nextResult() {
+                    if case .failure(let error) = result, !(error is CancellationError) { throw error }
+                }
+            } else {
+                try await group.waitForAll()
+            }
+            try split.requireComplete(url: url)
+            outcome.code = CURLE_OK
+            outcome.failedStatus = false
+            return outcome
         }
     }
 

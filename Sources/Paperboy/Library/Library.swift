@@ -48,6 +48,11 @@ public final class Library: Sendable {
         /// How often a running transfer makes its bytes durable and records their count: what a
         /// power loss can cost is about this much transfer time (`[library] checkpoint_interval`).
         public var checkpointInterval: Duration = .milliseconds(500)
+        /// Connections one asset may use at once, 1 to 16 (`[scheduler] connections_per_asset`,
+        /// passed to transports as `TransferJob.connectionsPerAsset`): a transport that can
+        /// fetch ranges (HTTP) splits a large file over this many. The per-host limit
+        /// (``maxTransfersPerHost``) counts transfers, not connections.
+        public var connectionsPerAsset: Int = 1
         /// Time allowed to connect (passed to transports).
         public var connectTimeout: Duration = .seconds(30)
         /// Time without a byte after which a transfer counts as stalled (passed to transports).

@@ -118,10 +118,12 @@ extension Scheduler {
             let sink = makeSink(fd: fd, partial: partial, run: run, request: request, offset: offset, validator: validator,
                                 challenges: challenges)
             defer { sink.endFlows() }
-            let job = TransferJob(
+            var made = TransferJob(
                 url: request.url, headers: request.headers, offset: offset, validator: validator,
                 connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout,
                 options: request.options, assetIdentifier: run.id)
+            made.connectionsPerAsset = max(1, settings.connectionsPerAsset)
+            let job = made
             do {
                 try await challenges.run { try await transport.transfer(job, into: sink) }
                 // A first resume whose bytes fail their check is fetched again from 0 below, in

@@ -19,6 +19,10 @@ public struct TransferJob: Sendable {
     public var idleTimeout: Duration
     /// Transport-specific options (for example a CA file), keyed by option name.
     public var options: [String: String]
+    /// Connections the transport may use at once for this one resource (at least 1): a transport
+    /// that can fetch ranges may split a large resource over them
+    /// (``Library/Configuration/connectionsPerAsset``).
+    package var connectionsPerAsset: Int = 1
     /// The identifier of the asset this job belongs to, for logs.
     public var assetIdentifier: String
 

@@ -1,0 +1,336 @@
+import CPaperboyCurl
+import Foundation
+import Paperboy
+import Synchronization
+
+/// One large resource fetched over several connections of the shared multi handle, when the
+/// job allows more than one (`TransferJob.connectionsPerAsset`).
+///
+/// The request that calls `begin` decides, on the curl thread, as its head arrives
+/// (``start(_:head:plan:url:)``): the source must serve ranges (a 206, or `Accept-Ranges: bytes`),
+/// have a validator `If-Range` can carry (a strong ETag or Last-Modified, ``RangeResume/ifRange(for:)``),
+/// and at least ``Settings/threshold`` bytes must be left. Then the bytes left are cut into
+/// pieces (``RangeBoard``): that request streams the first into the sink, and the other
+/// connections ask for the rest, each piece with `Range` and `If-Range`. A piece's answer must be
+/// a 206 for exactly the bytes asked, of the same length and with the same validator; anything
+/// else (a 200 with the whole file, another version) is refused before a byte is written, and
+/// that connection is dropped: the others, and the first request, which then streams on past
+/// its piece, finish the resource. Every byte is written on the curl thread, so no two sink
+/// calls overlap, and the sink's limiter counts all of them as one transfer.
+final class SplitDownload: @unchecked Sendable {
+    /// When and how finely a resource is split.
+    struct Settings: Sendable {
+        /// Connections at most (the first one included).
+        var connections: Int
+        /// Resources with fewer bytes left are not split.
+        var threshold: Int64
+        /// The smallest piece an idle connection takes from another, and the smallest segment.
+        var minimumPiece: Int64
+        /// The largest segment asked of the sink.
+        var largestSegment: Int64
+    }
+
+    /// What the request that began told the others, set once by ``start(_:head:plan:url:)``.
+    private struct Source: Sendable {
+        var plan: RequestPlan
+        var validator: ResourceValidator?
+        var length: Int64
+    }
+
+    private struct State: @unchecked Sendable {
+        var board: RangeBoard?
+        var source: Source?
+        /// Segments by piece: a piece continued by another connection goes on in the same one.
+        var segments: [Int: any TransferSegment] = [:]
+        /// Why connections were dropped, latest last.
+        var failures: [TransportError] = []
+        /// `nil` until the first request began (true: split) or ended without splitting.
+        var started: Bool?
+        var waiter: CheckedContinuation<Bool, Never>?
+    }
+
+    let settings: Settings
+    let sink: any TransferSink
+    private let state = Mutex(State())
+
+    init(settings: Settings, sink: any TransferSink) {
+        self.settings = settings
+        self.sink = sink
+    }
+
+    // MARK: Starting (curl thread)
+
+    /// Splits the resource when the response allows it, and returns the writer through which
+    /// the request that began streams the first piece; `nil` leaves the request as it is.
+    func start(_ response: TransferResponse, head: ResponseHead, plan: RequestPlan, url: URL) -> PieceWriter? {
+        guard settings.connections > 1, let length = response.expectedLength, length - response.offset >= settings.threshold,
+              RangeResume.ifRange(for: response.validator) != nil,
+              head.status == 206 || (head.value("accept-ranges") ?? "").lowercased().contains("bytes") else {
+            return nil
+        }
+        let board = RangeBoard(from: response.offset, length: length, connections: settings.connections,
+                               minimum: settings.minimumPiece, chunk: settings.largestSegment)
+        guard board.pieces.count > 1 else { return nil }
+        var piecePlan = plan
+        piecePlan.url = url
+        piecePlan.followsRedirects = false
+        piecePlan.ifRange = RangeResume.ifRange(for: response.validator)
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            state.board = board
+            state.source = Source(plan: piecePlan, validator: response.validator, length: length)
+            state.started = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: true)
+        return PieceWriter(split: self, lane: 0, piece: board.pieces[0], requested: nil)
+    }
+
+    /// The first request ended: if it did not split, the other connections have nothing to do.
+    func firstRequestEnded() {
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            if state.started == nil { state.started = false }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: false)
+    }
+
+    /// Whether the resource is split (once the first request's head arrived).
+    var isSplit: Bool { state.withLock { $0.started == true } }
+
+    /// Whether every piece is written.
+    var isComplete: Bool { state.withLock { $0.board?.isComplete ?? false } }
+
+    /// Waits until the first request split the resource (`true`) or ended without (`false`).
+    private func waitForStart() async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let started = state.withLock { state -> Bool? in
+                if state.started == nil { state.waiter = continuation }
+                return state.started
+            }
+            if let started { continuation.resume(returning: started) }
+        }
+    }
+
+    // MARK: The connections (async)
+
+    /// Runs connections 1… once the first request split the resource; returns at once otherwise.
+    ///
+    /// - Throws: an error of the sink (which ends the whole transfer), or `CancellationError`.
+    func runOtherConnections(_ engine: CurlMulti) async throws {
+        guard await waitForStart() else { return }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 1..<settings.connections {
+                group.addTask { try await self.runConnection(lane, engine: engine) }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// Connection `lane` takes pieces until none is left, or until one of its requests fails or
+    /// is refused (the connection is then dropped and its piece left to the others).
+    ///
+    /// - Throws: an error of the sink, or `CancellationError`.
+    func runConnection(_ lane: Int, engine: CurlMulti) async throws {
+        while true {
+            try Task.checkCancellation()
+            guard let (piece, source) = state.withLock({ state -> (RangeBoard.Piece, Source)? in
+                guard let source = state.source, let piece = state.board?.take(for: lane) else { return nil }
+                return (piece, source)
+            }) else { return }
+            var plan = source.plan
+            plan.offset = piece.next
+            plan.rangeEnd = piece.end
+            let writer = PieceWriter(split: self, lane: lane, piece: piece, requested: piece.next..<piece.end)
+            let request: CurlRequest
+            do {
+                request = try CurlRequest(plan: plan, sink: sink, engine: engine, piece: writer)
+            } catch let error as TransportError {
+                drop(lane, error)
+                return
+            }
+            let outcome = try await engine.perform(request)
+            if let failure = try failure(of: outcome, writer: writer, url: plan.url) {
+                drop(lane, failure)
+                return
+            }
+        }
+    }
+
+    /// Why a piece's request counts as failed (`nil`: it wrote its piece, or the piece was taken
+    /// from it).
+    ///
+    /// - Throws: the sink's error, which ends the transfer.
+    func failure(of outcome: CurlOutcome, writer: PieceWriter, url: URL) throws -> TransportError? {
+        if let error = outcome.sinkError {
+            if error is SegmentsDeclined {
+                return TransportError(.ioError, "the library did not accept bytes out of order for \(url.redactedString)", url: url)
+            }
+            throw error
+        }
+        if let refusal = outcome.refusal { return refusal }
+        let answered = outcome.effectiveURL.flatMap { URL(string: $0) }?.redacted ?? url.redacted
+        if outcome.failedStatus, let head = outcome.head { return TransportError.http(head, url: answered) }
+        guard outcome.code == CURLE_OK else { return TransportError.curl(outcome.code, detail: outcome.detail, url: answered) }
+        if writer.reachedEnd { return nil }
+        // A response that ended before the piece did.
+        let left = state.withLock { state -> Bool in
+            guard let piece = state.board?.piece(writer.piece) else { return false }
+            return piece.owner == writer.lane && !piece.isDone
+        }
+        guard left else { return nil }
+        if outcome.head == nil || outcome.head.map({ !(200..<300).contains($0.status) }) == true {
+            return TransportError(.protocolError, "\(answered.redactedString) answered a range with HTTP \(outcome.head?.status ?? 0)",
+                                  url: answered)
+        }
+        return TransportError(.connectionLost, "\(answered.redactedString) ended a range early", url: answered)
+    }
+
+    /// Drops connection `lane`: its pieces wait for another connection.
+    func drop(_ lane: Int, _ failure: TransportError) {
+        state.withLock { state in
+            state.board?.release(lane)
+            state.failures.append(failure)
+        }
+    }
+
+    /// Succeeds when every byte is written; otherwise throws the latest reason a connection was
+    /// dropped.
+    func requireComplete(url: URL) throws {
+        let (complete, left, failure) = state.withLock { ($0.board?.isComplete ?? false, $0.board?.bytesLeft ?? 0, $0.failures.last) }
+        guard !complete else { return }
+        throw failure ?? TransportError(.connectionLost, "\(left) bytes of \(url.redactedString) were left unfetched", url: url)
+    }
+
+    // MARK: Writing (curl thread)
+
+    func claim(_ piece: Int, lane: Int, at position: Int64, available: Int64) -> RangeBoard.Claim {
+        state.withLock { $0.board?.claim(piece, lane: lane, at: position, available: available) ?? .finished }
+    }
+
+    func wrote(_ piece: Int, count: Int64) {
+        state.withLock { $0.board?.wrote(piece, count: count) }
+    }
+
+    func unclaim(_ piece: Int, segmentDeclined: Bool = false) {
+        state.withLock { $0.board?.unclaim(piece, segmentDeclined: segmentDeclined) }
+    }
+
+    /// The segment piece `id` writes into now: `range` asked of the sink when given, else the
+    /// one asked for before.
+    ///
+    /// - Throws: ``SegmentsDeclined`` when the sink gives none; the sink's errors.
+    func segment(for piece: Int, asking range: Range<Int64>?) throws -> any TransferSegment {
+        if let range {
+            guard let segment = try sink.segment(range) else { throw SegmentsDeclined() }
+            state.withLock { $0.segments[piece] = segment }
+            return segment
+        }
+        guard let segment = state.withLock({ $0.segments[piece] }) else { throw SegmentsDeclined() }
+        return segment
+    }
+
+    /// Whether a piece's response is the same resource as the one that began, and exactly the
+    /// bytes asked for; the refusal otherwise.
+    func refusal(of head: ResponseHead, requested: Range<Int64>, url: URL) -> TransportError? {
+        let source = state.withLock { $0.source }
+        guard let source else { return nil }
+        let shown = url.redactedString
+        guard head.status == 206 else {
+            return TransportError(.sourceChanged, "\(shown) answered the range \(requested.lowerBound)-\(requested.upperBound - 1) with HTTP \(head.status) (the whole resource): its connection was dropped", url: url)
+        }
+        let validator = RangeResume.validator(of: head)
+        guard validator == source.validator else {
+            return TransportError(.sourceChanged, "\(shown) answered a range with another version (\(validator?.description ?? "no validator"), began with \(source.validator?.description ?? "none")): its connection was dropped", url: url)
+        }
+        guard let range = RangeResume.contentRange(of: head), range.start == requested.lowerBound,
+              range.end + 1 >= requested.upperBound, range.total == source.length else {
+            return TransportError(.protocolError, "\(shown) answered the range \(requested.lowerBound)-\(requested.upperBound - 1) with Content-Range '\(TerminalText.escape(head.value("content-range") ?? "none"))'", url: url)
+        }
+        return nil
+    }
+}
+
+/// Thrown on the curl thread when the sink gives no segment: the connection is dropped, and the
+/// first request streams on over the pieces nobody wrote.
+struct SegmentsDeclined: Error {}
+
+/// Writes one piece's bytes as a request receives them: what the board allows, into the sink or
+/// the piece's segment. Curl thread only, one per request.
+final class PieceWriter: @unchecked Sendable {
+    enum Offer {
+        /// Every byte was taken or skipped.
+        case taken
+        /// The sink pushed back: pause, and offer the same bytes again once `whenWritable` calls.
+        case paused(whenWritable: (@escaping @Sendable () -> Void) -> Void)
+        /// The piece is written (or was taken over): end the request.
+        case finished
+        case failed(any Error)
+    }
+
+    let split: SplitDownload
+    let lane: Int
+    let piece: Int
+    let isSequential: Bool
+    /// The range a piece request asked for (`nil` for the request that began).
+    let requested: Range<Int64>?
+    /// The position of the first byte of the chunk curl offers now.
+    private var position: Int64
+    /// Bytes of that chunk already written or skipped before a pause (curl offers it again whole).
+    private var consumed = 0
+    /// Whether the request stopped because its piece was written.
+    private(set) var reachedEnd = false
+
+    init(split: SplitDownload, lane: Int, piece: RangeBoard.Piece, requested: Range<Int64>?) {
+        self.split = split
+        self.lane = lane
+        self.piece = piece.id
+        isSequential = piece.isSequential
+        self.requested = requested
+        position = piece.next
+    }
+
+    func offer(_ bytes: UnsafeRawBufferPointer) -> Offer {
+        while consumed < bytes.count {
+            let at = position + Int64(consumed)
+            switch split.claim(piece, lane: lane, at: at, available: Int64(bytes.count - consumed)) {
+            case .finished:
+                reachedEnd = true
+                return .finished
+            case .skip(let count):
+                consumed += Int(count)
+            case .write(let count, let newSegment):
+                let slice = UnsafeRawBufferPointer(rebasing: bytes[consumed..<consumed + Int(count)])
+                do {
+                    if isSequential {
+                        guard try split.sink.tryWrite(slice) else {
+                            split.unclaim(piece)
+                            return .paused(whenWritable: { [sink = split.sink] in sink.whenWritable($0) })
+                        }
+                    } else {
+                        let segment: any TransferSegment
+                        do {
+                            segment = try split.segment(for: piece, asking: newSegment)
+                        } catch let declined as SegmentsDeclined {
+                            split.unclaim(piece, segmentDeclined: true)
+                            return .failed(declined)
+                        }
+                        guard try segment.tryWrite(slice) else {
+                            split.unclaim(piece)
+                            return .paused(whenWritable: { segment.whenWritable($0) })
+                        }
+                    }
+                } catch {
+                    split.unclaim(piece)
+                    return .failed(error)
+                }
+                split.wrote(piece, count: count)
+                consumed += Int(count)
+            }
+        }
+        position += Int64(bytes.count)
+        consumed = 0
+        return .taken
+    }
+}

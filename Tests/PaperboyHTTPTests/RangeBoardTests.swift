@@ -1,0 +1,114 @@
+@testable import PaperboyHTTP
+import Testing
+
+/// The pieces of a split download (``RangeBoard``): how they are dealt, stolen, swallowed and
+/// left to others.
+@Suite("Pieces of a split download", .timeLimit(.minutes(1)))
+struct RangeBoardTests {
+    let mib: Int64 = 1 << 20
+
+    func board(_ megabytes: Int64, connections: Int = 4) -> RangeBoard {
+        RangeBoard(from: 0, length: megabytes * mib, connections: connections, minimum: 4 * mib, chunk: 4 * mib)
+    }
+
+    @Test func theBytesAreDealtInEqualPiecesOfAtLeastTheMinimum() {
+        let four = board(64)
+        #expect(four.pieces.map { $0.start } == [0, 16 * mib, 32 * mib, 48 * mib])
+        #expect(four.pieces.map { $0.end } == [16 * mib, 32 * mib, 48 * mib, 64 * mib])
+        #expect(four.pieces.map(\.owner) == [0, nil, nil, nil])
+        #expect(four.pieces.map(\.isSequential) == [true, false, false, false])
+        #expect(board(10).pieces.count == 2)
+        let resumed = RangeBoard(from: 5, length: 5 + 8 * mib, connections: 4, minimum: 4 * mib, chunk: 4 * mib)
+        #expect(resumed.pieces.map { $0.start } == [5, 5 + 4 * mib])
+    }
+
+    @Test func anIdleConnectionTakesAFreePieceThenHalfOfTheLargestLeft() {
+        var board = board(64)
+        #expect(board.take(for: 1)?.start == 16 * mib)
+        #expect(board.take(for: 2)?.start == 32 * mib)
+        #expect(board.take(for: 3)?.start == 48 * mib)
+        // Connection 2 wrote its first segment (4 MiB): 12 left, the others have 16.
+        _ = board.claim(2, lane: 2, at: 32 * mib, available: 10 * mib)
+        board.wrote(2, count: 4 * mib)
+        let stolen = board.take(for: 4)
+        // The largest left is the first piece (nothing written): its second half.
+        #expect(stolen?.start == 8 * mib && stolen?.end == 16 * mib)
+        #expect(board.piece(0)?.end == 8 * mib)
+    }
+
+    @Test func aCutNeverGoesBelowASegmentAskedFor() {
+        var board = RangeBoard(from: 0, length: 32 * mib, connections: 2, minimum: 2 * mib, chunk: 6 * mib)
+        _ = board.take(for: 1)
+        // A quarter of what is left of the piece, at most 6 MiB.
+        #expect(board.claim(1, lane: 1, at: 16 * mib, available: mib) == .write(mib, newSegment: 16 * mib..<20 * mib))
+        board.wrote(1, count: mib)
+        _ = board.claim(0, lane: 0, at: 0, available: 15 * mib)
+        board.wrote(0, count: 15 * mib)
+        // 1 MiB left in the first piece; the second is cut halfway between its segment's end
+        // and its end, not between its next byte and its end.
+        let stolen = board.take(for: 2)
+        #expect(stolen?.start == 26 * mib && stolen?.end == 32 * mib)
+        #expect(board.piece(1)?.end == 26 * mib)
+        // Segments shrink with what is left: a quarter of 6 MiB, at least the minimum.
+        _ = board.claim(1, lane: 1, at: 17 * mib, available: 3 * mib)
+        board.wrote(1, count: 3 * mib)
+        #expect(board.claim(1, lane: 1, at: 20 * mib, available: mib) == .write(mib, newSegment: 20 * mib..<22 * mib))
+    }
+
+    @Test func theSequentialPieceSwallowsAPieceWithoutSegmentOnly() {
+        var board = board(64)
+        _ = board.take(for: 1)
+        _ = board.take(for: 2)
+        // Piece 2 has a segment; piece 1 has none (its answer was refused, say).
+        _ = board.claim(2, lane: 2, at: 32 * mib, available: mib)
+        board.wrote(2, count: mib)
+        board.release(1)
+        _ = board.claim(0, lane: 0, at: 0, available: 16 * mib)
+        board.wrote(0, count: 16 * mib)
+        #expect(board.claim(0, lane: 0, at: 16 * mib, available: mib) == .write(mib, newSegment: nil))
+        board.wrote(0, count: mib)
+        #expect(board.piece(1) == nil)
+        #expect(board.piece(0)?.end == 32 * mib)
+        // Connection 1, which had piece 1, finds it gone.
+        #expect(board.claim(1, lane: 1, at: 16 * mib, available: mib) == .finished)
+        _ = board.claim(0, lane: 0, at: 17 * mib, available: 15 * mib)
+        board.wrote(0, count: 15 * mib)
+        #expect(board.claim(0, lane: 0, at: 32 * mib, available: mib) == .finished)
+    }
+
+    @Test func aDroppedConnectionsPieceIsContinuedInItsSegment() {
+        var board = board(64)
+        _ = board.take(for: 1)
+        #expect(board.claim(1, lane: 1, at: 16 * mib, available: mib) == .write(mib, newSegment: 16 * mib..<20 * mib))
+        board.wrote(1, count: mib)
+        board.release(1)
+        let taken = board.take(for: 2)
+        #expect(taken?.id == 1 && taken?.next == 17 * mib)
+        // The same segment goes on: no new one until its end (a quarter of 16 MiB).
+        #expect(board.claim(1, lane: 2, at: 17 * mib, available: 8 * mib) == .write(3 * mib, newSegment: nil))
+        #expect(board.claim(1, lane: 1, at: 17 * mib, available: mib) == .finished)
+    }
+
+    @Test func bytesBeforeThePieceAreSkippedAndAPushBackReleasesTheClaim() {
+        var board = board(64)
+        _ = board.take(for: 1)
+        _ = board.claim(1, lane: 1, at: 16 * mib, available: mib)
+        board.wrote(1, count: mib)
+        #expect(board.claim(1, lane: 1, at: 16 * mib, available: 2 * mib) == .skip(mib))
+        #expect(board.claim(1, lane: 1, at: 17 * mib, available: mib) == .write(mib, newSegment: nil))
+        #expect(board.piece(1)?.inFlight == mib)
+        board.unclaim(1)
+        #expect(board.piece(1)?.inFlight == 0)
+    }
+
+    @Test func aDeclinedSegmentStopsHandingOutPieces() {
+        var board = board(64)
+        _ = board.take(for: 1)
+        _ = board.claim(1, lane: 1, at: 16 * mib, available: mib)
+        board.unclaim(1, segmentDeclined: true)
+        board.release(1)
+        #expect(board.take(for: 2) == nil)
+        #expect(board.piece(1)?.hasSegment == false)
+        #expect(!board.isComplete && board.bytesLeft == 64 * mib)
+    }
+}

@@ -1,0 +1,168 @@
+import Dispatch
+import Foundation
+import Paperboy
+import PaperboyHTTP
+import PaperboyTestServers
+import PaperboyTesting
+import Testing
+
+/// One large file over several connections (`connections_per_asset`), against a real nginx: the
+/// bytes are identical, several connections ask for ranges, a source that will not serve a range
+/// of the same version is fetched whole by the first connection, and a stop resumes from the
+/// bytes written without a gap.
+@Suite("One large HTTP file over several connections", .serialized, .timeLimit(.minutes(3)))
+struct SplitDownloadTests {
+    let folder = TempFolder()
+    /// Twice the split threshold (32 MiB): four pieces of 16 MiB.
+    let size = 64 << 20
+
+    func configuration(connections: Int) -> Library.Configuration {
+        var configuration = Library.Configuration.forTests(attempts: 1)
+        configuration.connectionsPerAsset = connections
+        return configuration
+    }
+
+    /// An nginx location `/first-slow/` where the request without `Range` (the one that begins)
+    /// gets `rate` and ranges all nginx can send, so that the other connections always write
+    /// pieces before the first one could reach them.
+    func firstSlowed(_ rate: String) -> String {
+        "location ^~ /first-slow/ { if ($http_range = \"\") { set $limit_rate \(rate); } }"
+    }
+
+    @Test func aLargeFileOverFourConnectionsIsByteIdentical() async throws {
+        let data = try await generated(size, seed: 421)
+        guard let nginx = try await startNginx(files: ["first-slow/big.bin": data], locations: firstSlowed("8m")) else { return }
+        defer { nginx.stop() }
+        let delegate = try await downloadThroughLibrary(
+            nginx.url("/first-slow/big.bin"), in: folder, configuration: configuration(connections: 4), sha256: sha256Hex(data))
+
+        #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
+        // nginx logs a request the client ended early once it notices: waited for.
+        try await eventually("three ranges answered 206 on three more connections", seen: "\(nginx.connectionLog)") {
+            let log = nginx.connectionLog
+            return log.filter { $0.contains(" 206 \"bytes=") }.count >= 3 && Set(log.compactMap { $0.split(separator: " ").first }).count >= 4
+        }
+    }
+
+    /// The other connections wait for the first request's head: a transfer cancelled before it
+    /// comes still ends.
+    @Test func aTransferThatMaySplitEndsWhenCancelledBeforeItsHead() async throws {
+        let answer = DispatchSemaphore(value: 0)
+        let server = try FaultServer { request in
+            answer.wait()
+            return .serving(Data("x".utf8), for: request)
+        }
+        defer {
+            answer.signal()
+            server.stop()
+        }
+        var job = TransferJob.forTests(server.url("/f"))
+        job.connectionsPerAsset = 4
+        let task = Task { [job] in try await HTTPTransport().transfer(job, into: RecordingSink()) }
+        try await eventually("the request reached the server", seen: "\(server.requests.count) requests") { server.requests.count == 1 }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+    }
+
+    /// The first request's connection resets after 1 MiB: its piece is continued by another
+    /// connection, with a range from its next byte written through the sink, in the same attempt.
+    @Test func aPieceWhoseConnectionFailedIsContinuedByAnother() async throws {
+        let data = try await generated(40 << 20, seed: 425)
+        let server = try FaultServer { request in
+            request.header("range") == nil ? .serving(data, for: request, fault: .resetAfter(1 << 20)) : .serving(data, for: request)
+        }
+        defer { server.stop() }
+        let delegate = try await downloadThroughLibrary(
+            server.url("/big.bin"), in: folder, configuration: configuration(connections: 4), sha256: sha256Hex(data))
+
+        #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
+        let ranges = server.requests.compactMap { $0.header("range") }
+        // The first piece is the first quarter (10 MiB): someone asked for its rest.
+        #expect(ranges.contains { range in
+            Int(range.dropFirst(6).prefix { $0 != "-" }).map { $0 <= 1 << 20 } ?? false
+        }, "\(ranges)")
+    }
+
+    /// The download is held after 1 MiB until nginx has logged the three other connections'
+    /// ranges, so that they are asked for whatever the machine's pace; then it goes on.
+    func downloadHeldUntilThreeRanges(_ url: URL, from nginx: NginxServer, answeredWith status: String, sha256: String) async throws -> RecordingDelegate {
+        let held = HoldingTransport(base: HTTPTransport(), holdingAfter: 1 << 20)
+        let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([held]),
+                                       configuration: configuration(connections: 4))
+        let delegate = RecordingDelegate()
+        let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
+        try await asset.download(delegate: delegate)
+        try await eventually("three ranges answered \(status)", seen: "\(nginx.accessLog)") {
+            held.isHolding && nginx.accessLog.filter { $0.hasPrefix("\(status) \"bytes=") }.count == 3
+        }
+        held.release()
+        await delegate.waitForEnd()
+        await library.close()
+        return delegate
+    }
+
+    @Test func aSourceAnsweringRangesWithTheWholeFileIsFetchedByOneConnection() async throws {
+        let data = try await generated(size, seed: 422)
+        // Announces ranges, then answers every range with the whole file.
+        guard let nginx = try await startNginx(files: ["whole/big.bin": data], locations: """
+            location ^~ /whole/ { max_ranges 0; add_header Accept-Ranges bytes; }
+            """) else { return }
+        defer { nginx.stop() }
+        let delegate = try await downloadHeldUntilThreeRanges(nginx.url("/whole/big.bin"), from: nginx, answeredWith: "200", sha256: sha256Hex(data))
+
+        #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
+        let log = nginx.accessLog
+        #expect(log.contains("200 \"-\" \(size)"), "\(log)")
+        #expect(!log.contains { $0.hasPrefix("206") }, "\(log)")
+        #expect(log.count == 4, "the refused connections asked once each: \(log)")
+    }
+
+    @Test func aRangeOfAnotherVersionIsNeverWritten() async throws {
+        let data = try await generated(size, seed: 423)
+        // Last-Modified is the validator (no ETag), and `If-Range` carries it; every 206 says
+        // it is another version (a strong ETag).
+        guard let nginx = try await startNginx(files: ["changing/big.bin": data], locations: """
+            location ^~ /changing/ { etag off; if ($http_range) { add_header ETag "\\"v2\\""; } }
+            """) else { return }
+        defer { nginx.stop() }
+        let delegate = try await downloadHeldUntilThreeRanges(nginx.url("/changing/big.bin"), from: nginx, answeredWith: "206", sha256: sha256Hex(data))
+
+        #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
+        // Every byte came from the first connection: the three ranges were refused at their head.
+        let log = nginx.accessLog
+        #expect(log.contains("200 \"-\" \(size)"), "\(log)")
+        #expect(log.count == 4, "\(log)")
+    }
+
+    @Test func aStoppedSplitDownloadResumesFromTheBytesWithoutAGap() async throws {
+        let data = try await generated(size, seed: 424)
+        // The request that begins (no Range) gets 1 MB/s, the ranges all nginx can send: the
+        // other pieces fill while the first one trickles.
+        guard let nginx = try await startNginx(files: ["first-slow/big.bin": data], locations: firstSlowed("1m")) else { return }
+        defer { nginx.stop() }
+        // Held after 24 MiB in all, nearly all of them the other connections': past a gap.
+        let held = HoldingTransport(base: HTTPTransport(), holdingAfter: 24 << 20)
+        let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([held]),
+                                       configuration: configuration(connections: 4))
+        let asset = try await library.addIssue(name: "issue", date: Date())
+            .addAsset(AssetRequest(url: nginx.url("/first-slow/big.bin"), sha256: sha256Hex(data)))
+        try await asset.download()
+        try await eventually("24 MiB taken and the transfer held", seen: "\(held.bytesTaken) bytes") { held.isHolding }
+        await library.close()
+        let kept = try #require(await Library.openForReading(at: folder.file("library")).asset(identifier: asset.identifier)).totalBytesWritten
+        // Only the bytes without a gap are kept: the others' are fetched again.
+        #expect(kept < 16 << 20 && kept < Int64(held.bytesTaken), "\(kept) kept of \(held.bytesTaken) taken")
+
+        let again = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]),
+                                     configuration: configuration(connections: 4))
+        let delegate = RecordingDelegate()
+        try await #require(again.asset(identifier: asset.identifier)).download(delegate: delegate)
+        await delegate.waitForEnd()
+        await again.close()
+
+        #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
+        if kept > 0 {
+            #expect(nginx.accessLog.contains { $0.hasPrefix("206 \"bytes=\(kept)-\"") }, "\(nginx.accessLog)")
+        }
+    }
+}
