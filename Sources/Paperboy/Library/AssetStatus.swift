@@ -150,7 +150,9 @@ extension Scheduler {
         activity.waitingForNetwork = totals[.network]?.count ?? 0
         activity.inInbox = totals[.finished]?.count ?? 0
         activity.failed = totals[.failed]?.count ?? 0
-        for total in totals.values {
+        // Bytes of the assets at work only, as a client adds up a daemon's (`count(_:)`): not
+        // those delivered, cancelled or never asked for.
+        for (state, total) in totals where ![.idle, .delivered, .cancelled].contains(state) {
             activity.bytesWritten += total.written
             activity.expectedBytes += total.expected
         }
