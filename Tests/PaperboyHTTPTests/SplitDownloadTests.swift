@@ -83,6 +83,27 @@ struct SplitDownloadTests {
         }, "\(ranges)")
     }
 
+    /// A hostile or broken source answers each range with 206 but with other bytes than asked
+    /// (the file from its start, saying so in Content-Range): nothing of those answers is
+    /// written, their connections are dropped, and the first connection fetches the rest in the
+    /// same attempt.
+    @Test func aRangeAnsweredWithOtherBytesThanAskedIsNeverWritten() async throws {
+        let data = try await generated(40 << 20, seed: 426)
+        let server = try FaultServer { request in
+            guard request.header("range") != nil else { return .serving(data, for: request) }
+            return ServerResponse(
+                status: 206, headers: [("ETag", "\"v1\""), ("Last-Modified", "Tue, 01 Jul 2025 10:00:00 GMT"),
+                                       ("Content-Range", "bytes 0-\(data.count - 1)/\(data.count)")],
+                body: data)
+        }
+        defer { server.stop() }
+        let delegate = try await downloadThroughLibrary(
+            server.url("/big.bin"), in: folder, configuration: configuration(connections: 4), sha256: sha256Hex(data))
+
+        #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
+        #expect(server.requests.contains { $0.header("range") != nil }, "no range was asked for")
+    }
+
     /// The download is held after 1 MiB until nginx has logged the three other connections'
     /// ranges, so that they are asked for whatever the machine's pace; then it goes on.
     func downloadHeldUntilThreeRanges(_ url: URL, from nginx: NginxServer, answeredWith status: String, sha256: String) async throws -> RecordingDelegate {
