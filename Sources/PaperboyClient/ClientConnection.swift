@@ -46,11 +46,12 @@ final class ClientConnection: Sendable {
         (questions, questionSink) = AsyncStream.makeStream(of: Question.self)
     }
 
-    /// Starts reading and writing.
-    func start() {
+    /// Starts reading and writing, going on with `reader`: the one that read the daemon's
+    /// `HELLO`, which may hold the bytes of frames that followed it.
+    func start(continuing reader: FrameReader) {
         // Replies are checked, and events decoded, on the reader's thread: a stack for the reader's depth.
         framed.start(name: "paperboy-client", readerStackSize: DaemonProtocol.jsonLimits.threadStackSize,
-                     onFrame: { [self] in received($0) }, onEnd: { [self] in ended($0) })
+                     onFrame: { [self] in received($0) }, onEnd: { [self] in ended($0) }, continuing: reader)
     }
 
     /// Sends the request `make` builds with its `id` and decodes its `OK` as `Answer` (the type
@@ -215,9 +216,9 @@ final class ClientConnection: Sendable {
                                    + "not as this user (\(getuid())); not talking to it")
         }
         let hello: DaemonHello
+        var reader = FrameReader()
         do {
             try FrameWriter.write(Request.hello(ClientHello(protocols: DaemonProtocol.versions, client: name)).frame, to: fd, isSocket: true)
-            var reader = FrameReader()
             // Something that accepts and never answers (a wedged daemon) is not waited for forever.
             let received = try reader.next(from: fd, maxLength: { _ in DaemonProtocol.maxPayloadLength }, wait: { fd throws(FrameIOError) in
                 try FrameWait.untilReady(fd, events: Int16(POLLIN), timeout: handshakeTimeout, sleep: { try await clock.sleep(for: $0) })
@@ -243,7 +244,7 @@ final class ClientConnection: Sendable {
             throw LibraryError(.transport, "cannot talk to the daemon at \(socket.path): \(error)", isRetryable: true)
         }
         let connection = ClientConnection(fd: fd, socket: socket, library: hello.library)
-        connection.start()
+        connection.start(continuing: reader)
         return connection
     }
 }

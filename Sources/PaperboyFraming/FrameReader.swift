@@ -11,7 +11,7 @@ import Foundation
 /// peer: nothing more is read until the next frame is asked for. Every length is checked
 /// against the caller's limit before a byte of the payload is read, so a peer cannot make it
 /// allocate more than that.
-public struct FrameReader {
+public struct FrameReader: Sendable {
     private var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     private var start = 0
     private var end = 0

@@ -61,7 +61,24 @@ package final class FramedConnection: Sendable {
             case frame(Data)
             case deferred(@Sendable () -> Data?)
         }
+        /// Waiting frames from `head` on: taking one moves `head`, not the rest (a long queue of a
+        /// slow peer costs O(1) per frame); the taken part is dropped once it is half the array.
         var queue: [Item] = []
+        var head = 0
+        var waiting: Int { queue.count - head }
+
+        mutating func takeFirst() -> Item {
+            let item = queue[head]
+            head += 1
+            if head == queue.count {
+                queue.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 64 && head * 2 > queue.count {
+                queue.removeFirst(head)
+                head = 0
+            }
+            return item
+        }
         /// The writer holds a frame it took from the queue.
         var writing = false
         /// The reader stopped: nothing more is queued, what is queued goes out.
@@ -86,16 +103,18 @@ package final class FramedConnection: Sendable {
     ///   - readerStackSize: the reader's stack: `onFrame` runs on it.
     ///   - onFrame: called on the reader's thread with each frame, in order.
     ///   - onEnd: called once, on the reader's thread, when the reader stopped.
+    ///   - reader: the reader to go on with: one that read a handshake before may hold the
+    ///     bytes of frames that followed it.
     package func start(name: String, readerStackSize: Int, onFrame: @escaping @Sendable (Frame) -> Void,
-                       onEnd: @escaping @Sendable (End) -> Void) {
+                       onEnd: @escaping @Sendable (End) -> Void, continuing reader: FrameReader = FrameReader()) {
         let writer = Thread { [self] in writeLoop() }
         writer.name = "\(name)-write"
         writer.stackSize = 256 * 1024
         writer.start()
-        let reader = Thread { [self] in readLoop(onFrame: onFrame, onEnd: onEnd) }
-        reader.name = "\(name)-read"
-        reader.stackSize = readerStackSize
-        reader.start()
+        let thread = Thread { [self] in readLoop(reader, onFrame: onFrame, onEnd: onEnd) }
+        thread.name = "\(name)-read"
+        thread.stackSize = readerStackSize
+        thread.start()
     }
 
     /// Whether frames are still taken (neither closed nor draining).
@@ -122,7 +141,7 @@ package final class FramedConnection: Sendable {
     private func enqueue(_ item: State.Item) -> Bool {
         let (queued, full) = state.withLock { state -> (Bool, Bool) in
             guard !state.closed, !state.draining else { return (false, false) }
-            guard state.queue.count < queueLimit else { return (false, true) }
+            guard state.waiting < queueLimit else { return (false, true) }
             state.queue.append(item)
             return (true, false)
         }
@@ -137,6 +156,7 @@ package final class FramedConnection: Sendable {
             guard !state.closed else { return nil }
             state.closed = true
             state.queue = []
+            state.head = 0
             // Under the lock: once both threads ended, the number may be another socket's.
             shutdown(fd, Int32(SHUT_RDWR))
             return state.draining
@@ -153,14 +173,14 @@ package final class FramedConnection: Sendable {
         let pending = state.withLock { state -> Bool in
             guard !state.closed else { return false }
             state.draining = true
-            return state.writing || !state.queue.isEmpty
+            return state.writing || state.waiting > 0
         }
         if pending { _ = drained.wait(timeout: .now() + drainTimeout / .seconds(1)) }
         close()
     }
 
-    private func readLoop(onFrame: (Frame) -> Void, onEnd: (End) -> Void) {
-        var reader = FrameReader()
+    private func readLoop(_ reader: consuming FrameReader, onFrame: (Frame) -> Void, onEnd: (End) -> Void) {
+        var reader = reader
         let end: End
         while true {
             let frame: Frame
@@ -202,9 +222,9 @@ package final class FramedConnection: Sendable {
             ready.wait()
             let next = state.withLock { state -> State.Item?? in
                 if state.closed { return .some(nil) }
-                guard !state.queue.isEmpty else { return nil }
+                guard state.waiting > 0 else { return nil }
                 state.writing = true
-                return state.queue.removeFirst()
+                return state.takeFirst()
             }
             guard let next else { continue }
             guard let item = next else { break }
@@ -223,7 +243,7 @@ package final class FramedConnection: Sendable {
             }
             let emptied = state.withLock { state -> Bool in
                 state.writing = false
-                return state.draining && !state.closed && state.queue.isEmpty
+                return state.draining && !state.closed && state.waiting == 0
             }
             if failed {
                 // The peer is gone: the reader sees it too.

@@ -23,6 +23,9 @@ struct FramedConnectionTests {
         var frames: [Frame] { record.withLock { $0.frames } }
         var ends: [FramedConnection.End] { record.withLock { $0.ends } }
 
+        func record(_ frame: Frame) { record.withLock { $0.frames.append(frame) } }
+        func record(_ end: FramedConnection.End) { record.withLock { $0.ends.append(end) } }
+
         /// Starts `connection`, recording its frames (when `keep` says so) and its ends.
         func start(_ connection: FramedConnection, keep: @escaping @Sendable (Frame) -> Bool = { _ in true },
                    onEnd: @escaping @Sendable (FramedConnection.End) -> Void = { _ in }) {
@@ -94,6 +97,43 @@ struct FramedConnectionTests {
         try await eventually("both ends to end", seen: "\(seenHere.ends), \(seenThere.ends)") { here.hasEnded && there.hasEnded }
         #expect(seenHere.ends == [.closed])
         #expect(seenThere.ends == [.closed])
+    }
+
+    @Test func framesThatArrivedWithAHandshakeAreReadByTheConnectionThatGoesOn() async throws {
+        let (near, far) = try socketPair()
+        // The peer's greeting and two more frames in one write: the handshake's read takes them all in.
+        let greeting = Frame(kind: "HELLO", payload: Data("hi".utf8))
+        let following = [Frame(kind: "EVENT", payload: Data("one".utf8)), Frame(kind: "EVENT", payload: Data())]
+        let bytes = ([greeting] + following).reduce(into: Data()) { $0.append(Frame.encode($1.kind, $1.payload)) }
+        #expect(bytes.withUnsafeBytes { Glibc.write(far, $0.baseAddress, $0.count) } == bytes.count)
+        var reader = FrameReader()
+        let first = try reader.next(from: near, maxLength: { _ in 1 << 20 }, wait: { _ in })
+        #expect(first == greeting)
+        let here = FramedConnection(fd: near, maxPayloadLength: 1 << 20)
+        let seen = Seen()
+        here.start(name: "test", readerStackSize: 512 * 1024, onFrame: { frame in seen.record(frame) },
+                   onEnd: { end in seen.record(end) }, continuing: reader)
+        try await eventually("the frames after the greeting to arrive", seen: "\(seen.frames)") { seen.frames.count == following.count }
+        #expect(seen.frames == following)
+        Glibc.close(far)
+        try await eventually("the end", seen: "\(seen.ends)") { here.hasEnded }
+        #expect(seen.ends == [.closed])
+    }
+
+    @Test func manyFramesQueuedForAPeerThatIsNotReadingGoOutInOrder() async throws {
+        let (near, far) = try socketPair()
+        let here = FramedConnection(fd: near, maxPayloadLength: 1 << 20, drainTimeout: .seconds(600))
+        Seen().start(here)
+        // Larger than the socket's buffers together: most wait in the queue while nothing is read.
+        let frames = (0..<3_000).map { Frame(kind: "Q", payload: Self.payload(writer: 1, index: $0, count: 200 + $0 % 700)) }
+        for frame in frames { #expect(here.send(Frame.encode(frame.kind, frame.payload))) }
+        // Then the connection closes once all went out (blocking: off the pool), while the far end reads.
+        async let drained: Void = offThePool { here.closeAfterSending() }
+        let (read, error) = try await Self.readToTheEnd(far)
+        try await drained
+        Glibc.close(far)
+        #expect(read == frames)
+        #expect(error == .closed)
     }
 
     @Test func aFrameOverTheLimitIsRefusedNamingItsSizeAndTheLimitAndTheConnectionEnds() async throws {
