@@ -75,24 +75,42 @@ extension DaemonBackend {
     }
 
     package func activity() async throws(LibraryError) -> LibraryActivity {
-        var activity = LibraryActivity()
-        for name in try await shelf().issues.map(\.name) {
-            for asset in try await listAssets(ofIssue: name) { activity.count(asset) }
+        do {
+            return try await connection.request(as: ActivityReply.self) { .activity(PlainRequest(id: $0)) }.activity
+        } catch where error.code == Self.unknownKind {
+            // A daemon older than `ACTIVITY` (0.1.0): every asset listed and counted here.
+            var activity = LibraryActivity()
+            for name in try await shelf().issues.map(\.name) {
+                for asset in try await listAssets(ofIssue: name) { activity.count(asset) }
+            }
+            return activity
         }
-        return activity
     }
 
     package func counts() async throws(LibraryError) -> [String: AssetCounts] {
         var counts: [String: AssetCounts] = [:]
-        for name in try await shelf().issues.map(\.name) {
-            let assets = try await listAssets(ofIssue: name)
-            guard !assets.isEmpty else { continue }
-            var issueCounts = AssetCounts()
-            for asset in assets { issueCounts.count(asset) }
-            counts[name] = issueCounts
+        var offset: Int? = 0
+        do {
+            while let from = offset {
+                let page = try await connection.request(as: CountsReply.self) { .counts(CountsRequest(id: $0, offset: from)) }
+                for issue in page.issues { counts[issue.name] = issue.counts }
+                offset = page.nextOffset.flatMap { $0 > from ? $0 : nil }
+            }
+        } catch where error.code == Self.unknownKind {
+            // A daemon older than `COUNTS` (0.1.0): every asset listed and counted here.
+            for name in try await shelf().issues.map(\.name) {
+                let assets = try await listAssets(ofIssue: name)
+                guard !assets.isEmpty else { continue }
+                var issueCounts = AssetCounts()
+                for asset in assets { issueCounts.count(asset) }
+                counts[name] = issueCounts
+            }
         }
         return counts
     }
+
+    /// The code of a daemon's `ERROR` to a kind it does not know.
+    static let unknownKind = LibraryError.Code(DaemonProtocol.ErrorCode.unknownKind)
 
     package func purge(keep: Int?, budgetBytes: Int64?) async throws(LibraryError) -> [String] {
         let removed = try await connection.request(as: PurgeReply.self) {

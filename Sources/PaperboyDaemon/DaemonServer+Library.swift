@@ -12,13 +12,17 @@ extension DaemonServer {
     static let pageSize = 500
 
     /// Answers a library request (`SHELF`, `ASSETS`, `READ`, `PURGE`, `REMOVE`, `MARKREAD`,
-    /// `CHECKSUM`); `nil` for another.
+    /// `CHECKSUM`, `COUNTS`, `ACTIVITY`); `nil` for another.
     func answerLibrary(_ request: Request) throws -> Reply? {
         switch request {
         case .shelf(let request):
             return try shelfPage(request)
         case .assets(let request):
             return try assetsPage(request)
+        case .counts(let request):
+            return try countsPage(request)
+        case .activity(let request):
+            return .activity(ActivityReply(id: request.id, activity: try served().activity()))
         case .read(let request):
             var issue: WireIssue?
             if let name = request.issue {
@@ -85,6 +89,22 @@ extension DaemonServer {
             reply.issues = Array(page.prefix(count))
             reply.nextOffset = offset + count < all.count ? offset + count : nil
             return .shelf(reply)
+        }
+    }
+
+    private func countsPage(_ request: CountsRequest) throws -> Reply {
+        let offset = max(0, request.offset ?? 0)
+        let all = library.issues
+        let issues = all.dropFirst(offset).prefix(Self.pageSize)
+        // The library's own counts (one aggregate query), as `Library.counts()` in process.
+        let counts = issues.isEmpty ? [:] : try served().counts()
+        let page = issues.compactMap { issue in counts[issue.name].map { IssueCounts(name: issue.name, counts: $0) } }
+        return try Self.fitted(count: issues.count) { count in
+            let taken = issues.prefix(count)
+            let names = Set(taken.map(\.name))
+            let end = offset + taken.count
+            return .counts(CountsReply(id: request.id, issues: page.filter { names.contains($0.name) },
+                                       nextOffset: end < all.count ? end : nil))
         }
     }
 

@@ -430,7 +430,7 @@ public final class DaemonServer: Sendable {
         case .wait(let request):
             try wait(request, on: connection)
             return nil
-        case .shelf, .assets, .read, .purge, .remove, .markRead, .checksum:
+        case .shelf, .assets, .read, .purge, .remove, .markRead, .checksum, .counts, .activity:
             return try answerLibrary(request)
         }
     }

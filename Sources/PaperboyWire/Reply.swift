@@ -28,6 +28,10 @@ package enum Reply: Sendable {
     case notify(NotifyReply)
     /// `WAIT`.
     case wait(WaitReply)
+    /// `COUNTS`.
+    case counts(CountsReply)
+    /// `ACTIVITY`.
+    case activity(ActivityReply)
 
     /// The type of the `OK` answering a request of `kind`, `nil` for a kind that is not a request.
     package static func type(answering kind: String) -> (any Codable.Type)? {
@@ -45,6 +49,8 @@ package enum Reply: Sendable {
         case Kind.read: return ReadReply.self
         case Kind.purge: return PurgeReply.self
         case Kind.notify: return NotifyReply.self
+        case Kind.counts: return CountsReply.self
+        case Kind.activity: return ActivityReply.self
         default: return nil
         }
     }
@@ -68,6 +74,8 @@ package enum Reply: Sendable {
         case is PurgeReply.Type: return .purge(try DaemonProtocol.decode(PurgeReply.self, frame))
         case is NotifyReply.Type: return .notify(try DaemonProtocol.decode(NotifyReply.self, frame))
         case is WaitReply.Type: return .wait(try DaemonProtocol.decode(WaitReply.self, frame))
+        case is CountsReply.Type: return .counts(try DaemonProtocol.decode(CountsReply.self, frame))
+        case is ActivityReply.Type: return .activity(try DaemonProtocol.decode(ActivityReply.self, frame))
         default: throw WireError(DaemonProtocol.ErrorCode.unknownKind, "no OK answers \(kind)")
         }
     }
@@ -87,6 +95,8 @@ package enum Reply: Sendable {
         case .purge(let reply): reply
         case .notify(let reply): reply
         case .wait(let reply): reply
+        case .counts(let reply): reply
+        case .activity(let reply): reply
         }
     }
 

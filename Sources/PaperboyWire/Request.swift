@@ -29,6 +29,8 @@ package enum Request: Sendable {
     case wait(WaitRequest)
     case checksum(ChecksumRequest)
     case resumeWith(ResumeWithRequest)
+    case counts(CountsRequest)
+    case activity(PlainRequest)
 
     /// Decodes a request's payload by its kind.
     ///
@@ -61,6 +63,8 @@ package enum Request: Sendable {
         case Kind.wait: self = .wait(try read(WaitRequest.self))
         case Kind.checksum: self = .checksum(try read(ChecksumRequest.self))
         case Kind.resumeWith: self = .resumeWith(try read(ResumeWithRequest.self))
+        case Kind.counts: self = .counts(try read(CountsRequest.self))
+        case Kind.activity: self = .activity(try read(PlainRequest.self))
         default: throw WireError(DaemonProtocol.ErrorCode.unknownKind, "unknown message kind \(frame.kind)")
         }
     }
@@ -92,6 +96,8 @@ package enum Request: Sendable {
         case .wait: Kind.wait
         case .checksum: Kind.checksum
         case .resumeWith: Kind.resumeWith
+        case .counts: Kind.counts
+        case .activity: Kind.activity
         }
     }
 
@@ -104,7 +110,7 @@ package enum Request: Sendable {
         case .addAssets(let payload): payload
         case .download(let payload), .resume(let payload), .pause(let payload), .cancel(let payload), .ack(let payload): payload
         case .status(let payload): payload
-        case .subscribe(let payload), .reload(let payload): payload
+        case .subscribe(let payload), .reload(let payload), .activity(let payload): payload
         case .shelf(let payload): payload
         case .assets(let payload): payload
         case .read(let payload): payload
@@ -115,6 +121,7 @@ package enum Request: Sendable {
         case .wait(let payload): payload
         case .checksum(let payload): payload
         case .resumeWith(let payload): payload
+        case .counts(let payload): payload
         }
     }
 

@@ -13,6 +13,50 @@ extension DaemonProtocol.Kind {
     public static let read = "READ"
     /// Remove the oldest available issues.
     public static let purge = "PURGE"
+    /// Every issue's assets counted by state, a page of issues at a time (`Library.counts()`).
+    public static let counts = "COUNTS"
+    /// What the library is doing now (`Library.activity()`).
+    public static let activity = "ACTIVITY"
+}
+
+/// `COUNTS`: the counts of the issues from `offset`, a page of the shelf as `SHELF` asks it.
+package typealias CountsRequest = ShelfRequest
+
+/// One issue's counts in a `COUNTS` page.
+package struct IssueCounts: Codable, Sendable, Hashable {
+    package var name: String
+    package var counts: AssetCounts
+
+    package init(name: String, counts: AssetCounts) {
+        self.name = name
+        self.counts = counts
+    }
+}
+
+/// `OK` to `COUNTS`: the issues of the page that hold assets, in the shelf's order, and where
+/// the next page starts (absent after the last). The counts come from one aggregate query of the
+/// daemon's store, as in process: no asset is listed.
+package struct CountsReply: Codable, Sendable {
+    package var id: Int64
+    package var issues: [IssueCounts]
+    package var nextOffset: Int?
+
+    package init(id: Int64, issues: [IssueCounts], nextOffset: Int? = nil) {
+        self.id = id
+        self.issues = issues
+        self.nextOffset = nextOffset
+    }
+}
+
+/// `OK` to `ACTIVITY`: the daemon's `Library.activity()`.
+package struct ActivityReply: Codable, Sendable {
+    package var id: Int64
+    package var activity: LibraryActivity
+
+    package init(id: Int64, activity: LibraryActivity) {
+        self.id = id
+        self.activity = activity
+    }
 }
 
 /// `SHELF`: issues from `offset` (0 for the first page).

@@ -8,6 +8,7 @@ import PaperboyDaemon
 import PaperboyFraming
 import PaperboyTestServers
 import PaperboyTesting
+import PaperboyWire
 import Testing
 
 /// The `paperboy` commands with a daemon serving their library: they go through it (real
@@ -323,11 +324,49 @@ struct DaemonCLITests {
         _ = await daemon.stop()
     }
 
-    @Test func anIssueLongerThanAPageIsListedWholeThroughTheDaemonAndBadLibraryRequestsGetErrors() async throws {
+    /// A daemon serving a library with nothing configured (`sync_to_disk = false`), its runtime
+    /// folder and its configuration file.
+    func startBareDaemon() async throws -> (daemon: DaemonProcess, runtime: URL, config: URL) {
         let runtime = workspace.path("runtime")
         mkdir(runtime.path, 0o700)
         let config = workspace.write("[library]\npath = \"lib\"\nsync_to_disk = false\n", to: "daemon.toml")
-        let daemon = try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log"))
+        return (try await DaemonProcess(config: config, runtime: runtime, log: workspace.path("daemon.log")), runtime, config)
+    }
+
+    @Test func countsOfMoreIssuesThanAPageComeFromTheDaemonsStoreInPages() async throws {
+        let (daemon, _, _) = try await startBareDaemon()
+        defer { daemon.process.signal(SIGKILL) }
+        let client = try await Library.connect(socket: daemon.socket)
+        // 502 issues: the oldest and the newest hold an asset, on the second and the first page of 500.
+        var holding: [String] = []
+        for index in 0..<502 {
+            let issue = try await client.addIssue(name: String(format: "i%03d", index), date: Date(timeIntervalSince1970: 1_790_000_000 + Double(index) * 86_400))
+            guard index == 0 || index == 501 else { continue }
+            let url = try #require(URL(string: "http://192.0.2.1/\(issue.name).bin"))
+            _ = try await issue.addAsset(AssetRequest(url: url, destinationPath: "a.bin"))
+            holding.append(issue.name)
+        }
+        var idle = AssetCounts()
+        idle.idle = 1
+        #expect(try await client.counts() == Dictionary(uniqueKeysWithValues: holding.map { ($0, idle) }))
+        #expect(try await client.activity() == LibraryActivity())
+
+        let frames = Frame.encode("HELLO", Data(#"{"protocols":[1]}"#.utf8))
+            + Frame.encode("COUNTS", Data(#"{"id":2}"#.utf8)) + Frame.encode("COUNTS", Data(#"{"id":3,"offset":500}"#.utf8))
+            + Frame.encode("COUNTS", Data(#"{"id":4,"offset":9999}"#.utf8)) + Frame.encode("ACTIVITY", Data(#"{"id":5}"#.utf8))
+        let socket = daemon.socket
+        let answers = try await offThePool { try DaemonHostileJSONTests.exchange(socket, frames, answers: 5) }
+        #expect(answers.map(\.kind) == ["HELLO", "OK", "OK", "OK", "OK"], "\(answers.map { String(decoding: $0.payload, as: UTF8.self) })")
+        let pages = answers.dropFirst().prefix(3).map { try? DaemonProtocol.decoder.decode(CountsReply.self, from: $0.payload) }
+        // In the shelf's order, newest first: the last added on the first page.
+        #expect(pages.map { $0?.issues.map(\.name) } == [[holding[1]], [holding[0]], []])
+        #expect(pages.map { $0?.nextOffset } == [500, nil, nil])
+        client.disconnect()
+        _ = await daemon.stop()
+    }
+
+    @Test func anIssueLongerThanAPageIsListedWholeThroughTheDaemonAndBadLibraryRequestsGetErrors() async throws {
+        let (daemon, runtime, config) = try await startBareDaemon()
         defer { daemon.process.signal(SIGKILL) }
         let client = try await Library.connect(socket: daemon.socket)
         let served = try #require(client.daemon)
@@ -363,6 +402,12 @@ struct DaemonCLITests {
         #expect(waiting.allSatisfy { $0.state == .waiting(.network) }, "\(Set(waiting.map { "\($0.state)" }))")
         // `STATUS` of the whole library with its assets outgrows a frame: an error naming the
         // pages to read instead, and the connection goes on (it was closed before).
+        // Counted by the daemon from its store (`COUNTS`, `ACTIVITY`), not by listing every asset.
+        var expected = AssetCounts()
+        expected.waitingForNetwork = count
+        #expect(try await client.counts() == ["long": expected])
+        let activity = try await client.activity()
+        #expect(activity.waitingForNetwork == count && activity.downloading == 0, "\(activity)")
         let frames = Frame.encode("HELLO", Data(#"{"protocols":[1]}"#.utf8))
             + Frame.encode("STATUS", Data(#"{"id":2}"#.utf8)) + Frame.encode("STATUS", Data(#"{"id":3,"assets":false}"#.utf8))
         let socket = daemon.socket

@@ -6,7 +6,7 @@ import Foundation
 ///
 /// Counts are of the states the library recorded, updates still queued for writing included;
 /// a queued asset behind the per-host limit counts as ``queued``.
-public struct AssetCounts: Sendable, Hashable {
+public struct AssetCounts: Sendable, Hashable, Codable {
     /// Added and never asked for.
     public var idle = 0
     /// Waiting for a transfer slot.

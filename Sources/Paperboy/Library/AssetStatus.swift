@@ -33,7 +33,7 @@ public struct AssetStatus: Sendable, Hashable {
 }
 
 /// What a library is doing right now (see ``Library/activity()``).
-public struct LibraryActivity: Sendable, Hashable {
+public struct LibraryActivity: Sendable, Hashable, Codable {
     /// Assets transferring now.
     public var downloading = 0
     /// Assets waiting for a slot.
