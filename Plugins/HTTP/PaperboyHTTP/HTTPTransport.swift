@@ -114,7 +114,7 @@ public struct HTTPTransport: Transport {
     }
 
     public var schemes: Set<String> { ["http", "https"] }
-    public var capabilities: TransportCapabilities { [.resume, .challenges, .validators] }
+    public var capabilities: TransportCapabilities { [.resume, .challenges, .validators, .ranges] }
 
     public func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
         var target = try Self.validated(job.url)
