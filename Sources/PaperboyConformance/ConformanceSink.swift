@@ -65,6 +65,8 @@ public final class ConformanceSink: TransferSink {
         var refusals = 0
         var pendingWritable: [@Sendable () -> Void] = []
         var segments: [SegmentRecord] = []
+        /// The core's own bookkeeping of segments, whose rules the transport must keep.
+        var ledger = SegmentLedger()
         var segmentBreaches: [String] = []
         /// Whether sequential writes wait for a segment: `nil` before the wait began.
         var holding: Bool?
@@ -217,7 +219,7 @@ public final class ConformanceSink: TransferSink {
     private func accept(_ bytes: UnsafeRawBufferPointer) throws {
         try state.withLock { state in
             let position = (state.response?.offset ?? 0) + Int64(state.data.count)
-            if let limit = state.segments.map(\.range.lowerBound).filter({ $0 >= position }).min(), position + Int64(bytes.count) > limit {
+            if let limit = state.ledger.sequentialLimit(from: position), position + Int64(bytes.count) > limit {
                 try Self.breach("a sequential write of \(bytes.count) bytes at byte \(position) crossed byte \(limit), where a segment starts", &state)
             }
             state.data.append(contentsOf: bytes)
@@ -235,13 +237,10 @@ public final class ConformanceSink: TransferSink {
             guard let response = state.response, let length = response.expectedLength else {
                 try Self.breach("segment \(range) asked for before begin reported a length", &state)
             }
-            let written = response.offset + Int64(state.data.count)
-            if range.isEmpty || range.lowerBound < written || range.upperBound > length {
-                try Self.breach("segment \(range) is empty, starts before byte \(written) (written sequentially) or ends past the \(length) bytes announced", &state)
+            if let reason = state.ledger.refusal(of: range, after: response.offset + Int64(state.data.count), length: length) {
+                try Self.breach(reason, &state)
             }
-            if let other = state.segments.first(where: { $0.range.overlaps(range) }) {
-                try Self.breach("segment \(range) overlaps segment \(other.range)", &state)
-            }
+            state.ledger.add(range)
             state.segments.append(SegmentRecord(range: range))
             return state.segments.count - 1
         }
@@ -299,9 +298,11 @@ public final class ConformanceSink: TransferSink {
     fileprivate func acceptSegment(_ index: Int, _ bytes: UnsafeRawBufferPointer) throws {
         try state.withLock { state in
             let segment = state.segments[index]
-            if Int64(segment.data.count + bytes.count) > Int64(segment.range.count) {
+            guard let entry = state.ledger.entries.firstIndex(where: { $0.range == segment.range }),
+                  state.ledger.nextOffset(of: entry, adding: Int64(bytes.count)) != nil else {
                 try Self.breach("\(segment.data.count + bytes.count) bytes were written to the \(segment.range.count) bytes of segment \(segment.range)", &state)
             }
+            state.ledger.record(Int64(bytes.count), in: entry)
             state.segments[index].data.append(contentsOf: bytes)
         }
     }
