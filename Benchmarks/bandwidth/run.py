@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Bandwidth limiter accuracy, side by side (run by hand on a quiet machine, not by CI).
 
-  Benchmarks/bandwidth/run.py [--mb 200] [--rate 20000000] [--runs 1]
+  Benchmarks/bandwidth/run.py [--mb 200] [--rate 20000000] [--runs 1] [--cases abf]
 
 nginx on loopback serves generated files.
 
@@ -17,6 +17,12 @@ nginx on loopback serves generated files.
 (b) Four concurrent downloads of MB/4 megabytes each under one global limit: paperboy and
     aria2c (-j4). Printed: the total rate's error, and Jain's fairness index of the four rates
     while all four run ((sum x)^2 / (n * sum x^2): 1 is perfectly fair, 0.25 one takes all).
+(f) Two downloads of MB/2 megabytes under one limit, `connections_per_asset = 4`: one from a
+    location serving ranges (split over four connections), one from a location that serves none
+    (`max_ranges 0`: one connection). Printed: each one's share of the bytes moved while both
+    run (the partial files' allocated blocks: a split file is written at several places, so its
+    size says nothing) and Jain's index. Aim (issue 30): each share within 45-55 %: the limiter
+    counts an asset once, not per connection.
 
 With --daemon, instead: `paperboy daemon` serving clients over its socket (the tests check the
 same promises without measuring: DaemonSharedLimitTests on a test clock, DaemonBandwidthTests).
@@ -41,6 +47,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--mb", type=int, default=200)
 parser.add_argument("--rate", type=int, default=20_000_000)
 parser.add_argument("--runs", type=int, default=1)
+parser.add_argument("--cases", default="abf", help="which of (a), (b) and (f) to run, such as 'f'")
 parser.add_argument("--daemon", action="store_true", help="the daemon's shared limit, SIGHUP and SIGTERM instead")
 args = parser.parse_args()
 RATE, SIZE = args.rate, args.mb * 1_000_000
@@ -57,7 +64,7 @@ if args.daemon:
         with open(os.path.join(www, name), "wb") as f:
             f.truncate(SIZE)
 else:
-    for name, size in [("big.bin", SIZE)] + [(f"part{i}.bin", SIZE // 4) for i in range(4)]:
+    for name, size in [("big.bin", SIZE), ("half.bin", SIZE // 2)] + [(f"part{i}.bin", SIZE // 4) for i in range(4)]:
         with open(os.path.join(www, name), "wb") as f:
             f.write(os.urandom(size))
 sock = socket.socket(); sock.bind(("127.0.0.1", 0)); port = sock.getsockname()[1]; sock.close()
@@ -69,7 +76,7 @@ worker_processes 2; daemon off; pid {work}/nginx.pid; error_log {work}/error.log
 events {{ worker_connections 256; }}
 http {{ access_log off; client_body_temp_path {work}/tmp; proxy_temp_path {work}/tmp; fastcgi_temp_path {work}/tmp;
 uwsgi_temp_path {work}/tmp; scgi_temp_path {work}/tmp;
-server {{ listen 127.0.0.1:{port}; root {www}; }} }}
+server {{ listen 127.0.0.1:{port}; root {www}; location /noranges/ {{ alias {www}/; max_ranges 0; }} }} }}
 """)
 nginx = subprocess.Popen([shutil.which("nginx") or "/usr/sbin/nginx", "-c", conf, "-p", work])
 time.sleep(0.5)
@@ -338,7 +345,7 @@ for run in range(1, args.runs + 1 if not args.daemon else 1):
     if shutil.which("aria2c"):
         tools.append(("aria2c", ["aria2c", "-q", "--file-allocation=none", f"--max-overall-download-limit={RATE}",
                                  "-o", "aria2c.out", f"{base}/big.bin"], lambda: [os.path.join(case, "aria2c.out")], case))
-    for name, command, paths, cwd in tools:
+    for name, command, paths, cwd in tools if "a" in args.cases else []:
         elapsed, samples = sampled(command, paths, cwd)
         rate = transfer_rate(samples, SIZE)
         print(f"{name:<14} {elapsed:8.2f} {rate:12.0f} {rate / RATE:7.4f} {100 * (rate - RATE) / RATE:+7.2f}% "
@@ -372,7 +379,7 @@ for run in range(1, args.runs + 1 if not args.daemon else 1):
                 f.write(f"{base}/part{i}.bin\n  out=aria{i}.out\n")
         four.append(("aria2c", ["aria2c", "-q", "-j4", "--file-allocation=none", f"--max-overall-download-limit={RATE}", "-i", "list.txt"],
                      lambda: [os.path.join(case, f"aria{i}.out") for i in range(4)], case))
-    for name, command, paths, cwd in four:
+    for name, command, paths, cwd in four if "b" in args.cases else []:
         elapsed, samples = sampled(command, paths, cwd)
         # Each transfer's rate from the first sample where all four have bytes to the last where
         # none is complete: the part of the run where they compete.
@@ -384,6 +391,48 @@ for run in range(1, args.runs + 1 if not args.daemon else 1):
         total = transfer_rate(samples, SIZE)
         print(f"{name:<14} {elapsed:8.2f} {total:12.0f} {total / RATE:7.4f} {100 * (total - RATE) / RATE:+7.2f}% "
               f"{jain(rates):7.4f}   {' '.join(f'{r:.0f}' for r in rates)}", flush=True)
+
+    print(f"== run {run}: (f) a 4-connection and a 1-connection download of {SIZE / 2e6:.0f} MB each under one {RATE} B/s limit ==")
+    print(f"{'tool':<14} {'seconds':>8} {'window s':>8} {'split share':>11} {'single share':>12} {'Jain':>7}  aim 45-55 %")
+    case = os.path.join(work, f"f{run}"); os.makedirs(case)
+    for name, binary in paperboys() if "f" in args.cases else []:
+        folder = os.path.join(case, name); os.makedirs(folder)
+        with open(os.path.join(folder, "p.toml"), "w") as f:
+            f.write(f'[library]\npath = "lib"\n[scheduler]\nmax_concurrent = 2\nmax_per_host = 2\nconnections_per_asset = 4\n'
+                    f'[bandwidth]\nlimit = "{RATE}"\n[[issues]]\nname = "f"\ndate = 2026-11-21\n'
+                    f'  [[issues.assets]]\n  url = "{base}/half.bin"\n  path = "split.bin"\n'
+                    f'  [[issues.assets]]\n  url = "{base}/noranges/half.bin"\n  path = "single.bin"\n')
+        folder_partial = os.path.join(folder, "lib", ".partial")
+        samples = []
+        start = time.monotonic()
+        process = subprocess.Popen([binary, "sync", "-q", "--config", "p.toml"], cwd=folder,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while process.poll() is None:
+            found = {}
+            for entry in (os.listdir(folder_partial) if os.path.isdir(folder_partial) else []):
+                try:
+                    info = os.stat(os.path.join(folder_partial, entry))
+                    found[entry] = (info.st_size, info.st_blocks * 512)
+                except OSError:
+                    pass
+            samples.append((time.monotonic() - start, found))
+            time.sleep(0.02)
+        elapsed = time.monotonic() - start
+        # The split file is the one written at several places: its size runs ahead of its blocks.
+        names = sorted({n for _, found in samples for n in found})
+        split = next((n for n in names if any(found.get(n, (0, 0))[0] - found.get(n, (0, 0))[1] > 4 << 20 for _, found in samples)), None)
+        single = next((n for n in names if n != split), None)
+        both = [(t, found[split][1], found[single][1]) for t, found in samples
+                if split in found and single in found and found[split][1] > 0 and 0 < found[single][1] < SIZE // 2]
+        if split is None or single is None or len(both) < 2:
+            print(f"{name:<14} {elapsed:8.2f}  no window where both ran (split file: {split}, files: {names})", flush=True)
+            continue
+        (t0, a0, b0), (t1, a1, b1) = both[0], both[-1]
+        moved = [a1 - a0, b1 - b0]
+        shares = [m / max(1, sum(moved)) for m in moved]
+        met = all(0.45 <= x <= 0.55 for x in shares)
+        print(f"{name:<14} {elapsed:8.2f} {t1 - t0:8.2f} {100 * shares[0]:10.1f}% {100 * shares[1]:11.1f}% {jain(moved):7.4f}  "
+              f"{'met' if met else 'NOT MET'}", flush=True)
 print(f"load average after: {load()}")
 
 nginx.send_signal(signal.SIGQUIT); nginx.wait()

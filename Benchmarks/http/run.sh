@@ -5,6 +5,11 @@
 #
 #   (a) one large file (1 GiB by default)        → MB/s, peak RSS
 #   (b) many small files (1,000 × 64 KiB)        → files/s, peak RSS
+#   (c) "tls": the same small files over HTTPS from one host (a CA made at run time, given to
+#       paperboy as `[[credentials]] ca_file`, to curl as --cacert; nginx `listen … ssl http2`):
+#       paperboy with HTTP/2 (one connection, streams multiplexed) and with HTTP/1.1 forced
+#       (asset option `http_version = "1.1"`), against `curl -Z --parallel-max 8` with --http2
+#       and with --http1.1: the same protocol compared with the same protocol
 #
 # Run by hand, on a quiet machine:  Benchmarks/http/run.sh
 # Knobs (environment): BIG_MB=1024 SMALL_COUNT=1000 SMALL_KB=64 RUNS=3 PARALLEL=8
@@ -16,7 +21,7 @@
 #                      its output to a file: what listening to the library's events costs)
 #   LOCAL=0            (leave out "paperboy-local": paperboy copying the same small files through
 #                      the local-file transport, file:// URLs, no network: the library's own cost)
-#   CASES="big small"  (which cases to run)
+#   CASES="big small tls"  (which cases to run)
 #   PAPERBOY=path      (a built paperboy; default: Benchmarks/build.sh, a release build with
 #                      the Swift runtime linked statically, in SCRATCH)
 #   SCRATCH=/var/tmp/paperboy-bench-static  (release build folder, apart from .build so it
@@ -39,7 +44,7 @@ PARALLEL=${PARALLEL:-8}
 NOSYNC=${NOSYNC:-0}
 LOCAL=${LOCAL:-1}
 OUTPUT=${OUTPUT:-1}
-CASES=${CASES:-big small}
+CASES=${CASES:-big small tls}
 if [[ ${TMPFS:-0} == 1 ]]; then
     WORK=${WORK:-$(mktemp -d /dev/shm/paperboy-http-bench.XXXXXX)}
 else
@@ -54,7 +59,7 @@ PAPERBOY=$("$ROOT/Benchmarks/build.sh")
 # The URLSession program, optimised, as a Swift developer would build it. Its downloads land in
 # a temporary folder on the same file system (TMPDIR below), so the final move is a rename.
 URLSESSION=""
-if command -v swiftc > /dev/null && mkdir -p "$WORK/bin" &&
+if [[ " $CASES " == *" big "* || " $CASES " == *" small "* ]] && command -v swiftc > /dev/null && mkdir -p "$WORK/bin" &&
    swiftc -O -swift-version 6 -o "$WORK/bin/urlsession-fetch" "$ROOT/Benchmarks/http/urlsession.swift" >&2; then
     URLSESSION=$WORK/bin/urlsession-fetch
 fi
@@ -72,7 +77,19 @@ if (( $(find "$WORK/www/small" -type f | wc -l) != SMALL_COUNT )); then
         split -a 5 -d -b $((SMALL_KB * 1024)) - "$WORK/www/small/f"
 fi
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+PORT=$(free_port)
+TLS_PORT=$(free_port)
+# A certificate authority made for this run, and the server's certificate for 127.0.0.1 signed
+# by it: every tool verifies the server against it (never -k).
+if [[ ! -f $WORK/tls/server.pem ]]; then
+    mkdir -p "$WORK/tls"
+    (cd "$WORK/tls" &&
+     openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj "/CN=paperboy benchmark CA" &&
+     openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=127.0.0.1" &&
+     printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > server.ext &&
+     openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile server.ext) > /dev/null 2>&1
+fi
 USER_LINE=""
 [[ $(id -u) == 0 ]] && USER_LINE="user root;"
 cat > "$WORK/nginx.conf" <<EOF
@@ -96,6 +113,12 @@ http {
         listen 127.0.0.1:$PORT;
         root $WORK/www;
     }
+    server {
+        listen 127.0.0.1:$TLS_PORT ssl http2;
+        ssl_certificate $WORK/tls/server.pem;
+        ssl_certificate_key $WORK/tls/server.key;
+        root $WORK/www;
+    }
 }
 EOF
 "$NGINX" -p "$WORK" -c "$WORK/nginx.conf" -e "$WORK/logs/error.log" &
@@ -106,6 +129,7 @@ for _ in $(seq 100); do
     sleep 0.05
 done
 BASE="http://127.0.0.1:$PORT"
+TLS_BASE="https://127.0.0.1:$TLS_PORT"
 
 # Lists for the other tools.
 echo "$BASE/big.bin" > "$WORK/big-url.txt"
@@ -116,16 +140,19 @@ for file in "$WORK"/www/small/*; do
     echo "$BASE/small/$name" >> "$WORK/small-urls.txt"
     printf 'url = "%s/small/%s"\noutput = "%s"\n' "$BASE" "$name" "$name" >> "$WORK/small-curl.txt"
 done
+sed "s|$BASE|$TLS_BASE|" "$WORK/small-curl.txt" > "$WORK/small-curl-tls.txt"
 
-paperboy_config() {  # $1 = case, $2 = output folder, $3 = config name suffix, $4 = extra [library] line, $5 = URL base
-    local base=${5:-$BASE}
+paperboy_config() {  # $1 = case, $2 = output folder, $3 = config name suffix, $4 = extra [library] line, $5 = URL base, $6 = asset options
+    local base=${5:-$BASE} options=""
+    [[ -n ${6:-} ]] && options="options = { $6 }\n"
     {
         printf '[library]\npath = "%s/lib"\n%s\n\n[scheduler]\nmax_concurrent = %d\nmax_per_host = %d\nretry_attempts = 1\n\n' "$2" "${4:-}" "$PARALLEL" "$PARALLEL"
+        [[ $base == https:* ]] && printf '[[credentials]]\nmatch = "%s"\nca_file = "%s"\n\n' "$base" "$WORK/tls/ca.pem"
         printf '[[issues]]\nname = "bench"\ndate = "2025-01-01"\n\n'
         if [[ $1 == big ]]; then
             printf '[[issues.assets]]\nurl = "%s/big.bin"\n' "$base"
         else
-            for file in "$WORK"/www/small/*; do printf '[[issues.assets]]\nurl = "%s/small/%s"\n' "$base" "${file##*/}"; done
+            for file in "$WORK"/www/small/*; do printf "[[issues.assets]]\nurl = \"%s/small/%s\"\n$options" "$base" "${file##*/}"; done
         fi
     } > "$WORK/paperboy-$1${3:-}.toml"
 }
@@ -136,6 +163,10 @@ paperboy_config small "$WORK/out" -nosync "sync_to_disk = false"
 # The small files through the local-file transport (file:// URLs, no network, no nginx, no
 # libcurl): what the library itself costs per file (planning, bookkeeping, durability, delivery).
 paperboy_config small "$WORK/out" -local "" "file://$WORK/www"
+# The small files over HTTPS: HTTP/2 as paperboy chooses, and HTTP/1.1 forced.
+paperboy_config small "$WORK/out" -tls "" "$TLS_BASE"
+paperboy_config small "$WORK/out" -tls-h1 "" "$TLS_BASE" 'http_version = "1.1"'
+paperboy_config small "$WORK/out" -tls-h2 "" "$TLS_BASE" 'http_version = "2"'
 
 # run NAME CASE COMMAND… : runs in a fresh output folder; appends "seconds peak_kib" to a result file.
 run() {
@@ -146,7 +177,7 @@ run() {
     # The tool's own code warm too, as for a tool that runs again and again (cold, paperboy's
     # start-up reads ~20 MiB of code from disk: +50-100 ms on this VM): one unmeasured run of the
     # same command for the small case, `--version` for the big one (its start-up is noise there).
-    if [[ $case == small ]]; then
+    if [[ $case == small || $case == tls ]]; then
         rm -rf "$WORK/warm"; mkdir -p "$WORK/warm"
         (cd "$WORK/warm" && "$@" > /dev/null 2>&1) || true
         # paperboy's library is in out/ (its config says so): start the measured run afresh.
@@ -163,6 +194,7 @@ run() {
     awk -v b="$bytes" '{printf "%s %s %s %.2f\n", $1, $2, b, $3 + $4}' "$WORK/time.txt" >> "$WORK/result-$case-$name.txt"
 }
 
+TOOLS_TLS=(${TLS_TOOLS:-paperboy paperboy-h1 "curl-Z$PARALLEL-h2" "curl-Z$PARALLEL-h1"})
 TOOLS_BIG=(paperboy curl)
 TOOLS_SMALL=(paperboy curl-seq "curl-Z$PARALLEL")
 if [[ $LOCAL == 1 ]]; then TOOLS_SMALL+=(paperboy-local); fi
@@ -203,13 +235,23 @@ for ((i = 1; i <= RUNS; i++)); do
             urlsession-j*) run "$tool" small env TMPDIR="$WORK/urlsession-tmp" "$URLSESSION" "$PARALLEL" "$WORK/small-urls.txt" ;;
         esac
     done
+    for tool in "${TOOLS_TLS[@]}"; do
+        [[ " $CASES " == *" tls "* ]] || break
+        case $tool in
+            paperboy) run paperboy tls "$PAPERBOY" sync -q --config "$WORK/paperboy-small-tls.toml" ;;
+            paperboy-h1) run paperboy-h1 tls "$PAPERBOY" sync -q --config "$WORK/paperboy-small-tls-h1.toml" ;;
+            paperboy-h2) run paperboy-h2 tls "$PAPERBOY" sync -q --config "$WORK/paperboy-small-tls-h2.toml" ;;
+            curl-Z*-h2) run "$tool" tls curl -sS --cacert "$WORK/tls/ca.pem" --http2 -Z --parallel-max "$PARALLEL" -K "$WORK/small-curl-tls.txt" ;;
+            curl-Z*-h1) run "$tool" tls curl -sS --cacert "$WORK/tls/ca.pem" --http1.1 -Z --parallel-max "$PARALLEL" -K "$WORK/small-curl-tls.txt" ;;
+        esac
+    done
 done
 
 # Medians of the runs, ratios against paperboy.
 report() {  # $1 = case, $2 = unit
     local case=$1 unit=$2 base=""
     [[ -f $WORK/result-$case-paperboy.txt ]] || return 0
-    printf '\n(%s) %s\n' "$case" "$([[ $case == big ]] && echo "one ${BIG_MB} MiB file" || echo "${SMALL_COUNT} files of ${SMALL_KB} KiB, parallelism ${PARALLEL} where the tool has it")"
+    printf '\n(%s) %s\n' "$case" "$([[ $case == big ]] && echo "one ${BIG_MB} MiB file" || echo "${SMALL_COUNT} files of ${SMALL_KB} KiB$([[ $case == tls ]] && echo " over HTTPS"), parallelism ${PARALLEL} where the tool has it")"
     printf '%-16s %9s %13s %10s %12s %10s %7s\n' tool seconds "(range)" "$unit" "vs paperboy" "peak RSS" "CPU-s"
     for file in "$WORK/result-$case-paperboy.txt" "$WORK"/result-"$case"-*.txt; do
         [[ -f $file ]] || continue
@@ -242,6 +284,7 @@ ratio() {  # $1 = case, $2 = paperboy row, $3 = other tool, $4 = aim
 rm -f "$WORK"/rates-*.txt
 report big MB/s
 report small files/s
+report tls files/s
 echo
 ratio big paperboy curl 1.3
 ratio big paperboy urlsession 2.5
@@ -249,6 +292,9 @@ ratio big paperboy-nosync curl 1.3
 ratio small paperboy "curl-Z$PARALLEL" 1.0
 ratio small paperboy-nosync "curl-Z$PARALLEL" 1.0
 ratio small paperboy-out paperboy 0.95
+ratio tls paperboy "curl-Z$PARALLEL-h2" 1.0
+ratio tls paperboy-h1 "curl-Z$PARALLEL-h1" 1.0
+ratio tls paperboy paperboy-h1 "1.0 (HTTP/2 against HTTP/1.1)"
 echo
 echo "file system of the downloads: $(df -T "$WORK" | awk 'NR==2 {print $2}') ($WORK), $RUNS paired runs, medians"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -5,8 +5,20 @@ $body_bytes_sent and the Range each run asks for) how many bytes were sent twice
 
     waste of kill i = start_i + body_bytes_sent_i - start_(i+1)
 
+Then (SPLIT=4, 0 to leave out) the same kills during a split download: `connections_per_asset
+= SPLIT`, SPLIT_KILLS=5 SIGKILLs, then a run left to finish, whose file must be byte-identical
+to the source. Per kill, from the log lines of that run (nginx's limit is per connection):
+
+    re-fetched of kill i = bytes sent in run i - (prefix_(i+1) - prefix_i)
+    pieces in flight     = what the requests of run i asked for: the whole range of each
+                           piece request (`bytes=A-B`), and what was sent of the request that
+                           began (`bytes=N-`, the prefix's own connection)
+
+where prefix_i is the `bytes=N-` of run i's request that began (the bytes without a gap kept
+on disk). The aim (issue 30): re-fetched <= pieces in flight at every kill.
+
 Run by hand, on a quiet machine:  Benchmarks/kill/run.py
-Knobs (environment): RATE=50m (nginx limit_rate) KILLS=10 SIZE_MB=1000 SEED=1
+Knobs (environment): RATE=50m (nginx limit_rate) KILLS=10 SIZE_MB=1000 SEED=1 SPLIT=4 SPLIT_KILLS=5
   MIN_S=0.6 MAX_S=1.4   (each run is killed after a random time in this range, the same
                          sequence for every tool)
   WORK=/var/tmp/...     (where data and downloads live; default a new folder in /var/tmp)
@@ -28,6 +40,8 @@ SEED = int(os.environ.get("SEED", "1"))
 MIN_S, MAX_S = float(os.environ.get("MIN_S", "0.6")), float(os.environ.get("MAX_S", "1.4"))
 HEAVY_MB, HEAVY_THREADS = os.environ.get("HEAVY_MB", "16"), os.environ.get("HEAVY_THREADS", "8")
 HEAVY_NAME = f"curl -C - +{HEAVY_MB} MiB {HEAVY_THREADS} thr"
+SPLIT = int(os.environ.get("SPLIT", "4"))
+SPLIT_KILLS = int(os.environ.get("SPLIT_KILLS", "5"))
 WORK = os.environ.get("WORK") or tempfile.mkdtemp(prefix="paperboy-kill-bench.", dir="/var/tmp")
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
@@ -62,6 +76,75 @@ http {{
 """)
     subprocess.run([NGINX, "-c", conf, "-p", f"{WORK}/nginx", "-e", f"{WORK}/nginx/logs/error.log"], check=True)
     time.sleep(0.3)
+
+
+def log_requests(path):
+    """(range as asked, bytes sent) of every logged request for path, in the order logged."""
+    try:
+        with open(f"{WORK}/nginx/logs/access.log") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    found = []
+    for line in lines:
+        m = re.match(r'(\S+) "([^"]*)" (\d+)', line)
+        if m and m.group(1) == path:
+            found.append((m.group(2), int(m.group(3))))
+    return found
+
+
+def split_kill_runs(binary, folder, port, delays, size):
+    """SPLIT_KILLS killed runs of a split download, then one left to finish: per kill
+    (re-fetched, pieces in flight), and whether the delivered file equals the source."""
+    name = f"split{SPLIT}"
+    os.symlink("big.bin", f"{WORK}/www/{name}.bin")
+    os.makedirs(folder, exist_ok=True)
+    with open(f"{folder}/paperboy.toml", "w") as f:
+        f.write(f"""[library]
+path = "{folder}/lib"
+[scheduler]
+connections_per_asset = {SPLIT}
+[[issues]]
+name = "kill"
+date = 2026-11-21
+  [[issues.assets]]
+  url = "http://127.0.0.1:{port}/{name}.bin"
+  path = "big.bin"
+""")
+    command = [binary, "sync", "-q", "--config", f"{folder}/paperboy.toml"]
+    ends = []
+    for delay in delays:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        time.sleep(0.5)  # nginx logs a request once it notices the closed connection
+        ends.append(len(log_requests(f"/{name}.bin")))
+    finished = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    requests = log_requests(f"/{name}.bin")
+    runs = [requests[a:b] for a, b in zip([0] + ends, ends + [len(requests)])]
+
+    def prefix(run):
+        # The request that began: open-ended (`bytes=N-`), or without a Range from 0. nginx
+        # logs a run's requests in the order their connections closed, not as they began.
+        began = [asked for asked, _ in run if asked == "-" or (asked.startswith("bytes=") and asked.endswith("-"))]
+        return int(began[0][6:-1]) if began and began[0] != "-" else 0
+    kills = []
+    for i in range(len(delays)):
+        sent = sum(b for _, b in runs[i])
+        refetched = sent - (prefix(runs[i + 1]) - prefix(runs[i]))
+        flight = others = 0
+        for asked, bytes_sent in runs[i]:
+            a, _, b = asked[6:].partition("-") if asked.startswith("bytes=") else ("0", "", "")
+            flight += int(b) - int(a) + 1 if b else bytes_sent
+            others += bytes_sent if b else 0
+        kills.append((refetched, flight, len(runs[i]), others))
+    delivered = f"{folder}/lib/Issues/kill/big.bin"
+    same = finished.returncode == 0 and os.path.exists(delivered) and \
+        subprocess.run(["cmp", "-s", delivered, f"{WORK}/www/big.bin"]).returncode == 0
+    total = sum(b for _, b in requests)
+    return kills, same, finished.returncode, total - size
 
 
 def log_lines(path):
@@ -172,6 +255,9 @@ date = 2026-11-21
             env = dict(os.environ, LD_PRELOAD=preload, HEAVY_MB=HEAVY_MB, HEAVY_THREADS=HEAVY_THREADS)
             results.append(kill_runs(HEAVY_NAME, [curl, "-s", "-C", "-", "-o", f"{WORK}/curl-heavy.out",
                                                  f"http://127.0.0.1:{port}/curl-heavy.bin"], "/curl-heavy.bin", delays, env))
+        split = None
+        if SPLIT > 1:
+            split = split_kill_runs(paperboy, f"{WORK}/split", port, delays[:SPLIT_KILLS], SIZE_MB << 20)
     finally:
         with open(f"{WORK}/nginx/nginx.pid") as f:
             os.kill(int(f.read()), signal.SIGTERM)
@@ -188,6 +274,16 @@ date = 2026-11-21
         if means.get(baseline):
             for name in names[:-1]:
                 print(f"{name} / {baseline}: {means[name] / means[baseline]:.2f}")
+    if split:
+        kills, same, status, extra = split
+        print(f"\nSplit download, connections_per_asset = {SPLIT}: {len(kills)} SIGKILLs at the same times, then a run to the end")
+        print(f"{'kill':>4} {'requests':>8} {'re-fetched MB':>13} {'in flight MB':>12} {'pieces sent MB':>14}  aim: re-fetched <= in flight")
+        for i, (refetched, flight, count, others) in enumerate(kills, 1):
+            print(f"{i:>4} {count:>8} {refetched / 1e6:>13.2f} {flight / 1e6:>12.2f} {others / 1e6:>14.2f}  "
+                  f"{'met' if refetched <= flight else 'NOT MET'}")
+        print("pieces sent: what the piece requests (`bytes=A-B`, not the prefix's own) had received when killed")
+        print(f"last run exit {status}; delivered file byte-identical to the source: {same}; "
+              f"bytes served beyond the file's size over all runs: {extra / 1e6:.2f} MB")
     shutil.rmtree(WORK, ignore_errors=True)
 
 

@@ -111,6 +111,55 @@ extension TransportConformance {
                         "through a Library, the last attempt began at \(run.lastResponse?.offset ?? -1), expected 0")
     }
 
+    func checkRanges(_ recorder: CheckRecorder) async throws {
+        guard transport.capabilities.contains(.ranges) else {
+            throw Skip(reason: "the transport does not declare the .ranges capability")
+        }
+        let data = sampleData(options.rangedResourceSize, seed: 12)
+        let connections = options.rangeConnections
+        guard let whole = try await fixture.publishIgnoringRanges(data, as: uniqueName("ranges-whole")) else {
+            throw Skip(reason: "the fixture has no URL that answers ranges with the whole resource (publishIgnoringRanges)")
+        }
+        let url = try await fixture.publish(data, as: uniqueName("ranges"))
+        var behaviour = ConformanceSink.Behaviour()
+        behaviour.acceptsSegments = true
+        // The other connections get to answer before the first one has fetched everything.
+        behaviour.holdsForSegmentsAfter = 1 << 20
+
+        let sink = ConformanceSink(behaviour)
+        let result = await transfer(job(url, connections: connections), into: sink)
+        if recorder.expect(result.isFinished, "downloading \(data.count) bytes over \(connections) connections failed: \(result)") {
+            expectSegments(sink, of: data, recorder)
+            recorder.expect(!sink.segments.isEmpty,
+                            "the transport declares .ranges but fetched \(data.count) bytes allowed \(connections) connections without asking for a segment")
+        }
+
+        // A source announcing ranges that answers each with the whole resource (HTTP 200).
+        let wholeSink = ConformanceSink(behaviour)
+        let wholeResult = await transfer(job(whole, connections: connections), into: wholeSink)
+        if recorder.expect(wholeResult.isFinished,
+                           "downloading over \(connections) connections from a source answering ranges with the whole resource failed: \(wholeResult)") {
+            expectSegments(wholeSink, of: data, recorder)
+        }
+    }
+
+    /// The contract, the segments' rules, and the bytes: each segment's against the source's at
+    /// its offsets, the whole as written against `data`.
+    private func expectSegments(_ sink: ConformanceSink, of data: Data, _ recorder: CheckRecorder) {
+        expectContract(sink, finished: true, recorder)
+        for breach in sink.segmentBreaches { recorder.fail("segment rule broken: \(breach)") }
+        for segment in sink.segments {
+            let range = Int(segment.range.lowerBound)..<Int(segment.range.upperBound)
+            guard recorder.expect(segment.data.count == range.count,
+                                  "segment \(segment.range) got \(segment.data.count) of its \(range.count) bytes when the transfer returned") else { continue }
+            recorder.expect(range.upperBound <= data.count && segment.data == data[range],
+                            "segment \(segment.range) holds other bytes than the source's at those offsets (a whole-resource answer written at a range's place?)")
+        }
+        let offset = Int(sink.response?.offset ?? 0)
+        recorder.expect(sink.assembled == data[offset...],
+                        "the bytes written (\(sink.data.count) sequential from \(offset), \(sink.segments.count) segments) differ from the \(data.count) published")
+    }
+
     func checkNotFound(_ recorder: CheckRecorder) async throws {
         let url = try await fixture.missingURL()
         let sink = ConformanceSink()
@@ -291,9 +340,11 @@ extension TransportConformance {
         }
     }
 
-    func job(_ url: URL, offset: Int64 = 0, validator: ResourceValidator? = nil) -> TransferJob {
-        TransferJob(url: url, offset: offset, validator: validator, connectTimeout: options.connectTimeout,
-                    idleTimeout: options.idleTimeout, assetIdentifier: "conformance")
+    func job(_ url: URL, offset: Int64 = 0, validator: ResourceValidator? = nil, connections: Int = 1) -> TransferJob {
+        var job = TransferJob(url: url, offset: offset, validator: validator, connectTimeout: options.connectTimeout,
+                              idleTimeout: options.idleTimeout, assetIdentifier: "conformance")
+        job.connectionsPerAsset = connections
+        return job
     }
 
     func transfer(_ job: TransferJob, into sink: ConformanceSink) async -> TransferResult {

@@ -49,6 +49,11 @@ public struct TransportConformance: Sendable {
         /// credential answers only challenges from inside the protected URL's folder (its
         /// ``URLScope``): one from where a redirect led fails the check, unanswered.
         case challenges
+        /// A transport declaring ``TransportCapabilities/ranges``, allowed several connections,
+        /// fetches a large resource through sink segments, byte-identical; from a source that
+        /// answers ranges with the whole resource it still ends byte-identical, and no segment
+        /// holds bytes of another offset.
+        case ranges
 
         public var description: String { rawValue }
     }
@@ -79,6 +84,11 @@ public struct TransportConformance: Sendable {
         /// Job timeouts passed to the transport.
         public var connectTimeout: Duration = .seconds(10)
         public var idleTimeout: Duration = .seconds(10)
+        /// Size of the resource the ranges check fetches over several connections: above the
+        /// HTTP transport's 32 MiB, below which it does not split.
+        public var rangedResourceSize = 40 << 20
+        /// Connections the ranges check allows one transfer (`TransferJob`'s connections per asset).
+        public var rangeConnections = 4
 
         /// The defaults.
         public init() {}
@@ -113,6 +123,7 @@ public struct TransportConformance: Sendable {
             case .backPressure: try await checkBackPressure(recorder)
             case .cancellation: try await checkCancellation(recorder)
             case .challenges: try await checkChallenges(recorder)
+            case .ranges: try await checkRanges(recorder)
             }
         } catch let skip as Skip {
             recorder.skip(skip.reason)

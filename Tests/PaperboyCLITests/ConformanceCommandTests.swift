@@ -24,7 +24,7 @@ struct ConformanceCommandTests {
             "--command", ExecTransportSyncTests.treeHelper, "--root", root.path,
         ], environment: ["PAPERBOY_TREE_TEST_HOOKS": "1", "CONFORMANCE_PASSWORD": "s3cret"])
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
-        #expect(result.stdout.contains("10 passed, 0 failed, 0 skipped"), "\(result.stdout)")
+        #expect(result.stdout.contains("10 passed, 0 failed, 1 skipped"), "\(result.stdout)")
         for check in ["full-download", "resume", "challenges", "authentication-refused", "dropped-connection", "ignored-range-restarts"] {
             #expect(result.stdout.contains("  pass  \(check)\n"), "\(check): \(result.stdout)")
         }
@@ -40,7 +40,7 @@ struct ConformanceCommandTests {
         try FileManager.default.createDirectory(at: served, withIntermediateDirectories: true)
         let result = try await CLI.run(["conformance", "--served-folder", served.path, "--base-url", served.absoluteString])
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
-        #expect(result.stdout.contains("6 passed, 0 failed, 4 skipped"), "\(result.stdout)")
+        #expect(result.stdout.contains("6 passed, 0 failed, 5 skipped"), "\(result.stdout)")
         #expect(result.stdout.contains("  skip  dropped-connection: "), "\(result.stdout)")
         #expect(result.stdout.contains("(give --dropping-url)"), "\(result.stdout)")
     }

@@ -58,7 +58,12 @@ struct TreeHelperTests {
         let fixture = TreeFixture()
         let transport = TreeHelper.transport(root: fixture.files.folder)
         let outcome = await TransportConformance(transport, fixture: fixture).run(check)
-        #expect(outcome == .passed)
+        if check == .ranges {
+            // Helpers fetch whole files: the exec protocol has no ranges yet.
+            #expect(outcome != .passed, "an exec helper cannot declare ranges; the check must say it was skipped")
+        } else {
+            #expect(outcome == .passed)
+        }
         transport.retireIdleHelpers()
     }
 

@@ -16,6 +16,12 @@ struct ExecTransportTests {
         TransferJob(url: url, connectTimeout: .seconds(10), idleTimeout: idle)
     }
 
+    /// Protocol version 1 has no ranges: a helper never fetches into segments, whatever it is told.
+    @Test func aHelperNeverDeclaresRanges() {
+        let transport = ExecTransport(scheme: "fake", command: ["/bin/false"], capabilities: [.resume, .ranges])
+        #expect(transport.capabilities == [.resume])
+    }
+
     @Test func aCorrectHelperServesSeveralTransfersFromOneProcess() async throws {
         let transport = folder.fakeTransport("serve", clock: clock)
         // 0...255 repeated, what the fake helper serves (filled in place: a debug build's

@@ -83,3 +83,24 @@ final class FailingSink: TransferSink, @unchecked Sendable {
 }
 
 struct MarkerError: Error, Equatable {}
+
+/// A self-signed certificate for 127.0.0.1 made with openssl, or nil (skipping) without it.
+func makeCertificate(in folder: TempFolder) async throws -> (certificate: URL, key: URL)? {
+    let certificate = folder.file("cert.pem")
+    let key = folder.file("key.pem")
+    guard let openssl = ["/usr/bin/openssl", "/bin/openssl"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        // Installed with nginx by scripts/install-deps: under CI a missing tool fails, as a missing server does.
+        try #require(ProcessInfo.processInfo.environment["CI"] != "true", "openssl is not installed")
+        print("skipping TLS test: openssl is not installed")
+        return nil
+    }
+    let made = try await offThePool {
+        try ChildProcess.run(openssl, [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-keyout", key.path, "-out", certificate.path, "-days", "2", "-subj", "/CN=127.0.0.1",
+            "-addext", "subjectAltName=IP:127.0.0.1",
+        ])
+    }
+    try #require(made.status == 0, "openssl: \(made.output)")
+    return (certificate, key)
+}

@@ -65,6 +65,8 @@ public final class NginxServer: LoopbackWebServer, @unchecked Sendable {
                 access_log \(dir)/logs/access.log ranges;
                 log_format connections '$connection $status "$http_range" $body_bytes_sent';
                 access_log \(dir)/logs/connections.log connections;
+                log_format protocols '$server_protocol $connection $status $uri';
+                access_log \(dir)/logs/protocols.log protocols;
                 default_type application/octet-stream;
                 sendfile on;
                 client_body_temp_path \(dir)/tmp/body;
@@ -101,6 +103,13 @@ public final class NginxServer: LoopbackWebServer, @unchecked Sendable {
     /// `CONNECTION STATUS "RANGE" BYTES` line per request.
     public var connectionLog: [String] {
         let text = (try? String(contentsOf: folder.appendingPathComponent("logs/connections.log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    /// The access log so far with the protocol and connection of each request: one
+    /// `PROTOCOL CONNECTION STATUS PATH` line per request (`HTTP/2.0 3 200 /a.bin`).
+    public var protocolLog: [String] {
+        let text = (try? String(contentsOf: folder.appendingPathComponent("logs/protocols.log"), encoding: .utf8)) ?? ""
         return text.split(separator: "\n").map(String.init)
     }
 

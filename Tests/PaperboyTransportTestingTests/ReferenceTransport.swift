@@ -68,13 +68,15 @@ struct ReferenceTransport: Transport {
     enum Flaw: String, Sendable, CaseIterable {
         case liesAboutOffset, buffersEverything, ignoresCancellation, echoesRecordedValidator
         case untypedNotFound, dropsAreFatal, asksForeverWhenRefused, skipsChallenges, overlapsWrites
+        /// Writes a range's answer into a segment without checking where the answer starts.
+        case splicesWholeAnswers
     }
 
     let store: MemoryStore
     var flaw: Flaw?
 
     var schemes: Set<String> { ["ref"] }
-    var capabilities: TransportCapabilities { [.resume, .validators, .challenges] }
+    var capabilities: TransportCapabilities { [.resume, .validators, .challenges, .ranges] }
 
     func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
         guard let resource = store.resource(job.url) else {
@@ -96,28 +98,56 @@ struct ReferenceTransport: Transport {
             try await sink.write(data[position...])
             return
         }
+        // With several connections, the second half is "fetched" as a range into a segment,
+        // once its answer is known to start where asked (a source ignoring ranges answers from 0).
+        var end = data.count
+        var tail: (segment: any TransferSegment, bytes: Data)?
+        if job.connectionsPerAsset > 1, data.count - position >= 2 {
+            let middle = position + (data.count - position) / 2
+            let answer = resource.ignoresRanges ? (start: 0, bytes: data) : (start: middle, bytes: data[middle...])
+            if answer.start == middle || flaw == .splicesWholeAnswers, let segment = try sink.segment(Int64(middle)..<Int64(data.count)) {
+                tail = (segment, Data(answer.bytes.prefix(data.count - middle)))
+                end = middle
+            }
+        }
         var sent = 0
-        while position < data.count {
+        while position < end {
             if flaw != .ignoresCancellation { try Task.checkCancellation() }
-            var end = min(position + 64 * 1024, data.count)
+            var chunkEnd = min(position + 64 * 1024, end)
             if let limit = resource.dropAfter {
                 if sent >= limit {
                     throw TransportError(.connectionLost, "connection reset", url: job.url, isRetryable: flaw != .dropsAreFatal)
                 }
-                end = min(end, position + limit - sent)
+                chunkEnd = min(chunkEnd, position + limit - sent)
             }
-            if flaw == .overlapsWrites, end - position > 1 {
-                let first = data[position..<(position + (end - position) / 2)]
-                let second = data[(position + (end - position) / 2)..<end]
+            if flaw == .overlapsWrites, chunkEnd - position > 1 {
+                let first = data[position..<(position + (chunkEnd - position) / 2)]
+                let second = data[(position + (chunkEnd - position) / 2)..<chunkEnd]
                 async let one: Void = sink.write(first)
                 async let two: Void = sink.write(second)
                 _ = try await (one, two)
             } else {
-                try await sink.write(data[position..<end])
+                try await sink.write(data[position..<chunkEnd])
             }
-            sent += end - position
-            position = end
+            sent += chunkEnd - position
+            position = chunkEnd
         }
+        if let tail {
+            var start = tail.bytes.startIndex
+            while start < tail.bytes.endIndex {
+                try Task.checkCancellation()
+                let stop = min(start + 64 * 1024, tail.bytes.endIndex)
+                try await Self.write(tail.bytes[start..<stop], to: tail.segment)
+                start = stop
+            }
+        }
+    }
+
+    private static func write(_ bytes: Data, to segment: any TransferSegment) async throws {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 16)
+        defer { buffer.deallocate() }
+        _ = bytes.copyBytes(to: buffer.bindMemory(to: UInt8.self))
+        try await segment.write(UnsafeRawBufferPointer(buffer))
     }
 
     private func authenticate(_ guarding: MemoryStore.Guard, job: TransferJob, sink: any TransferSink) async throws {

@@ -26,6 +26,7 @@ struct TransportConformanceTests {
         (.dropsAreFatal, .droppedConnection),
         (.asksForeverWhenRefused, .authenticationRefused),
         (.skipsChallenges, .challenges),
+        (.splicesWholeAnswers, .ranges),
     ])
     func flawIsCaught(_ flaw: ReferenceTransport.Flaw, _ check: Check) async {
         let store = MemoryStore()
@@ -60,7 +61,7 @@ struct TransportConformanceTests {
 @Suite("FileTransport conformance", .timeLimit(.minutes(2)))
 struct FileTransportConformanceTests {
     static let unsupported: Set<TransportConformance.Check> = [
-        .ignoredRangeRestarts, .authenticationRefused, .droppedConnection, .challenges,
+        .ignoredRangeRestarts, .authenticationRefused, .droppedConnection, .challenges, .ranges,
     ]
 
     @Test(arguments: TransportConformance.Check.allCases)

@@ -23,6 +23,9 @@ struct RequestPlan: Sendable {
     var followsRedirects: Bool
     var configuration: HTTPTransport.Configuration
     var caFile: String?
+    /// Whether HTTP/2 may be negotiated (over TLS): the configuration's, or the job option
+    /// `http_version`.
+    var allowsHTTP2: Bool
     var connectTimeout: Duration
     var idleTimeout: Duration
 }
@@ -174,7 +177,14 @@ final class CurlRequest: @unchecked Sendable {
         set(CURLOPT_USERAGENT, configuration.userAgent, "USERAGENT")
         set(CURLOPT_TCP_KEEPALIVE, 1, "TCP_KEEPALIVE")
         set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, "SUPPRESS_CONNECT_HEADERS")
-        if CurlMulti.supportsHTTP2 { set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS, "HTTP_VERSION") }
+        if plan.allowsHTTP2, CurlMulti.supportsHTTP2 {
+            set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS, "HTTP_VERSION")
+            // Wait for a connection to the host being set up rather than opening another: its
+            // streams are multiplexed (CURLMOPT_PIPELINING), one connection per host.
+            set(CURLOPT_PIPEWAIT, 1, "PIPEWAIT")
+        } else {
+            set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1, "HTTP_VERSION")
+        }
         set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(plan.connectTimeout.milliseconds)), "CONNECTTIMEOUT_MS")
         // Stalls are found by the curl thread (``IdleWatch``) within about a second of the
         // idle timeout: libcurl's LOW_SPEED_TIME averages the speed over 5 s and fired up to 5 s late.

@@ -62,6 +62,10 @@ public struct HTTPTransport: Transport {
         /// Follow redirects from `https` to plain `http`. Off by default: such a redirect fails
         /// with `.insecureRedirect`, naming both URLs.
         public var allowsInsecureRedirects: Bool
+        /// Negotiate HTTP/2 over TLS where the server offers it (ALPN), its requests to one host
+        /// then streams of one connection; `false` speaks HTTP/1.1 always. Plain `http:` is
+        /// HTTP/1.1 either way. The job option `http_version` (`"1.1"` or `"2"`) wins.
+        public var allowsHTTP2 = true
         /// Resources with fewer bytes left are fetched over one connection whatever
         /// `TransferJob.connectionsPerAsset` allows (see ``SplitDownload``).
         var splitThreshold: Int64 = 32 << 20
@@ -114,11 +118,12 @@ public struct HTTPTransport: Transport {
     }
 
     public var schemes: Set<String> { ["http", "https"] }
-    public var capabilities: TransportCapabilities { [.resume, .challenges, .validators] }
+    public var capabilities: TransportCapabilities { [.resume, .challenges, .validators, .ranges] }
 
     public func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
         var target = try Self.validated(job.url)
         try Self.validate(headers: job.headers, of: job.url)
+        let allowsHTTP2 = try Self.allowsHTTP2(job.options["http_version"], of: job.url) ?? configuration.allowsHTTP2
 
         var ifRange = job.offset > 0 ? RangeResume.ifRange(for: job.validator) : nil
         var offset = ifRange == nil ? 0 : job.offset
@@ -143,7 +148,7 @@ public struct HTTPTransport: Transport {
                 originAnswer: originAnswer, proxyAnswer: proxyAnswer, proxy: proxy,
                 followsRedirects: configuration.maxRedirects > 0 && originAnswer == nil,
                 configuration: configuration, caFile: job.options["ca_file"] ?? configuration.caFile,
-                connectTimeout: job.connectTimeout, idleTimeout: job.idleTimeout)
+                allowsHTTP2: allowsHTTP2, connectTimeout: job.connectTimeout, idleTimeout: job.idleTimeout)
             let outcome = try await perform(plan, into: sink, connections: job.connectionsPerAsset)
             if let error = outcome.sinkError { throw error }
             if outcome.began, outcome.code == CURLE_OK, !outcome.failedStatus { return }
@@ -301,6 +306,21 @@ public struct HTTPTransport: Transport {
         }
         failure.message += ": every offered authentication scheme was declined"
         throw failure
+    }
+
+    /// What the job option `http_version` says: `"1.1"` forces HTTP/1.1, `"2"` allows HTTP/2;
+    /// `nil` without the option.
+    ///
+    /// - Throws: ``TransportError`` `.badURL`, not retryable, naming the value, for another one.
+    static func allowsHTTP2(_ option: String?, of url: URL) throws -> Bool? {
+        switch option?.trimmingCharacters(in: .whitespaces) {
+        case nil: return nil
+        case "1.1": return false
+        case "2": return true
+        case let other?:
+            throw TransportError(.badURL, "the option http_version = '\(TerminalText.escape(other))' for \(url.redactedString) is neither \"1.1\" nor \"2\"",
+                                 url: url, isRetryable: false)
+        }
     }
 
     /// Parses `text` as an `http:` or `https:` URL.

@@ -7,16 +7,19 @@ import Foundation
 
 /// The ranges a transfer writes through segments, beside its sequential bytes.
 ///
-/// Only the thread making the transfer's (serialized) sink calls touches it.
-struct SegmentLedger: Sendable {
-    struct Entry: Sendable {
-        var range: Range<Int64>
-        var written: Int64 = 0
+/// Only the thread making the transfer's (serialized) sink calls touches it. `package`: the
+/// conformance suite's sink checks a transport's segments by the same rules.
+package struct SegmentLedger: Sendable {
+    package struct Entry: Sendable {
+        package var range: Range<Int64>
+        package var written: Int64 = 0
         var isComplete: Bool { written == range.upperBound - range.lowerBound }
     }
 
+    package init() {}
+
     /// Segments by increasing lower bound.
-    private(set) var entries: [Entry] = []
+    package private(set) var entries: [Entry] = []
     /// Bytes written through segments and not yet absorbed into the sequential count.
     private(set) var bytes: Int64 = 0
 
@@ -24,7 +27,7 @@ struct SegmentLedger: Sendable {
 
     /// The first byte sequential writes at `position` may not reach: the lowest segment start
     /// at or after it.
-    func sequentialLimit(from position: Int64) -> Int64? {
+    package func sequentialLimit(from position: Int64) -> Int64? {
         entries.first { $0.range.lowerBound >= position }?.range.lowerBound
     }
 
@@ -39,7 +42,7 @@ struct SegmentLedger: Sendable {
     }
 
     /// Why `range` cannot be a new segment after `position` sequential bytes of `length`, or nil.
-    func refusal(of range: Range<Int64>, after position: Int64, length: Int64) -> String? {
+    package func refusal(of range: Range<Int64>, after position: Int64, length: Int64) -> String? {
         if range.isEmpty { return "segment \(range) is empty" }
         if range.lowerBound < position { return "segment \(range) starts before byte \(position), already written" }
         if range.upperBound > length { return "segment \(range) ends past the \(length) bytes announced" }
@@ -48,19 +51,19 @@ struct SegmentLedger: Sendable {
     }
 
     /// Adds a segment, keeping the entries ordered.
-    mutating func add(_ range: Range<Int64>) {
+    package mutating func add(_ range: Range<Int64>) {
         let index = entries.firstIndex { $0.range.lowerBound > range.lowerBound } ?? entries.count
         entries.insert(Entry(range: range), at: index)
     }
 
     /// Where the next byte of segment `index` goes, or nil if `count` more would overflow it.
-    func nextOffset(of index: Int, adding count: Int64) -> Int64? {
+    package func nextOffset(of index: Int, adding count: Int64) -> Int64? {
         let entry = entries[index]
         guard entry.written + count <= entry.range.upperBound - entry.range.lowerBound else { return nil }
         return entry.range.lowerBound + entry.written
     }
 
-    mutating func record(_ count: Int64, in index: Int) {
+    package mutating func record(_ count: Int64, in index: Int) {
         entries[index].written += count
         bytes += count
     }

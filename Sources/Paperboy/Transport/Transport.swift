@@ -59,4 +59,6 @@ public struct TransportCapabilities: OptionSet, Sendable, Hashable {
     public static let validators = TransportCapabilities(rawValue: 1 << 2)
     /// The transport reads local resources only: network policies do not apply to it.
     public static let local = TransportCapabilities(rawValue: 1 << 3)
+    /// The transport fetches byte ranges of a resource into sink segments.
+    public static let ranges = TransportCapabilities(rawValue: 1 << 4)
 }
