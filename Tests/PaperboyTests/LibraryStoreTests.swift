@@ -31,6 +31,34 @@ struct LibraryStoreTests {
         try await library.scheduler.store.pool.read { db in try AssetRecord.fetchOne(db, key: id) }
     }
 
+    /// One timed write at a time: a write of another kind in between (a flush, a write for
+    /// waiters) leaves the armed one to take what comes next, instead of arming another (each a
+    /// transaction more in a sync of many small files), and what comes next is still written
+    /// within the batch delay without anyone asking.
+    @Test func aWriteInBetweenDoesNotArmASecondTimedWrite() async throws {
+        let store = try LibraryStore(fileURL: folder.file("library.sqlite"), batchDelay: .milliseconds(200))
+        try store.insertIssue(IssueRecord(name: IssueName("i", door: "test"), date: LibraryDate(stored: Date()), addedAt: Date(),
+                                          isNew: false, coverPath: nil))
+        let ids = ["a", "b", "c"]
+        try store.insertAssets(ids.enumerated().map { index, id in
+            AssetRecord(id: id, issueName: "i", seq: Int64(index), request: AssetRequest(url: URL(string: "mem://example/\(id)")!),
+                        userInfo: nil, state: PersistedState.queued.rawValue, detail: nil, retryAt: nil, attempts: 0,
+                        bytesOnDisk: 0, expectedBytes: nil, validator: nil, validatorStrength: nil)
+        })
+        for (index, id) in ids.enumerated() {
+            var patch = AssetPatch(id: id)
+            patch.bytesOnDisk = 100
+            store.submit(patch)
+            if index < ids.count - 1 { #expect(store.flush() == nil) }
+        }
+        #expect(store.armedTimedWrites.load(ordering: .relaxed) == 1)
+        // Nobody flushes the last one: the timer armed first writes it.
+        try await eventually("the last update was committed by the armed write") {
+            (try? store.pool.read { db in try AssetRecord.fetchOne(db, key: "c") })??.bytesOnDisk == 100
+        }
+        #expect(store.armedTimedWrites.load(ordering: .relaxed) == 1)
+    }
+
     @Test func aFailedBatchIsTriedAgainWithItsUpdates() async throws {
         let library = try open()
         let asset = try await library.addIssue(name: "i", date: Date()).addAsset(AssetRequest(url: URL(string: "mem://example/a")!))

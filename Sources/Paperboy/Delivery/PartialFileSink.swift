@@ -91,6 +91,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         /// The partial file, for messages.
         var partialFile: URL
         var url: URL
+        /// Where the transfer asks the source to continue; the partial file holds exactly this
+        /// many bytes when the sink is made (the scheduler cut it there).
         var requestedOffset: Int64
         var recordedValidator: ResourceValidator?
         var expectedSHA256: String?
@@ -257,7 +259,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         // Committed before the first byte reaches the file (see the type's discussion).
         var record: AssetPatch?
         if response.offset == 0 {
-            if requested > 0 || POSIX.fileSize(fd) > 0 {
+            // The file holds `requested` bytes (see ``Context/requestedOffset``): none to cut when 0.
+            if requested > 0 {
                 guard POSIX.truncate(fd, to: 0) else {
                     throw TransportError(.ioError, "cannot truncate partial file: \(SystemFailure.reason())", url: context.url)
                 }

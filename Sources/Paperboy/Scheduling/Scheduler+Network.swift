@@ -56,12 +56,15 @@ extension Scheduler {
 
     /// Whether an asset may transfer on `status` (always, for local transports and for sources
     /// that need no network, see ``NetworkPolicy/isLocalSource(_:)``).
+    /// The policy is asked first: it allows the common case in a few comparisons, without
+    /// parsing the URL's host under the scheduler's lock at each start.
     func allowsNetwork(_ entry: Entry, _ status: NetworkStatus) -> Bool {
+        if settings.effectiveNetworkPolicy.applying(entry.policyOverride).allows(status) { return true }
         if NetworkPolicy.isLocalSource(entry.request.url) { return true }
         if let transport = try? transports.transport(for: entry.request.url), transport.capabilities.contains(.local) {
             return true
         }
-        return settings.effectiveNetworkPolicy.applying(entry.policyOverride).allows(status)
+        return false
     }
 
     /// Changes the limit of each transfer (running ones included); `nil` for none.

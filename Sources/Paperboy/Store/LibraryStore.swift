@@ -18,10 +18,13 @@ final class LibraryStore: Sendable {
     private struct Pending {
         var patches: [String: AssetPatch] = [:]
         var order: [String] = []
+        /// A timed write (after the batch delay, or a retry after a failed commit) is armed: it
+        /// takes whatever is queued when it runs. Cleared by that write only, so that a write
+        /// of another kind meanwhile does not arm a second timer (one transaction more).
         var flushScheduled = false
         /// Told when the batch holding their update is written, or given up.
         var waiters: [@Sendable (LibraryError?) -> Void] = []
-        /// A write is due within ``waiterDelay`` for the waiters.
+        /// A write for the waiters is armed, due within ``waiterDelay``; cleared by that write only.
         var waiterFlushScheduled = false
         /// The assets of the batch being committed: their updates are no longer in `patches`.
         var inFlight: [String] = []
@@ -30,6 +33,9 @@ final class LibraryStore: Sendable {
     /// delivery is reported this much later at most, and deliveries finishing together share
     /// one transaction.
     private static let waiterDelay = DispatchTimeInterval.milliseconds(2)
+    /// What made a batch be written: an armed write clears its own flag when it takes the batch
+    /// (see ``Pending``).
+    private enum Trigger { case timer, waiters, now }
     /// Where ``submit(_:whenRecorded:)``'s callbacks run: not the writer's queue, so that they
     /// may read, flush and write.
     private let notifications = DispatchQueue(label: "paperboy.store.recorded")
@@ -40,6 +46,8 @@ final class LibraryStore: Sendable {
     private let commitFailures = Mutex<Int>(0)
     /// Commits of queued updates that failed since the store was opened (tests wait for one).
     let failedCommits = Atomic<Int>(0)
+    /// Timed writes (batch delay, retry) armed since the store was opened (tests count them).
+    let armedTimedWrites = Atomic<Int>(0)
     /// Told (on a queue of its own) when queued updates could not be committed after
     /// ``commitAttempts`` tries: the error and the assets whose updates are not recorded. The
     /// updates stay queued and are written with the next batch that succeeds.
@@ -465,10 +473,11 @@ final class LibraryStore: Sendable {
             return true
         }
         if soon {
-            queue.asyncAfter(deadline: .now() + Self.waiterDelay) { [self] in _ = writeBatch() }
+            queue.asyncAfter(deadline: .now() + Self.waiterDelay) { [self] in _ = writeBatch(.waiters) }
         }
         if schedule {
-            queue.asyncAfter(deadline: .now() + batchDelay) { [self] in _ = writeBatch() }
+            armedTimedWrites.add(1, ordering: .relaxed)
+            queue.asyncAfter(deadline: .now() + batchDelay) { [self] in _ = writeBatch(.timer) }
         }
     }
 
@@ -492,7 +501,7 @@ final class LibraryStore: Sendable {
             }
             switch schedule {
             case nil: continuation.resume(returning: nil)
-            case true?: queue.async { [self] in _ = writeBatch() }
+            case true?: queue.async { [self] in _ = writeBatch(.waiters) }
             case false?: break
             }
         }
@@ -516,8 +525,8 @@ final class LibraryStore: Sendable {
     }
 
     /// Commits the queued updates; the error if they could not be (they stay queued).
-    private func writeBatch() -> LibraryError? {
-        let (error, told) = commitLock.withLock { _ in writeBatchLocked() }
+    private func writeBatch(_ trigger: Trigger = .now) -> LibraryError? {
+        let (error, told) = commitLock.withLock { _ in writeBatchLocked(trigger) }
         if !told.isEmpty {
             notifications.async { for waiter in told { waiter(error) } }
         }
@@ -536,7 +545,7 @@ final class LibraryStore: Sendable {
 
     /// Commits the queued updates: the error if they could not be, and the waiters to tell
     /// (those of the batch when it was written or given up; the others stay queued).
-    private func writeBatchLocked() -> (LibraryError?, [@Sendable (LibraryError?) -> Void]) {
+    private func writeBatchLocked(_ trigger: Trigger) -> (LibraryError?, [@Sendable (LibraryError?) -> Void]) {
         let (batch, waiters) = pending.withLock { pending -> ([AssetPatch], [@Sendable (LibraryError?) -> Void]) in
             let batch = pending.order.compactMap { pending.patches[$0] }
             let waiters = pending.waiters
@@ -544,8 +553,11 @@ final class LibraryStore: Sendable {
             pending.inFlight = pending.order
             pending.order = []
             pending.waiters = []
-            pending.waiterFlushScheduled = false
-            pending.flushScheduled = false
+            switch trigger {
+            case .timer: pending.flushScheduled = false
+            case .waiters: pending.waiterFlushScheduled = false
+            case .now: break
+            }
             return (batch, waiters)
         }
         guard !batch.isEmpty else { return (nil, waiters) }
@@ -592,7 +604,8 @@ final class LibraryStore: Sendable {
                 }
             }
             if retry {
-                queue.asyncAfter(deadline: .now() + .milliseconds(retryDelay(afterFailures: failures))) { [self] in _ = writeBatch() }
+                armedTimedWrites.add(1, ordering: .relaxed)
+                queue.asyncAfter(deadline: .now() + .milliseconds(retryDelay(afterFailures: failures))) { [self] in _ = writeBatch(.timer) }
             }
             return (failure, givingUp ? waiters : [])
         }

@@ -10,9 +10,10 @@ import Foundation
 
 /// Small wrappers over the system calls the core needs, with errors that name the file.
 enum POSIX {
-    /// Opens (creating if needed, mode 0600) a file for reading and writing.
-    static func openReadWrite(_ url: URL) throws(LibraryError) -> Int32 {
-        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    /// Opens (creating if needed, mode 0600) a file for reading and writing; emptied first when
+    /// `truncating`.
+    static func openReadWrite(_ url: URL, truncating: Bool = false) throws(LibraryError) -> Int32 {
+        let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC | (truncating ? O_TRUNC : 0), 0o600)
         if fd < 0 {
             throw LibraryError(.storage, SystemFailure.message("cannot open", url.path), isRetryable: false)
         }
