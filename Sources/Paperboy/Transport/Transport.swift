@@ -59,4 +59,9 @@ public struct TransportCapabilities: OptionSet, Sendable, Hashable {
     public static let validators = TransportCapabilities(rawValue: 1 << 2)
     /// The transport reads local resources only: network policies do not apply to it.
     public static let local = TransportCapabilities(rawValue: 1 << 3)
+    /// The transport can fetch one range of a resource (``TransferJob/offset`` up to the job's
+    /// range end) and reports in ``TransferSink/begin(_:)`` which bytes the source sends: the
+    /// library then fetches only the chunks of an indexed asset it does not hold
+    /// (docs/ChunkIndex.md). Without it, an indexed asset is fetched whole.
+    public static let ranges = TransportCapabilities(rawValue: 1 << 4)
 }
