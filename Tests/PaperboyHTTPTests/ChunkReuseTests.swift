@@ -3,6 +3,7 @@ import Paperboy
 import PaperboyHTTP
 import PaperboyTestServers
 import PaperboyTesting
+import Synchronization
 import Testing
 
 /// Indexed assets (docs/ChunkIndex.md) through the library and a real nginx: the bytes nginx
@@ -40,12 +41,12 @@ struct ChunkReuseTests {
     }
 
     /// nginx serving v1, v2 and v2's index (`/v2.bin.pbidx`), and a library with one issue.
-    func setUp(index: Data? = nil) async throws -> Setup? {
+    func setUp(index: Data? = nil, transport: any Transport = HTTPTransport()) async throws -> Setup? {
         let (v1, v2) = try await Self.made.value
         let v2Index = try await offThePool { try Self.index(of: v2) }
         guard let nginx = try await startNginx(files: ["v1.bin": v1, "v2.bin": v2, "v2.bin.pbidx": index ?? v2Index]) else { return nil }
         let folder = TempFolder()
-        let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]),
+        let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([transport]),
                                        configuration: .forTests(attempts: 1))
         let issue = try await library.addIssue(name: "issue", date: Date())
         return Setup(nginx: nginx, folder: folder, library: library, issue: issue)
@@ -168,4 +169,135 @@ struct ChunkReuseTests {
         #expect(sent(setup.nginx, status: 206) == 0, "\(name)")
         #expect(setup.delivered("mag.pdf") == nil)
     }
+
+    /// Which ranged answers get one byte flipped.
+    enum Corruption { case firstRange, everyRange }
+
+    @Test(arguments: [Corruption.firstRange, .everyRange])
+    func aBadFetchedChunkIsFetchedAgainAloneAndFailsTheAssetIfItStaysBad(_ corruption: Corruption) async throws {
+        let (_, v2) = try await Self.made.value
+        guard let setup = try await setUp(transport: CorruptingTransport(base: HTTPTransport(), corruption: corruption)) else { return }
+        defer { setup.nginx.stop() }
+        var request = AssetRequest(url: setup.nginx.url("/v2.bin"), sha256: sha256Hex(v2), destinationPath: "mag.pdf")
+        request.index = setup.nginx.url("/v2.bin.pbidx")
+        let outcome = try await setup.deliver(request)
+        await setup.library.close()
+        // The flipped byte is the 1001st of the first range: in the first chunk.
+        let index = try ChunkIndex.decode(Self.index(of: v2), from: "test", limits: .init(maxFileSize: 1 << 30))
+        let first = index.chunks[0]
+        let alone = "206 \"bytes=0-\(first.length - 1)\""
+        switch corruption {
+        case .firstRange:
+            #expect(outcome == .delivered)
+            #expect(setup.delivered("mag.pdf").map(sha256Hex) == sha256Hex(v2))
+            #expect(setup.nginx.accessLog.contains { $0.hasPrefix(alone) }, "\(setup.nginx.accessLog)")
+        case .everyRange:
+            guard case .failed(let error) = outcome else {
+                Testing.Issue.record("expected a failure, got \(outcome)")
+                return
+            }
+            #expect(error.message.contains("chunk 0 (bytes 0-\(first.length - 1))"), "\(error.message)")
+            #expect(error.message.contains("/v2.bin") && error.message.contains("/v2.bin.pbidx"), "\(error.message)")
+            #expect(setup.nginx.accessLog.filter { $0.hasPrefix(alone) }.count == ChunkedTransferRefetches.count)
+        }
+    }
+
+    @Test func anInterruptedIndexedDownloadResumesAtAChunk() async throws {
+        let (_, v2) = try await Self.made.value
+        guard let setup = try await setUp() else { return }
+        defer { setup.nginx.stop() }
+        await setup.library.close()
+        let held = HoldingTransport(base: HTTPTransport(), holdingAfter: 1 << 20)
+        var library = try Library.open(at: setup.root, transports: TransportRegistry([held]), configuration: .forTests(attempts: 1))
+        var request = AssetRequest(url: setup.nginx.url("/slow/v2.bin"), sha256: sha256Hex(v2), destinationPath: "mag.pdf")
+        request.index = setup.nginx.url("/v2.bin.pbidx")
+        let asset = try await #require(library.issue(named: "issue")).addAsset(request)
+        try await asset.download()
+        try await eventually("1 MiB fetched and the transfer held", seen: "\(held.bytesTaken) bytes, state \(asset.state)") { held.isHolding }
+        await library.close()
+        let kept = try #require(await Library.openForReading(at: setup.root).asset(identifier: asset.identifier)).totalBytesWritten
+        #expect(kept > 0 && kept < Int64(v2.count))
+        // Whole verified chunks only.
+        let index = try ChunkIndex.decode(Self.index(of: v2), from: "test", limits: .init(maxFileSize: 1 << 30))
+        #expect(index.chunks.contains { $0.offset == kept }, "\(kept) bytes kept")
+        let before = setup.nginx.accessLog.count
+
+        library = try Library.open(at: setup.root, transports: TransportRegistry([HTTPTransport()]), configuration: .forTests(attempts: 1))
+        let resumed = try #require(await library.asset(identifier: asset.identifier))
+        try await resumed.download()
+        let outcome = try await resumed.waitUntilFinished()
+        await library.close()
+        #expect(outcome == .delivered)
+        #expect(setup.delivered("mag.pdf").map(sha256Hex) == sha256Hex(v2))
+        // Only what was not kept is fetched again: the kept bytes are whole chunks.
+        #expect(sent(setup.nginx, status: 206, from: before) == v2.count - Int(kept), "\(setup.nginx.accessLog.dropFirst(before))")
+    }
+}
+
+/// How often ``ChunkedTransfer`` fetches a chunk again alone when it stays bad (docs/ChunkIndex.md).
+enum ChunkedTransferRefetches {
+    static let count = 2
+}
+
+/// The real HTTP transport, with one byte of ranged answers flipped on their way to the library.
+final class CorruptingTransport: Transport, Sendable {
+    let base: any Transport
+    let corruption: ChunkReuseTests.Corruption
+    private let ranges = Mutex(0)
+
+    init(base: any Transport, corruption: ChunkReuseTests.Corruption) {
+        self.base = base
+        self.corruption = corruption
+    }
+
+    var schemes: Set<String> { base.schemes }
+    var capabilities: TransportCapabilities { base.capabilities }
+
+    func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
+        guard job.rangeEnd != nil else { return try await base.transfer(job, into: sink) }
+        let count = ranges.withLock { count -> Int in
+            count += 1
+            return count
+        }
+        guard corruption == .everyRange || count == 1, job.offset == 0 else { return try await base.transfer(job, into: sink) }
+        try await base.transfer(job, into: FlippingSink(base: sink, at: 1000))
+    }
+}
+
+/// Forwards to `base`, with the byte at `at` of the body flipped.
+final class FlippingSink: TransferSink, @unchecked Sendable {
+    let base: any TransferSink
+    let at: Int
+    private var position = 0
+
+    init(base: any TransferSink, at: Int) {
+        self.base = base
+        self.at = at
+    }
+
+    func begin(_ response: TransferResponse) throws { try base.begin(response) }
+
+    private func flipped(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) throws -> Bool) rethrows -> Bool {
+        guard at >= position, at < position + bytes.count else {
+            let taken = try body(bytes)
+            if taken { position += bytes.count }
+            return taken
+        }
+        var copy = [UInt8](bytes)
+        copy[at - position] ^= 0xFF
+        let taken = try copy.withUnsafeBytes { try body($0) }
+        if taken { position += bytes.count }
+        return taken
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) async throws {
+        var copy = [UInt8](bytes)
+        if at >= position, at < position + bytes.count { copy[at - position] ^= 0xFF }
+        position += bytes.count
+        try await base.write(Data(copy))
+    }
+
+    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool { try flipped(bytes) { try base.tryWrite($0) } }
+    func whenWritable(_ callback: @escaping @Sendable () -> Void) { base.whenWritable(callback) }
+    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { await base.challenge(challenge) }
 }

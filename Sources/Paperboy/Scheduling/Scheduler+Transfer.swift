@@ -184,6 +184,10 @@ extension Scheduler {
                     continue
                 }
                 releaseSlot(run.slot)
+                if let chunked = chunkedTransfer {
+                    let bytes = chunked.bytes
+                    logger.info("asset \(run.id): \(bytes.reused) bytes copied from files the library holds, \(bytes.fetched) fetched (\(chunked.indexURL.redactedString))")
+                }
                 // When a file system sync covers the file, no descriptor is held while waiting for
                 // one (finishing transfers no longer count against the limits, see above).
                 let grouped = durability.joinsGroupCommit(size: sink.written)
