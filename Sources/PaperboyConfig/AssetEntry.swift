@@ -51,6 +51,9 @@ public struct AssetEntry: Sendable, Equatable {
     public var allowConstrained: Bool?
     /// Transport options (`options`), passed to the transport unchanged (``TransportOptions``).
     public var options: [String: String]
+    /// The file's chunk index (`index = "URL"`, or `indexed = true` alone for ``url`` + `.pbidx`);
+    /// `nil` fetches the file whole (docs/ChunkIndex.md).
+    public var index: URL?
     /// The line of the `[[issues.assets]]` header, if known.
     public var line: Int?
 

@@ -47,10 +47,14 @@ public struct Catalog: Sendable, Equatable {
         public var priority: Int
         /// Transport options (`options`, an object of strings), checked like the configuration's.
         public var options: [String: String] = [:]
+        /// The file's chunk index (`"index": "URL"`, or `"indexed": true` for the URL + `.pbidx`).
+        public var index: URL?
 
         /// The asset as a configuration entry.
         public var entry: AssetEntry {
-            AssetEntry(url: url, sha256: sha256, path: path, unpack: unpack, role: role, priority: priority, options: options)
+            var entry = AssetEntry(url: url, sha256: sha256, path: path, unpack: unpack, role: role, priority: priority, options: options)
+            entry.index = index
+            return entry
         }
     }
 
@@ -311,8 +315,19 @@ private struct CatalogReader {
         }
         let destination = try optionalString(object, "path", path) ?? resolved.lastPathComponent
         if let problem = RelativePath.problem(with: destination) { throw fail("\(path).path", problem) }
-        return Catalog.Asset(url: resolved, sha256: sha256, size: size, path: destination, unpack: unpack, role: role,
-                             priority: priority, options: try options(object["options"], path: "\(path).options"))
+        var asset = Catalog.Asset(url: resolved, sha256: sha256, size: size, path: destination, unpack: unpack, role: role,
+                                  priority: priority, options: try options(object["options"], path: "\(path).options"))
+        if let text = try optionalString(object, "index", path) {
+            if object["indexed"] == .bool(false) { throw fail("\(path).indexed", "is false while 'index' names an index; remove one of them") }
+            asset.index = try resolve(text, path: "\(path).index")
+        } else {
+            switch object["indexed"] {
+            case nil, .null?, .bool(false)?: break
+            case .bool(true)?: asset.index = ChunkIndex.url(besides: resolved)
+            case let other?: throw fail("\(path).indexed", "expected true or false, got \(describe(other))")
+            }
+        }
+        return asset
     }
 
     /// An asset's transport options: an object of strings, within ``TransportOptions``' rules.

@@ -104,6 +104,16 @@ extension ConfigDecoder {
         asset.allowExpensive = try table.bool("allow_expensive")
         asset.allowConstrained = try table.bool("allow_constrained")
         asset.options = try table.options("options")
+        let indexText = try table.string("index")
+        let indexed = try table.bool("indexed")
+        if let indexText {
+            if indexed == false {
+                throw table.error(.invalidValue, "indexed", "is false while 'index' names an index; remove one of them")
+            }
+            asset.index = try sourceURL(indexText, in: table, key: "index")
+        } else if indexed == true {
+            asset.index = ChunkIndex.url(besides: url)
+        }
         return asset
     }
 }

@@ -126,7 +126,9 @@ public struct HTTPTransport: Transport {
         let allowsHTTP2 = try Self.allowsHTTP2(job.options["http_version"], of: job.url) ?? configuration.allowsHTTP2
 
         var ifRange = job.offset > 0 ? RangeResume.ifRange(for: job.validator) : nil
-        var offset = ifRange == nil ? 0 : job.offset
+        // A range the library asks for (the missing chunks of an indexed asset) is asked for
+        // with or without a validator: the library checks each chunk's SHA-256.
+        var offset = ifRange == nil && job.rangeEnd == nil ? 0 : job.offset
         // The origin and the proxy are answered separately: one's credential never goes to the other.
         var originAnswer: HTTPAnswer?
         var proxyAnswer: HTTPAnswer?
@@ -143,13 +145,14 @@ public struct HTTPTransport: Transport {
                 // A redirect led to a URL reached through another proxy (or none).
                 (proxyAnswer, refusedByProxy) = (nil, 0)
             }
-            let plan = RequestPlan(
+            var plan = RequestPlan(
                 url: target, offset: offset, ifRange: ifRange, headers: job.headers,
                 originAnswer: originAnswer, proxyAnswer: proxyAnswer, proxy: proxy,
                 followsRedirects: configuration.maxRedirects > 0 && originAnswer == nil,
                 configuration: configuration, caFile: job.options["ca_file"] ?? configuration.caFile,
                 allowsHTTP2: allowsHTTP2, connectTimeout: job.connectTimeout, idleTimeout: job.idleTimeout)
-            let outcome = try await perform(plan, into: sink, connections: job.connectionsPerAsset)
+            plan.rangeEnd = job.rangeEnd
+            let outcome = try await perform(plan, into: sink, connections: job.rangeEnd == nil ? job.connectionsPerAsset : 1)
             if let error = outcome.sinkError { throw error }
             if outcome.began, outcome.code == CURLE_OK, !outcome.failedStatus { return }
             // Only a failure or another round needs the URL that answered (parsed, redacted).

@@ -146,6 +146,9 @@ enum RangeResume {
         guard range.start == requestedOffset else {
             throw TransferRestart(reason: "server sent bytes from \(range.start), \(requestedOffset) were asked for")
         }
-        return TransferResponse(offset: range.start, expectedLength: range.total ?? range.end + 1, validator: validator)
+        var response = TransferResponse(offset: range.start, expectedLength: range.total ?? range.end + 1, validator: validator)
+        // A range that stops before the end (a chunk's, a split piece's) says so.
+        if range.end + 1 < response.expectedLength ?? .max { response.end = range.end + 1 }
+        return response
     }
 }

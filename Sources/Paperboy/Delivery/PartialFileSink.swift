@@ -322,6 +322,17 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         return true
     }
 
+    /// Writes bytes copied from a file the library holds (a chunk of an indexed asset, see
+    /// ``ChunkedTransfer``): as ``write(_:)``, but outside the bandwidth limits, which are for
+    /// the network.
+    func writeCopied(_ bytes: UnsafeRawBufferPointer) async throws {
+        guard began else {
+            throw TransportError(.protocolError, "bytes copied before begin", url: context.url, isRetryable: false)
+        }
+        await recorded.wait()
+        try take(bytes)
+    }
+
     /// Takes `count` bytes from every limiter without waiting; `false` leaves a pending request
     /// for ``whenWritable(_:)``.
     func takeCredits(_ count: Int) -> Bool {

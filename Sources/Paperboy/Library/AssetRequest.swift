@@ -26,6 +26,11 @@ public struct AssetRequest: Sendable, Hashable, Codable {
     public var unpack: UnpackFormat?
     /// What the asset is to a shelf: content, or the cover.
     public var role: AssetRole
+    /// The asset's chunk index (`FILE.pbidx`, docs/ChunkIndex.md), when the publisher made one:
+    /// the library then copies the chunks it already holds (the version delivered before to the
+    /// same path) and fetches only the others, as ranges, when the transport can
+    /// (``TransportCapabilities/ranges``). `nil` fetches the file whole.
+    public var index: URL?
 
     /// Creates a request.
     public init(
@@ -46,7 +51,7 @@ public struct AssetRequest: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case url, headers, sha256, priority, destinationPath, options, maxBytesPerSecond, network, unpack, role
+        case url, headers, sha256, priority, destinationPath, options, maxBytesPerSecond, network, unpack, role, index
     }
 
     public init(from decoder: any Decoder) throws {
@@ -61,6 +66,7 @@ public struct AssetRequest: Sendable, Hashable, Codable {
         network = try container.decodeIfPresent(NetworkPolicyOverride.self, forKey: .network)
         unpack = try container.decodeIfPresent(UnpackFormat.self, forKey: .unpack)
         role = try container.decodeIfPresent(AssetRole.self, forKey: .role) ?? .content
+        index = try container.decodeIfPresent(URL.self, forKey: .index)
     }
 
     /// Whether the core delivers the file itself (to a destination path, or by unpacking it)
@@ -76,6 +82,9 @@ public struct AssetRequest: Sendable, Hashable, Codable {
                 .invalidRequest,
                 "the URL \(url.redactedString) holds a password (user:password@), which the library would store; "
                     + "give it as a credential instead (a [[credentials]] entry, or the delegate's answer to the challenge)")
+        }
+        if let index, index.password != nil {
+            throw LibraryError(.invalidRequest, "the index URL \(index.redactedString) of \(url.redactedString) holds a password (user:password@); give it as a credential instead")
         }
         if let sha256 {
             guard sha256.count == 64, sha256.allSatisfy(\.isHexDigit) else {

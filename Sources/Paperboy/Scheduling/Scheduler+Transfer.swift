@@ -87,6 +87,23 @@ extension Scheduler {
             offset = 0
             validator = nil
         }
+        // An indexed asset continues from a whole chunk of the same version (its index's SHA-256
+        // is its validator), and takes the chunks it holds from the version delivered before.
+        var chunked: ChunkedTransfer?
+        if let indexURL = run.request.index, transport.capabilities.contains(.ranges) {
+            do {
+                chunked = try await prepareChunks(indexURL, run: run)
+            } catch {
+                return .failed(Self.libraryError(error), retryAfter: (error as? TransportError)?.retryAfter, written: run.bytesOnDisk, validator: run.validator)
+            }
+            if let index = chunked?.plan.index, validator == ChunkedTransfer.validator(of: index) {
+                offset = ChunkPlan.boundary(atOrBelow: offset, in: index)
+            } else {
+                offset = 0
+                validator = nil
+            }
+        }
+        let chunkedTransfer = chunked
         // A new, empty partial file (the common case) needs neither truncating nor seeking.
         guard size == 0 || POSIX.truncate(fd, to: offset) else {
             let error = LibraryError(.storage, SystemFailure.message("cannot truncate", partial.path))
@@ -128,7 +145,13 @@ extension Scheduler {
             made.connectionsPerAsset = max(1, settings.connectionsPerAsset)
             let job = made
             do {
-                try await challenges.run { try await transport.transfer(job, into: sink) }
+                try await challenges.run {
+                    if let chunked = chunkedTransfer {
+                        try await chunked.run(job, transport: transport, into: sink)
+                    } else {
+                        try await transport.transfer(job, into: sink)
+                    }
+                }
                 // A first resume whose bytes fail their check is fetched again from 0 below, in
                 // this attempt: that fetch is a transfer too, so the place is kept until then.
                 let mayStartOver = sink.startOffset > 0 && failedResume == nil
@@ -164,6 +187,10 @@ extension Scheduler {
                     continue
                 }
                 releaseSlot(run.slot)
+                if let chunked = chunkedTransfer {
+                    let bytes = chunked.bytes
+                    logger.info("asset \(run.id): \(bytes.reused) bytes copied from files the library holds, \(bytes.fetched) fetched (\(chunked.indexURL.redactedString))")
+                }
                 // When a file system sync covers the file, no descriptor is held while waiting for
                 // one (finishing transfers no longer count against the limits, see above).
                 let grouped = durability.joinsGroupCommit(size: sink.written)
@@ -222,7 +249,6 @@ extension Scheduler {
         let id = run.id
         // Looked up on each use, so that a delegate attached mid-transfer gets the events.
         let hub: @Sendable () -> AssetEventHub? = { [weak self] in self?.currentHub(id) }
-        let credentials = settings.credentials
         let context = PartialFileSink.Context(
             assetID: run.id, partialFile: partial, url: request.url, requestedOffset: offset, recordedValidator: validator,
             expectedSHA256: request.sha256, progressInterval: settings.progressInterval,
@@ -231,15 +257,49 @@ extension Scheduler {
             live: run.live, hub: hub,
             resumed: { [weak self] total, expected in self?.transferResumed(id, total: total, expected: expected) },
             limiters: run.limiters,
-            answerChallenge: { challenge in
-                guard challenges.admit() else { return .cancelAuthenticationChallenge }
-                if challenge.previousFailureCount == 0, let credential = credentials?.credential(for: challenge) {
-                    return .useCredential(credential)
-                }
-                if let hub = hub() { return await hub.challenge(challenge) }
-                return .performDefaultHandling
-            })
+            answerChallenge: challengeAnswer(id, challenges: challenges))
         return PartialFileSink(fd: fd, context: context)
+    }
+
+    /// How a transfer of asset `id` answers challenges: configured credentials first, then the
+    /// app's delegate, within the attempt's budget.
+    private func challengeAnswer(_ id: String, challenges: ChallengeBudget) -> @Sendable (AuthChallenge) async -> AuthChallengeDisposition {
+        // Looked up on each use, so that a delegate attached mid-transfer gets the events.
+        let hub: @Sendable () -> AssetEventHub? = { [weak self] in self?.currentHub(id) }
+        let credentials = settings.credentials
+        return { challenge in
+            guard challenges.admit() else { return .cancelAuthenticationChallenge }
+            if challenge.previousFailureCount == 0, let credential = credentials?.credential(for: challenge) {
+                return .useCredential(credential)
+            }
+            if let hub = hub() { return await hub.challenge(challenge) }
+            return .performDefaultHandling
+        }
+    }
+
+    /// Fetches the index of an indexed asset (through the transport of its URL) and plans which
+    /// chunks come from the version delivered before to the same path of the same issue.
+    private func prepareChunks(_ indexURL: URL, run: Run) async throws -> ChunkedTransfer {
+        let request = run.request
+        let transport = try transports.transport(for: indexURL)
+        let job = TransferJob(
+            url: indexURL, headers: request.headers, connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout,
+            options: request.options, assetIdentifier: run.id)
+        let challenges = ChallengeBudget(url: indexURL)
+        let answer = challengeAnswer(run.id, challenges: challenges)
+        let fetched = Mutex<ChunkIndex?>(nil)
+        try await challenges.run {
+            let index = try await ChunkedTransfer.fetchIndex(job, transport: transport, limits: ChunkedTransfer.indexLimits, answer: answer)
+            fetched.withLock { $0 = index }
+        }
+        guard let index = fetched.withLock({ $0 }) else { throw CancellationError() }
+        if let sha256 = request.sha256, sha256 != index.sha256.description {
+            throw TransportError(.protocolError, "chunk index \(indexURL.redactedString) describes a file of SHA-256 \(index.sha256), "
+                                 + "not the \(sha256) expected of \(request.url.redactedString)", url: indexURL, isRetryable: false)
+        }
+        let seeds = request.destinationPath.map { [layout.contentURL(issue: run.issueName).appendingPathComponent($0)] } ?? []
+        let plan = await durability.offload { ChunkPlan(index: index, seeds: seeds) }
+        return ChunkedTransfer(plan: plan, indexURL: indexURL)
     }
 
     /// Whether an app delegate is attached to the asset now (those of a cancelled download that

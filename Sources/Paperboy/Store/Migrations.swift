@@ -144,6 +144,10 @@ enum Migrations {
             }
             try db.alter(table: "asset") { t in t.drop(column: "failureErrno") }
         }
+        migrator.registerMigration("v5-chunk-index") { db in
+            // The chunk index an asset's request names (AssetRequest.index).
+            try db.alter(table: "asset") { t in t.add(column: "indexURL", .text) }
+        }
         return migrator
     }
 

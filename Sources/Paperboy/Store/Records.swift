@@ -183,6 +183,10 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         }
         request.headers = try strings(row, 14, "headers")
         request.options = try strings(row, 15, "options")
+        if let text = (try? row.decode(String?.self, atIndex: 30)) ?? nil {
+            guard let index = URL(string: text), index.scheme != nil else { throw unreadable("index URL") }
+            request.index = index
+        }
         return request
     }
 
@@ -214,7 +218,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         "id", "issueName", "seq", "url", "destinationPath", "sha256", "unpack", "role", "priority",
         "maxBytesPerSecond", "networkKinds", "networkExpensive", "networkConstrained", "networkRoaming", "headers",
         "options", "userInfo", "state", "detail", "failureCode", "transportCode", "failureReason", "failureRetryable", "retryAt", "attempts",
-        "bytesOnDisk", "expectedBytes", "validator", "validatorStrength", "checkpointBoot",
+        "bytesOnDisk", "expectedBytes", "validator", "validatorStrength", "checkpointBoot", "indexURL",
     ]
 
     /// The request's column values, in the order of ``columnNames`` from `url` to `options`.
@@ -233,7 +237,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     func columnValues() throws -> [(any DatabaseValueConvertible)?] {
         [id, issueName, seq] + (try Self.requestValues(request))
             + [userInfo, state, detail, failure?.code, failure?.transportCode, failure?.reason, failure?.retryable, retryAt.map(StoredDate.init),
-               attempts, bytesOnDisk, expectedBytes, validator, validatorStrength, checkpointBoot]
+               attempts, bytesOnDisk, expectedBytes, validator, validatorStrength, checkpointBoot, request.index?.absoluteString]
     }
 
     func encode(to container: inout PersistenceContainer) throws {

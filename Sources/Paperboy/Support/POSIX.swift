@@ -65,10 +65,15 @@ enum POSIX {
 
     /// Reads into `buffer` until it is full or the file ends, retrying on EINTR and short
     /// reads: the count read (less than the buffer's only at the end), or the `errno` of a failure.
-    static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, SystemError> {
+    /// With `offset`, reads from there (`pread`) without moving the file's position.
+    static func readFully(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64? = nil) -> Result<Int, SystemError> {
         var filled = 0
         while filled < buffer.count {
-            let count = read(fd, buffer.baseAddress! + filled, buffer.count - filled)
+            let count = if let offset {
+                pread(fd, buffer.baseAddress! + filled, buffer.count - filled, off_t(offset + Int64(filled)))
+            } else {
+                read(fd, buffer.baseAddress! + filled, buffer.count - filled)
+            }
             if count < 0 {
                 if errno == EINTR { continue }
                 return .failure(SystemError(code: errno))

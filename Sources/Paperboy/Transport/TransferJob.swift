@@ -23,6 +23,12 @@ public struct TransferJob: Sendable {
     /// that can fetch ranges may split a large resource over them
     /// (``Library/Configuration/connectionsPerAsset``).
     package var connectionsPerAsset: Int = 1
+    /// For a transport with ``TransportCapabilities/ranges``: the end (exclusive) of the one range
+    /// `offset..<rangeEnd` to fetch, sent whatever ``validator`` is (`If-Range` when there is
+    /// one); `nil` fetches from `offset` to the end of the resource. The transport reports the
+    /// bytes the source sends in ``TransferResponse/offset`` and ``TransferResponse/end``, and
+    /// the library refuses any other answer before a byte is written.
+    package var rangeEnd: Int64?
     /// The identifier of the asset this job belongs to, for logs.
     public var assetIdentifier: String
 
@@ -80,6 +86,9 @@ public struct TransferResponse: Sendable, Hashable {
     public var expectedLength: Int64?
     /// The validator of the version being sent, when the source has one.
     public var validator: ResourceValidator?
+    /// The end (exclusive) of the bytes the source sends, when it answered with a range
+    /// (an HTTP 206); `nil` when it sends everything from ``offset`` on.
+    package var end: Int64?
 
     /// Creates a response.
     public init(offset: Int64, expectedLength: Int64?, validator: ResourceValidator?) {

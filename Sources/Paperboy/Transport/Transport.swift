@@ -59,6 +59,10 @@ public struct TransportCapabilities: OptionSet, Sendable, Hashable {
     public static let validators = TransportCapabilities(rawValue: 1 << 2)
     /// The transport reads local resources only: network policies do not apply to it.
     public static let local = TransportCapabilities(rawValue: 1 << 3)
-    /// The transport fetches byte ranges of a resource into sink segments.
+    /// The transport fetches byte ranges of a resource: a job's one range (``TransferJob/offset``
+    /// up to the job's range end, reporting in ``TransferSink/begin(_:)`` which bytes the source
+    /// sends), and pieces into sink segments when the job allows several connections. The library
+    /// then fetches only the chunks of an indexed asset it does not hold (docs/ChunkIndex.md);
+    /// without it, an indexed asset is fetched whole.
     public static let ranges = TransportCapabilities(rawValue: 1 << 4)
 }

@@ -1,0 +1,101 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// Which chunk of an indexed asset comes from where: copied from a file the library holds, or
+/// fetched. The one place that decides it, for the library in process and under a daemon alike.
+///
+/// A seed (the previous version of the asset, delivered to the same path of the same issue) is
+/// cut with the index's own parameters: content-defined cuts fall at the same places wherever
+/// the same bytes recur, so a chunk the index names is found by its SHA-256 whatever moved
+/// around it. A seed is only a hint: each chunk copied from it is hashed again as it is read
+/// (``ChunkedTransfer``), and one that changed is fetched instead.
+package struct ChunkPlan: Sendable {
+    /// Where one chunk comes from.
+    package enum Source: Sendable, Equatable {
+        /// In seed file `seed`, at `offset`.
+        case seed(Int, offset: Int64)
+        /// From the source.
+        case fetch
+    }
+
+    /// One step of the plan, in file order.
+    package enum Step: Sendable, Equatable {
+        /// Chunk `chunk` is copied from seed `seed` at `offset`.
+        case copy(chunk: Int, seed: Int, offset: Int64)
+        /// Chunks `chunks` (adjacent) are fetched as one range.
+        case fetch(chunks: Range<Int>)
+    }
+
+    package let index: ChunkIndex
+    /// The files chunks may be copied from.
+    package let seeds: [URL]
+    /// Each chunk's source, in index order.
+    package let sources: [Source]
+
+    /// Plans `index` when `seeds` may hold some of its chunks. A seed that cannot be read (or is
+    /// not a regular file) is left out.
+    package init(index: ChunkIndex, seeds: [URL]) {
+        self.index = index
+        var found: [SHA256Value: (seed: Int, offset: Int64)] = [:]
+        var usable: [URL] = []
+        for url in seeds {
+            guard Self.isRegularFile(url), let cut = try? ChunkIndex.make(ofFileAt: url, parameters: index.parameters) else { continue }
+            for chunk in cut.chunks where found[chunk.sha256] == nil {
+                found[chunk.sha256] = (usable.count, chunk.offset)
+            }
+            usable.append(url)
+        }
+        self.seeds = usable
+        sources = index.chunks.map { chunk in
+            found[chunk.sha256].map { .seed($0.seed, offset: $0.offset) } ?? .fetch
+        }
+    }
+
+    /// The steps for the chunks after the first `offset` bytes (a chunk boundary, already in the
+    /// partial file): copies one by one, adjacent fetched chunks coalesced into one range.
+    package func steps(after offset: Int64) -> [Step] {
+        var steps: [Step] = []
+        var index = self.index.chunks.firstIndex { $0.offset >= offset } ?? sources.count
+        while index < sources.count {
+            switch sources[index] {
+            case .seed(let seed, let offset):
+                steps.append(.copy(chunk: index, seed: seed, offset: offset))
+                index += 1
+            case .fetch:
+                var end = index + 1
+                while end < sources.count, sources[end] == .fetch { end += 1 }
+                steps.append(.fetch(chunks: index..<end))
+                index = end
+            }
+        }
+        return steps
+    }
+
+    /// The largest chunk boundary at or below `offset`: a resumed indexed asset continues from
+    /// a whole chunk.
+    package static func boundary(atOrBelow offset: Int64, in index: ChunkIndex) -> Int64 {
+        guard offset > 0 else { return 0 }
+        var low = 0
+        var high = index.chunks.count
+        // The first chunk starting after `offset`; the one before it holds `offset`.
+        while low < high {
+            let middle = (low + high) / 2
+            if index.chunks[middle].offset <= offset { low = middle + 1 } else { high = middle }
+        }
+        guard low > 0 else { return 0 }
+        let chunk = index.chunks[low - 1]
+        return chunk.offset + Int64(chunk.length) <= offset ? chunk.offset + Int64(chunk.length) : chunk.offset
+    }
+
+    /// Whether `url` is a regular file (a symbolic link is not followed).
+    private static func isRegularFile(_ url: URL) -> Bool {
+        var info = stat()
+        return lstat(url.path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import PaperboyTestServers
+import PaperboyTesting
+import Testing
+
+/// Issue 29 through `paperboy index` and `paperboy sync`, in process and through a daemon: a
+/// corrected file published with its index (`indexed = true`) costs the reader its changed chunks
+/// only, counted at nginx (`$body_bytes_sent` of the ranges it answered).
+@Suite("paperboy sync of an indexed asset", .timeLimit(.minutes(3)))
+struct IndexedSyncTests {
+    let workspace = Workspace()
+
+    func config(_ url: URL, indexed: Bool) -> String {
+        """
+        [library]
+        path = "lib"
+
+        [[issues]]
+        name = "weekly"
+        date = 2026-11-21
+          [[issues.assets]]
+          url = "\(url)"
+          path = "mag.pdf"
+          \(indexed ? "indexed = true" : "")
+        """
+    }
+
+    @Test(arguments: CLIRoute.allCases)
+    func aCorrectedFileFetchesItsChangedChunksOnly(_ route: CLIRoute) async throws {
+        guard let binary = try LoopbackWebServer.required(NginxServer.binary, program: "nginx", package: "nginx") else { return }
+        let nginx = try await offThePool { try NginxServer(binary: binary) }
+        defer { nginx.stop() }
+        let v1 = randomData(3 << 20, seed: 29)
+        var v2 = v1
+        v2.replaceSubrange(1_500_000..<1_500_000 + 50_000, with: randomData(50_000, seed: 30))
+        try nginx.publish(v1, at: "v1.pdf")
+        try nginx.publish(v2, at: "v2.pdf")
+
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        // The publisher's side: `paperboy index` beside the corrected file.
+        let published = workspace.write(v2, to: "v2.pdf")
+        let indexing = try await cli.run(["index", published.path])
+        #expect(indexing.status == 0, "\(indexing.stderr)")
+        try nginx.publish(Data(contentsOf: workspace.path("v2.pdf.pbidx")), at: "v2.pdf.pbidx")
+
+        let file = workspace.write(config(nginx.url("/v1.pdf"), indexed: false), to: "paperboy.toml")
+        try await cli.start(libraryWideOf: file)
+        let first = try await cli.run(["sync", "--config", file.path])
+        #expect(first.status == 0, "\(first.stderr)")
+        let before = nginx.accessLog.count
+
+        _ = workspace.write(config(nginx.url("/v2.pdf"), indexed: true), to: "paperboy.toml")
+        let second = try await cli.run(["sync", "--config", file.path])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect((try? Data(contentsOf: workspace.path("lib/Issues/weekly/mag.pdf"))) == v2)
+        let answers = nginx.accessLog.dropFirst(before)
+        let ranged = answers.filter { $0.hasPrefix("206 ") }.compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+        // The changed 50 KB and at most a largest chunk (128 KiB) on each side.
+        #expect(ranged > 0 && ranged <= 50_000 + 2 * (128 << 10), "\(answers)")
+        #expect(!answers.contains { $0.hasPrefix("200 ") && $0.hasSuffix(" \(v2.count)") }, "\(answers)")
+    }
+}
