@@ -51,6 +51,9 @@ public struct AssetEntry: Sendable, Equatable {
     public var allowConstrained: Bool?
     /// Transport options (`options`), passed to the transport unchanged (``TransportOptions``).
     public var options: [String: String]
+    /// Other URLs serving the same bytes (`mirrors`), read as ``url`` is; the HTTP transport
+    /// fetches pieces from them at once when `[scheduler] connections_per_asset` is above 1.
+    public var mirrors: [URL] = []
     /// The line of the `[[issues.assets]]` header, if known.
     public var line: Int?
 

@@ -119,16 +119,16 @@ extension ConfigDecoder {
 
     /// The `url` of an asset or feed: a URL or a path. A password in it is refused: the URL of
     /// an asset is stored in the library's database, and a secret belongs in `[[credentials]]`.
-    func sourceURL(_ text: String, in table: TableReader) throws(ConfigError) -> URL {
+    func sourceURL(_ text: String, in table: TableReader, key: String = "url") throws(ConfigError) -> URL {
         let url: URL
         do {
             url = try context.paths.url(for: text)
         } catch {
-            throw table.invalid("url", error)
+            throw table.invalid(key, error)
         }
         guard url.password == nil else {
             throw table.error(
-                .invalidValue, "url",
+                .invalidValue, key,
                 "\"\(PathResolution.redacted(text))\" holds a password (user:password@); "
                     + "put it in a [[credentials]] entry (password_env or password_file) whose match is the URL's origin")
         }

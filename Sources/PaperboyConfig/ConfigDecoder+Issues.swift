@@ -104,6 +104,10 @@ extension ConfigDecoder {
         asset.allowExpensive = try table.bool("allow_expensive")
         asset.allowConstrained = try table.bool("allow_constrained")
         asset.options = try table.options("options")
+        // Read as `url` is: relative paths, the password rule, the same errors.
+        for mirror in try table.strings("mirrors") ?? [] {
+            asset.mirrors.append(try sourceURL(mirror, in: table, key: "mirrors"))
+        }
         return asset
     }
 }

@@ -132,10 +132,12 @@ struct SyncPlan {
                 allowedKinds: asset.allowedNetworks.map { Set($0.compactMap { NetworkStatus.Kind(rawValue: $0.rawValue) }) },
                 allowsExpensive: asset.allowExpensive, allowsConstrained: asset.allowConstrained)
         }
-        return AssetRequest(
+        var request = AssetRequest(
             url: asset.url, sha256: asset.sha256, priority: asset.priority, destinationPath: asset.path,
             options: config.transportOptions(for: asset.url, asset: asset.options), network: network,
             unpack: asset.unpack.map { _ in UnpackFormat.zip }, role: asset.role == .cover ? .cover : .content)
+        request.mirrors = asset.mirrors
+        return request
     }
 
     /// What identifies a configured asset within its issue: its URL and destination path. The

@@ -226,10 +226,14 @@ struct LibraryTests {
         let library = try open()
         let issue = try await library.addIssue(name: "i", date: Date())
         let password = "s3cret-pw-in-url"
-        for text in ["https://alice:\(password)@cdn.example.com/a.pdf", "mem://bob:\(password)@example/a"] {
+        // In the URL, and in a mirror (a mirror is a URL like the asset's).
+        for (text, mirror) in [("https://alice:\(password)@cdn.example.com/a.pdf", nil), ("mem://bob:\(password)@example/a", nil),
+                               ("https://cdn.example.com/a.pdf", "https://dave:\(password)@mirror.example.org/a.pdf")] {
             let url = try #require(URL(string: text))
+            var request = AssetRequest(url: url, destinationPath: "a.pdf")
+            request.mirrors = try mirror.map { [try #require(URL(string: $0))] } ?? []
             do {
-                try await issue.addAsset(AssetRequest(url: url, destinationPath: "a.pdf"))
+                try await issue.addAsset(request)
                 Testing.Issue.record("expected \(text) to be refused")
             } catch {
                 #expect(error.code == .invalidRequest)

@@ -144,6 +144,10 @@ enum Migrations {
             }
             try db.alter(table: "asset") { t in t.drop(column: "failureErrno") }
         }
+        migrator.registerMigration("v5-mirrors") { db in
+            // An asset's mirrors (``AssetRequest/mirrors``): a JSON array of URLs, NULL for none.
+            try db.alter(table: "asset") { t in t.add(column: "mirrors", .text) }
+        }
         return migrator
     }
 

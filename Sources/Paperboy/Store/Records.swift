@@ -148,6 +148,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         validator = try? row.decode(String?.self, atIndex: 27)
         validatorStrength = try? row.decode(String?.self, atIndex: 28)
         checkpointBoot = try? row.decode(String?.self, atIndex: 29)
+        // Column 30, `mirrors`, is part of the request (read above).
     }
 
     /// The request in columns 3 to 15; its issue name and destination path keep ``IssueName``'s
@@ -183,8 +184,28 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         }
         request.headers = try strings(row, 14, "headers")
         request.options = try strings(row, 15, "options")
+        request.mirrors = try mirrors(row, 30)
         return request
     }
+
+    /// A JSON array of absolute URLs (the mirrors): NULL when empty.
+    private static func mirrors(_ row: Row, _ index: Int) throws(LibraryError) -> [URL] {
+        guard let text = try? row.decode(String?.self, atIndex: index) else { return [] }
+        let texts: [String]
+        do {
+            texts = try JSONReader("its mirrors", limits: .stateFile).decode([String].self, from: Data(text.utf8))
+        } catch let error as JSONInputError {
+            throw LibraryError(.storage, "\(error.description)")
+        } catch {
+            throw LibraryError(.storage, "its mirrors are unreadable (\(error))")
+        }
+        return try texts.map { text throws(LibraryError) in
+            guard let url = URL(string: text), url.scheme != nil else { throw unreadableMirror }
+            return url
+        }
+    }
+
+    private static let unreadableMirror = LibraryError(.storage, "its mirrors are unreadable")
 
     /// A JSON object of strings (headers, options): NULL when empty.
     private static func strings(_ row: Row, _ index: Int, _ what: String) throws(LibraryError) -> [String: String] {
@@ -214,10 +235,13 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         "id", "issueName", "seq", "url", "destinationPath", "sha256", "unpack", "role", "priority",
         "maxBytesPerSecond", "networkKinds", "networkExpensive", "networkConstrained", "networkRoaming", "headers",
         "options", "userInfo", "state", "detail", "failureCode", "transportCode", "failureReason", "failureRetryable", "retryAt", "attempts",
-        "bytesOnDisk", "expectedBytes", "validator", "validatorStrength", "checkpointBoot",
+        "bytesOnDisk", "expectedBytes", "validator", "validatorStrength", "checkpointBoot", "mirrors",
     ]
 
-    /// The request's column values, in the order of ``columnNames`` from `url` to `options`.
+    /// The columns of the request (``requestValues(_:)``): `url` to `options`, and `mirrors`.
+    static let requestColumnNames = Array(columnNames[3...15]) + ["mirrors"]
+
+    /// The request's column values, in the order of ``requestColumnNames``.
     static func requestValues(_ request: AssetRequest) throws -> [(any DatabaseValueConvertible)?] {
         let network = request.network
         return [
@@ -226,14 +250,16 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
             network?.allowedKinds.map { $0.map(\.rawValue).sorted().joined(separator: ",") },
             network?.allowsExpensive, network?.allowsConstrained, network?.allowsRoaming,
             try json(request.headers), try json(request.options),
+            request.mirrors.isEmpty ? nil : String(decoding: try JSONCoding.stored.encoder.encode(request.mirrors.map(\.absoluteString)), as: UTF8.self),
         ]
     }
 
     /// The row's values, in the order of ``columnNames``.
     func columnValues() throws -> [(any DatabaseValueConvertible)?] {
-        [id, issueName, seq] + (try Self.requestValues(request))
+        let request = try Self.requestValues(request)
+        return [id, issueName, seq] + request.dropLast()
             + [userInfo, state, detail, failure?.code, failure?.transportCode, failure?.reason, failure?.retryable, retryAt.map(StoredDate.init),
-               attempts, bytesOnDisk, expectedBytes, validator, validatorStrength, checkpointBoot]
+               attempts, bytesOnDisk, expectedBytes, validator, validatorStrength, checkpointBoot, request.last ?? nil]
     }
 
     func encode(to container: inout PersistenceContainer) throws {

@@ -23,6 +23,13 @@ public struct TransferJob: Sendable {
     /// that can fetch ranges may split a large resource over them
     /// (``Library/Configuration/connectionsPerAsset``).
     package var connectionsPerAsset: Int = 1
+    /// Other URLs serving the same bytes as ``url`` (``AssetRequest/mirrors``), in the order given.
+    ///
+    /// A transport that fetches ranges over several connections may fetch pieces from them; one
+    /// that cannot ignores them. A mirror's answer must carry the same length and validator as
+    /// ``url``'s, or nothing of it is written. Credentials are answered per URL through
+    /// ``TransferSink/challenge(_:)``: an answer given for ``url`` is never sent to a mirror.
+    public var mirrors: [URL] = []
     /// The identifier of the asset this job belongs to, for logs.
     public var assetIdentifier: String
 
