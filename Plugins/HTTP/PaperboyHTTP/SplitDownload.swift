@@ -76,6 +76,8 @@ final class SplitDownload: @unchecked Sendable {
         var resource: Resource?
         /// Empty until the first request began; then the URL that began, and the mirrors.
         var sources: [Source] = []
+        /// The source of each connection's latest piece.
+        var laneSources: [Int: Int] = [:]
         /// Segments by piece: a piece continued by another connection goes on in the same one.
         var segments: [Int: any TransferSegment] = [:]
         /// Why connections were dropped, latest last.
@@ -191,7 +193,15 @@ final class SplitDownload: @unchecked Sendable {
         while true {
             try Task.checkCancellation()
             guard let (piece, index, source) = state.withLock({ state -> (RangeBoard.Piece, Int, Source)? in
-                guard let index = Self.source(for: lane, in: state.sources), let piece = state.board?.take(for: lane) else { return nil }
+                guard let index = Self.source(for: lane, in: state.sources) else { return nil }
+                var piece = state.board?.take(for: lane)
+                if piece == nil, !state.sources[index].isMirror {
+                    // Nothing left to halve: the URL that began takes a mirror's last piece whole.
+                    let onMirrors = state.laneSources.filter { state.sources[$0.value].isMirror }.keys
+                    piece = state.board?.takeOver(for: lane, from: Set(onMirrors))
+                }
+                guard let piece else { return nil }
+                state.laneSources[lane] = index
                 return (piece, index, state.sources[index])
             }) else { return }
             var plan = source.plan
