@@ -203,6 +203,22 @@ struct LibraryTests {
         await reopened.close()
     }
 
+    /// Mirrors are stored with the request (column `mirrors`, migration `v5-mirrors`) and read
+    /// back in their order; a request without them stores none.
+    @Test func mirrorsPersistAcrossReopenInTheirOrder() async throws {
+        let library = try open()
+        let issue = try await library.addIssue(name: "i", date: Date())
+        var request = AssetRequest(url: URL(string: "https://cdn.example.com/a.iso")!, destinationPath: "a.iso")
+        request.mirrors = [URL(string: "https://m2.example.org/a.iso")!, URL(string: "https://m1.example.net/pub/a.iso")!]
+        let asset = try await issue.addAsset(request)
+        let plain = try await issue.addAsset(AssetRequest(url: URL(string: "https://cdn.example.com/b.iso")!, destinationPath: "b.iso"))
+        await library.close()
+        let reopened = try open()
+        #expect(try await reopened.asset(identifier: asset.identifier)?.request?.mirrors == request.mirrors)
+        #expect(try await reopened.asset(identifier: plain.identifier)?.request?.mirrors == [])
+        await reopened.close()
+    }
+
     @Test func malformedRequestsAreRejected() async throws {
         let library = try open()
         let issue = try await library.addIssue(name: "i", date: Date())
