@@ -54,6 +54,10 @@ public struct AssetEntry: Sendable, Equatable {
     /// The file's chunk index (`index = "URL"`, or `indexed = true` alone for ``url`` + `.pbidx`);
     /// `nil` fetches the file whole (docs/ChunkIndex.md).
     public var index: URL?
+
+    /// Other URLs serving the same bytes (`mirrors`), read as ``url`` is; the HTTP transport
+    /// fetches pieces from them at once when `[scheduler] connections_per_asset` is above 1.
+    public var mirrors: [URL] = []
     /// The line of the `[[issues.assets]]` header, if known.
     public var line: Int?
 

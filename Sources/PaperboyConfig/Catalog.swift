@@ -7,6 +7,9 @@ import Paperboy
 /// and resolves relative URLs against the catalog's own URL; unknown keys are ignored, so
 /// publishers may add their own (prices, descriptions).
 public struct Catalog: Sendable, Equatable {
+    /// The most mirrors an asset of a catalog may list.
+    public static let maxMirrors = 16
+
     /// One issue of the catalog.
     public struct Issue: Sendable, Equatable {
         /// The unique name; also the issue's folder name.
@@ -50,10 +53,15 @@ public struct Catalog: Sendable, Equatable {
         /// The file's chunk index (`"index": "URL"`, or `"indexed": true` for the URL + `.pbidx`).
         public var index: URL?
 
+        /// Other URLs serving the same bytes (`mirrors`, at most ``Catalog/maxMirrors``), each
+        /// resolved and checked as ``url`` is.
+        public var mirrors: [URL] = []
+
         /// The asset as a configuration entry.
         public var entry: AssetEntry {
             var entry = AssetEntry(url: url, sha256: sha256, path: path, unpack: unpack, role: role, priority: priority, options: options)
             entry.index = index
+            entry.mirrors = mirrors
             return entry
         }
     }
@@ -327,7 +335,31 @@ private struct CatalogReader {
             case let other?: throw fail("\(path).indexed", "expected true or false, got \(describe(other))")
             }
         }
+        asset.mirrors = try mirrors(object["mirrors"], path: "\(path).mirrors")
         return asset
+    }
+
+    /// An asset's mirrors: an array of at most ``Catalog/maxMirrors`` URLs, each resolved as the
+    /// asset's `url` is (``resolve(_:path:)``: the same schemes, no password, no local file).
+    func mirrors(_ value: JSON?, path: String) throws(CatalogError) -> [URL] {
+        switch value {
+        case nil, .null?:
+            return []
+        case .array(let elements)?:
+            guard elements.count <= Catalog.maxMirrors else {
+                throw fail(path, "\(elements.count) mirrors; at most \(Catalog.maxMirrors) are read")
+            }
+            var mirrors: [URL] = []
+            for (index, element) in elements.enumerated() {
+                guard case .string(let text) = element else {
+                    throw fail("\(path)[\(index)]", "expected a URL string, got \(describe(element))")
+                }
+                mirrors.append(try resolve(text, path: "\(path)[\(index)]"))
+            }
+            return mirrors
+        case let other?:
+            throw fail(path, "expected an array of URL strings, got \(describe(other))")
+        }
     }
 
     /// An asset's transport options: an object of strings, within ``TransportOptions``' rules.

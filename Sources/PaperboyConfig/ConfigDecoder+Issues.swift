@@ -114,6 +114,10 @@ extension ConfigDecoder {
         } else if indexed == true {
             asset.index = ChunkIndex.url(besides: url)
         }
+        // Read as `url` is: relative paths, the password rule, the same errors.
+        for mirror in try table.strings("mirrors") ?? [] {
+            asset.mirrors.append(try sourceURL(mirror, in: table, key: "mirrors"))
+        }
         return asset
     }
 }

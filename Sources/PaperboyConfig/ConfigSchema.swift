@@ -33,7 +33,7 @@ enum ConfigSchema {
     static let issues = ["name", "date", "assets"]
     static let assets = [
         "url", "sha256", "path", "unpack", "role", "priority",
-        "allowed_networks", "allow_expensive", "allow_constrained", "options", "index", "indexed",
+        "allowed_networks", "allow_expensive", "allow_constrained", "options", "index", "indexed", "mirrors",
     ]
 
     /// Every table with its keys, as written in the file.

@@ -273,6 +273,7 @@ package struct WireAsset: Codable, Sendable {
         var shown = request
         shown.headers = [:]
         shown.url = request.url.redacted
+        shown.mirrors = request.mirrors.map(\.redacted)
         return shown
     }
 }

@@ -137,6 +137,7 @@ struct SyncPlan {
             options: config.transportOptions(for: asset.url, asset: asset.options), network: network,
             unpack: asset.unpack.map { _ in UnpackFormat.zip }, role: asset.role == .cover ? .cover : .content)
         request.index = asset.index
+        request.mirrors = asset.mirrors
         return request
     }
 

@@ -73,6 +73,16 @@ struct CatalogTests {
         #expect(catalog.issues[0].assets.prefix(2).map(\.path) == ["x.bin", "bü.zip"])
     }
 
+    /// An asset's mirrors are read as its `url` is: resolved against the catalog, normalized, and
+    /// carried into its configuration entry.
+    @Test func mirrorsAreResolvedAsTheURLIs() throws {
+        let catalog = try parse(#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.pdf", "mirrors": ["m/%2e%2e/b/a.pdf", "https://mirror.example.org/a.pdf"]}, {"url": "c.pdf"}]}]}"#)
+        let asset = catalog.issues[0].assets[0]
+        #expect(asset.mirrors.map(\.absoluteString) == ["https://news.example.com/daily/b/a.pdf", "https://mirror.example.org/a.pdf"])
+        #expect(asset.entry.mirrors == asset.mirrors)
+        #expect(catalog.issues[0].assets[1].mirrors.isEmpty)
+    }
+
     /// "The catalog's own server" is one origin however it is spelled, and no other.
     @Test func theCatalogsOwnServerIsComparedAsAnOrigin() throws {
         let url = URL(string: "sftp://files.example.com/pub/catalog.json")!
@@ -141,6 +151,16 @@ struct CatalogTests {
          "issues[0].cover.url", "add 'ftp' to allowed_schemes"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "https://reader:s3cret@cdn.example.com/a.pdf"}]}]}"#,
          "issues[0].assets[0].url", "'https://…@cdn.example.com/a.pdf' holds a password"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.pdf", "mirrors": ["https://r:pw@m.example.com/a.pdf"]}]}]}"#,
+         "issues[0].assets[0].mirrors[0]", "'https://…@m.example.com/a.pdf' holds a password"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.pdf", "mirrors": ["sftp://m.example.com/a.pdf"]}]}]}"#,
+         "issues[0].assets[0].mirrors[0]", "add 'sftp' to allowed_schemes"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.pdf", "mirrors": "https://m.example.com/a.pdf"}]}]}"#,
+         "issues[0].assets[0].mirrors", "expected an array of URL strings"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.pdf", "mirrors": [5]}]}]}"#,
+         "issues[0].assets[0].mirrors[0]", "expected a URL string"),
+        (#"{"issues": [{"name": "a", "date": "2026-11-21", "assets": [{"url": "a.pdf", "mirrors": [\#(String(repeating: #""m.pdf", "#, count: 16))"m.pdf"]}]}]}"#,
+         "issues[0].assets[0].mirrors", "17 mirrors; at most 16"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": 5}]}"#, "issues[0].cover", "a URL string or an object"),
         (#"{"issues": [{"name": "a", "date": "2026-11-21", "cover": "\\\\evil.example\\c.png"}]}"#,
          "issues[0].cover.url", "holds a backslash, which URL parsers read differently"),

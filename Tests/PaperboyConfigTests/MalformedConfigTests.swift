@@ -346,6 +346,12 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             message: "\"https://…@cdn.example.com/a.pdf\" holds a password (user:password@); put it in a [[credentials]] entry"
         ),
         MalformedCase(
+            name: "password in a mirror URL",
+            text: "[[issues]]\nname = \"a\"\ndate = 2026-01-01\n[[issues.assets]]\nurl = \"https://cdn.example.com/a.pdf\"\nmirrors = [\"https://alice:s3cret-pw@m.example.com/a.pdf\"]\n",
+            line: 6, key: "issues[0].assets[0].mirrors", code: .invalidValue,
+            message: "\"https://…@m.example.com/a.pdf\" holds a password (user:password@); put it in a [[credentials]] entry"
+        ),
+        MalformedCase(
             name: "password in a feed URL",
             text: "[[feeds]]\nname = \"weekly\"\nurl = \"https://alice:s3cret-pw@cdn.example.com/catalog.json\"\n",
             line: 3, key: "feeds[0].url", code: .invalidValue,

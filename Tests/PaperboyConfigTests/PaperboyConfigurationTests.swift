@@ -281,6 +281,22 @@ import Testing
         #expect(asset.sha256 == nil && asset.unpack == nil && asset.role == .content && asset.priority == 0)
         #expect(asset.allowedNetworks == nil && asset.allowExpensive == nil && asset.allowConstrained == nil)
         #expect(config.issues[0].date == Date(timeIntervalSince1970: 1_767_312_000))
+        #expect(asset.mirrors.isEmpty)
+    }
+
+    /// `mirrors` are read as `url` is: a plain path becomes a file URL beside the configuration.
+    @Test func assetMirrorsAreReadAsTheURLIs() throws {
+        let config = try PaperboyConfiguration.parse("""
+            [[issues]]
+            name = "one"
+            date = "2026-01-02"
+            [[issues.assets]]
+            url = "https://example.com/big.iso"
+            mirrors = ["https://mirror.example.org/pub/big.iso", "local/big.iso"]
+            """, fileURL: fixtureFile, environment: fixtureEnvironment)
+        let asset = try #require(config.issues.first?.assets.first)
+        #expect(asset.mirrors == [URL(string: "https://mirror.example.org/pub/big.iso")!,
+                                  fixtureFile.deletingLastPathComponent().appendingPathComponent("local/big.iso")])
     }
 
     @Test func loadReadsAFileAndReportsAMissingOne() throws {

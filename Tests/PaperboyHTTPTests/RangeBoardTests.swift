@@ -36,6 +36,25 @@ struct RangeBoardTests {
         #expect(board.piece(0)?.end == 8 * mib)
     }
 
+    /// A piece too small to halve is taken whole, from its next byte, only from the connections
+    /// named (a mirror's), never while a write is claimed, never the sequential one.
+    @Test func anIdleConnectionTakesOverASlowConnectionsLastPieceWhole() {
+        var board = RangeBoard(from: 0, length: 4 * mib, connections: 2, minimum: mib, chunk: 4 * mib)
+        _ = board.take(for: 1)
+        #expect(board.claim(1, lane: 1, at: 2 * mib, available: mib / 2) == .write(mib / 2, newSegment: 2 * mib..<3 * mib))
+        #expect(board.takeOver(for: 0, from: [1]) == nil, "a write is claimed")
+        board.wrote(1, count: mib / 2)
+        #expect(board.claim(0, lane: 0, at: 0, available: 2 * mib) == .write(2 * mib, newSegment: nil))
+        board.wrote(0, count: 2 * mib)
+        #expect(board.take(for: 0) == nil, "1.5 MiB cannot be halved")
+        #expect(board.takeOver(for: 0, from: [2]) == nil, "connection 1 is not named")
+        let taken = board.takeOver(for: 0, from: [0, 1])
+        #expect(taken?.id == 1 && taken?.next == 2 * mib + mib / 2 && taken?.owner == 0)
+        // The old connection's next bytes end its request; the new one continues in the segment.
+        #expect(board.claim(1, lane: 1, at: 2 * mib + mib / 2, available: mib) == .finished)
+        #expect(board.claim(1, lane: 0, at: 2 * mib + mib / 2, available: mib) == .write(mib / 2, newSegment: nil))
+    }
+
     @Test func aCutNeverGoesBelowASegmentAskedFor() {
         var board = RangeBoard(from: 0, length: 32 * mib, connections: 2, minimum: 2 * mib, chunk: 6 * mib)
         _ = board.take(for: 1)

@@ -36,10 +36,13 @@ func httpTransport(bufferSize: Int = 64 * 1024, writingBehind: Bool) -> HTTPTran
 /// Downloads `url` through a real library and returns the delegate after the end.
 func downloadThroughLibrary(
     _ url: URL, in folder: TempFolder, configuration: Library.Configuration = .forTests(attempts: 1),
-    sha256: String? = nil, delegate: RecordingDelegate = RecordingDelegate(), transport: HTTPTransport = HTTPTransport()
+    sha256: String? = nil, delegate: RecordingDelegate = RecordingDelegate(), transport: HTTPTransport = HTTPTransport(),
+    mirrors: [URL] = []
 ) async throws -> RecordingDelegate {
     let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([transport]), configuration: configuration)
-    let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
+    var request = AssetRequest(url: url, sha256: sha256)
+    request.mirrors = mirrors
+    let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(request)
     try await asset.download(delegate: delegate)
     await delegate.waitForEnd()
     await library.close()

@@ -203,6 +203,22 @@ struct LibraryTests {
         await reopened.close()
     }
 
+    /// Mirrors are stored with the request (column `mirrors`, migration `v6-mirrors`) and read
+    /// back in their order; a request without them stores none.
+    @Test func mirrorsPersistAcrossReopenInTheirOrder() async throws {
+        let library = try open()
+        let issue = try await library.addIssue(name: "i", date: Date())
+        var request = AssetRequest(url: URL(string: "https://cdn.example.com/a.iso")!, destinationPath: "a.iso")
+        request.mirrors = [URL(string: "https://m2.example.org/a.iso")!, URL(string: "https://m1.example.net/pub/a.iso")!]
+        let asset = try await issue.addAsset(request)
+        let plain = try await issue.addAsset(AssetRequest(url: URL(string: "https://cdn.example.com/b.iso")!, destinationPath: "b.iso"))
+        await library.close()
+        let reopened = try open()
+        #expect(try await reopened.asset(identifier: asset.identifier)?.request?.mirrors == request.mirrors)
+        #expect(try await reopened.asset(identifier: plain.identifier)?.request?.mirrors == [])
+        await reopened.close()
+    }
+
     @Test func malformedRequestsAreRejected() async throws {
         let library = try open()
         let issue = try await library.addIssue(name: "i", date: Date())
@@ -226,10 +242,14 @@ struct LibraryTests {
         let library = try open()
         let issue = try await library.addIssue(name: "i", date: Date())
         let password = "s3cret-pw-in-url"
-        for text in ["https://alice:\(password)@cdn.example.com/a.pdf", "mem://bob:\(password)@example/a"] {
+        // In the URL, and in a mirror (a mirror is a URL like the asset's).
+        for (text, mirror) in [("https://alice:\(password)@cdn.example.com/a.pdf", nil), ("mem://bob:\(password)@example/a", nil),
+                               ("https://cdn.example.com/a.pdf", "https://dave:\(password)@mirror.example.org/a.pdf")] {
             let url = try #require(URL(string: text))
+            var request = AssetRequest(url: url, destinationPath: "a.pdf")
+            request.mirrors = try mirror.map { [try #require(URL(string: $0))] } ?? []
             do {
-                try await issue.addAsset(AssetRequest(url: url, destinationPath: "a.pdf"))
+                try await issue.addAsset(request)
                 Testing.Issue.record("expected \(text) to be refused")
             } catch {
                 #expect(error.code == .invalidRequest)

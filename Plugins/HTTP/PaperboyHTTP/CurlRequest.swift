@@ -436,7 +436,8 @@ final class CurlRequest: @unchecked Sendable {
 
     /// Ends a stalled request (already removed from the multi handle) with a timeout.
     func finishStalled() {
-        stallDetail = "nothing received for \(plan.idleTimeout.milliseconds / 1000) s"
+        let milliseconds = plan.idleTimeout.milliseconds
+        stallDetail = "nothing received for " + (milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms")
         finish(result: CURLE_OPERATION_TIMEDOUT)
     }
 

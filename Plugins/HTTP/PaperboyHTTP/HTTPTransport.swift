@@ -1,5 +1,6 @@
 import CPaperboyCurl
 import Foundation
+import Logging
 import Paperboy
 
 /// Fetches `http:` and `https:` URLs with libcurl.
@@ -30,7 +31,9 @@ import Paperboy
 /// - Several connections: with `TransferJob.connectionsPerAsset` above 1, a file of at least
 ///   32 MiB from a source serving ranges of one version is fetched in pieces over that many
 ///   connections (`SplitDownload`); a range answered with the whole file or another version
-///   is refused and its connection dropped.
+///   is refused and its connection dropped. The job's mirrors (`TransferJob.mirrors`) serve
+///   pieces too, each connection asking one source; a mirror whose answer is refused, fails or
+///   stalls is dropped for the transfer and named in the log (``Configuration``'s logger).
 /// - TLS: verified always, against the system store or a CA file (``Configuration/caFile``, or
 ///   the job option `ca_file`). Proxies come from ``Configuration/proxy``, else the standard
 ///   `http_proxy`, `https_proxy`, `all_proxy` and `no_proxy` variables.
@@ -75,6 +78,8 @@ public struct HTTPTransport: Transport {
         /// The largest segment asked of the sink at once (a quarter of what is left of a piece,
         /// down to ``minimumPiece``): a piece is cut only past its segment.
         var largestSegment: Int64 = 16 << 20
+        /// Where the split names a mirror it dropped, and the bytes each source sent.
+        var logger = Logger(label: "paperboy.http")
 
         /// Creates settings.
         public init(
@@ -152,7 +157,7 @@ public struct HTTPTransport: Transport {
                 configuration: configuration, caFile: job.options["ca_file"] ?? configuration.caFile,
                 allowsHTTP2: allowsHTTP2, connectTimeout: job.connectTimeout, idleTimeout: job.idleTimeout)
             plan.rangeEnd = job.rangeEnd
-            let outcome = try await perform(plan, into: sink, connections: job.rangeEnd == nil ? job.connectionsPerAsset : 1)
+            let outcome = try await perform(plan, into: sink, job: job)
             if let error = outcome.sinkError { throw error }
             if outcome.began, outcome.code == CURLE_OK, !outcome.failedStatus { return }
             // Only a failure or another round needs the URL that answered (parsed, redacted).
@@ -214,12 +219,15 @@ public struct HTTPTransport: Transport {
     ///
     /// - Throws: the sink's errors, `CancellationError`, and, for a split resource whose pieces
     ///   could not all be fetched, the latest reason a connection was dropped.
-    private func perform(_ plan: RequestPlan, into sink: any TransferSink, connections: Int) async throws -> CurlOutcome {
+    private func perform(_ plan: RequestPlan, into sink: any TransferSink, job: TransferJob) async throws -> CurlOutcome {
+        // A range the library asks for (the missing chunks of an indexed asset) is one request.
+        let connections = job.rangeEnd == nil ? job.connectionsPerAsset : 1
         guard connections > 1 else { return try await engine.perform(CurlRequest(plan: plan, sink: sink, engine: engine)) }
         let split = SplitDownload(
             settings: .init(connections: connections, threshold: configuration.splitThreshold,
-                            minimumPiece: configuration.minimumPiece, largestSegment: configuration.largestSegment),
-            sink: sink)
+                            minimumPiece: configuration.minimumPiece, largestSegment: configuration.largestSegment,
+                            mirrorStallWindow: SplitDownload.stallWindow(idleTimeout: job.idleTimeout)),
+            sink: sink, mirrors: mirrorPlans(job, like: plan), logger: configuration.logger, asset: job.assetIdentifier)
         let request = try CurlRequest(plan: plan, sink: sink, engine: engine, split: split)
         let engine = engine
         return try await withThrowingTaskGroup(of: Void.self) { group in
@@ -250,10 +258,36 @@ public struct HTTPTransport: Transport {
                 try await group.waitForAll()
             }
             try split.requireComplete(url: url)
+            split.logSources()
             outcome.code = CURLE_OK
             outcome.failedStatus = false
             return outcome
         }
+    }
+
+    /// The requests for `job`'s mirrors, built like `plan` (the job's URL's): each asks its own
+    /// URL, through the proxy for it, follows no redirect, and carries no answer to a challenge;
+    /// to another origin than the job's URL, the job's `Authorization`, `Proxy-Authorization` and
+    /// `Cookie` headers are left out, as libcurl leaves them out of a redirect to another host.
+    /// A mirror that is not an http or https URL with a host, or is the job's URL, is left out.
+    private func mirrorPlans(_ job: TransferJob, like plan: RequestPlan) -> [RequestPlan] {
+        var plans: [RequestPlan] = []
+        for mirror in job.mirrors {
+            guard let url = try? Self.validated(mirror), url != job.url, !plans.contains(where: { $0.url == url }) else {
+                configuration.logger.warning("asset \(job.assetIdentifier): mirror \(mirror.redactedString) left out: not another http or https URL with a host")
+                continue
+            }
+            var headers = job.headers
+            if !URLScope.isSameOrigin(url, job.url) {
+                headers = headers.filter { !["authorization", "proxy-authorization", "cookie"].contains($0.key.lowercased()) }
+            }
+            plans.append(RequestPlan(
+                url: url, offset: 0, ifRange: nil, headers: headers, originAnswer: nil, proxyAnswer: nil,
+                proxy: HTTPProxy.proxy(for: url, configured: configuration.proxy), followsRedirects: false,
+                configuration: configuration, caFile: plan.caFile, allowsHTTP2: plan.allowsHTTP2,
+                connectTimeout: plan.connectTimeout, idleTimeout: plan.idleTimeout))
+        }
+        return plans
     }
 
     /// The URL a redirect of a request carrying an answer leads to (libcurl did not follow it).

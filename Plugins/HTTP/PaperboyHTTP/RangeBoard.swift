@@ -104,6 +104,24 @@ struct RangeBoard: Sendable, Equatable {
         return taken
     }
 
+    /// Work for the idle connection `lane` when ``take(for:)`` has none: the whole rest of the
+    /// piece with the most bytes left among those that connections `lanes` fetch (the caller's
+    /// slower sources, mirrors), from its next byte, in its segment. Its old connection finds
+    /// the piece no longer its own at its next write, and stops. So the end never waits for a
+    /// source that trickles: a piece too small to halve is taken whole by a connection that
+    /// would otherwise sit idle.
+    mutating func takeOver(for lane: Int, from lanes: Set<Int>) -> Piece? {
+        let candidates = pieces.indices.filter { index in
+            let piece = pieces[index]
+            return !piece.isSequential && !piece.isDone && piece.inFlight == 0 && piece.owner.map(lanes.contains) == true
+        }
+        guard let index = candidates.max(by: { pieces[$0].end - pieces[$0].next < pieces[$1].end - pieces[$1].next }) else {
+            return nil
+        }
+        pieces[index].owner = lane
+        return pieces[index]
+    }
+
     /// What connection `lane`, fetching piece `id`, may do with `available` bytes received for
     /// position `position`. A write claims its bytes until ``wrote(_:count:)`` or ``unclaim(_:)``.
     mutating func claim(_ id: Int, lane: Int, at position: Int64, available: Int64) -> Claim {

@@ -1,5 +1,6 @@
 import CPaperboyCurl
 import Foundation
+import Logging
 import Paperboy
 import Synchronization
 
@@ -17,6 +18,18 @@ import Synchronization
 /// that connection is dropped: the others, and the first request, which then streams on past
 /// its piece, finish the resource. Every byte is written on the curl thread, so no two sink
 /// calls overlap, and the sink's limiter counts all of them as one transfer.
+///
+/// Mirrors (`TransferJob.mirrors`) are more sources of the same pieces: connection `n` asks the
+/// `n`-th source still in use, counting round the URL that began and its mirrors, so that two
+/// sources and four connections ask each source twice. A mirror's answer is held to the same
+/// rules as any piece's (a 206 for exactly the bytes asked, the same length and validator), so a
+/// mirror serving another file is refused at its head, before a byte is written. A mirror whose
+/// answer is refused, fails, or stays silent for ``Settings/mirrorStallWindow`` is *demoted*:
+/// it is named in the log, asked for nothing more in this transfer, the bytes it wrote are
+/// kept, and the rest of its piece is left on the board for the next connection, which asks
+/// another source. The URL that began is never demoted (its connection is dropped, as without
+/// mirrors), and no answer to its challenges is sent to a mirror: each mirror's plan starts
+/// without one.
 final class SplitDownload: @unchecked Sendable {
     /// When and how finely a resource is split.
     struct Settings: Sendable {
@@ -28,18 +41,43 @@ final class SplitDownload: @unchecked Sendable {
         var minimumPiece: Int64
         /// The largest segment asked of the sink.
         var largestSegment: Int64
+        /// How long a mirror may send nothing before it is demoted (the idle timeout of its
+        /// requests); the URL that began keeps the job's idle timeout.
+        var mirrorStallWindow: Duration = .seconds(60)
+    }
+
+    /// How long a mirror may send nothing before it is demoted, for a job's idle timeout: a
+    /// 120th of it (0.5 s for the default 60 s), at least 250 ms (about how often the curl
+    /// thread looks, ``IdleWatch``) and at most the timeout. Short, because the URL that began
+    /// is there to take the mirror's piece over, with the bytes the mirror sent kept: on a
+    /// 1 GiB file at 60 MB/s, a second of waiting is already 6 % of the time.
+    static func stallWindow(idleTimeout: Duration) -> Duration {
+        min(idleTimeout, max(.milliseconds(250), idleTimeout / 120))
     }
 
     /// What the request that began told the others, set once by ``start(_:head:plan:url:)``.
-    private struct Source: Sendable {
-        var plan: RequestPlan
+    private struct Resource: Sendable {
         var validator: ResourceValidator?
         var length: Int64
     }
 
+    /// A URL pieces are asked of: the one that began (index 0), then the mirrors in their order.
+    private struct Source: Sendable {
+        var plan: RequestPlan
+        var isMirror: Bool
+        /// Set once an answer of this mirror was refused or failed: nothing more is asked of it.
+        var isDemoted = false
+        /// Bytes of it written.
+        var bytes: Int64 = 0
+    }
+
     private struct State: @unchecked Sendable {
         var board: RangeBoard?
-        var source: Source?
+        var resource: Resource?
+        /// Empty until the first request began; then the URL that began, and the mirrors.
+        var sources: [Source] = []
+        /// The source of each connection's latest piece.
+        var laneSources: [Int: Int] = [:]
         /// Segments by piece: a piece continued by another connection goes on in the same one.
         var segments: [Int: any TransferSegment] = [:]
         /// Why connections were dropped, latest last.
@@ -51,11 +89,20 @@ final class SplitDownload: @unchecked Sendable {
 
     let settings: Settings
     let sink: any TransferSink
+    /// The mirrors' requests (without `If-Range`, given at the start), in their order.
+    private let mirrors: [RequestPlan]
+    private let logger: Logger
+    /// The asset, as logs name it.
+    private let asset: String
     private let state = Mutex(State())
 
-    init(settings: Settings, sink: any TransferSink) {
+    init(settings: Settings, sink: any TransferSink, mirrors: [RequestPlan] = [],
+         logger: Logger = Logger(label: "paperboy.http"), asset: String = "") {
         self.settings = settings
         self.sink = sink
+        self.mirrors = mirrors
+        self.logger = logger
+        self.asset = asset
     }
 
     // MARK: Starting (curl thread)
@@ -75,9 +122,17 @@ final class SplitDownload: @unchecked Sendable {
         piecePlan.url = url
         piecePlan.followsRedirects = false
         piecePlan.ifRange = RangeResume.ifRange(for: response.validator)
+        var sources = [Source(plan: piecePlan, isMirror: false)]
+        for var mirror in mirrors {
+            // A mirror holding another version answers 200 (the whole file), refused at its head.
+            mirror.ifRange = piecePlan.ifRange
+            mirror.idleTimeout = settings.mirrorStallWindow
+            sources.append(Source(plan: mirror, isMirror: true))
+        }
         let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
             state.board = board
-            state.source = Source(plan: piecePlan, validator: response.validator, length: length)
+            state.resource = Resource(validator: response.validator, length: length)
+            state.sources = sources
             state.started = true
             defer { state.waiter = nil }
             return state.waiter
@@ -128,34 +183,79 @@ final class SplitDownload: @unchecked Sendable {
         }
     }
 
-    /// Connection `lane` takes pieces until none is left, or until one of its requests fails or
-    /// is refused (the connection is then dropped and its piece left to the others).
+    /// Connection `lane` takes pieces until none is left, or until one of its requests to the
+    /// URL that began fails or is refused (the connection is then dropped and its piece left to
+    /// the others). A mirror's failure demotes the mirror, and the connection goes on with the
+    /// next source in use.
     ///
     /// - Throws: an error of the sink, or `CancellationError`.
     func runConnection(_ lane: Int, engine: CurlMulti) async throws {
         while true {
             try Task.checkCancellation()
-            guard let (piece, source) = state.withLock({ state -> (RangeBoard.Piece, Source)? in
-                guard let source = state.source, let piece = state.board?.take(for: lane) else { return nil }
-                return (piece, source)
+            guard let (piece, index, source) = state.withLock({ state -> (RangeBoard.Piece, Int, Source)? in
+                guard let index = Self.source(for: lane, in: state.sources) else { return nil }
+                var piece = state.board?.take(for: lane)
+                if piece == nil, !state.sources[index].isMirror {
+                    // Nothing left to halve: the URL that began takes a mirror's last piece whole.
+                    let onMirrors = state.laneSources.filter { state.sources[$0.value].isMirror }.keys
+                    piece = state.board?.takeOver(for: lane, from: Set(onMirrors))
+                }
+                guard let piece else { return nil }
+                state.laneSources[lane] = index
+                return (piece, index, state.sources[index])
             }) else { return }
             var plan = source.plan
             plan.offset = piece.next
             plan.rangeEnd = piece.end
-            let writer = PieceWriter(split: self, lane: lane, piece: piece, requested: piece.next..<piece.end)
-            let request: CurlRequest
+            let writer = PieceWriter(split: self, lane: lane, piece: piece, requested: piece.next..<piece.end, source: index)
+            let failure: TransportError?
             do {
-                request = try CurlRequest(plan: plan, sink: sink, engine: engine, piece: writer)
-            } catch let error as TransportError {
-                drop(lane, error)
-                return
+                let request = try CurlRequest(plan: plan, sink: sink, engine: engine, piece: writer)
+                failure = try self.failure(of: await engine.perform(request), writer: writer, url: plan.url)
+            } catch let error as TransportError where error.code != .cancelled {
+                // Only the request's set-up throws a transport error (perform reports in its outcome).
+                failure = error
             }
-            let outcome = try await engine.perform(request)
-            if let failure = try failure(of: outcome, writer: writer, url: plan.url) {
+            guard let failure else { continue }
+            guard source.isMirror, demote(index, lane: lane, failure) else {
                 drop(lane, failure)
                 return
             }
         }
+    }
+
+    /// The source connection `lane` asks: the `lane`-th of those in use, counted round.
+    private static func source(for lane: Int, in sources: [Source]) -> Int? {
+        let inUse = sources.indices.filter { !sources[$0].isDemoted }
+        return inUse.isEmpty ? nil : inUse[lane % inUse.count]
+    }
+
+    /// The mirror `index` failed for connection `lane`: it is demoted (named in the log once),
+    /// and the connection's pieces wait for another. Returns whether a source is left in use.
+    func demote(_ index: Int, lane: Int, _ failure: TransportError) -> Bool {
+        let (first, left) = state.withLock { state -> (Bool, Bool) in
+            state.board?.release(lane)
+            state.failures.append(failure)
+            let first = !state.sources[index].isDemoted
+            state.sources[index].isDemoted = true
+            return (first, state.sources.contains { !$0.isDemoted })
+        }
+        if first {
+            logger.warning("asset \(asset): mirror \(mirrors[index - 1].url.redactedString) dropped for this transfer: \(failure.message)")
+        }
+        return left
+    }
+
+    /// Bytes written per URL (the one that began first), once the first request split the resource.
+    var bytesBySource: [(url: URL, bytes: Int64, demoted: Bool)] {
+        state.withLock { $0.sources.map { ($0.plan.url.redacted, $0.bytes, $0.isDemoted) } }
+    }
+
+    /// Logs where the bytes came from, when there were mirrors.
+    func logSources() {
+        guard !mirrors.isEmpty else { return }
+        let parts = bytesBySource.map { "\($0.bytes) bytes from \($0.url.redactedString)\($0.demoted ? " (demoted)" : "")" }
+        logger.info("asset \(asset): \(parts.joined(separator: ", "))")
     }
 
     /// Why a piece's request counts as failed (`nil`: it wrote its piece, or the piece was taken
@@ -209,8 +309,11 @@ final class SplitDownload: @unchecked Sendable {
         state.withLock { $0.board?.claim(piece, lane: lane, at: position, available: available) ?? .finished }
     }
 
-    func wrote(_ piece: Int, count: Int64) {
-        state.withLock { $0.board?.wrote(piece, count: count) }
+    func wrote(_ piece: Int, count: Int64, source: Int) {
+        state.withLock { state in
+            state.board?.wrote(piece, count: count)
+            if source < state.sources.count { state.sources[source].bytes += count }
+        }
     }
 
     func unclaim(_ piece: Int, segmentDeclined: Bool = false) {
@@ -234,7 +337,7 @@ final class SplitDownload: @unchecked Sendable {
     /// Whether a piece's response is the same resource as the one that began, and exactly the
     /// bytes asked for; the refusal otherwise.
     func refusal(of head: ResponseHead, requested: Range<Int64>, url: URL) -> TransportError? {
-        let source = state.withLock { $0.source }
+        let source = state.withLock { $0.resource }
         guard let source else { return nil }
         let shown = url.redactedString
         guard head.status == 206 else {
@@ -275,6 +378,8 @@ final class PieceWriter: @unchecked Sendable {
     let isSequential: Bool
     /// The range a piece request asked for (`nil` for the request that began).
     let requested: Range<Int64>?
+    /// The source asked (an index into the split's sources; 0 is the URL that began).
+    let source: Int
     /// The position of the first byte of the chunk curl offers now.
     private var position: Int64
     /// Bytes of that chunk already written or skipped before a pause (curl offers it again whole).
@@ -282,8 +387,9 @@ final class PieceWriter: @unchecked Sendable {
     /// Whether the request stopped because its piece was written.
     private(set) var reachedEnd = false
 
-    init(split: SplitDownload, lane: Int, piece: RangeBoard.Piece, requested: Range<Int64>?) {
+    init(split: SplitDownload, lane: Int, piece: RangeBoard.Piece, requested: Range<Int64>?, source: Int = 0) {
         self.split = split
+        self.source = source
         self.lane = lane
         self.piece = piece.id
         isSequential = piece.isSequential
@@ -325,7 +431,7 @@ final class PieceWriter: @unchecked Sendable {
                     split.unclaim(piece)
                     return .failed(error)
                 }
-                split.wrote(piece, count: count)
+                split.wrote(piece, count: count, source: source)
                 consumed += Int(count)
             }
         }

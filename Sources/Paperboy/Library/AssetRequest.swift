@@ -32,6 +32,15 @@ public struct AssetRequest: Sendable, Hashable, Codable {
     /// (``TransportCapabilities/ranges``). `nil` fetches the file whole.
     public var index: URL?
 
+    /// Other URLs serving the same bytes as ``url`` (the same size and validator), which a
+    /// transport that fetches ranges may fetch pieces from at once (``TransferJob/mirrors``).
+    ///
+    /// A mirror whose size or validator disagrees with ``url``'s is dropped for the transfer
+    /// before any of its bytes is written; ``sha256`` checks the whole file either way. A
+    /// mirror is a URL like ``url``: it may hold no password, and a credential is sent to it
+    /// only when a configured credential's scope covers the mirror itself (``URLScope``).
+    public var mirrors: [URL] = []
+
     /// Creates a request.
     public init(
         url: URL, headers: [String: String] = [:], sha256: String? = nil, priority: Int = 0,
@@ -51,7 +60,7 @@ public struct AssetRequest: Sendable, Hashable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case url, headers, sha256, priority, destinationPath, options, maxBytesPerSecond, network, unpack, role, index
+        case url, headers, sha256, priority, destinationPath, options, maxBytesPerSecond, network, unpack, role, index, mirrors
     }
 
     public init(from decoder: any Decoder) throws {
@@ -67,6 +76,24 @@ public struct AssetRequest: Sendable, Hashable, Codable {
         unpack = try container.decodeIfPresent(UnpackFormat.self, forKey: .unpack)
         role = try container.decodeIfPresent(AssetRole.self, forKey: .role) ?? .content
         index = try container.decodeIfPresent(URL.self, forKey: .index)
+        mirrors = try container.decodeIfPresent([URL].self, forKey: .mirrors) ?? []
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(url, forKey: .url)
+        try container.encode(headers, forKey: .headers)
+        try container.encodeIfPresent(sha256, forKey: .sha256)
+        try container.encode(priority, forKey: .priority)
+        try container.encodeIfPresent(destinationPath, forKey: .destinationPath)
+        try container.encode(options, forKey: .options)
+        try container.encodeIfPresent(maxBytesPerSecond, forKey: .maxBytesPerSecond)
+        try container.encodeIfPresent(network, forKey: .network)
+        try container.encodeIfPresent(unpack, forKey: .unpack)
+        try container.encode(role, forKey: .role)
+        try container.encodeIfPresent(index, forKey: .index)
+        // Left out when empty, so that requests without mirrors read as they always did.
+        if !mirrors.isEmpty { try container.encode(mirrors, forKey: .mirrors) }
     }
 
     /// Whether the core delivers the file itself (to a destination path, or by unpacking it)
@@ -77,14 +104,13 @@ public struct AssetRequest: Sendable, Hashable, Codable {
     /// the library's database), the checksum format, the destination path and the rate
     /// (``ByteCount/rate(_:door:)``).
     package func validated() throws(LibraryError) -> AssetRequest {
-        if url.password != nil {
+        // Every URL of the request is stored: none may hold a password.
+        let sources = [("the URL", url)] + mirrors.map { ("the mirror", $0) } + (index.map { [("the index URL", $0)] } ?? [])
+        for (which, source) in sources where source.password != nil {
             throw LibraryError(
                 .invalidRequest,
-                "the URL \(url.redactedString) holds a password (user:password@), which the library would store; "
+                "\(which) \(source.redactedString) holds a password (user:password@), which the library would store; "
                     + "give it as a credential instead (a [[credentials]] entry, or the delegate's answer to the challenge)")
-        }
-        if let index, index.password != nil {
-            throw LibraryError(.invalidRequest, "the index URL \(index.redactedString) of \(url.redactedString) holds a password (user:password@); give it as a credential instead")
         }
         if let sha256 {
             guard sha256.count == 64, sha256.allSatisfy(\.isHexDigit) else {

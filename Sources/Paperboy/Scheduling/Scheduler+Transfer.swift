@@ -143,6 +143,7 @@ extension Scheduler {
                 connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout,
                 options: request.options, assetIdentifier: run.id)
             made.connectionsPerAsset = max(1, settings.connectionsPerAsset)
+            made.mirrors = request.mirrors
             let job = made
             do {
                 try await challenges.run {

@@ -416,8 +416,8 @@ final class LibraryStore: Sendable {
     /// Replaces an asset's stored request (written at once, not batched).
     func updateRequest(id: String, _ request: AssetRequest) throws(LibraryError) {
         do {
-            let columns = AssetRecord.columnNames[3...15] + ["indexURL"]
-            let values = try AssetRecord.requestValues(request) + [request.index?.absoluteString, id]
+            let columns = AssetRecord.requestColumnNames
+            let values = try AssetRecord.requestValues(request) + [id]
             try pool.write { db in
                 try db.execute(sql: "UPDATE asset SET \(columns.map { "\($0) = ?" }.joined(separator: ", ")) WHERE id = ?",
                                arguments: StatementArguments(values))

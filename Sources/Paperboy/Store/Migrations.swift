@@ -148,6 +148,10 @@ enum Migrations {
             // The chunk index an asset's request names (AssetRequest.index).
             try db.alter(table: "asset") { t in t.add(column: "indexURL", .text) }
         }
+        migrator.registerMigration("v6-mirrors") { db in
+            // An asset's mirrors (``AssetRequest/mirrors``): a JSON array of URLs, NULL for none.
+            try db.alter(table: "asset") { t in t.add(column: "mirrors", .text) }
+        }
         return migrator
     }
 

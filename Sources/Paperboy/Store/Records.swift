@@ -148,6 +148,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         validator = try? row.decode(String?.self, atIndex: 27)
         validatorStrength = try? row.decode(String?.self, atIndex: 28)
         checkpointBoot = try? row.decode(String?.self, atIndex: 29)
+        // Column 30, `mirrors`, is part of the request (read above).
     }
 
     /// The request in columns 3 to 15; its issue name and destination path keep ``IssueName``'s
@@ -187,8 +188,28 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
             guard let index = URL(string: text), index.scheme != nil else { throw unreadable("index URL") }
             request.index = index
         }
+        request.mirrors = try mirrors(row, 31)
         return request
     }
+
+    /// A JSON array of absolute URLs (the mirrors): NULL when empty.
+    private static func mirrors(_ row: Row, _ index: Int) throws(LibraryError) -> [URL] {
+        guard let text = try? row.decode(String?.self, atIndex: index) else { return [] }
+        let texts: [String]
+        do {
+            texts = try JSONReader("its mirrors", limits: .stateFile).decode([String].self, from: Data(text.utf8))
+        } catch let error as JSONInputError {
+            throw LibraryError(.storage, "\(error.description)")
+        } catch {
+            throw LibraryError(.storage, "its mirrors are unreadable (\(error))")
+        }
+        return try texts.map { text throws(LibraryError) in
+            guard let url = URL(string: text), url.scheme != nil else { throw unreadableMirror }
+            return url
+        }
+    }
+
+    private static let unreadableMirror = LibraryError(.storage, "its mirrors are unreadable")
 
     /// A JSON object of strings (headers, options): NULL when empty.
     private static func strings(_ row: Row, _ index: Int, _ what: String) throws(LibraryError) -> [String: String] {
@@ -218,10 +239,13 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         "id", "issueName", "seq", "url", "destinationPath", "sha256", "unpack", "role", "priority",
         "maxBytesPerSecond", "networkKinds", "networkExpensive", "networkConstrained", "networkRoaming", "headers",
         "options", "userInfo", "state", "detail", "failureCode", "transportCode", "failureReason", "failureRetryable", "retryAt", "attempts",
-        "bytesOnDisk", "expectedBytes", "validator", "validatorStrength", "checkpointBoot", "indexURL",
+        "bytesOnDisk", "expectedBytes", "validator", "validatorStrength", "checkpointBoot", "indexURL", "mirrors",
     ]
 
-    /// The request's column values, in the order of ``columnNames`` from `url` to `options`.
+    /// The columns of the request (``requestValues(_:)``): `url` to `options`, `indexURL` and `mirrors`.
+    static let requestColumnNames = Array(columnNames[3...15]) + ["indexURL", "mirrors"]
+
+    /// The request's column values, in the order of ``requestColumnNames``.
     static func requestValues(_ request: AssetRequest) throws -> [(any DatabaseValueConvertible)?] {
         let network = request.network
         return [
@@ -229,15 +253,17 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
             request.role.rawValue, request.priority, request.maxBytesPerSecond,
             network?.allowedKinds.map { $0.map(\.rawValue).sorted().joined(separator: ",") },
             network?.allowsExpensive, network?.allowsConstrained, network?.allowsRoaming,
-            try json(request.headers), try json(request.options),
+            try json(request.headers), try json(request.options), request.index?.absoluteString,
+            request.mirrors.isEmpty ? nil : String(decoding: try JSONCoding.stored.encoder.encode(request.mirrors.map(\.absoluteString)), as: UTF8.self),
         ]
     }
 
     /// The row's values, in the order of ``columnNames``.
     func columnValues() throws -> [(any DatabaseValueConvertible)?] {
-        [id, issueName, seq] + (try Self.requestValues(request))
+        let request = try Self.requestValues(request)
+        return [id, issueName, seq] + request.dropLast(2)
             + [userInfo, state, detail, failure?.code, failure?.transportCode, failure?.reason, failure?.retryable, retryAt.map(StoredDate.init),
-               attempts, bytesOnDisk, expectedBytes, validator, validatorStrength, checkpointBoot, request.index?.absoluteString]
+               attempts, bytesOnDisk, expectedBytes, validator, validatorStrength, checkpointBoot] + request.suffix(2)
     }
 
     func encode(to container: inout PersistenceContainer) throws {

@@ -29,6 +29,13 @@ public struct TransferJob: Sendable {
     /// bytes the source sends in ``TransferResponse/offset`` and ``TransferResponse/end``, and
     /// the library refuses any other answer before a byte is written.
     package var rangeEnd: Int64?
+    /// Other URLs serving the same bytes as ``url`` (``AssetRequest/mirrors``), in the order given.
+    ///
+    /// A transport that fetches ranges over several connections may fetch pieces from them; one
+    /// that cannot ignores them. A mirror's answer must carry the same length and validator as
+    /// ``url``'s, or nothing of it is written. Credentials are answered per URL through
+    /// ``TransferSink/challenge(_:)``: an answer given for ``url`` is never sent to a mirror.
+    public var mirrors: [URL] = []
     /// The identifier of the asset this job belongs to, for logs.
     public var assetIdentifier: String
 
