@@ -210,12 +210,18 @@ struct LibraryTests {
         let issue = try await library.addIssue(name: "i", date: Date())
         var request = AssetRequest(url: URL(string: "https://cdn.example.com/a.iso")!, destinationPath: "a.iso")
         request.mirrors = [URL(string: "https://m2.example.org/a.iso")!, URL(string: "https://m1.example.net/pub/a.iso")!]
+        // With a chunk index too: each in its own column (indexURL, then mirrors), none shifted.
+        request.index = URL(string: "https://cdn.example.com/a.iso.pbidx")!
         let asset = try await issue.addAsset(request)
         let plain = try await issue.addAsset(AssetRequest(url: URL(string: "https://cdn.example.com/b.iso")!, destinationPath: "b.iso"))
         await library.close()
         let reopened = try open()
-        #expect(try await reopened.asset(identifier: asset.identifier)?.request?.mirrors == request.mirrors)
+        let stored = try await reopened.asset(identifier: asset.identifier)?.request
+        #expect(stored?.mirrors == request.mirrors)
+        #expect(stored?.index == request.index)
+        #expect(stored?.url == request.url && stored?.destinationPath == "a.iso")
         #expect(try await reopened.asset(identifier: plain.identifier)?.request?.mirrors == [])
+        #expect(try await reopened.asset(identifier: plain.identifier)?.request?.index == nil)
         await reopened.close()
     }
 
