@@ -6,7 +6,7 @@ import PaperboyFraming
 
 /// The library requests (`SHELF`, `ASSETS`, `READ`, `PURGE`: what `paperboy issues`, `status`,
 /// `read` and `purge` ask a daemon), and those that serve the rest of `Library`'s API (`REMOVE`,
-/// `MARKREAD`, `CHECKSUM`, `WAIT`), each through the library's in-process backend.
+/// `MARKREAD`, `CHECKSUM`, `WAIT`, `COUNTS`, `ACTIVITY`), each through the library's in-process backend.
 extension DaemonServer {
     /// Items in a `SHELF` or `ASSETS` page, fewer when their JSON would not fit in a frame.
     static let pageSize = 500
