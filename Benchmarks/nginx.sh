@@ -1,19 +1,26 @@
 # Sourced by the benchmark scripts (bash): one nginx on loopback for a run, in a work folder.
 #
 #   source "$ROOT/Benchmarks/nginx.sh"
+#   nginx_binary > /dev/null || exit 1     (early, before a long build)
 #   PORT=$(free_port)
-#   start_nginx "$WORK" "http { … lines … }" "server { … lines … }"
+#   start_nginx "$WORK" "lines inside http { }" "lines inside its server { }"
 #
 # start_nginx WORK HTTP_LINES SERVER_LINES writes WORK/nginx.conf (logs and temp files under
 # WORK, root WORK/www, listening on 127.0.0.1:$PORT), starts nginx in the foreground of a
 # background job, removes it on exit (trap) and waits until the port answers. Sets NGINX_PID.
 
+nginx_binary() {  # the path of nginx, or a message and status 1
+    local nginx
+    nginx=$(command -v nginx || echo /usr/sbin/nginx)
+    [[ -x $nginx ]] || { echo "nginx is not installed" >&2; return 1; }
+    echo "$nginx"
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 start_nginx() {
     local work=$1 http_lines=${2:-} server_lines=${3:-} nginx user_line=""
-    nginx=$(command -v nginx || echo /usr/sbin/nginx)
-    [[ -x $nginx ]] || { echo "nginx is not installed" >&2; return 1; }
+    nginx=$(nginx_binary) || return 1
     [[ $(id -u) == 0 ]] && user_line="user root;"
     mkdir -p "$work"/{www,tmp,logs}
     cat > "$work/nginx.conf" <<EOF

@@ -37,6 +37,7 @@ for tool in zsync zsyncmake curl python3; do
 done
 # shellcheck source=../nginx.sh
 source "$ROOT/Benchmarks/nginx.sh"
+nginx_binary > /dev/null
 
 PAPERBOY=$("$ROOT/Benchmarks/build.sh")
 mkdir -p "$WORK"/{www,out}
