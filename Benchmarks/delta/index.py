@@ -26,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pbidx  # noqa: E402
+from cases import corrected_issue  # noqa: E402
 
 CANDIDATES = ["4096/16384/65536", "8192/32768/131072", "16384/65536/262144", "32768/131072/524288", "65536/262144/1048576"]
 
@@ -73,25 +74,8 @@ def throughput(paperboy, folder, size_mib, rounds):
     os.remove(path + ".pbidx")
 
 
-def corrected_issue(folder, size_mb):
-    """v1 random, v2 = v1 with 10 regions of 400 KB rewritten and 1 MB inserted in the middle."""
-    generator = random.Random(30)
-    v1 = bytearray(generator.randbytes(size_mb * 1_000_000))
-    v2 = bytearray(v1)
-    for region in range(10):
-        at = (region * 2 + 1) * len(v2) // 21
-        v2[at:at + 400_000] = generator.randbytes(400_000)
-    middle = len(v2) // 2
-    v2[middle:middle] = generator.randbytes(1_000_000)
-    paths = os.path.join(folder, "v1.bin"), os.path.join(folder, "v2.bin")
-    for path, data in zip(paths, (v1, v2)):
-        with open(path, "wb") as file:
-            file.write(data)
-    return paths
-
-
 def chunk_sizes(paperboy, folder, size_mb):
-    v1, v2 = corrected_issue(folder, size_mb)
+    (v1, v2), _ = corrected_issue(folder, size_mb)
     print(f"chunk sizes: corrected issue, {size_mb} MB, 5.0 MB changed (10 x 400 KB rewritten, 1 MB inserted)")
     print(f"  {'MIN/AVG/MAX (KiB)':22} {'chunks':>7} {'mean KiB':>9} {'index KB':>9} {'fetched MB':>11} {'x changed':>10} {'index s':>8}")
     for sizes in CANDIDATES:

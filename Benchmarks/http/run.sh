@@ -50,9 +50,9 @@ if [[ ${TMPFS:-0} == 1 ]]; then
 else
     WORK=${WORK:-$(mktemp -d /var/tmp/paperboy-http-bench.XXXXXX)}
 fi
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-
-[[ -x $NGINX ]] || { echo "nginx is not installed" >&2; exit 1; }
+# shellcheck source=../nginx.sh
+source "$ROOT/Benchmarks/nginx.sh"
+nginx_binary > /dev/null
 [[ -x /usr/bin/time ]] || { echo "/usr/bin/time is not installed (apt-get install time)" >&2; exit 1; }
 
 PAPERBOY=$("$ROOT/Benchmarks/build.sh")
@@ -77,7 +77,6 @@ if (( $(find "$WORK/www/small" -type f | wc -l) != SMALL_COUNT )); then
         split -a 5 -d -b $((SMALL_KB * 1024)) - "$WORK/www/small/f"
 fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 TLS_PORT=$(free_port)
 # A certificate authority made for this run, and the server's certificate for 127.0.0.1 signed
@@ -90,44 +89,13 @@ if [[ ! -f $WORK/tls/server.pem ]]; then
      printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > server.ext &&
      openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile server.ext) > /dev/null 2>&1
 fi
-USER_LINE=""
-[[ $(id -u) == 0 ]] && USER_LINE="user root;"
-cat > "$WORK/nginx.conf" <<EOF
-$USER_LINE
-worker_processes 2;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_requests 100000;
-    client_body_temp_path $WORK/tmp/body;
-    proxy_temp_path $WORK/tmp/proxy;
-    fastcgi_temp_path $WORK/tmp/fastcgi;
-    uwsgi_temp_path $WORK/tmp/uwsgi;
-    scgi_temp_path $WORK/tmp/scgi;
-    server {
-        listen 127.0.0.1:$PORT;
-        root $WORK/www;
-    }
+start_nginx "$WORK" "access_log off; tcp_nopush on; keepalive_requests 100000;
     server {
         listen 127.0.0.1:$TLS_PORT ssl http2;
         ssl_certificate $WORK/tls/server.pem;
         ssl_certificate_key $WORK/tls/server.key;
         root $WORK/www;
-    }
-}
-EOF
-"$NGINX" -p "$WORK" -c "$WORK/nginx.conf" -e "$WORK/logs/error.log" &
-NGINX_PID=$!
-trap 'kill $NGINX_PID 2>/dev/null; wait $NGINX_PID 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-    (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break
-    sleep 0.05
-done
+    }"
 BASE="http://127.0.0.1:$PORT"
 TLS_BASE="https://127.0.0.1:$TLS_PORT"
 

@@ -29,8 +29,9 @@ RUNS=${RUNS:-3}
 CONNECTIONS=${CONNECTIONS:-1 2 4}
 TIMEOUT=${TIMEOUT:-300}
 WORK=${WORK:-$(mktemp -d /var/tmp/paperboy-mirrors-bench.XXXXXX)}
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[[ -x $NGINX ]] || { echo "nginx is not installed" >&2; exit 1; }
+# shellcheck source=../nginx.sh
+source "$ROOT/Benchmarks/nginx.sh"
+nginx_binary > /dev/null
 
 PAPERBOY=$("$ROOT/Benchmarks/build.sh")
 mkdir -p "$WORK"/{www,tmp,logs,out}
@@ -40,46 +41,10 @@ if [[ ! -f $WORK/www/big.bin ]] || (( $(stat -c %s "$WORK/www/big.bin") != BIG_M
     head -c $((BIG_MB * 1048576)) /dev/urandom > "$WORK/www/big.bin"
 fi
 
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-USER_LINE=""
-[[ $(id -u) == 0 ]] && USER_LINE="user root;"
+PORT=$(free_port)
 # One file, one time: the url and the mirror give the same ETag (nginx's is the time and size).
-cat > "$WORK/nginx.conf" <<EOF
-$USER_LINE
-worker_processes 2;
-daemon off;
-pid $WORK/nginx.pid;
-error_log $WORK/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-    log_format ranges '\$server_addr \$connection \$status "\$http_range" \$body_bytes_sent';
-    access_log $WORK/logs/access.log ranges;
-    sendfile on;
-    client_body_temp_path $WORK/tmp/body;
-    proxy_temp_path $WORK/tmp/proxy;
-    fastcgi_temp_path $WORK/tmp/fastcgi;
-    uwsgi_temp_path $WORK/tmp/uwsgi;
-    scgi_temp_path $WORK/tmp/scgi;
-    server {
-        listen 127.0.0.1:$PORT;
-        listen 127.0.0.2:$PORT;
-        root $WORK/www;
-        limit_rate $RATE;
-        location /stall/ {
-            alias $WORK/www/;
-            limit_rate_after 1m;
-            limit_rate 1;
-        }
-    }
-}
-EOF
-"$NGINX" -p "$WORK" -c "$WORK/nginx.conf" -e "$WORK/logs/error.log" &
-NGINX_PID=$!
-trap 'kill $NGINX_PID 2>/dev/null; wait $NGINX_PID 2>/dev/null || true' EXIT
-for _ in $(seq 100); do
-    (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break
-    sleep 0.05
-done
+start_nginx "$WORK" "log_format ranges '\$server_addr \$connection \$status \"\$http_range\" \$body_bytes_sent'; access_log $WORK/logs/access.log ranges;" \
+    "listen 127.0.0.2:$PORT; limit_rate $RATE; location /stall/ { alias $WORK/www/; limit_rate_after 1m; limit_rate 1; }"
 URL="http://127.0.0.1:$PORT/big.bin"
 MIRROR="http://127.0.0.2:$PORT/big.bin"
 STALL="http://127.0.0.2:$PORT/stall/big.bin"

@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Issue 29's delta rows over HTTP: a reader holding version 1 of a file syncs version 2.
+# One nginx on loopback serves both versions, v2's chunk index (`paperboy index`) and v2's zsync
+# control file (`zsyncmake -u URL`); bytes are counted AT THE SERVER (the access log's
+# $body_bytes_sent summed over the v2 run, the index or control file included).
+#
+# Cases (Benchmarks/delta/cases.py makes the data):
+#   corrected  v2 = v1 with 10 regions of 400 KB rewritten and 1 MB inserted in the middle
+#   unchanged  v2 = v1
+#   next       v2 shares 60 % of v1's content in shuffled 1 MB blocks (40 % new)
+#
+# Rows, each tool once per round (paired), medians of RUNS rounds:
+#   paperboy   v1 synced first (url v1.bin, not measured), then the configuration names the
+#              corrected file (url v2.bin, `indexed = true`) at the same issue and path, and the
+#              second `paperboy sync` is measured (as Tests/PaperboyCLITests/IndexedSyncTests)
+#   zsync      `zsync -i v1.bin -o v2.bin URL/v2.bin.zsync` with v1 copied beside it first
+#   curl       the whole v2 (the reference)
+# Then the aims: corrected, bytes <= 1.3 x changed + the index and time <= zsync's; unchanged,
+# only the index; next, <= 45 % of v2's size.
+#
+# Run by hand, on a quiet machine:  Benchmarks/delta/run.sh
+# Knobs (environment): SIZE_MB=200 (v1's size, MB of 10^6 bytes) RUNS=3 TIMEOUT=300 (per run)
+#   CASES="corrected unchanged next"
+#   WORK=/var/tmp/...  (data and downloads; default a new folder in /var/tmp, removed at the end
+#                      unless KEEP=1)
+#   PAPERBOY=path      (a built paperboy; default: Benchmarks/build.sh, a release build in SCRATCH)
+# Needs nginx, zsync and zsyncmake (Debian's `zsync` package, 0.6.2), curl, python3.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+SIZE_MB=${SIZE_MB:-200}
+RUNS=${RUNS:-3}
+TIMEOUT=${TIMEOUT:-300}
+CASES=${CASES:-corrected unchanged next}
+WORK=${WORK:-$(mktemp -d /var/tmp/paperboy-delta-bench.XXXXXX)}
+for tool in zsync zsyncmake curl python3; do
+    command -v $tool > /dev/null || { echo "$tool is not installed" >&2; exit 1; }
+done
+# shellcheck source=../nginx.sh
+source "$ROOT/Benchmarks/nginx.sh"
+nginx_binary > /dev/null
+
+PAPERBOY=$("$ROOT/Benchmarks/build.sh")
+mkdir -p "$WORK"/{www,out}
+echo "work folder: $WORK" >&2
+
+PORT=$(free_port)
+start_nginx "$WORK" "log_format bytes '\$request_uri \$status \$body_bytes_sent'; access_log $WORK/logs/access.log bytes;"
+[[ ${KEEP:-0} == 1 ]] || trap 'kill $NGINX_PID 2>/dev/null; wait $NGINX_PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
+BASE="http://127.0.0.1:$PORT"
+LOG=$WORK/logs/access.log
+
+# Test data is generated here, never committed: v1, v2, v2's index and v2's control file.
+declare -A CHANGED INDEX_BYTES CONTROL_BYTES V2_BYTES
+for case in $CASES; do
+    dir=$WORK/www/$case
+    mkdir -p "$dir"
+    CHANGED[$case]=$(python3 "$ROOT/Benchmarks/delta/cases.py" "$case" "$dir" "$SIZE_MB")
+    "$PAPERBOY" index --quiet "$dir/v2.bin"
+    zsyncmake -u "$BASE/$case/v2.bin" -o "$dir/v2.bin.zsync" "$dir/v2.bin"
+    INDEX_BYTES[$case]=$(stat -c %s "$dir/v2.bin.pbidx")
+    CONTROL_BYTES[$case]=$(stat -c %s "$dir/v2.bin.zsync")
+    V2_BYTES[$case]=$(stat -c %s "$dir/v2.bin")
+done
+
+config() {  # $1 = case, $2 = version (v1 | v2): the one asset at the same issue and path
+    local indexed=""
+    [[ $2 == v2 ]] && indexed="indexed = true"
+    printf '[library]\npath = "%s/out/lib"\n\n[scheduler]\nretry_attempts = 1\n\n[[issues]]\nname = "bench"\ndate = "2025-01-01"\n\n[[issues.assets]]\nurl = "%s/%s/%s.bin"\npath = "data.bin"\n%s\n' \
+        "$WORK" "$BASE" "$1" "$2" "$indexed" > "$WORK/paperboy-$1-$2.toml"
+}
+
+# measure NAME CASE DELIVERED COMMAND…: runs COMMAND in out/ and appends "seconds bytes" to
+# result-CASE-NAME.txt: wall time and the bytes nginx sent meanwhile; DELIVERED must then be v2.
+measure() {
+    local name=$1 case=$2 delivered=$3; shift 3
+    local lines start end bytes
+    lines=$(wc -l < "$LOG")
+    start=$(date +%s.%N)
+    if ! (cd "$WORK/out" && timeout "$TIMEOUT" "$@" > "$WORK/tool.log" 2>&1); then
+        echo "$name ($case) failed (or took more than $TIMEOUT s):" >&2; tail -5 "$WORK/tool.log" >&2; return 0
+    fi
+    end=$(date +%s.%N)
+    if ! cmp -s "$WORK/out/$delivered" "$WORK/www/$case/v2.bin"; then
+        echo "$name ($case): $delivered is not v2" >&2; return 0
+    fi
+    sleep 0.2   # nginx writes the log line after the last byte; let it land
+    bytes=$(tail -n +"$((lines + 1))" "$LOG" | awk '{s += $3} END {print s + 0}')
+    echo "$(echo "$end - $start" | bc) $bytes" >> "$WORK/result-$case-$name.txt"
+}
+
+fresh() { rm -rf "$WORK/out"; mkdir -p "$WORK/out"; sync; }
+
+rm -f "$WORK"/result-*.txt
+for case in $CASES; do config "$case" v1; config "$case" v2; done
+for ((i = 1; i <= RUNS; i++)); do
+    echo "run $i of $RUNS…" >&2
+    for case in $CASES; do   # paired: every tool once per round
+        fresh
+        (cd "$WORK/out" && timeout "$TIMEOUT" "$PAPERBOY" sync -q --config "$WORK/paperboy-$case-v1.toml") ||
+            { echo "paperboy ($case): the v1 sync failed" >&2; continue; }
+        measure paperboy "$case" lib/Issues/bench/data.bin "$PAPERBOY" sync -q --config "$WORK/paperboy-$case-v2.toml"
+        fresh
+        cp "$WORK/www/$case/v1.bin" "$WORK/out/v1.bin"; sync
+        measure zsync "$case" v2.bin zsync -q -i v1.bin -o v2.bin "$BASE/$case/v2.bin.zsync"
+        fresh
+        measure curl "$case" v2.bin curl -sS -o v2.bin "$BASE/$case/v2.bin"
+    done
+done
+
+median() { sort -n "$1" | awk '{a[NR] = $0} END {if (NR == 0) print "nan nan"; else print a[int((NR + 1) / 2)]}'; }
+figures() { [[ -f $WORK/result-$1-$2.txt ]] && median "$WORK/result-$1-$2.txt" || echo "nan nan"; }
+printf '%s MB v1, medians of %d paired runs, bytes counted at nginx (the index or control file included)\n' "$SIZE_MB" "$RUNS"
+printf '%-10s %-9s %9s %13s %11s %10s %10s\n' case tool seconds bytes "x changed" "x zsync s" "x zsync B"
+for case in $CASES; do
+    read -r zs zb < <(figures "$case" zsync)
+    for tool in paperboy zsync curl; do
+        read -r s b < <(figures "$case" "$tool")
+        [[ $s == nan ]] && { printf '%-10s %-9s failed\n' "$case" "$tool"; continue; }
+        awk -v c="$case" -v t="$tool" -v s="$s" -v b="$b" -v ch="${CHANGED[$case]}" -v zs="$zs" -v zb="$zb" 'BEGIN {
+            ratio = ch > 0 ? sprintf("%.2f", b / ch) : "-"
+            ts = zs != "nan" ? sprintf("%.2f", s / zs) : "-"
+            tb = zb != "nan" && zb > 0 ? sprintf("%.2f", b / zb) : "-"
+            printf "%-10s %-9s %9.2f %13d %11s %10s %10s\n", c, t, s, b, ratio, ts, tb }'
+    done
+done
+
+echo
+echo "aims:"
+for case in $CASES; do
+    read -r s b < <(figures "$case" paperboy)
+    read -r zs _ < <(figures "$case" zsync)
+    [[ $s == nan ]] && { echo "$case: paperboy failed"; continue; }
+    ch=${CHANGED[$case]} ix=${INDEX_BYTES[$case]} v2=${V2_BYTES[$case]}
+    case $case in
+        corrected) awk -v b="$b" -v ch="$ch" -v ix="$ix" -v s="$s" -v zs="$zs" 'BEGIN {
+            limit = 1.3 * ch + ix
+            printf "corrected: %d bytes <= 1.3 x %d + index %d = %d: %s; %.2f s <= zsync %.2f s: %s\n", b, ch, ix, limit,
+                b <= limit ? "met" : "MISSED", s, zs, zs != "nan" && s <= zs ? "met" : "MISSED" }' ;;
+        unchanged) awk -v b="$b" -v ix="$ix" -v cb="${CONTROL_BYTES[$case]}" 'BEGIN {
+            printf "unchanged: %d bytes, the index is %d: %s (zsync control file %d bytes)\n", b, ix, b == ix ? "met" : "MISSED", cb }' ;;
+        next) awk -v b="$b" -v v2="$v2" 'BEGIN {
+            printf "next: %d bytes = %.1f %% of v2 (%d): %s (<= 45 %%)\n", b, 100 * b / v2, v2, b <= 0.45 * v2 ? "met" : "MISSED" }' ;;
+    esac
+done
+echo
+echo "indexes: $(for c in $CASES; do printf '%s %d B (zsync %d B)  ' "$c" "${INDEX_BYTES[$c]}" "${CONTROL_BYTES[$c]}"; done)"
+echo "file system: $(df -T "$WORK" | awk 'NR==2 {print $2}'), load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
