@@ -26,12 +26,15 @@ enum CLI {
     static func run(_ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:],
                     executable: URL? = nil) async throws -> CLIResult {
         let executable = executable ?? self.executable
-        return try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(with: Result {
-                    try runBlocking(executable, arguments, in: folder, environment: environment)
-                })
-            }.start()
+        // One of the processes the tests run at once (``ProcessSlots``).
+        return try await ProcessSlots.shared.holding {
+            try await withCheckedThrowingContinuation { continuation in
+                Thread {
+                    continuation.resume(with: Result {
+                        try runBlocking(executable, arguments, in: folder, environment: environment)
+                    })
+                }.start()
+            }
         }
     }
 

@@ -27,6 +27,9 @@ public final class DaemonProcess: Sendable {
     ///     `socket` is then its path.
     public init(config: URL, runtime: URL, log: URL, environment extra: [String: String] = [:],
                 listening: (fd: Int32, path: URL)? = nil) async throws {
+        // One of the processes the tests start at once, until it listens (``ProcessSlots``).
+        try await ProcessSlots.shared.acquire()
+        defer { ProcessSlots.shared.release() }
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_RUNTIME_DIR"] = runtime.path
         environment["PAPERBOY_NETWORK"] = "wired"
