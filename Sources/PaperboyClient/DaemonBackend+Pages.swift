@@ -60,7 +60,7 @@ extension DaemonBackend {
                                   destinationPath: asset.request?.destinationPath, state: asset.state.state,
                                   totalBytesWritten: asset.totalBytesWritten, expectedTotalBytes: asset.expectedTotalBytes,
                                   attempts: asset.attempts, failureCode: failure.map(AssetListing.failureCode(of:)),
-                                  sha256: asset.request?.sha256))
+                                  sha256: asset.request?.sha256, bytesReused: max(0, asset.bytesReused ?? 0)))
             }
         } catch where error.code == .issueNotFound {
             return

@@ -242,6 +242,8 @@ package struct WireAsset: Codable, Sendable {
     package var expectedTotalBytes: Int64?
     /// Failed attempts since the asset last made progress: always sent.
     package var attempts: Int
+    /// ``AssetStatus/bytesReused``: omitted when `0` (a peer that predates it sends none).
+    package var bytesReused: Int64?
 
     /// An asset of issue `issue` as its snapshot says.
     package init(_ status: AssetStatus, issue: String, userInfo: JSONValue? = nil) {
@@ -253,6 +255,7 @@ package struct WireAsset: Codable, Sendable {
         totalBytesWritten = status.totalBytesWritten
         expectedTotalBytes = status.expectedTotalBytes
         attempts = status.attempts
+        bytesReused = status.bytesReused > 0 ? status.bytesReused : nil
     }
 
     package init(id: String, issue: String, request: AssetRequest?, userInfo: JSONValue?, state: WireState,

@@ -17,6 +17,8 @@ struct SyncReport {
         var key: String
         var state: AssetState
         var totalBytesWritten: Int64
+        /// ``AssetStatus/bytesReused``.
+        var bytesReused: Int64 = 0
     }
 
     /// Reads the assets of the issue named by its first argument, calling the second with each
@@ -40,6 +42,8 @@ struct SyncReport {
     private(set) var waitingForRetry = 0
     private(set) var delivered = 0
     private(set) var bytes: Int64 = 0
+    /// Of ``bytes``, those copied from files the library held instead of fetched.
+    private(set) var bytesReused: Int64 = 0
     /// Planned issues whose assets are all delivered.
     private(set) var complete: Set<String> = []
 
@@ -97,6 +101,7 @@ struct SyncReport {
         case .delivered:
             delivered += 1
             bytes += item.totalBytesWritten
+            bytesReused += min(item.bytesReused, item.totalBytesWritten)
         case .failed(let message):
             failures += 1
             // The line names the URL first: the error's own "(URL, code)" suffix would repeat it.
@@ -118,6 +123,13 @@ struct SyncReport {
         }
     }
 
+    /// The summary's bytes: those delivered, and when any were reused, those fetched and the
+    /// share reused (`120 MB delivered, 4.1 MB fetched (97 % reused)`).
+    var deliveredBytes: String {
+        guard bytesReused > 0, bytes > 0 else { return Console.bytes(bytes) }
+        return "\(Console.bytes(bytes)) delivered, \(Console.bytes(bytes - bytesReused)) fetched (\(bytesReused * 100 / bytes) % reused)"
+    }
+
     /// Prints the summary and the issues that became available, runs the hook for them (the
     /// library no longer held: a hook may run `paperboy read`), and returns the exit code.
     /// - Parameters:
@@ -136,7 +148,7 @@ struct SyncReport {
             let fetched = delivered - alreadyDelivered
             Console.line(String(
                 format: "paperboy: %d of %d asset(s) delivered (%d now, %@ in %.2f s, %.0f assets/s)%@",
-                delivered, planned, fetched, Console.bytes(bytes), seconds, Double(fetched) / seconds,
+                delivered, planned, fetched, deliveredBytes, seconds, Double(fetched) / seconds,
                 failures > 0 ? ", \(failures) failed" : ""))
         }
         if !options.quiet {

@@ -116,7 +116,7 @@ struct SyncRun {
         await report.tally(issues: plan.issues, key: { SyncPlan.key($0.urlString, $0.path) }) { [library] name, body in
             try await library.forEachAssetListing(ofIssue: name) { listing in
                 body(SyncReport.Item(key: SyncPlan.key(listing.urlString, listing.destinationPath ?? ""),
-                                     state: listing.state, totalBytesWritten: listing.totalBytesWritten))
+                                     state: listing.state, totalBytesWritten: listing.totalBytesWritten, bytesReused: listing.bytesReused))
             }
         }
 

@@ -59,5 +59,23 @@ struct IndexedSyncTests {
         // The changed 50 KB and at most a largest chunk (128 KiB) on each side.
         #expect(ranged > 0 && ranged <= 50_000 + 2 * (128 << 10), "\(answers)")
         #expect(!answers.contains { $0.hasPrefix("200 ") && $0.hasSuffix(" \(v2.count)") }, "\(answers)")
+
+        // What the reader is told: the summary's figures and the asset's, those nginx counted.
+        let reused = v2.count - ranged
+        #expect(second.stdout.contains("\(Self.shown(v2.count)) delivered, \(Self.shown(ranged)) fetched (\(reused * 100 / v2.count) % reused)"),
+                "\(second.stdout)")
+        let status = try await cli.run(["status", "--json", "--config", file.path])
+        #expect(status.status == 0, "\(status.stderr)")
+        let document = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        let assets = (document?["issues"] as? [[String: Any]])?.first?["assets"] as? [[String: Any]]
+        let asset = assets?.first { ($0["url"] as? String)?.hasSuffix("/v2.pdf") == true }
+        #expect(asset?["bytesReused"] as? Int == reused, "\(status.stdout)")
+        let text = try await cli.run(["status", "--config", file.path])
+        #expect(text.stdout.contains("reused \(Self.shown(reused))"), "\(text.stdout)")
+    }
+
+    /// A byte count as the CLI prints it (1000-based, one decimal).
+    static func shown(_ count: Int) -> String {
+        count < 1000 ? "\(count) B" : count < 1_000_000 ? String(format: "%.1f kB", Double(count) / 1000) : String(format: "%.1f MB", Double(count) / 1_000_000)
     }
 }

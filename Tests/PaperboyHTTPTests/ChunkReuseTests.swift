@@ -75,12 +75,15 @@ struct ChunkReuseTests {
         var request = AssetRequest(url: setup.nginx.url("/v2.bin"), sha256: sha256Hex(v2), destinationPath: "mag.pdf")
         request.index = setup.nginx.url("/v2.bin.pbidx")
         let outcome = try await setup.deliver(request)
+        let status = try setup.issue.assetStatuses.first { $0.request.url == request.url }
         await setup.library.close()
 
         #expect(outcome == .delivered)
         #expect(setup.delivered("mag.pdf").map(sha256Hex) == sha256Hex(v2))
         let ranged = sent(setup.nginx, status: 206, from: before)
         #expect(ranged > 0, "\(setup.nginx.accessLog)")
+        // What the API tells of it: the bytes not fetched were reused.
+        #expect(status?.bytesReused == Int64(v2.count - ranged), "\(String(describing: status))")
         #expect(ranged <= Self.changedBound, "\(setup.nginx.accessLog.dropFirst(before))")
         // Only the index came whole.
         let whole = setup.nginx.accessLog.dropFirst(before).filter { $0.hasPrefix("200 ") }

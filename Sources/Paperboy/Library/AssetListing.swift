@@ -25,9 +25,11 @@ package struct AssetListing: Sendable, Hashable {
     package var failureCode: String?
     /// The SHA-256 the delivered file must have, when one was given.
     package var sha256: String?
+    /// ``AssetStatus/bytesReused``.
+    package var bytesReused: Int64
 
     package init(identifier: String, urlString: String, destinationPath: String?, state: AssetState, totalBytesWritten: Int64,
-                 expectedTotalBytes: Int64?, attempts: Int, failureCode: String?, sha256: String? = nil) {
+                 expectedTotalBytes: Int64?, attempts: Int, failureCode: String?, sha256: String? = nil, bytesReused: Int64 = 0) {
         self.identifier = identifier
         self.urlString = urlString
         self.destinationPath = destinationPath
@@ -37,6 +39,7 @@ package struct AssetListing: Sendable, Hashable {
         self.attempts = attempts
         self.failureCode = failureCode
         self.sha256 = sha256
+        self.bytesReused = bytesReused
     }
 
     /// ``urlString`` without user and password (the path only, for a file URL), as
@@ -65,7 +68,7 @@ extension AssetListing {
     /// The columns a listing reads, in the order ``init(plainRow:)`` reads them.
     static let columnNames = [
         "id", "seq", "url", "destinationPath", "unpack", "headers", "options", "state", "detail", "retryAt",
-        "attempts", "bytesOnDisk", "expectedBytes", "failureCode", "transportCode", "sha256",
+        "attempts", "bytesOnDisk", "expectedBytes", "failureCode", "transportCode", "sha256", "bytesReused",
     ]
 
     /// Reads a row of ``columnNames`` by position when it is plainly well formed (a URL of
@@ -87,6 +90,7 @@ extension AssetListing {
         totalBytesWritten = max(0, row.storedInteger(atIndex: 11) ?? 0)
         expectedTotalBytes = row.storedInteger(atIndex: 12).flatMap { $0 >= 0 ? $0 : nil }
         sha256 = try? row.decode(String?.self, atIndex: 15)
+        bytesReused = ByteCount(stored: row.storedInteger(atIndex: 16))?.bytes ?? 0
         if state == .failed {
             failureCode = Self.failureCode(library: try? row.decode(String?.self, atIndex: 13),
                                            transport: try? row.decode(String?.self, atIndex: 14))
@@ -114,6 +118,7 @@ extension AssetListing {
         totalBytesWritten = record.bytesOnDisk
         expectedTotalBytes = record.expectedBytes
         sha256 = record.request.sha256
+        bytesReused = record.bytesReused
         if PersistedState(rawValue: record.state) == .failed {
             failureCode = Self.failureCode(library: record.failure?.code, transport: record.failure?.transportCode)
         }

@@ -18,10 +18,18 @@ public struct AssetStatus: Sendable, Hashable {
     /// Why the asset failed, while ``state`` is failed: the error ``AssetDownload/waitUntilFinished()``
     /// returns, with its reason and codes.
     public var failure: LibraryError?
+    /// Bytes of the file that were copied from files the library already held instead of being
+    /// fetched, when it last finished: chunks of an indexed asset (``AssetRequest/index``) found
+    /// in a version delivered before or in another delivered asset.
+    ///
+    /// The bytes fetched are the rest, ``totalBytesWritten`` minus these. `0` for an asset
+    /// fetched whole, and until an indexed one finishes. Chunks copied in an attempt that was
+    /// interrupted and then resumed count as fetched.
+    public var bytesReused: Int64
 
     /// A snapshot with these values (a client's, from what a daemon reported).
     package init(identifier: String, request: AssetRequest, state: AssetState, totalBytesWritten: Int64,
-                 expectedTotalBytes: Int64?, attempts: Int, failure: LibraryError?) {
+                 expectedTotalBytes: Int64?, attempts: Int, failure: LibraryError?, bytesReused: Int64 = 0) {
         self.identifier = identifier
         self.request = request
         self.state = state
@@ -29,6 +37,7 @@ public struct AssetStatus: Sendable, Hashable {
         self.expectedTotalBytes = expectedTotalBytes
         self.attempts = attempts
         self.failure = failure
+        self.bytesReused = bytesReused
     }
 }
 
@@ -113,12 +122,13 @@ extension Scheduler {
     func status(of record: AssetRecord) -> AssetStatus {
         if let live = snapshot(record.id) {
             return AssetStatus(identifier: record.id, request: live.request, state: live.state, totalBytesWritten: live.written,
-                               expectedTotalBytes: live.expected, attempts: live.attempts, failure: live.failure)
+                               expectedTotalBytes: live.expected, attempts: live.attempts, failure: live.failure, bytesReused: record.bytesReused)
         }
         let state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
                                           attempts: record.attempts, detail: record.detail, now: clock.now)
         return AssetStatus(identifier: record.id, request: record.request, state: state, totalBytesWritten: record.bytesOnDisk,
-                           expectedTotalBytes: record.expectedBytes, attempts: record.attempts, failure: record.libraryError)
+                           expectedTotalBytes: record.expectedBytes, attempts: record.attempts, failure: record.libraryError,
+                           bytesReused: record.bytesReused)
     }
 }
 

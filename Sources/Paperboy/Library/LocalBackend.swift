@@ -183,6 +183,8 @@ package final class LocalBackend: LibraryBackend {
     // MARK: Asset
 
     package func status(ofAsset identifier: String) throws(LibraryError) -> AssetStatus {
+        // From its row (with the live state of a transfer): ``AssetStatus/bytesReused`` is there only.
+        if let record = store.asset(id: identifier) { return scheduler.status(of: record) }
         guard let status = lastKnownStatus(ofAsset: identifier) else {
             throw LibraryError(.assetNotFound, "asset \(identifier) is not in the library")
         }

@@ -192,6 +192,12 @@ extension Scheduler {
                     let bytes = chunked.bytes
                     logger.info("asset \(run.id): \(bytes.reused) bytes copied from files the library holds, \(bytes.fetched) fetched (\(chunked.indexURL.redactedString))")
                 }
+                if run.request.index != nil {
+                    // What this file cost (``AssetStatus/bytesReused``), in the batch that records its end.
+                    var patch = AssetPatch(id: run.id)
+                    patch.bytesReused = chunkedTransfer?.bytes.reused ?? 0
+                    store.submit(patch)
+                }
                 // When a file system sync covers the file, no descriptor is held while waiting for
                 // one (finishing transfers no longer count against the limits, see above).
                 let grouped = durability.joinsGroupCommit(size: sink.written)

@@ -152,6 +152,11 @@ enum Migrations {
             // An asset's mirrors (``AssetRequest/mirrors``): a JSON array of URLs, NULL for none.
             try db.alter(table: "asset") { t in t.add(column: "mirrors", .text) }
         }
+        migrator.registerMigration("v7-bytes-reused") { db in
+            // Bytes of the file last finished that were copied from files the library held
+            // (``AssetStatus/bytesReused``); NULL for none.
+            try db.alter(table: "asset") { t in t.add(column: "bytesReused", .integer) }
+        }
         return migrator
     }
 

@@ -77,6 +77,8 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     /// file has been written in order since: in that boot, its bytes past ``bytesOnDisk`` are
     /// trusted too. `nil` when it was written out of order (segments) or never checkpointed.
     var checkpointBoot: String?
+    /// Bytes of the file last finished copied from files the library held (``AssetStatus/bytesReused``).
+    var bytesReused: Int64 = 0
 
     init(
         id: String, issueName: String, seq: Int64, request: AssetRequest, userInfo: Data?, state: String,
@@ -149,6 +151,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         validatorStrength = try? row.decode(String?.self, atIndex: 28)
         checkpointBoot = try? row.decode(String?.self, atIndex: 29)
         // Column 30, `mirrors`, is part of the request (read above).
+        bytesReused = ByteCount(stored: row.storedInteger(atIndex: 32))?.bytes ?? 0
     }
 
     /// The request in columns 3 to 15; its issue name and destination path keep ``IssueName``'s
@@ -240,6 +243,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         "maxBytesPerSecond", "networkKinds", "networkExpensive", "networkConstrained", "networkRoaming", "headers",
         "options", "userInfo", "state", "detail", "failureCode", "transportCode", "failureReason", "failureRetryable", "retryAt", "attempts",
         "bytesOnDisk", "expectedBytes", "validator", "validatorStrength", "checkpointBoot", "indexURL", "mirrors",
+        "bytesReused",
     ]
 
     /// The columns of the request (``requestValues(_:)``): `url` to `options`, `indexURL` and `mirrors`.
@@ -264,6 +268,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         return [id, issueName, seq] + request.dropLast(2)
             + [userInfo, state, detail, failure?.code, failure?.transportCode, failure?.reason, failure?.retryable, retryAt.map(StoredDate.init),
                attempts, bytesOnDisk, expectedBytes, validator, validatorStrength, checkpointBoot] + request.suffix(2)
+            + [bytesReused > 0 ? bytesReused : nil]
     }
 
     func encode(to container: inout PersistenceContainer) throws {
@@ -335,6 +340,8 @@ struct AssetPatch: Sendable, Equatable {
     var expectedBytes: Int64??
     var validator: ResourceValidator??
     var checkpointBoot: String??
+    /// Bytes of the finished file copied from files the library held.
+    var bytesReused: Int64?
     /// The failure's codes; a patch that changes the state without them clears them.
     var failure: StoredFailure??
 
@@ -363,6 +370,7 @@ struct AssetPatch: Sendable, Equatable {
             record.validatorStrength = validator?.strength.rawValue
         }
         if let checkpointBoot { record.checkpointBoot = checkpointBoot }
+        if let bytesReused { record.bytesReused = bytesReused }
         if let failure = failureChange { record.failure = failure }
     }
 
@@ -376,6 +384,7 @@ struct AssetPatch: Sendable, Equatable {
         if let value = later.expectedBytes { expectedBytes = value }
         if let value = later.validator { validator = value }
         if let value = later.checkpointBoot { checkpointBoot = value }
+        if let value = later.bytesReused { bytesReused = value }
         if let value = later.failureChange { failure = value }
     }
 }

@@ -72,12 +72,15 @@ struct StatusListing {
         var expectedBytes: Int64?
         var path: String?
         var attempts: Int
+        /// Bytes copied from files the library held when it last finished (``AssetStatus/bytesReused``).
+        var bytesReused: Int64 = 0
 
         /// An asset as the library lists it (``AssetListing``: only the columns printed); a
         /// failed one's reason is its failure's code (`insufficient-storage`, `not-found`…).
         init(_ listing: AssetListing) {
             self.init(id: listing.identifier, sourceURL: listing.urlString, path: listing.destinationPath, state: listing.state,
                       bytesWritten: listing.totalBytesWritten, expectedBytes: listing.expectedTotalBytes, attempts: listing.attempts)
+            bytesReused = listing.bytesReused
             if case .failed = listing.state { reason = listing.failureCode }
         }
 
@@ -130,6 +133,7 @@ struct StatusListing {
                 var size = Console.bytes(asset.bytesWritten)
                 if let expected = asset.expectedBytes, expected != asset.bytesWritten { size += " of \(Console.bytes(expected))" }
                 var line = "  \(asset.path ?? asset.id)  \(asset.state)  \(size)"
+                if asset.bytesReused > 0 { line += "  reused \(Console.bytes(asset.bytesReused))" }
                 if let reason = asset.reason { line += "  (\(reason))" }
                 if let error = asset.error { line += "  \(error)" }
                 output.line(line)
@@ -169,6 +173,7 @@ struct StatusListing {
             try await source.forEachAsset(of: header.name) { asset in
                 json.beginObject()
                 json.field("attempts", asset.attempts)
+                if asset.bytesReused > 0 { json.field("bytesReused", asset.bytesReused) }
                 json.field("bytesWritten", asset.bytesWritten)
                 if let error = asset.error { json.field("error", error) }
                 if let expected = asset.expectedBytes { json.field("expectedBytes", expected) }
