@@ -83,6 +83,27 @@ struct SplitDownloadTests {
         }, "\(ranges)")
     }
 
+    /// One piece's bytes differ on the server (one byte in the last quarter, for ranges only;
+    /// the first request resets after 1 MiB, so that ranges fetch the rest): the whole-file
+    /// SHA-256, fed while the pieces arrive, still catches it, and nothing is kept.
+    @Test func aCorruptedPieceFailsTheChecksum() async throws {
+        let data = try await generated(40 << 20, seed: 427)
+        var changed = data
+        changed[changed.startIndex + (35 << 20)] ^= 0xFF
+        let corrupted = changed
+        let server = try FaultServer { request in
+            request.header("range") == nil
+                ? .serving(data, for: request, fault: .resetAfter(1 << 20)) : .serving(corrupted, for: request)
+        }
+        defer { server.stop() }
+        let delegate = try await downloadThroughLibrary(
+            server.url("/big.bin"), in: folder, configuration: configuration(connections: 4), sha256: sha256Hex(data))
+
+        #expect(delegate.deliveredSHA256 == nil, "\(delegate.events.suffix(3))")
+        #expect(delegate.failures.map(\.code) == [.checksumMismatch], "\(delegate.events.suffix(3))")
+        #expect(server.requests.contains { $0.header("range") != nil }, "no range was asked for")
+    }
+
     /// A hostile or broken source answers each range with 206 but with other bytes than asked
     /// (the file from its start, saying so in Content-Range): nothing of those answers is
     /// written, their connections are dropped, and the first connection fetches the rest in the

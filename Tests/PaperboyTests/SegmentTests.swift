@@ -17,7 +17,15 @@ final class SegmentingTransport: Transport, @unchecked Sendable {
         case segmentFailsAfter(Int)
         /// Asks for bad segments and writes past limits (recording the errors), then completes.
         case probeBadInput
+        /// The segment completes, then the sequential half up to this many bytes before the
+        /// segment; then waits for ``gate`` before the rest.
+        case holdBeforeJoining(Int)
     }
+
+    /// Opened by the test to let a `.holdBeforeJoining` transfer go on.
+    let gate = CommitGate()
+    /// The core's sink of the transfer held by `.holdBeforeJoining`, once it holds.
+    let heldSink = Mutex<PartialFileSink?>(nil)
 
     let data: Data
     let plans: Mutex<[Plan]>
@@ -69,6 +77,12 @@ final class SegmentingTransport: Transport, @unchecked Sendable {
             try await write(data[middle...], into: segment.write)
             try await write(data[offset..<(offset + count)], into: sink.write)
             throw TransportError(.connectionLost, "first connection dropped", isRetryable: false)
+        case .holdBeforeJoining(let short):
+            try await write(data[middle...], into: segment.write)
+            try await write(data[offset..<(middle - short)], into: sink.write)
+            heldSink.withLock { $0 = sink as? PartialFileSink }
+            await gate.wait()
+            try await write(data[(middle - short)..<middle], into: sink.write)
         case .complete, .probeBadInput:
             try await write(data[middle...], into: segment.write)
             try await write(data[head..<middle], into: sink.write)
@@ -138,6 +152,29 @@ struct SegmentTests {
         }
         #expect(totals.last == Int64(data.count))
         #expect(totals == totals.sorted())
+        await library.close()
+    }
+
+    /// The SHA-256 is fed from the file while the transfer runs: the sequential bytes written
+    /// after a segment began are hashed before the last byte arrives, not read back at the end.
+    @Test func theChecksumIsFedWhileSegmentsArrive() async throws {
+        let short = 100_000
+        let transport = SegmentingTransport(data, plans: [.holdBeforeJoining(short)])
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests(attempts: 1))
+        let asset = try await library.addIssue(name: "i", date: Date())
+            .addAsset(AssetRequest(url: URL(string: "seg://example/file.bin")!, sha256: digest))
+        let delegate = RecordingDelegate()
+        try await asset.download(delegate: delegate)
+        let head = Int64(data.count / 2 - short)
+        try await eventually("the transfer holds", seen: "\(asset.state)") { transport.heldSink.withLock { $0 } != nil }
+        let sink = try #require(transport.heldSink.withLock { $0 })
+        // Hashed in steps of at most a mebibyte: all but the last step of the written head.
+        try await eventually("the hash covers the bytes written without a gap", seen: "\(sink.hashedPrefix) of \(head)") {
+            sink.hashedPrefix > head - (1 << 20) && sink.hashedPrefix <= head
+        }
+        transport.gate.open()
+        await delegate.waitForEnd()
+        #expect(delegate.keptFiles == [data])
         await library.close()
     }
 

@@ -86,6 +86,10 @@ extension PartialFileSink {
     /// Bytes received so far: sequential ones and those of every segment.
     var progressTotal: Int64 { written + segments.bytes }
 
+    /// Where the bytes written without a gap from the start of the file end, segments joined
+    /// to the sequential bytes included: what a checkpoint records and the SHA-256 covers.
+    var contiguousEnd: Int64 { segments.contiguousEnd(from: written) }
+
     /// After the transport ended with segment bytes beyond a gap: they are fetched again, so
     /// they no longer count as written.
     func forgetUnjoinedSegments() {
@@ -110,10 +114,11 @@ extension PartialFileSink {
         // declined, the transport goes on in order.
         guard withdrawLengthTrust() else { return nil }
         segments.add(range)
-        if hasher != nil {
-            // Bytes no longer arrive in order: hash the file at the end.
-            hasher = nil
-            hashFromFile = true
+        if let hasher {
+            // Bytes no longer arrive in order: the hash of the bytes so far goes on from the
+            // file, as the prefix without a gap grows.
+            self.hasher = nil
+            prefixHasher = PrefixHasher(fd: fd, hasher: hasher, covering: written)
         }
         return PartialFileSegment(sink: self, range: range)
     }

@@ -147,10 +147,15 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     private var nextCheckpoint: Duration
     private(set) var expected: Int64?
     private(set) var validator: ResourceValidator?
+    /// The SHA-256 of the bytes written in order, fed as they pass, while the transfer began
+    /// at the start of the file and asked for no segment.
     var hasher: SHA256?
-    /// Set when the transfer continued from bytes on disk or wrote segments: the hash is
-    /// computed from the file.
-    var hashFromFile = false
+    /// Instead of ``hasher`` when the transfer continued from bytes on disk or wrote segments:
+    /// the SHA-256 of the prefix written without a gap (``contiguousEnd``), read back from the
+    /// file as it grows.
+    var prefixHasher: PrefixHasher?
+    /// Bytes from the start of the file ``prefixHasher`` covers so far (0 without one).
+    var hashedPrefix: Int64 { prefixHasher?.hashed.load(ordering: .relaxed) ?? 0 }
     /// The offset the transfer really continued from (set by `begin`).
     private(set) var startOffset: Int64 = 0
     /// What ``finish()`` found wrong with bytes the source said were complete (a SHA-256 or a
@@ -276,10 +281,11 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             }
         } else {
             written = response.offset
-            // The bytes already on disk are hashed at the end, off the transport's thread.
+            // The bytes already on disk are read back and hashed from now, off the transport's thread.
             if hasher != nil {
-                hashFromFile = true
                 hasher = nil
+                prefixHasher = PrefixHasher(fd: fd)
+                prefixHasher?.advance(to: written)
             }
             context.resumed(written, expected)
             // The file holds the recorded bytes and grows in order from here: in this boot its
@@ -431,6 +437,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// After bytes landed: live counters, coalesced progress, periodic checkpoint.
     func counted() {
         context.live.written.store(progressTotal, ordering: .relaxed)
+        prefixHasher?.advance(to: contiguousEnd)
         let now = context.clock.uptime
         if now - lastReport >= context.progressInterval {
             reportProgress(now: now)
@@ -467,30 +474,12 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         }
     }
 
-    /// The SHA-256 of the first `length` bytes of the partial file.
-    private static func hashFile(_ fd: Int32, length: Int64) -> String? {
-        var hasher = SHA256()
-        let chunk = 1 << 20
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
-        defer { buffer.deallocate() }
-        var offset: Int64 = 0
-        while offset < length {
-            let want = Int(min(Int64(chunk), length - offset))
-            let got = pread(fd, buffer.baseAddress, want, off_t(offset))
-            if got < 0, errno == EINTR { continue }
-            if got <= 0 { return nil }
-            hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[0..<got]))
-            offset += Int64(got)
-        }
-        return hasher.finalize().map { String(format: "%02x", $0) }.joined()
-    }
-
     // MARK: Ending
 
     /// What is recorded once the bytes written so far are durable.
     private func progressPatch() -> AssetPatch {
         var patch = AssetPatch(id: context.assetID)
-        patch.bytesOnDisk = segments.contiguousEnd(from: written)
+        patch.bytesOnDisk = contiguousEnd
         patch.validator = .some(validator)
         patch.expectedBytes = .some(expected)
         return patch
@@ -529,12 +518,11 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         }
         if let wanted = context.expectedSHA256 {
             let actual: String
-            if hashFromFile {
-                let fd = self.fd
-                let length = written
-                actual = await context.durability.offload { Self.hashFile(fd, length: length) } ?? "unreadable"
+            if let prefixHasher {
+                // Only the bytes not yet hashed while the transfer ran are read now.
+                actual = await prefixHasher.digest(length: written) ?? "unreadable"
             } else {
-                actual = (hasher ?? SHA256()).finalize().map { String(format: "%02x", $0) }.joined()
+                actual = PrefixHasher.hex(hasher ?? SHA256())
             }
             if actual != wanted {
                 mismatch = "the SHA-256 is \(actual), expected \(wanted)"
