@@ -183,8 +183,6 @@ package final class LocalBackend: LibraryBackend {
     // MARK: Asset
 
     package func status(ofAsset identifier: String) throws(LibraryError) -> AssetStatus {
-        // From its row (with the live state of a transfer): ``AssetStatus/bytesReused`` is there only.
-        if let record = store.asset(id: identifier) { return scheduler.status(of: record) }
         guard let status = lastKnownStatus(ofAsset: identifier) else {
             throw LibraryError(.assetNotFound, "asset \(identifier) is not in the library")
         }
@@ -280,8 +278,11 @@ package final class LocalBackend: LibraryBackend {
     package func lastKnownStatus(ofAsset identifier: String) -> AssetStatus? {
         // The live view first: progress callbacks read it without waiting for the store.
         if let live = scheduler.snapshot(identifier) {
+            // What an indexed file cost is recorded with its end, in its row only (the row may
+            // lag the live state: the state comes from the live view, never from the row).
+            let reused = live.request.index == nil ? 0 : store.asset(id: identifier)?.bytesReused ?? 0
             return AssetStatus(identifier: identifier, request: live.request, state: live.state, totalBytesWritten: live.written,
-                               expectedTotalBytes: live.expected, attempts: live.attempts, failure: live.failure)
+                               expectedTotalBytes: live.expected, attempts: live.attempts, failure: live.failure, bytesReused: reused)
         }
         return store.asset(id: identifier).map(scheduler.status(of:))
     }
