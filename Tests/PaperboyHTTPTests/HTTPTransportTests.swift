@@ -90,9 +90,12 @@ struct HTTPTransportTests {
     @Test func reusesOneConnectionAcrossAssets() async throws {
         let data = try await Self.makeData()
         let server = try FaultServer { .serving(data, for: $0) }
+        // An engine of its own: the shared one's cache (64 connections) is shared with every
+        // other test, whose connections can evict this one's between two transfers.
+        let transport = HTTPTransport.withAnEngineOfItsOwn(configuration: HTTPTransport().configuration)
         for name in ["/a", "/b", "/c"] {
             let sink = RecordingSink()
-            try await HTTPTransport().transfer(.forTests(server.url(name)), into: sink)
+            try await transport.transfer(.forTests(server.url(name)), into: sink)
             #expect(sink.data.count == data.count)
         }
         #expect(server.requests.count == 3)

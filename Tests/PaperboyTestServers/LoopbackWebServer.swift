@@ -96,7 +96,10 @@ public class LoopbackWebServer: @unchecked Sendable {
             ServerReaper.untrack(process.processIdentifier)
             process.waitUntilExit()
             let log = (try? String(contentsOf: errorLog, encoding: .utf8)) ?? ""
-            if attempt < 3, log.contains("in use") {
+            // Another process took the port between the check and the bind: nginx says so in its
+            // error log, lighttpd on its standard error (its error log is not open yet), so a
+            // server that exited is started again on other ports (a bad configuration fails three times).
+            if attempt < 3, log.contains("in use") || failure == "it exited" {
                 try? FileManager.default.removeItem(at: errorLog)
                 continue
             }

@@ -43,7 +43,8 @@ final class CurlMulti: @unchecked Sendable {
     /// libcurl's version, such as `7.88.1`.
     static let version = String(cString: paperboy_curl_version())
 
-    private init() {
+    /// An engine of its own (``HTTPTransport/withAnEngineOfItsOwn(configuration:)``); otherwise ``shared``.
+    init() {
         curl_global_init(PAPERBOY_CURL_GLOBAL_DEFAULT)
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed (out of memory)") }
         self.multi = multi

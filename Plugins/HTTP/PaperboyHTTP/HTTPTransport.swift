@@ -118,8 +118,18 @@ public struct HTTPTransport: Transport {
 
     /// Creates a transport with complete settings.
     public init(configuration: Configuration) {
+        self.init(configuration: configuration, engine: CurlMulti.shared)
+    }
+
+    private init(configuration: Configuration, engine: CurlMulti) {
         self.configuration = configuration
-        engine = CurlMulti.shared
+        self.engine = engine
+    }
+
+    /// A transport on an engine of its own (a curl thread, a multi handle and its connection
+    /// cache), for a test that counts connections without other tests' transfers in the cache.
+    package static func withAnEngineOfItsOwn(configuration: Configuration) -> HTTPTransport {
+        HTTPTransport(configuration: configuration, engine: CurlMulti())
     }
 
     public var schemes: Set<String> { ["http", "https"] }
