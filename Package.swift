@@ -230,7 +230,7 @@ let package = Package(
         .target(name: "CPaperboyTestSpawn", path: "Tests/CPaperboyTestSpawn"),
         .testTarget(
             name: "PaperboyHTTPTests",
-            dependencies: ["Paperboy", "PaperboyHTTP", "PaperboyTesting", "PaperboyTestServers"],
+            dependencies: ["Paperboy", "PaperboyHTTP", "PaperboyTesting", "PaperboyTestServers", "PaperboyTransportTesting"],
             path: "Tests/PaperboyHTTPTests",
             swiftSettings: swiftSettings
         ),
