@@ -16,12 +16,6 @@ struct MirrorTests {
     /// Twice the split threshold (32 MiB).
     let size = 64 << 20
 
-    func configuration(connections: Int) -> Library.Configuration {
-        var configuration = Library.Configuration.forTests(attempts: 1)
-        configuration.connectionsPerAsset = connections
-        return configuration
-    }
-
     /// nginx serving `data` at `/first-slow/big.bin`, the request without `Range` (the one that
     /// begins) slowed so that the other connections always get pieces, the file's time set so
     /// that two servers give the same ETag (nginx's is the time and the size).
@@ -46,7 +40,7 @@ struct MirrorTests {
         guard let mirror = try await nginx(serving: data, modified: modified) else { return }
         defer { mirror.stop() }
         let delegate = try await downloadThroughLibrary(
-            main.url("/first-slow/big.bin"), in: folder, configuration: configuration(connections: 4), sha256: sha256Hex(data),
+            main.url("/first-slow/big.bin"), in: folder, configuration: Library.Configuration.split(connections: 4), sha256: sha256Hex(data),
             mirrors: [mirror.url("/first-slow/big.bin")])
 
         #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
@@ -66,7 +60,7 @@ struct MirrorTests {
         guard let mirror = try await nginx(serving: other, modified: Date(timeIntervalSince1970: 1_760_000_000)) else { return }
         defer { mirror.stop() }
         let delegate = try await downloadThroughLibrary(
-            main.url("/first-slow/big.bin"), in: folder, configuration: configuration(connections: 4), sha256: sha256Hex(data),
+            main.url("/first-slow/big.bin"), in: folder, configuration: Library.Configuration.split(connections: 4), sha256: sha256Hex(data),
             mirrors: [mirror.url("/first-slow/big.bin")])
 
         #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
@@ -91,7 +85,7 @@ struct MirrorTests {
         let mirror = try FaultServer { request in .serving(data, for: request, fault: .stallAfter(1 << 20)) }
         defer { mirror.stop() }
         let delegate = try await downloadThroughLibrary(
-            main.url("/big.bin"), in: folder, configuration: configuration(connections: 2), sha256: sha256Hex(data),
+            main.url("/big.bin"), in: folder, configuration: Library.Configuration.split(connections: 2), sha256: sha256Hex(data),
             mirrors: [mirror.url("/big.bin")])
 
         #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
@@ -121,7 +115,7 @@ struct MirrorTests {
         defer { main.stop() }
         let mirror = try FaultServer { request in .serving(data, for: request) }
         defer { mirror.stop() }
-        var configuration = configuration(connections: 2)
+        var configuration = Library.Configuration.split(connections: 2)
         // The credential covers the main URL's whole origin (another port is another origin).
         let scope = try #require(URLScope(main.url("/")))
         configuration.credentials = OriginCredentials([.init(scope: scope, credential: Credential(user: "alice", password: password))])

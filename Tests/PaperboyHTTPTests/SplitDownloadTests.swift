@@ -16,12 +16,6 @@ struct SplitDownloadTests {
     /// Twice the split threshold (32 MiB): four pieces of 16 MiB.
     let size = 64 << 20
 
-    func configuration(connections: Int) -> Library.Configuration {
-        var configuration = Library.Configuration.forTests(attempts: 1)
-        configuration.connectionsPerAsset = connections
-        return configuration
-    }
-
     /// An nginx location `/first-slow/` where the request without `Range` (the one that begins)
     /// gets `rate` and ranges all nginx can send, so that the other connections always write
     /// pieces before the first one could reach them.
@@ -34,7 +28,7 @@ struct SplitDownloadTests {
         guard let nginx = try await startNginx(files: ["first-slow/big.bin": data], locations: firstSlowed("8m")) else { return }
         defer { nginx.stop() }
         let delegate = try await downloadThroughLibrary(
-            nginx.url("/first-slow/big.bin"), in: folder, configuration: configuration(connections: 4), sha256: sha256Hex(data))
+            nginx.url("/first-slow/big.bin"), in: folder, configuration: Library.Configuration.split(connections: 4), sha256: sha256Hex(data))
 
         #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
         // nginx logs a request the client ended early once it notices: waited for.
@@ -73,7 +67,7 @@ struct SplitDownloadTests {
         }
         defer { server.stop() }
         let delegate = try await downloadThroughLibrary(
-            server.url("/big.bin"), in: folder, configuration: configuration(connections: 4), sha256: sha256Hex(data))
+            server.url("/big.bin"), in: folder, configuration: Library.Configuration.split(connections: 4), sha256: sha256Hex(data))
 
         #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
         let ranges = server.requests.compactMap { $0.header("range") }
@@ -97,7 +91,7 @@ struct SplitDownloadTests {
         }
         defer { server.stop() }
         let delegate = try await downloadThroughLibrary(
-            server.url("/big.bin"), in: folder, configuration: configuration(connections: 4), sha256: sha256Hex(data))
+            server.url("/big.bin"), in: folder, configuration: Library.Configuration.split(connections: 4), sha256: sha256Hex(data))
 
         #expect(delegate.deliveredSHA256 == nil, "\(delegate.events.suffix(3))")
         #expect(delegate.failures.map(\.code) == [.checksumMismatch], "\(delegate.events.suffix(3))")
@@ -119,7 +113,7 @@ struct SplitDownloadTests {
         }
         defer { server.stop() }
         let delegate = try await downloadThroughLibrary(
-            server.url("/big.bin"), in: folder, configuration: configuration(connections: 4), sha256: sha256Hex(data))
+            server.url("/big.bin"), in: folder, configuration: Library.Configuration.split(connections: 4), sha256: sha256Hex(data))
 
         #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
         #expect(server.requests.contains { $0.header("range") != nil }, "no range was asked for")
@@ -130,7 +124,7 @@ struct SplitDownloadTests {
     func downloadHeldUntilThreeRanges(_ url: URL, from nginx: NginxServer, answeredWith status: String, sha256: String) async throws -> RecordingDelegate {
         let held = HoldingTransport(base: HTTPTransport(), holdingAfter: 1 << 20)
         let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([held]),
-                                       configuration: configuration(connections: 4))
+                                       configuration: Library.Configuration.split(connections: 4))
         let delegate = RecordingDelegate()
         let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
         try await asset.download(delegate: delegate)
@@ -185,7 +179,7 @@ struct SplitDownloadTests {
         // Held after 24 MiB in all, nearly all of them the other connections': past a gap.
         let held = HoldingTransport(base: HTTPTransport(), holdingAfter: 24 << 20)
         let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([held]),
-                                       configuration: configuration(connections: 4))
+                                       configuration: Library.Configuration.split(connections: 4))
         let asset = try await library.addIssue(name: "issue", date: Date())
             .addAsset(AssetRequest(url: nginx.url("/first-slow/big.bin"), sha256: sha256Hex(data)))
         try await asset.download()
@@ -196,7 +190,7 @@ struct SplitDownloadTests {
         #expect(kept < 16 << 20 && kept < Int64(held.bytesTaken), "\(kept) kept of \(held.bytesTaken) taken")
 
         let again = try Library.open(at: folder.file("library"), transports: TransportRegistry([HTTPTransport()]),
-                                     configuration: configuration(connections: 4))
+                                     configuration: Library.Configuration.split(connections: 4))
         let delegate = RecordingDelegate()
         try await #require(again.asset(identifier: asset.identifier)).download(delegate: delegate)
         await delegate.waitForEnd()

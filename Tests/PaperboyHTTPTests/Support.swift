@@ -107,3 +107,12 @@ func makeCertificate(in folder: TempFolder) async throws -> (certificate: URL, k
     try #require(made.status == 0, "openssl: \(made.output)")
     return (certificate, key)
 }
+
+extension Library.Configuration {
+    /// The tests' configuration with one attempt and `connections` per asset (split downloads, mirrors).
+    static func split(connections: Int) -> Library.Configuration {
+        var configuration = Library.Configuration.forTests(attempts: 1)
+        configuration.connectionsPerAsset = connections
+        return configuration
+    }
+}
