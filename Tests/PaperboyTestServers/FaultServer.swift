@@ -228,11 +228,17 @@ public final class FaultServer: Sendable {
         var limit = response.body.count
         switch response.fault {
         case .resetAfter(let count), .stallAfter(let count), .closeAfter(let count): limit = min(limit, count)
-        case .none: break
+        case .none, .holdAfter: break
         }
+        var hold: (at: Int, until: @Sendable () -> Void)?
+        if case .holdAfter(let count, let until) = response.fault { hold = (count, until) }
         var position = 0
         while position < limit {
-            let end = min(limit, position + 64 * 1024)
+            if let (at, until) = hold, position >= at {
+                until()
+                hold = nil
+            }
+            let end = min(limit, position + 64 * 1024, hold.map { max($0.at, position + 1) } ?? limit)
             let slice = response.body[response.body.startIndex + position..<response.body.startIndex + end]
             let ok = response.chunked
                 ? send(fd, Data(String(end - position, radix: 16).utf8) + Data("\r\n".utf8) + slice + Data("\r\n".utf8))
@@ -243,7 +249,7 @@ public final class FaultServer: Sendable {
             if let delay = response.chunkDelay { Thread.sleep(forTimeInterval: delay) }
         }
         switch response.fault {
-        case .none:
+        case .none, .holdAfter:
             if response.chunked, !send(fd, Data("0\r\n\r\n".utf8)) { return .close }
             return .keepOpen
         case .closeAfter:
@@ -358,6 +364,10 @@ public struct ServerResponse: Sendable {
         case stallAfter(Int)
         /// Send this many body bytes, then close normally (a body shorter than announced).
         case closeAfter(Int)
+        /// Send this many body bytes, then call `until` on the connection's thread (it blocks
+        /// until the test's event), then send the rest: a response held mid-body by an event,
+        /// not by a guess at time.
+        case holdAfter(Int, until: @Sendable () -> Void)
     }
 
     public var status: Int
