@@ -309,7 +309,7 @@ let package = Package(
             name: "PaperboyExampleTests",
             dependencies: [
                 "Paperboy", "PaperboyExec", "PaperboyTesting", "PaperboyTransportTesting", "TarTransportExample",
-                "PaperboyTestServers", "EmbeddingExample", "DaemonEmbeddingExample", "paperboy",
+                "PaperboyTestServers", "EmbeddingExample", "DaemonEmbeddingExample", "paperboy", "PaperboyFile",
             ],
             path: "Tests/PaperboyExampleTests",
             swiftSettings: swiftSettings

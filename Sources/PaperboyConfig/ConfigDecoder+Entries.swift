@@ -158,7 +158,8 @@ extension ConfigDecoder {
             }
             entries.append(TransportEntry(
                 scheme: scheme, command: command, options: try table.options("options"),
-                keepAlive: try table.duration("keep_alive") ?? .seconds(30), line: context.line(for: table.path)))
+                keepAlive: try table.duration("keep_alive") ?? .seconds(30), ranges: try table.bool("ranges") ?? false,
+                line: context.line(for: table.path)))
         }
         return entries
     }

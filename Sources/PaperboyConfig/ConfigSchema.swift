@@ -29,7 +29,7 @@ enum ConfigSchema {
         "private_key", "passphrase_env", "passphrase_file", "known_hosts", "ca_file",
     ]
     static let feeds = ["name", "url", "max_assets", "allowed_schemes", "refresh"]
-    static let transports = ["scheme", "command", "options", "keep_alive"]
+    static let transports = ["scheme", "command", "options", "keep_alive", "ranges"]
     static let issues = ["name", "date", "assets"]
     static let assets = [
         "url", "sha256", "path", "unpack", "role", "priority",

@@ -12,16 +12,20 @@ public struct TransportEntry: Sendable, Equatable {
     /// How long a helper that finished a transfer is kept for the next one to the same origin
     /// (`keep_alive`), default 30 s.
     public var keepAlive: Duration
+    /// Whether the helper fetches one range when asked (`ranges`, default false): its `HELLO`
+    /// lists the `ranges` capability, and indexed assets fetch only their missing chunks.
+    public var ranges: Bool
     /// The line of the `[[transports]]` header, if known.
     public var line: Int?
 
     /// Creates a transport entry.
     public init(scheme: String, command: [String], options: [String: String] = [:], keepAlive: Duration = .seconds(30),
-                line: Int? = nil) {
+                ranges: Bool = false, line: Int? = nil) {
         self.scheme = scheme
         self.command = command
         self.options = options
         self.keepAlive = keepAlive
+        self.ranges = ranges
         self.line = line
     }
 }

@@ -115,6 +115,74 @@ extension TransportConformance {
         guard transport.capabilities.contains(.ranges) else {
             throw Skip(reason: "the transport does not declare the .ranges capability")
         }
+        let data = sampleData(options.resourceSize, seed: 14)
+        let url = try await fixture.publish(data, as: uniqueName("range"))
+        let validator = try await probeValidator(url, recorder)
+        let size = Int64(data.count)
+        // Odd bounds (chunk-boundary bugs), from 0, to the end, and one byte.
+        let ranges: [Range<Int64>] = [size / 7..<size / 7 * 4 + 1, 0..<65_537, size / 2..<size, size - 1..<size]
+        for range in ranges {
+            for recorded in [nil, validator] {
+                let sink = ConformanceSink(.init(requestedOffset: range.lowerBound, recordedValidator: recorded))
+                var ranged = job(url, offset: range.lowerBound, validator: recorded)
+                ranged.rangeEnd = range.upperBound
+                let result = await transfer(ranged, into: sink)
+                let what = "the range \(range.lowerBound)..<\(range.upperBound)\(recorded == nil ? "" : " with the validator")"
+                guard recorder.expect(result.isFinished, "fetching \(what) failed: \(result)") else { continue }
+                expectContract(sink, finished: true, recorder)
+                expectHonestRange(sink, of: data, what, recorder)
+                recorder.expect(sink.response?.offset == range.lowerBound && (sink.response?.end ?? size) == range.upperBound,
+                                "asked for \(what) of an unchanged resource, begin reported offset \(sink.response?.offset ?? -1) end \(sink.response?.end.map(String.init) ?? "nil")")
+                if let length = sink.response?.expectedLength {
+                    recorder.expect(length == size, "begin announced \(length) bytes for \(what): expectedLength is the whole resource's length (\(size))")
+                }
+            }
+        }
+        // A range of a version that changed since its validator was recorded: never the new
+        // version's bytes under the old validator (the library would splice two versions).
+        if let validator, transport.capabilities.contains(.validators) {
+            let second = sampleData(options.resourceSize + 4099, seed: 15)
+            try await fixture.replace(url, with: second)
+            let sink = ConformanceSink()
+            var ranged = job(url, offset: 0, validator: validator)
+            ranged.rangeEnd = 65_537
+            let result = await transfer(ranged, into: sink)
+            if recorder.expect(result.isFinished, "fetching a range of a changed resource with its old validator failed: \(result)") {
+                expectContract(sink, finished: true, recorder)
+                expectHonestRange(sink, of: second, "a range of a changed resource", recorder)
+                recorder.expect(sink.response?.validator != validator,
+                                "a range of a changed resource was reported with the old validator \(validator)")
+            }
+        }
+        // A source that ignores ranges: whatever comes, begin must say which bytes they are.
+        if let whole = try await fixture.publishIgnoringRanges(data, as: uniqueName("range-whole")) {
+            let range = size / 3..<size / 3 * 2
+            let sink = ConformanceSink(.init(requestedOffset: range.lowerBound))
+            var ranged = job(whole, offset: range.lowerBound)
+            ranged.rangeEnd = range.upperBound
+            let result = await transfer(ranged, into: sink)
+            if recorder.expect(result.isFinished, "fetching a range from a source that ignores ranges failed: \(result)") {
+                expectContract(sink, finished: true, recorder)
+                expectHonestRange(sink, of: data, "a range from a source that ignores ranges", recorder)
+            }
+        }
+    }
+
+    /// The bytes written are the source's at the offsets `begin` reported: from its `offset` to
+    /// its `end` (the resource's end when it gave none).
+    private func expectHonestRange(_ sink: ConformanceSink, of data: Data, _ what: String, _ recorder: CheckRecorder) {
+        let start = Int(sink.response?.offset ?? 0)
+        let end = Int(sink.response?.end ?? Int64(data.count))
+        guard recorder.expect(0 <= start && start <= end && end <= data.count,
+                              "for \(what), begin reported bytes \(start)..<\(end) of a \(data.count)-byte resource") else { return }
+        recorder.expect(sink.data == data[start..<end],
+                        "for \(what), the \(sink.data.count) bytes written are not the source's bytes \(start)..<\(end) that begin reported")
+    }
+
+    func checkSegments(_ recorder: CheckRecorder) async throws {
+        guard transport.capabilities.contains(.segments) else {
+            throw Skip(reason: "the transport does not declare the .segments capability")
+        }
         let data = sampleData(options.rangedResourceSize, seed: 12)
         let connections = options.rangeConnections
         guard let whole = try await fixture.publishIgnoringRanges(data, as: uniqueName("ranges-whole")) else {
@@ -131,7 +199,7 @@ extension TransportConformance {
         if recorder.expect(result.isFinished, "downloading \(data.count) bytes over \(connections) connections failed: \(result)") {
             expectSegments(sink, of: data, recorder)
             recorder.expect(!sink.segments.isEmpty,
-                            "the transport declares .ranges but fetched \(data.count) bytes allowed \(connections) connections without asking for a segment")
+                            "the transport declares .segments but fetched \(data.count) bytes allowed \(connections) connections without asking for a segment")
         }
 
         // A source announcing ranges that answers each with the whole resource (HTTP 200).

@@ -49,11 +49,16 @@ public struct TransportConformance: Sendable {
         /// credential answers only challenges from inside the protected URL's folder (its
         /// ``URLScope``): one from where a redirect led fails the check, unanswered.
         case challenges
-        /// A transport declaring ``TransportCapabilities/ranges``, allowed several connections,
+        /// A transport declaring ``TransportCapabilities/ranges`` fetches exactly a job's range
+        /// (``TransferJob/rangeEnd``), with or without a validator, and says so in `begin`
+        /// (``TransferResponse/end``); from a source that ignores ranges, `begin` still tells
+        /// which bytes come.
+        case ranges
+        /// A transport declaring ``TransportCapabilities/segments``, allowed several connections,
         /// fetches a large resource through sink segments, byte-identical; from a source that
         /// answers ranges with the whole resource it still ends byte-identical, and no segment
         /// holds bytes of another offset.
-        case ranges
+        case segments
 
         public var description: String { rawValue }
     }
@@ -84,10 +89,10 @@ public struct TransportConformance: Sendable {
         /// Job timeouts passed to the transport.
         public var connectTimeout: Duration = .seconds(10)
         public var idleTimeout: Duration = .seconds(10)
-        /// Size of the resource the ranges check fetches over several connections: above the
+        /// Size of the resource the segments check fetches over several connections: above the
         /// HTTP transport's 32 MiB, below which it does not split.
         public var rangedResourceSize = 40 << 20
-        /// Connections the ranges check allows one transfer (`TransferJob`'s connections per asset).
+        /// Connections the segments check allows one transfer (``TransferJob/connectionsPerAsset``).
         public var rangeConnections = 4
 
         /// The defaults.
@@ -124,6 +129,7 @@ public struct TransportConformance: Sendable {
             case .cancellation: try await checkCancellation(recorder)
             case .challenges: try await checkChallenges(recorder)
             case .ranges: try await checkRanges(recorder)
+            case .segments: try await checkSegments(recorder)
             }
         } catch let skip as Skip {
             recorder.skip(skip.reason)

@@ -39,8 +39,10 @@ enum Transports {
             }
         }
         for entry in config.transports {
-            registry.register(ExecTransport(scheme: entry.scheme, command: entry.command, environment: environment,
-                                            maxIdleHelpers: perHost, keepAlive: entry.keepAlive))
+            var capabilities: TransportCapabilities = [.resume, .validators, .challenges]
+            if entry.ranges { capabilities.insert(.ranges) }
+            registry.register(ExecTransport(scheme: entry.scheme, command: entry.command, capabilities: capabilities,
+                                            environment: environment, maxIdleHelpers: perHost, keepAlive: entry.keepAlive))
         }
         return registry
     }

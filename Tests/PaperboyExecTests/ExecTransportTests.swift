@@ -16,10 +16,26 @@ struct ExecTransportTests {
         TransferJob(url: url, connectTimeout: .seconds(10), idleTimeout: idle)
     }
 
-    /// Protocol version 1 has no ranges: a helper never fetches into segments, whatever it is told.
-    @Test func aHelperNeverDeclaresRanges() {
-        let transport = ExecTransport(scheme: "fake", command: ["/bin/false"], capabilities: [.resume, .ranges])
-        #expect(transport.capabilities == [.resume])
+    /// A helper sends one stream: it may fetch one range, never split into segments.
+    @Test func aHelperNeverDeclaresSegments() {
+        let transport = ExecTransport(scheme: "fake", command: ["/bin/false"], capabilities: [.resume, .ranges, .segments])
+        #expect(transport.capabilities == [.resume, .ranges])
+    }
+
+    /// Registered with `.ranges`, but the helper's `HELLO` does not list `ranges`: a range is
+    /// never asked of it (it would send the whole file), the transfer fails saying why.
+    @Test func aRangeIsNotAskedOfAHelperWhoseHelloDoesNotListRanges() async throws {
+        let helper = folder.fakeTransport("serve", clock: clock)
+        let transport = ExecTransport(scheme: "fake", command: helper.command, capabilities: [.resume, .ranges],
+                                      terminationGrace: .milliseconds(300), clock: clock)
+        var ranged = job()
+        ranged.rangeEnd = 100
+        let sink = RecordingSink()
+        let error = try #require(await failure(of: transport, ranged, into: sink) as? TransportError)
+        #expect(error.code == .protocolError && !error.isRetryable, "\(error)")
+        #expect(error.message.contains("does not list the 'ranges' capability"), "\(error)")
+        #expect(sink.response == nil && sink.data.isEmpty)
+        transport.retireIdleHelpers()
     }
 
     @Test func aCorrectHelperServesSeveralTransfersFromOneProcess() async throws {

@@ -42,11 +42,14 @@ struct HostileFrameTests {
         }
         let length = Int.random(in: 0...3000, using: &random)
         let offset = Int.random(in: 0...length, using: &random)
+        // Half of the answers are to a range (`end`, for a FETCH that asked for one).
+        let end = random.next() % 2 == 0 ? Int.random(in: offset...length, using: &random) : nil
+        let endField = end.map { #", "end": \#(number("\($0)"))"# } ?? ""
         var frames = [
             ExecProtocol.frame("CHALLENGE", Data(#"{"id": \#(number("\(id)")), "kind": "password", "previous_failures": \#(number("0")), "prompts": ["p"]}"#.utf8)),
-            ExecProtocol.frame("BEGIN", Data(#"{"id": \#(number("\(id)")), "offset": \#(number("\(offset)")), "length": \#(number("\(length)")), "validator": {"value": "v", "strength": "strong"}}"#.utf8)),
+            ExecProtocol.frame("BEGIN", Data(#"{"id": \#(number("\(id)")), "offset": \#(number("\(offset)")), "length": \#(number("\(length)")), "validator": {"value": "v", "strength": "strong"}\#(endField)}"#.utf8)),
         ]
-        var left = length - offset
+        var left = (end ?? length) - offset
         while left > 0 {
             let count = min(left, Int.random(in: 1...1500, using: &random))
             frames.append(ExecProtocol.frame("DATA", Data(repeating: 0x41, count: count)))
@@ -77,7 +80,7 @@ struct HostileFrameTests {
 
     /// Reads `stream` through the frame reader and the transfer checks, as a helper's stdout
     /// would arrive; returns what they let through, or stops at the first refusal.
-    static func play(_ stream: [UInt8], id: Int) throws -> [TransferFrames.Step] {
+    static func play(_ stream: [UInt8], id: Int, asksForRange: Bool = true) throws -> [TransferFrames.Step] {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw POSIXError(.EMFILE) }
         defer { close(fds[0]) }
@@ -85,7 +88,7 @@ struct HostileFrameTests {
         close(fds[1])
         precondition(wrote == stream.count, "the test writes less than a pipe holds")
         var reader = FrameReader()
-        var frames = TransferFrames(id: id, url: URL(string: "fake://host/f")!, helperName: "fuzz")
+        var frames = TransferFrames(id: id, url: URL(string: "fake://host/f")!, helperName: "fuzz", asksForRange: asksForRange)
         var steps: [TransferFrames.Step] = []
         while true {
             let frame: Frame
@@ -133,7 +136,11 @@ struct HostileFrameTests {
                     check((0...ExecProtocol.maxResourceLength).contains(response.offset), "round \(round): BEGIN offset \(response.offset)")
                     check((response.expectedLength ?? .max) >= response.offset,
                           "round \(round): BEGIN length \(response.expectedLength ?? -1) below offset \(response.offset)")
-                    announced = response.expectedLength
+                    if let end = response.end {
+                        check(response.offset <= end && end <= (response.expectedLength ?? -1),
+                              "round \(round): BEGIN end \(end) outside offset \(response.offset) to length \(response.expectedLength ?? -1)")
+                    }
+                    announced = response.end ?? response.expectedLength
                     position = response.offset
                 case .data(let payload):
                     position += Int64(payload.count)
@@ -146,6 +153,44 @@ struct HostileFrameTests {
             }
         }
         return problems
+    }
+
+    /// `BEGIN`'s `end`: only in answer to a `FETCH` with one, and between the offset and the
+    /// length; then no byte past it, and `DONE` only there.
+    @Test func aRangeAnswerEndsWhereItSaidAndNowhereElse() throws {
+        func begin(_ fields: String) -> Frame {
+            Frame(kind: "BEGIN", payload: Data(#"{"id": 1, "offset": 10, "length": 100\#(fields)}"#.utf8))
+        }
+        func refusal(_ frame: Frame, asksForRange: Bool) -> String? {
+            var frames = TransferFrames(id: 1, url: URL(string: "fake://host/f")!, helperName: "h", asksForRange: asksForRange)
+            do {
+                _ = try frames.accept(frame)
+                return nil
+            } catch {
+                return error.what
+            }
+        }
+        #expect(refusal(begin(#", "end": 50"#), asksForRange: false)?.contains("an end to a FETCH without one") == true)
+        for end in ["9", "101", "-1", "4611686018427387904", "1e300"] {
+            #expect(refusal(begin(#", "end": \#(end)"#), asksForRange: true) != nil, "end \(end) was accepted")
+        }
+        #expect(refusal(begin(#", "end": 10"#), asksForRange: true) == nil)
+
+        var frames = TransferFrames(id: 1, url: URL(string: "fake://host/f")!, helperName: "h", asksForRange: true)
+        guard case .begin(let response) = try frames.accept(begin(#", "end": 50"#)) else {
+            Issue.record("BEGIN was not a begin")
+            return
+        }
+        #expect(response.offset == 10 && response.end == 50 && response.expectedLength == 100)
+        _ = try frames.accept(Frame(kind: "DATA", payload: Data(count: 30)))
+        #expect(throws: Conversation.Failure.self) { try frames.accept(Frame(kind: "DONE", payload: Data(#"{"id": 1}"#.utf8))) }
+        var full = frames
+        _ = try full.accept(Frame(kind: "DATA", payload: Data(count: 10)))
+        #expect(throws: Conversation.Failure.self) { try full.accept(Frame(kind: "DATA", payload: Data(count: 1))) }
+        guard case .done = try full.accept(Frame(kind: "DONE", payload: Data(#"{"id": 1}"#.utf8))) else {
+            Issue.record("DONE at the range's end was not done")
+            return
+        }
     }
 
     /// `ERROR` frames with every hostile `retry_after`: each gives a delay of at most a day, or none.

@@ -11,17 +11,10 @@ import Testing
 @Suite("chunk reuse", .timeLimit(.minutes(1)))
 struct ChunkReuseTests {
     /// Version 1 (4 MiB + a tail) and version 2: v1 with two 64 KiB regions rewritten.
-    static let made = Task { try await offThePool { () -> (Data, Data) in
-        let v1 = randomData(4 << 20 + 777)
-        var v2 = v1
-        let patch = randomData(128 << 10)
-        v2.replaceSubrange(1_000_000..<1_000_000 + (64 << 10), with: patch.prefix(64 << 10))
-        v2.replaceSubrange(3_000_000..<3_000_000 + (64 << 10), with: patch.suffix(64 << 10))
-        return (v1, v2)
-    } }
+    static var made: Task<(Data, Data), any Error> { IndexedVersions.made }
 
     /// The bytes the changed regions can cost: each region and a largest chunk on each side.
-    static let changedBound = 2 * (64 << 10 + 2 * (128 << 10))
+    static var changedBound: Int { IndexedVersions.changedBound }
 
     struct Setup {
         let nginx: NginxServer
@@ -52,12 +45,7 @@ struct ChunkReuseTests {
         return Setup(nginx: nginx, folder: folder, library: library, issue: issue)
     }
 
-    static func index(of data: Data) throws -> Data {
-        let folder = TempFolder()
-        let file = folder.file("f")
-        try data.write(to: file)
-        return try ChunkIndex.make(ofFileAt: file).encoded()
-    }
+    static func index(of data: Data) throws -> Data { try IndexedVersions.index(of: data) }
 
     /// Bytes nginx sent in answers with `status` (206: ranges; 200: whole files) since log line `from`.
     func sent(_ nginx: NginxServer, status: Int, from: Int = 0) -> Int {

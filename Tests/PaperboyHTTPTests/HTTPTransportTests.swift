@@ -37,7 +37,7 @@ struct HTTPTransportTests {
         let registry = TransportRegistry([.http()])
         #expect(registry.schemes == ["http", "https"])
         #expect(try registry.transport(for: URL(string: "https://example.com/a")!) is HTTPTransport)
-        #expect(HTTPTransport().capabilities == [.resume, .challenges, .validators, .ranges])
+        #expect(HTTPTransport().capabilities == [.resume, .challenges, .validators, .ranges, .segments])
     }
 
     @Test func chunkedBodyHasNoExpectedLength() async throws {

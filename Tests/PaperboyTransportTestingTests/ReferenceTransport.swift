@@ -70,13 +70,15 @@ struct ReferenceTransport: Transport {
         case untypedNotFound, dropsAreFatal, asksForeverWhenRefused, skipsChallenges, overlapsWrites
         /// Writes a range's answer into a segment without checking where the answer starts.
         case splicesWholeAnswers
+        /// Says in `begin` that a job's range ends where asked, then sends to the resource's end.
+        case overrunsRanges
     }
 
     let store: MemoryStore
     var flaw: Flaw?
 
     var schemes: Set<String> { ["ref"] }
-    var capabilities: TransportCapabilities { [.resume, .validators, .challenges, .ranges] }
+    var capabilities: TransportCapabilities { [.resume, .validators, .challenges, .ranges, .segments] }
 
     func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
         guard let resource = store.resource(job.url) else {
@@ -88,21 +90,28 @@ struct ReferenceTransport: Transport {
         var offset = job.offset
         var validator = ResourceValidator("v\(resource.version)", strength: .strong)
         let validatorMatches = job.validator == validator || flaw == .echoesRecordedValidator
-        if offset > Int64(data.count) || (offset > 0 && !validatorMatches) || resource.ignoresRanges { offset = 0 }
+        let changed = job.validator != nil && !validatorMatches
+        if offset > Int64(data.count) || (offset > 0 && changed) || resource.ignoresRanges { offset = 0 }
         if flaw == .echoesRecordedValidator, offset > 0, let recorded = job.validator { validator = recorded }
         var position = Int(offset)
         if flaw == .liesAboutOffset { position = 0 }
-        try sink.begin(TransferResponse(offset: offset, expectedLength: Int64(data.count), validator: validator))
+        // A job's one range, unless the source ignores ranges (then everything from 0, said so).
+        var end = data.count
+        if let rangeEnd = job.rangeEnd, !resource.ignoresRanges, !changed, offset == job.offset {
+            end = Int(min(rangeEnd, Int64(data.count)))
+        }
+        try sink.begin(TransferResponse(offset: offset, end: end < data.count ? Int64(end) : nil, expectedLength: Int64(data.count),
+                                        validator: validator))
+        if flaw == .overrunsRanges { end = data.count }
 
         if flaw == .buffersEverything {
-            try await sink.write(data[position...])
+            try await sink.write(data[position..<end])
             return
         }
         // With several connections, the second half is "fetched" as a range into a segment,
         // once its answer is known to start where asked (a source ignoring ranges answers from 0).
-        var end = data.count
         var tail: (segment: any TransferSegment, bytes: Data)?
-        if job.connectionsPerAsset > 1, data.count - position >= 2 {
+        if job.connectionsPerAsset > 1, job.rangeEnd == nil, data.count - position >= 2 {
             let middle = position + (data.count - position) / 2
             let answer = resource.ignoresRanges ? (start: 0, bytes: data) : (start: middle, bytes: data[middle...])
             if answer.start == middle || flaw == .splicesWholeAnswers, let segment = try sink.segment(Int64(middle)..<Int64(data.count)) {

@@ -26,7 +26,8 @@ struct TransportConformanceTests {
         (.dropsAreFatal, .droppedConnection),
         (.asksForeverWhenRefused, .authenticationRefused),
         (.skipsChallenges, .challenges),
-        (.splicesWholeAnswers, .ranges),
+        (.splicesWholeAnswers, .segments),
+        (.overrunsRanges, .ranges),
     ])
     func flawIsCaught(_ flaw: ReferenceTransport.Flaw, _ check: Check) async {
         let store = MemoryStore()
@@ -61,7 +62,7 @@ struct TransportConformanceTests {
 @Suite("FileTransport conformance", .timeLimit(.minutes(2)))
 struct FileTransportConformanceTests {
     static let unsupported: Set<TransportConformance.Check> = [
-        .ignoredRangeRestarts, .authenticationRefused, .droppedConnection, .challenges, .ranges,
+        .ignoredRangeRestarts, .authenticationRefused, .droppedConnection, .challenges, .segments,
     ]
 
     @Test(arguments: TransportConformance.Check.allCases)

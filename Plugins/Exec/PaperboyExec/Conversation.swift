@@ -57,14 +57,19 @@ struct Conversation {
     /// afterwards. Errors thrown by the sink are rethrown unchanged (the helper is then not reusable).
     func run() async throws -> Bool {
         let id = Self.nextID.add(1, ordering: .relaxed).oldValue
+        if job.rangeEnd != nil, helper.hello.withLock({ $0?.capabilities?.contains(ExecProtocol.rangesCapability) }) != true {
+            // Declared with `.ranges` by whoever registered the transport, but not by the helper.
+            throw Failure(.protocolError, "was asked for a range, but its HELLO does not list the '\(ExecProtocol.rangesCapability)' capability",
+                          url: job.url, retryable: false)
+        }
         // Only the core's own spelling of a reserved key reaches a helper (`OptionKey`).
         let request = FetchRequest(
             id: id, url: job.url.absoluteString, offset: job.offset, validator: job.validator.map(WireValidator.init),
             headers: job.headers, options: OptionKey.withoutLookAlikes(job.options), connectTimeout: job.connectTimeout.timeInterval,
-            idleTimeout: job.idleTimeout.timeInterval, asset: job.assetIdentifier)
+            idleTimeout: job.idleTimeout.timeInterval, asset: job.assetIdentifier, end: job.rangeEnd)
         try await send(ExecProtocol.frame(ExecProtocol.Kind.fetch, json: request), phase: "before the request", stale: true)
 
-        var frames = TransferFrames(id: id, url: job.url, helperName: helper.name)
+        var frames = TransferFrames(id: id, url: job.url, helperName: helper.name, asksForRange: job.rangeEnd != nil)
         var heardBack = false
         while true {
             if Task.isCancelled { throw CancellationError() }

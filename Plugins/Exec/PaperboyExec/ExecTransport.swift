@@ -39,7 +39,8 @@ public struct ExecTransport: Transport {
     ///   - command: the executable (a path, or a name looked up on `PATH`) and its arguments.
     ///   - capabilities: what the helper can do, declared up front (the scheduler reads it before
     ///     any helper runs); a helper without resume simply answers `BEGIN` at offset 0.
-    ///     `.ranges` is left out: protocol version 1 fetches whole resources, one stream each.
+    ///     `.ranges` only for a helper whose `HELLO` lists `ranges` (a range asked of one that
+    ///     does not fails, not retryable); `.segments` is left out: a helper sends one stream.
     ///   - environment: the helper's environment (default: this process's). Pass one without the
     ///     variables that hold secrets (`PaperboyConfiguration.childEnvironment(from:)`): a helper
     ///     gets credentials only by answering challenges.
@@ -59,7 +60,7 @@ public struct ExecTransport: Transport {
     ) {
         self.command = command
         self.schemes = Set(([scheme] + schemes).map { $0.lowercased() })
-        self.capabilities = capabilities.subtracting(.ranges)
+        self.capabilities = capabilities.subtracting(.segments)
         pool = HelperPool(
             command: command, environment: environment ?? ProcessInfo.processInfo.environment,
             maxIdle: max(0, maxIdleHelpers), keepAlive: keepAlive, grace: terminationGrace, clock: clock, logger: logger)

@@ -10,6 +10,8 @@ import PaperboyFraming
 public enum ExecProtocol {
     /// The protocol versions this Paperboy speaks, offered in the core's `HELLO`.
     public static let versions = [1]
+    /// The capability a helper lists in its `HELLO` to be asked for one range (`FETCH`'s `end`).
+    static let rangesCapability = "ranges"
     /// The largest `DATA` payload accepted.
     public static let maxDataLength = 1 << 20
     /// The largest payload of any other frame.
@@ -99,6 +101,9 @@ struct FetchRequest: Codable {
     var connectTimeout: Double
     var idleTimeout: Double
     var asset: String
+    /// The end (exclusive) of the one range to fetch (``TransferJob/rangeEnd``); only sent to a
+    /// helper whose `HELLO` lists `ranges`.
+    var end: Int64?
 }
 
 /// Helper → core: what the source promised.
@@ -107,6 +112,9 @@ struct BeginMessage: Codable {
     var offset: Int64
     var length: Int64?
     var validator: WireValidator?
+    /// The end (exclusive) of the bytes sent, when the helper answers a `FETCH` with `end` by
+    /// that range.
+    var end: Int64?
 }
 
 /// Helper → core: credentials or a trust decision are needed.

@@ -29,12 +29,16 @@ struct TransferFrames {
     private(set) var began = false
     /// Bytes of the resource received so far, `BEGIN`'s offset included.
     private(set) var position: Int64 = 0
+    /// Where the bytes stop: `BEGIN`'s `end` when it answered a range, else its length.
     private(set) var expected: Int64?
+    /// Whether the `FETCH` asked for one range (`end`): only then may `BEGIN` carry an `end`.
+    let asksForRange: Bool
 
-    init(id: Int, url: URL, helperName: String) {
+    init(id: Int, url: URL, helperName: String, asksForRange: Bool = false) {
         self.id = id
         self.url = url
         self.helperName = helperName
+        self.asksForRange = asksForRange
     }
 
     mutating func accept(_ frame: Frame) throws(Conversation.Failure) -> Step {
@@ -57,9 +61,11 @@ struct TransferFrames {
             try check(message.id)
             let offset: ByteCount
             let length: ByteCount?
+            let end: ByteCount?
             do throws(BoundaryError) {
                 offset = try ByteCount(message.offset, door: "BEGIN offset")
                 length = try message.length.map { length throws(BoundaryError) in try ByteCount(length, door: "BEGIN length") }
+                end = try message.end.map { end throws(BoundaryError) in try ByteCount(end, door: "BEGIN end") }
             } catch {
                 throw Conversation.Failure(.protocolError, "sent a bad \(error)", url: url, retryable: false)
             }
@@ -67,10 +73,21 @@ struct TransferFrames {
                 throw Conversation.Failure(
                     .protocolError, "sent BEGIN with offset \(offset.bytes) past its length \(length.bytes)", url: url, retryable: false)
             }
+            if let end {
+                guard asksForRange else {
+                    throw Conversation.Failure(.protocolError, "sent BEGIN with an end to a FETCH without one", url: url, retryable: false)
+                }
+                guard let length, offset <= end, end <= length else {
+                    throw Conversation.Failure(
+                        .protocolError, "sent BEGIN with end \(end.bytes) outside offset \(offset.bytes) to length \(length.map { String($0.bytes) } ?? "none")",
+                        url: url, retryable: false)
+                }
+            }
             began = true
             position = offset.bytes
-            expected = length?.bytes
-            return .begin(TransferResponse(offset: offset.bytes, expectedLength: length?.bytes, validator: message.validator?.validator))
+            expected = end?.bytes ?? length?.bytes
+            return .begin(TransferResponse(offset: offset.bytes, end: end?.bytes, expectedLength: length?.bytes,
+                                           validator: message.validator?.validator))
 
         case ExecProtocol.Kind.data:
             guard began else { throw Conversation.Failure(.protocolError, "sent DATA before BEGIN", url: url) }

@@ -8,8 +8,10 @@ import Paperboy
 
 /// Copies local files (`file:` URLs and plain paths) through the core's sink.
 ///
-/// Resumes from any offset. The validator is size + modification time (nanoseconds) + inode:
-/// a source replaced or rewritten since the partial bytes began restarts from zero.
+/// Resumes from any offset, and copies one range of a file when a job asks for it
+/// (``TransportCapabilities/ranges``: an indexed asset's missing chunks). The validator is size +
+/// modification time (nanoseconds) + inode: a source replaced or rewritten since the partial
+/// bytes began restarts from zero, and then copies the whole file (a range's answer says so).
 public struct FileTransport: Transport {
     /// Bytes read per chunk.
     public var chunkSize: Int
@@ -20,7 +22,7 @@ public struct FileTransport: Transport {
     }
 
     public var schemes: Set<String> { ["file"] }
-    public var capabilities: TransportCapabilities { [.resume, .validators, .local] }
+    public var capabilities: TransportCapabilities { [.resume, .validators, .local, .ranges] }
 
     public func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
         let path = job.url.path
@@ -40,17 +42,21 @@ public struct FileTransport: Transport {
         let validator = Self.validator(info)
 
         var offset = job.offset
-        if offset > size || (offset > 0 && job.validator != nil && job.validator != validator) {
+        var end = size
+        let changed = job.validator != nil && job.validator != validator
+        if offset > size || (offset > 0 && changed) {
             offset = 0
+        } else if let rangeEnd = job.rangeEnd, !changed {
+            end = max(offset, min(rangeEnd, size))
         }
-        try sink.begin(TransferResponse(offset: offset, expectedLength: size, validator: validator))
+        try sink.begin(TransferResponse(offset: offset, end: end < size ? end : nil, expectedLength: size, validator: validator))
 
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         var position = offset
-        while position < size {
+        while position < end {
             try Task.checkCancellation()
-            let want = Int(min(Int64(chunkSize), size - position))
+            let want = Int(min(Int64(chunkSize), end - position))
             let got = pread(fd, buffer.baseAddress, want, off_t(position))
             if got < 0 {
                 if errno == EINTR { continue }

@@ -133,7 +133,7 @@ public struct HTTPTransport: Transport {
     }
 
     public var schemes: Set<String> { ["http", "https"] }
-    public var capabilities: TransportCapabilities { [.resume, .challenges, .validators, .ranges] }
+    public var capabilities: TransportCapabilities { [.resume, .challenges, .validators, .ranges, .segments] }
 
     public func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
         var target = try Self.validated(job.url)

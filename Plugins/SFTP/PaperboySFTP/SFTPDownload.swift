@@ -130,15 +130,20 @@ struct SFTPDownload: Sendable {
         }
         let validator = before.validator
         var offset = job.offset
-        if offset > 0 {
-            let changed = job.validator != nil && job.validator != validator
-            if changed || validator == nil || offset > before.size ?? 0 { offset = 0 }
+        let changed = job.validator != nil && job.validator != validator
+        if offset > 0, changed || validator == nil || offset > before.size ?? 0 { offset = 0 }
+        // A job's one range, when the source version is the one asked for (else the whole file,
+        // said so in `begin`); never split.
+        var end: Int64?
+        if let rangeEnd = job.rangeEnd, offset == job.offset, !changed {
+            end = max(offset, before.size.map { min(rangeEnd, $0) } ?? rangeEnd)
+            if end == before.size { end = nil }
         }
         // The second connection is made before `begin`, so that its challenges (if any) come
         // before the first byte and never overlap a write.
-        let second = await openSecondHalf(from: offset, before)
+        let second = end == nil ? await openSecondHalf(from: offset, before) : nil
         do {
-            try await read(file, before, from: offset, second: second)
+            try await read(file, before, from: offset, to: end, second: second)
         } catch {
             if let second { await close(second); second.session.release() }
             throw error
@@ -146,11 +151,11 @@ struct SFTPDownload: Sendable {
         if let second { await close(second); second.session.release() }
     }
 
-    private func read(_ file: OpenFile, _ before: SFTPAttributes, from offset: Int64, second: OpenFile?) async throws {
+    private func read(_ file: OpenFile, _ before: SFTPAttributes, from offset: Int64, to end: Int64?, second: OpenFile?) async throws {
         let url = location.url
         began.value.store(true, ordering: .releasing)
-        try sink.begin(TransferResponse(offset: offset, expectedLength: before.size, validator: before.validator))
-        if let size = before.size, offset == size { return }
+        try sink.begin(TransferResponse(offset: offset, end: end, expectedLength: before.size, validator: before.validator))
+        if let last = end ?? before.size, offset == last { return }
 
         let writer = SFTPWriteBehind(bufferSize: readSize, bufferCount: second == nil ? 3 : 4)
         let received: Int64
@@ -172,7 +177,7 @@ struct SFTPDownload: Sendable {
                     return total
                 }
             } else {
-                received = try await readRange(file, from: offset, to: nil, writer: writer, target: target)
+                received = try await readRange(file, from: offset, to: end, writer: writer, target: target)
             }
             await writer.close()
         } catch {
@@ -182,7 +187,7 @@ struct SFTPDownload: Sendable {
             throw error
         }
         let after = try await attributes(of: file)
-        if after != before || (before.size != nil && offset + received != before.size) {
+        if after != before || (end ?? before.size).map({ offset + received != $0 }) == true {
             throw TransportError(
                 .sourceChanged,
                 "\(url.redactedString) changed while it was read (\(offset + received) bytes read, size now \(after.size.map(String.init) ?? "unknown"))",

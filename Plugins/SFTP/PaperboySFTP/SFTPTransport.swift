@@ -130,7 +130,7 @@ public struct SFTPTransport: Transport {
     }
 
     public var schemes: Set<String> { ["sftp"] }
-    public var capabilities: TransportCapabilities { [.resume, .challenges, .validators] }
+    public var capabilities: TransportCapabilities { [.resume, .challenges, .validators, .ranges] }
 
     /// libssh2's version, such as `1.10.0`.
     public static let libssh2Version = String(cString: paperboy_ssh2_version())

@@ -20,15 +20,16 @@ public struct TransferJob: Sendable {
     /// Transport-specific options (for example a CA file), keyed by option name.
     public var options: [String: String]
     /// Connections the transport may use at once for this one resource (at least 1): a transport
-    /// that can fetch ranges may split a large resource over them
-    /// (``Library/Configuration/connectionsPerAsset``).
-    package var connectionsPerAsset: Int = 1
+    /// with ``TransportCapabilities/segments`` may split a large resource over them, through sink
+    /// segments (``Library/Configuration/connectionsPerAsset``). Always 1 with a ``rangeEnd``.
+    public var connectionsPerAsset: Int = 1
     /// For a transport with ``TransportCapabilities/ranges``: the end (exclusive) of the one range
     /// `offset..<rangeEnd` to fetch, sent whatever ``validator`` is (`If-Range` when there is
     /// one); `nil` fetches from `offset` to the end of the resource. The transport reports the
     /// bytes the source sends in ``TransferResponse/offset`` and ``TransferResponse/end``, and
-    /// the library refuses any other answer before a byte is written.
-    package var rangeEnd: Int64?
+    /// the library refuses any other answer before a byte is written. A transport without
+    /// `.ranges` never gets one.
+    public var rangeEnd: Int64?
     /// Other URLs serving the same bytes as ``url`` (``AssetRequest/mirrors``), in the order given.
     ///
     /// A transport that fetches ranges over several connections may fetch pieces from them; one
@@ -93,14 +94,22 @@ public struct TransferResponse: Sendable, Hashable {
     public var expectedLength: Int64?
     /// The validator of the version being sent, when the source has one.
     public var validator: ResourceValidator?
-    /// The end (exclusive) of the bytes the source sends, when it answered with a range
-    /// (an HTTP 206); `nil` when it sends everything from ``offset`` on.
-    package var end: Int64?
+    /// The end (exclusive) of the bytes the source sends, when it stops before the resource's
+    /// end: the answer to a job's ``TransferJob/rangeEnd`` (an HTTP 206); `nil` when it sends
+    /// everything from ``offset`` on.
+    public var end: Int64?
 
     /// Creates a response.
     public init(offset: Int64, expectedLength: Int64?, validator: ResourceValidator?) {
         self.offset = offset
         self.expectedLength = expectedLength
         self.validator = validator
+    }
+
+    /// Creates the response to a job with a ``TransferJob/rangeEnd``: the source sends
+    /// `offset..<end` of a resource of `expectedLength` bytes.
+    public init(offset: Int64, end: Int64?, expectedLength: Int64?, validator: ResourceValidator?) {
+        self.init(offset: offset, expectedLength: expectedLength, validator: validator)
+        self.end = end
     }
 }

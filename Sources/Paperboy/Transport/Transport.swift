@@ -59,10 +59,14 @@ public struct TransportCapabilities: OptionSet, Sendable, Hashable {
     public static let validators = TransportCapabilities(rawValue: 1 << 2)
     /// The transport reads local resources only: network policies do not apply to it.
     public static let local = TransportCapabilities(rawValue: 1 << 3)
-    /// The transport fetches byte ranges of a resource: a job's one range (``TransferJob/offset``
-    /// up to the job's range end, reporting in ``TransferSink/begin(_:)`` which bytes the source
-    /// sends), and pieces into sink segments when the job allows several connections. The library
-    /// then fetches only the chunks of an indexed asset it does not hold (docs/ChunkIndex.md);
-    /// without it, an indexed asset is fetched whole.
+    /// The transport fetches one byte range of a resource: a job's ``TransferJob/offset`` up to
+    /// its ``TransferJob/rangeEnd``, reporting in ``TransferSink/begin(_:)`` which bytes the
+    /// source sends (``TransferResponse/end``). The library then fetches only the chunks of an
+    /// indexed asset it does not hold (docs/ChunkIndex.md); without it, an indexed asset is
+    /// fetched whole.
     public static let ranges = TransportCapabilities(rawValue: 1 << 4)
+    /// The transport splits one large resource over the connections a job allows
+    /// (``TransferJob/connectionsPerAsset``), writing the other pieces through sink segments
+    /// (``TransferSink/segment(_:)``).
+    public static let segments = TransportCapabilities(rawValue: 1 << 5)
 }

@@ -48,6 +48,9 @@ struct ConformanceCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A URL whose source ignores resume requests: {url} is a test file's URL.", valueName: "template"))
     var ignoringRangesURL: String?
 
+    @Flag(help: "The helper of --command fetches one range when asked (its HELLO lists 'ranges'): enables the ranges check.")
+    var ranges = false
+
     @Option(name: .customLong("check"), help: ArgumentHelp("Run only this check (repeatable).", valueName: "name"))
     var checks: [TransportConformance.Check] = []
 
@@ -112,7 +115,9 @@ struct ConformanceCommand: AsyncParsableCommand {
         var environment = config?.childEnvironment() ?? ProcessInfo.processInfo.environment
         if let passwordEnv { environment[passwordEnv] = nil }
         if !command.isEmpty {
-            return ExecTransport(scheme: scheme, command: command, environment: environment)
+            var capabilities: TransportCapabilities = [.resume, .validators, .challenges]
+            if ranges { capabilities.insert(.ranges) }
+            return ExecTransport(scheme: scheme, command: command, capabilities: capabilities, environment: environment)
         }
         if let transport = try? Transports.registry(for: config, extraURLs: [base]).transport(for: base) { return transport }
         if let helper = ExecTransport.discover(scheme: scheme, environment: environment) { return helper }
@@ -132,6 +137,7 @@ struct ConformanceCommand: AsyncParsableCommand {
         case .challenges, .authenticationRefused: " (give --protected-folder, --protected-base-url, --user and --password-env)"
         case .droppedConnection: " (give --dropping-url)"
         case .ignoredRangeRestarts: " (give --ignoring-ranges-url)"
+        case .ranges: " (give --ranges for a helper whose HELLO lists 'ranges')"
         default: ""
         }
     }
