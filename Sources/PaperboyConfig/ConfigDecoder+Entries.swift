@@ -156,10 +156,11 @@ extension ConfigDecoder {
             if command[0].contains("/") || command[0].hasPrefix("~") {
                 command[0] = context.paths.fileURL(forPath: command[0]).path
             }
-            entries.append(TransportEntry(
+            var entry = TransportEntry(
                 scheme: scheme, command: command, options: try table.options("options"),
-                keepAlive: try table.duration("keep_alive") ?? .seconds(30), ranges: try table.bool("ranges") ?? false,
-                line: context.line(for: table.path)))
+                keepAlive: try table.duration("keep_alive") ?? .seconds(30), line: context.line(for: table.path))
+            entry.ranges = try table.bool("ranges") ?? false
+            entries.append(entry)
         }
         return entries
     }

@@ -14,18 +14,17 @@ public struct TransportEntry: Sendable, Equatable {
     public var keepAlive: Duration
     /// Whether the helper fetches one range when asked (`ranges`, default false): its `HELLO`
     /// lists the `ranges` capability, and indexed assets fetch only their missing chunks.
-    public var ranges: Bool
+    public var ranges = false
     /// The line of the `[[transports]]` header, if known.
     public var line: Int?
 
-    /// Creates a transport entry.
+    /// Creates a transport entry (``ranges`` false).
     public init(scheme: String, command: [String], options: [String: String] = [:], keepAlive: Duration = .seconds(30),
-                ranges: Bool = false, line: Int? = nil) {
+                line: Int? = nil) {
         self.scheme = scheme
         self.command = command
         self.options = options
         self.keepAlive = keepAlive
-        self.ranges = ranges
         self.line = line
     }
 }

@@ -61,6 +61,30 @@ struct ExecTransportSyncTests {
         #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf"))) == Bytes(pdf))
     }
 
+    /// `ranges = true`: a corrected, indexed file through the helper fetches only its changed
+    /// chunks (the summary says what was reused); without it, the whole file.
+    @Test(arguments: CLIRoute.allCases, [true, false])
+    func anIndexedFileThroughAHelperWithRangesFetchesOnlyItsChanges(_ route: CLIRoute, ranges: Bool) async throws {
+        let (v1, v2) = try await IndexedVersions.made.value
+        _ = workspace.write(v1, to: "pub/issues/v1.bin")
+        _ = workspace.write(v2, to: "pub/issues/v2.bin")
+        _ = workspace.write(try await offThePool { try IndexedVersions.index(of: v2) }, to: "pub/issues/v2.bin.pbidx")
+        let transports = """
+            [[transports]]
+            scheme = "tree"
+            command = ["\(Self.treeHelper)", "--root", "\(workspace.path("pub").path)"]
+            ranges = \(ranges)
+            """
+        let first = try await sync(route, config(transports: transports, asset: "tree://issues/v1.bin", sha: sha256Hex(v1)))
+        #expect(first.status == 0, "\(first.stderr)")
+        let file = config(transports: transports, asset: "tree://issues/v2.bin", sha: sha256Hex(v2))
+        try (try String(contentsOf: file, encoding: .utf8) + "\n  indexed = true\n").write(to: file, atomically: true, encoding: .utf8)
+        let second = try await sync(route, file)
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(try Bytes(Data(contentsOf: workspace.path("lib/Issues/2026-11-21/magazine.pdf"))) == Bytes(v2))
+        #expect(second.stdout.contains("% reused)") == ranges, "\(second.stdout)")
+    }
+
     @Test(arguments: CLIRoute.allCases)
     func syncFindsPaperboyTransportSchemeOnThePath(_ route: CLIRoute) async throws {
         let pdf = publish()

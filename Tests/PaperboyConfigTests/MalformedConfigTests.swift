@@ -426,6 +426,12 @@ struct MalformedCase: Sendable, CustomTestStringConvertible {
             message: "missing required key 'command' in [[transports]]"
         ),
         MalformedCase(
+            name: "transport ranges not a boolean",
+            text: "[[transports]]\nscheme = \"ipfs\"\ncommand = [\"x\"]\nranges = \"yes\"\n",
+            line: 4, key: "transports[0].ranges", code: .typeMismatch,
+            message: "paperboy.toml:4: transports[0].ranges: expected a boolean (true or false), got a string"
+        ),
+        MalformedCase(
             name: "bad date string",
             text: "[[issues]]\nname = \"a\"\ndate = \"21/11/2026\"\n",
             line: 3, key: "issues[0].date", code: .invalidValue,
