@@ -56,11 +56,13 @@ extension DaemonBackend {
         do {
             try await forEachAsset(ofIssue: issue) { asset in
                 let failure = asset.state.failure
-                body(AssetListing(identifier: asset.id, urlString: asset.request?.url.absoluteString ?? "",
-                                  destinationPath: asset.request?.destinationPath, state: asset.state.state,
-                                  totalBytesWritten: asset.totalBytesWritten, expectedTotalBytes: asset.expectedTotalBytes,
-                                  attempts: asset.attempts, failureCode: failure.map(AssetListing.failureCode(of:)),
-                                  sha256: asset.request?.sha256, bytesReused: max(0, asset.bytesReused ?? 0)))
+                var listing = AssetListing(identifier: asset.id, urlString: asset.request?.url.absoluteString ?? "",
+                                           destinationPath: asset.request?.destinationPath, state: asset.state.state,
+                                           totalBytesWritten: asset.totalBytesWritten, expectedTotalBytes: asset.expectedTotalBytes,
+                                           attempts: asset.attempts, failureCode: failure.map(AssetListing.failureCode(of:)),
+                                           sha256: asset.request?.sha256, bytesReused: max(0, asset.bytesReused ?? 0))
+                listing.split = asset.split
+                body(listing)
             }
         } catch where error.code == .issueNotFound {
             return

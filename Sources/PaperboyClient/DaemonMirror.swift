@@ -53,7 +53,7 @@ struct DaemonMirror {
         let status = asset.request.map {
             AssetStatus(identifier: asset.id, request: $0, state: asset.state.state, totalBytesWritten: max(0, asset.totalBytesWritten),
                         expectedTotalBytes: asset.expectedTotalBytes.map { max(0, $0) }, attempts: max(0, asset.attempts),
-                        failure: asset.state.failure, bytesReused: max(0, asset.bytesReused ?? 0))
+                        failure: asset.state.failure, bytesReused: max(0, asset.bytesReused ?? 0), split: asset.split)
         }
         // Only answers about one asset carry its user info: a listing keeps what was known.
         let userInfo = asset.userInfo ?? assets[asset.id]?.userInfo

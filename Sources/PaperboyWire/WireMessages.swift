@@ -244,6 +244,9 @@ package struct WireAsset: Codable, Sendable {
     package var attempts: Int
     /// ``AssetStatus/bytesReused``: omitted when `0` (a peer that predates it sends none).
     package var bytesReused: Int64?
+    /// ``AssetStatus/split``: only while the asset downloads split (a peer that predates it
+    /// sends none).
+    package var split: SplitProgress?
 
     /// An asset of issue `issue` as its snapshot says.
     package init(_ status: AssetStatus, issue: String, userInfo: JSONValue? = nil) {
@@ -256,6 +259,7 @@ package struct WireAsset: Codable, Sendable {
         expectedTotalBytes = status.expectedTotalBytes
         attempts = status.attempts
         bytesReused = status.bytesReused > 0 ? status.bytesReused : nil
+        split = status.split
     }
 
     package init(id: String, issue: String, request: AssetRequest?, userInfo: JSONValue?, state: WireState,

@@ -4,7 +4,6 @@ import Paperboy
 import PaperboyHTTP
 import PaperboyTestServers
 import PaperboyTesting
-import Synchronization
 import Testing
 
 /// One large file over several connections (`connections_per_asset`), against a real nginx: the
@@ -232,51 +231,5 @@ struct SplitDownloadTests {
         if kept > 0 {
             #expect(nginx.accessLog.contains { $0.hasPrefix("206 \"bytes=\(kept)-\"") }, "\(nginx.accessLog)")
         }
-    }
-}
-
-/// Threads wait until `parties` have arrived (or the test releases them, or 60 s pass: a
-/// failing client must not hang the suite; ``opened`` then says false).
-private final class ThreadBarrier: Sendable {
-    private struct State {
-        var arrived = 0
-        var opened = false
-        var released = false
-    }
-
-    private let parties: Int
-    private let state = Mutex(State())
-    private let condition = NSCondition()
-
-    init(parties: Int) { self.parties = parties }
-
-    /// Whether `parties` arrived.
-    var opened: Bool { state.withLock { $0.opened } }
-
-    func arrive() {
-        condition.lock()
-        state.withLock { state in
-            state.arrived += 1
-            if state.arrived >= parties { state.opened = true }
-        }
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    /// Blocks this (server) thread until the barrier opens or is released.
-    func wait() {
-        let deadline = Date(timeIntervalSinceNow: 60)
-        condition.lock()
-        defer { condition.unlock() }
-        while !state.withLock({ $0.opened || $0.released }) {
-            if !condition.wait(until: deadline) { return }
-        }
-    }
-
-    func release() {
-        condition.lock()
-        state.withLock { $0.released = true }
-        condition.broadcast()
-        condition.unlock()
     }
 }

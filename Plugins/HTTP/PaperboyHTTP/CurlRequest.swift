@@ -177,7 +177,11 @@ final class CurlRequest: @unchecked Sendable {
         set(CURLOPT_USERAGENT, configuration.userAgent, "USERAGENT")
         set(CURLOPT_TCP_KEEPALIVE, 1, "TCP_KEEPALIVE")
         set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1, "SUPPRESS_CONNECT_HEADERS")
-        if plan.allowsHTTP2, CurlMulti.supportsHTTP2 {
+        // HTTP/2 is only ever negotiated over TLS (CURL_HTTP_VERSION_2TLS): a plain http: request
+        // never waits for another connection. With PIPEWAIT it did, in libcurl's pending list
+        // until a transfer to that host ended: two pieces asked of a mirror at once went one
+        // after the other (SplitBehaviourTests).
+        if plan.allowsHTTP2, CurlMulti.supportsHTTP2, plan.url.scheme?.lowercased() == "https" {
             set(CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS, "HTTP_VERSION")
             // Wait for a connection to the host being set up rather than opening another: its
             // streams are multiplexed (CURLMOPT_PIPELINING), one connection per host.

@@ -239,6 +239,7 @@ public struct HTTPTransport: Transport {
                             mirrorStallWindow: SplitDownload.stallWindow(idleTimeout: job.idleTimeout)),
             sink: sink, mirrors: mirrorPlans(job, like: plan), logger: configuration.logger, asset: job.assetIdentifier)
         let request = try CurlRequest(plan: plan, sink: sink, engine: engine, split: split)
+        defer { (sink as? any SplitReportingSink)?.reportSplit(nil) }
         let engine = engine
         return try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await split.runOtherConnections(engine) }

@@ -78,6 +78,10 @@ final class SplitDownload: @unchecked Sendable {
         var sources: [Source] = []
         /// The source of each connection's latest piece.
         var laneSources: [Int: Int] = [:]
+        /// Requests running now, by source (``SplitProgress/Source/connections``).
+        var requestsBySource: [Int: Int] = [:]
+        /// Whether the request that began still runs (counted on source 0).
+        var firstRequestRuns = false
         /// Segments by piece: a piece continued by another connection goes on in the same one.
         var segments: [Int: any TransferSegment] = [:]
         /// Why connections were dropped, latest last.
@@ -134,9 +138,13 @@ final class SplitDownload: @unchecked Sendable {
             state.resource = Resource(validator: response.validator, length: length)
             state.sources = sources
             state.started = true
+            state.requestsBySource[0] = 1
+            state.firstRequestRuns = true
             defer { state.waiter = nil }
             return state.waiter
         }
+        // Read when someone asks (a status); cleared by the transport when the transfer ends.
+        (sink as? any SplitReportingSink)?.reportSplit { [weak self] in self?.progress }
         waiter?.resume(returning: true)
         return PieceWriter(split: self, lane: 0, piece: board.pieces[0], requested: nil)
     }
@@ -145,6 +153,10 @@ final class SplitDownload: @unchecked Sendable {
     func firstRequestEnded() {
         let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
             if state.started == nil { state.started = false }
+            if state.firstRequestRuns {
+                state.firstRequestRuns = false
+                state.requestsBySource[0, default: 1] -= 1
+            }
             defer { state.waiter = nil }
             return state.waiter
         }
@@ -202,6 +214,7 @@ final class SplitDownload: @unchecked Sendable {
                 }
                 guard let piece else { return nil }
                 state.laneSources[lane] = index
+                state.requestsBySource[index, default: 0] += 1
                 return (piece, index, state.sources[index])
             }) else { return }
             var plan = source.plan
@@ -210,6 +223,7 @@ final class SplitDownload: @unchecked Sendable {
             let writer = PieceWriter(split: self, lane: lane, piece: piece, requested: piece.next..<piece.end, source: index)
             let failure: TransportError?
             do {
+                defer { state.withLock { $0.requestsBySource[index, default: 1] -= 1 } }
                 let request = try CurlRequest(plan: plan, sink: sink, engine: engine, piece: writer)
                 failure = try self.failure(of: await engine.perform(request), writer: writer, url: plan.url)
             } catch let error as TransportError where error.code != .cancelled {
@@ -244,6 +258,20 @@ final class SplitDownload: @unchecked Sendable {
             logger.warning("asset \(asset): mirror \(mirrors[index - 1].url.redactedString) dropped for this transfer: \(failure.message)")
         }
         return left
+    }
+
+    /// The pieces, and each source's bytes and running requests, once the first request split
+    /// the resource (``SplitProgress``).
+    var progress: SplitProgress? {
+        state.withLock { state in
+            guard state.started == true, let board = state.board else { return nil }
+            let sources = state.sources.indices.map { index in
+                SplitProgress.Source(url: state.sources[index].plan.url.redacted, bytes: state.sources[index].bytes,
+                                     connections: max(0, state.requestsBySource[index, default: 0]),
+                                     isDemoted: state.sources[index].isDemoted)
+            }
+            return SplitProgress(pieces: board.pieces.count, piecesDone: board.pieces.count { $0.isDone }, sources: sources)
+        }
     }
 
     /// Bytes written per URL (the one that began first), once the first request split the resource.

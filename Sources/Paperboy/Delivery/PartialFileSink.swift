@@ -11,6 +11,11 @@ import Synchronization
 final class LiveProgress: Sendable {
     let written = Atomic<Int64>(0)
     let expected = Atomic<Int64>(-1)
+    /// How a split download goes, read when asked (``SplitReportingSink``).
+    let split = Mutex<(@Sendable () -> SplitProgress?)?>(nil)
+
+    /// The figures of the split download running now, if any.
+    var splitProgress: SplitProgress? { split.withLock { $0 }?() }
 
     var expectedBytes: Int64? {
         let value = expected.load(ordering: .relaxed)
@@ -561,5 +566,11 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             patch.checkpointBoot = .some(inOrder ? context.bootID : nil)
             context.store.submit(patch, whenRecorded: whenRecorded)
         }
+    }
+}
+
+extension PartialFileSink: SplitReportingSink {
+    func reportSplit(_ progress: (@Sendable () -> SplitProgress?)?) {
+        context.live.split.withLock { $0 = progress }
     }
 }

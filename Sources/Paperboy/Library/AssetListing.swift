@@ -27,6 +27,8 @@ package struct AssetListing: Sendable, Hashable {
     package var sha256: String?
     /// ``AssetStatus/bytesReused``.
     package var bytesReused: Int64
+    /// ``AssetStatus/split``.
+    package var split: SplitProgress?
 
     package init(identifier: String, urlString: String, destinationPath: String?, state: AssetState, totalBytesWritten: Int64,
                  expectedTotalBytes: Int64?, attempts: Int, failureCode: String?, sha256: String? = nil, bytesReused: Int64 = 0) {
@@ -167,6 +169,7 @@ extension Issue {
             listing.urlString = live.request.url.absoluteString
             listing.destinationPath = live.request.destinationPath
             listing.sha256 = live.request.sha256
+            listing.split = live.split
             try body(listing)
         }
     }

@@ -26,10 +26,15 @@ public struct AssetStatus: Sendable, Hashable {
     /// fetched whole, and until an indexed one finishes. Chunks copied in an attempt that was
     /// interrupted and then resumed count as fetched.
     public var bytesReused: Int64
+    /// While the asset downloads over several connections or from mirrors
+    /// (`connections_per_asset`, ``AssetRequest/mirrors``): its pieces, and each source's bytes
+    /// and connections; `nil` otherwise.
+    public var split: SplitProgress?
 
     /// A snapshot with these values (a client's, from what a daemon reported).
     package init(identifier: String, request: AssetRequest, state: AssetState, totalBytesWritten: Int64,
-                 expectedTotalBytes: Int64?, attempts: Int, failure: LibraryError?, bytesReused: Int64 = 0) {
+                 expectedTotalBytes: Int64?, attempts: Int, failure: LibraryError?, bytesReused: Int64 = 0,
+                 split: SplitProgress? = nil) {
         self.identifier = identifier
         self.request = request
         self.state = state
@@ -38,6 +43,14 @@ public struct AssetStatus: Sendable, Hashable {
         self.attempts = attempts
         self.failure = failure
         self.bytesReused = bytesReused
+        self.split = split
+    }
+
+    /// The snapshot of an asset the scheduler holds, from its live view.
+    init(identifier: String, live: Scheduler.Snapshot, bytesReused: Int64) {
+        self.init(identifier: identifier, request: live.request, state: live.state, totalBytesWritten: live.written,
+                  expectedTotalBytes: live.expected, attempts: live.attempts, failure: live.failure, bytesReused: bytesReused,
+                  split: live.split)
     }
 }
 
@@ -120,10 +133,7 @@ extension AssetDownload {
 extension Scheduler {
     /// An asset's snapshot: the live state of a transfer the scheduler holds, else its row.
     func status(of record: AssetRecord) -> AssetStatus {
-        if let live = snapshot(record.id) {
-            return AssetStatus(identifier: record.id, request: live.request, state: live.state, totalBytesWritten: live.written,
-                               expectedTotalBytes: live.expected, attempts: live.attempts, failure: live.failure, bytesReused: record.bytesReused)
-        }
+        if let live = snapshot(record.id) { return AssetStatus(identifier: record.id, live: live, bytesReused: record.bytesReused) }
         let state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
                                           attempts: record.attempts, detail: record.detail, now: clock.now)
         return AssetStatus(identifier: record.id, request: record.request, state: state, totalBytesWritten: record.bytesOnDisk,

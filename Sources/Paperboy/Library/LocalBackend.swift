@@ -281,8 +281,7 @@ package final class LocalBackend: LibraryBackend {
             // What an indexed file cost is recorded with its end, in its row only (the row may
             // lag the live state: the state comes from the live view, never from the row).
             let reused = live.request.index == nil ? 0 : store.asset(id: identifier)?.bytesReused ?? 0
-            return AssetStatus(identifier: identifier, request: live.request, state: live.state, totalBytesWritten: live.written,
-                               expectedTotalBytes: live.expected, attempts: live.attempts, failure: live.failure, bytesReused: reused)
+            return AssetStatus(identifier: identifier, live: live, bytesReused: reused)
         }
         return store.asset(id: identifier).map(scheduler.status(of:))
     }

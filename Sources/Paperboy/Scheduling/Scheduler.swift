@@ -108,16 +108,23 @@ final class Scheduler: Sendable {
         var request: AssetRequest
         var attempts: Int
         var failure: LibraryError?
+        /// How a split download goes (``AssetStatus/split``).
+        var split: SplitProgress?
     }
 
     /// The live view of an undelivered asset, or `nil` if the scheduler does not hold it.
     func snapshot(_ id: String) -> Snapshot? {
-        state.withLock { state in
+        let found = state.withLock { state -> (Snapshot, LiveProgress)? in
             guard let entry = state.entries[id] else { return nil }
-            return Snapshot(state: liveState(entry, in: state), written: entry.live.written.load(ordering: .relaxed),
-                            expected: entry.live.expectedBytes, request: entry.request, attempts: entry.attempts,
-                            failure: entry.failure)
+            return (Snapshot(state: liveState(entry, in: state), written: entry.live.written.load(ordering: .relaxed),
+                             expected: entry.live.expectedBytes, request: entry.request, attempts: entry.attempts,
+                             failure: entry.failure), entry.live)
         }
+        guard let (found, live) = found else { return nil }
+        // Read outside the scheduler's lock: the transport's figures have a lock of their own.
+        var snapshot = found
+        snapshot.split = live.splitProgress
+        return snapshot
     }
 
     /// What the app sees of `entry`, held in `state`: a queued asset whose host is at its limit

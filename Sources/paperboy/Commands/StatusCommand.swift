@@ -74,6 +74,8 @@ struct StatusListing {
         var attempts: Int
         /// Bytes copied from files the library held when it last finished (``AssetStatus/bytesReused``).
         var bytesReused: Int64 = 0
+        /// Its pieces and sources while it downloads split (``AssetStatus/split``).
+        var split: SplitProgress?
 
         /// An asset as the library lists it (``AssetListing``: only the columns printed); a
         /// failed one's reason is its failure's code (`insufficient-storage`, `not-found`…).
@@ -81,6 +83,7 @@ struct StatusListing {
             self.init(id: listing.identifier, sourceURL: listing.urlString, path: listing.destinationPath, state: listing.state,
                       bytesWritten: listing.totalBytesWritten, expectedBytes: listing.expectedTotalBytes, attempts: listing.attempts)
             bytesReused = listing.bytesReused
+            split = listing.split
             if case .failed = listing.state { reason = listing.failureCode }
         }
 
@@ -134,9 +137,15 @@ struct StatusListing {
                 if let expected = asset.expectedBytes, expected != asset.bytesWritten { size += " of \(Console.bytes(expected))" }
                 var line = "  \(asset.path ?? asset.id)  \(asset.state)  \(size)"
                 if asset.bytesReused > 0 { line += "  reused \(Console.bytes(asset.bytesReused))" }
+                if let split = asset.split { line += "  pieces \(split.piecesDone) of \(split.pieces) done" }
                 if let reason = asset.reason { line += "  (\(reason))" }
                 if let error = asset.error { line += "  \(error)" }
                 output.line(line)
+                for source in asset.split?.sources ?? [] {
+                    let connections = "\(source.connections) connection\(source.connections == 1 ? "" : "s")"
+                    output.line("    from \(TerminalText.escape(source.url.absoluteString))  \(Console.bytes(source.bytes))  \(connections)"
+                                + (source.isDemoted ? "  dropped" : ""))
+                }
             }
         }
     }
@@ -181,6 +190,24 @@ struct StatusListing {
                 if let path = asset.path { json.field("path", path) }
                 if let reason = asset.reason { json.field("reason", reason) }
                 if let retryAt = asset.retryAt { json.field("retryAt", retryAt) }
+                if let split = asset.split {
+                    json.key("split")
+                    json.beginObject()
+                    json.field("pieces", split.pieces)
+                    json.field("piecesDone", split.piecesDone)
+                    json.key("sources")
+                    json.beginArray()
+                    for source in split.sources {
+                        json.beginObject()
+                        json.field("bytes", source.bytes)
+                        json.field("connections", source.connections)
+                        json.field("dropped", source.isDemoted)
+                        json.field("url", source.url.absoluteString)
+                        json.endObject()
+                    }
+                    json.endArray()
+                    json.endObject()
+                }
                 json.field("state", asset.state)
                 json.field("url", asset.url)
                 json.endObject()
