@@ -47,11 +47,7 @@ source "$ROOT/Benchmarks/nginx.sh"
 nginx_binary > /dev/null
 
 PAPERBOY=$("$ROOT/Benchmarks/build.sh")
-mkdir -p "$WORK"/{www,out}
-echo "work folder: $WORK" >&2
-
-PORT=$(free_port)
-start_nginx "$WORK" "log_format bytes '\$request_uri \$status \$body_bytes_sent'; access_log $WORK/logs/access.log bytes;"
+serve_work "$WORK" "log_format bytes '\$request_uri \$status \$body_bytes_sent'; access_log $WORK/logs/access.log bytes;"
 [[ ${KEEP:-0} == 1 ]] || trap 'kill $NGINX_PID 2>/dev/null; wait $NGINX_PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
 BASE="http://127.0.0.1:$PORT"
 LOG=$WORK/logs/access.log
@@ -81,7 +77,7 @@ config() {  # $1 = case, $2 = version (v1 | v2): the one asset at the same issue
             "$WORK" "$BASE" "$1" "$indexed" > "$file"
         [[ $2 == v2 ]] && printf '\n[[issues]]\nname = "other"\ndate = "2025-01-08"\n\n[[issues.assets]]\nurl = "%s/%s/v2.bin"\npath = "shared copy.bin"\n%s\n\n[[issues.assets]]\nurl = "%s/%s/small.bin"\npath = "small.bin"\n' \
             "$BASE" "$1" "$indexed" "$BASE" "$1" >> "$file"
-        return
+        return 0
     fi
     printf '[library]\npath = "%s/out/lib"\n\n[scheduler]\nretry_attempts = 1\n\n[[issues]]\nname = "bench"\ndate = "2025-01-01"\n\n[[issues.assets]]\nurl = "%s/%s/%s.bin"\npath = "data.bin"\n%s\n' \
         "$WORK" "$BASE" "$1" "$2" "$indexed" > "$file"
@@ -130,7 +126,8 @@ done
 
 median() { sort -n "$1" | awk '{a[NR] = $0} END {if (NR == 0) print "nan nan nan"; else print a[int((NR + 1) / 2)]}'; }
 figures() { [[ -f $WORK/result-$1-$2.txt ]] && median "$WORK/result-$1-$2.txt" || echo "nan nan nan"; }
-printf '%s MB v1, medians of %d paired runs, bytes counted at nginx (the index or control file included)\n' "$SIZE_MB" "$RUNS"
+printf '%s MB v1 (shared: %s MB), medians of %d paired runs, bytes counted at nginx (the index or control file included)\n' \
+    "$SIZE_MB" "$SHARED_MB" "$RUNS"
 printf '%-10s %-9s %9s %13s %11s %10s %10s\n' case tool seconds bytes "x changed" "x zsync s" "x zsync B"
 for case in $CASES; do
     read -r zs zb _ < <(figures "$case" zsync)
