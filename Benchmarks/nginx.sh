@@ -4,6 +4,7 @@
 #   nginx_binary > /dev/null || exit 1     (early, before a long build)
 #   PORT=$(free_port)
 #   start_nginx "$WORK" "lines inside http { }" "lines inside its server { }"
+#   (or serve_work "$WORK" "lines inside http { }": the work folders, PORT and nginx in one)
 #
 # start_nginx WORK HTTP_LINES SERVER_LINES writes WORK/nginx.conf (logs and temp files under
 # WORK, root WORK/www, listening on 127.0.0.1:$PORT), starts nginx in the foreground of a
@@ -14,6 +15,15 @@ nginx_binary() {  # the path of nginx, or a message and status 1
     nginx=$(command -v nginx || echo /usr/sbin/nginx)
     [[ -x $nginx ]] || { echo "nginx is not installed" >&2; return 1; }
     echo "$nginx"
+}
+
+# serve_work WORK HTTP_LINES: makes WORK/www and WORK/out, names WORK on stderr, picks PORT and
+# starts nginx there (start_nginx).
+serve_work() {
+    mkdir -p "$1"/{www,out}
+    echo "work folder: $1" >&2
+    PORT=$(free_port)
+    start_nginx "$1" "${2:-}"
 }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

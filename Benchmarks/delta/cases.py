@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Issue 29's cases, v1.bin and v2.bin written to FOLDER (test data, made at run time):
 
-    cases.py corrected|unchanged|next FOLDER SIZE_MB
+    cases.py corrected|unchanged|next|shared FOLDER SIZE_MB
 
 corrected  v1 random; v2 = v1 with 10 regions of 400 KB rewritten and 1 MB inserted in the
            middle (5.0 MB changed)
 unchanged  v2 = v1 (0 bytes changed)
 next       v2 shares 60 % of v1's content in shuffled 1 MB blocks, the rest new (40 % changed)
+shared     v2 = v1 (another issue's file under another name), and small.bin (100 KB) beside it:
+           v2 holds nothing v1 does not (0 bytes changed; small.bin is not counted)
 
 Prints the bytes changed (what v2 holds that v1 does not). Sizes are MB, 10^6 bytes.
 """
@@ -43,6 +45,15 @@ def unchanged(folder, size_mb):
     return write(folder, v1, v1), 0
 
 
+def shared(folder, size_mb):
+    """v2 = v1, served as another issue's file; small.bin is that issue's other, new file."""
+    generator = random.Random(33)
+    v1 = generator.randbytes(size_mb * BLOCK)
+    with open(os.path.join(folder, "small.bin"), "wb") as file:
+        file.write(generator.randbytes(100_000))
+    return write(folder, v1, v1), 0
+
+
 def next_issue(folder, size_mb):
     """v2: 60 % of v1's 1 MB blocks and 40 % new ones, all of the same size, in a shuffled order."""
     generator = random.Random(32)
@@ -55,7 +66,7 @@ def next_issue(folder, size_mb):
     return write(folder, v1, b"".join(blocks)), new * BLOCK
 
 
-CASES = {"corrected": corrected_issue, "unchanged": unchanged, "next": next_issue}
+CASES = {"corrected": corrected_issue, "unchanged": unchanged, "next": next_issue, "shared": shared}
 
 if __name__ == "__main__":
     if len(sys.argv) != 4 or sys.argv[1] not in CASES:

@@ -8,19 +8,25 @@
 #   corrected  v2 = v1 with 10 regions of 400 KB rewritten and 1 MB inserted in the middle
 #   unchanged  v2 = v1
 #   next       v2 shares 60 % of v1's content in shuffled 1 MB blocks (40 % new)
+#   shared     issue 29's "shared across issues": issue A holds v1 (SHARED_MB, indexed); issue B
+#              holds the same bytes under another name and URL (v2.bin, indexed) and a new
+#              100 KB file; the bytes of v2.bin fetched are counted apart (the aim: 0)
 #
 # Rows, each tool once per round (paired), medians of RUNS rounds:
 #   paperboy   v1 synced first (url v1.bin, not measured), then the configuration names the
 #              corrected file (url v2.bin, `indexed = true`) at the same issue and path, and the
-#              second `paperboy sync` is measured (as Tests/PaperboyCLITests/IndexedSyncTests)
+#              second `paperboy sync` is measured (as Tests/PaperboyCLITests/IndexedSyncTests);
+#              shared: v1 indexed in issue A, then issue B added beside it (v2.bin at another
+#              path, and small.bin)
 #   zsync      `zsync -i v1.bin -o v2.bin URL/v2.bin.zsync` with v1 copied beside it first
 #   curl       the whole v2 (the reference)
 # Then the aims: corrected, bytes <= 1.3 x changed + the index and time <= zsync's; unchanged,
-# only the index; next, <= 45 % of v2's size.
+# only the index; next, <= 45 % of v2's size; shared, 0 bytes of v2.bin (its index and the
+# small file are all that is fetched).
 #
 # Run by hand, on a quiet machine:  Benchmarks/delta/run.sh
 # Knobs (environment): SIZE_MB=200 (v1's size, MB of 10^6 bytes) RUNS=3 TIMEOUT=300 (per run)
-#   CASES="corrected unchanged next"
+#   SHARED_MB=50 (the shared case's size) CASES="corrected unchanged next shared"
 #   WORK=/var/tmp/...  (data and downloads; default a new folder in /var/tmp, removed at the end
 #                      unless KEEP=1)
 #   PAPERBOY=path      (a built paperboy; default: Benchmarks/build.sh, a release build in SCRATCH)
@@ -30,7 +36,8 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 SIZE_MB=${SIZE_MB:-200}
 RUNS=${RUNS:-3}
 TIMEOUT=${TIMEOUT:-300}
-CASES=${CASES:-corrected unchanged next}
+SHARED_MB=${SHARED_MB:-50}
+CASES=${CASES:-corrected unchanged next shared}
 WORK=${WORK:-$(mktemp -d /var/tmp/paperboy-delta-bench.XXXXXX)}
 for tool in zsync zsyncmake curl python3; do
     command -v $tool > /dev/null || { echo "$tool is not installed" >&2; exit 1; }
@@ -40,11 +47,7 @@ source "$ROOT/Benchmarks/nginx.sh"
 nginx_binary > /dev/null
 
 PAPERBOY=$("$ROOT/Benchmarks/build.sh")
-mkdir -p "$WORK"/{www,out}
-echo "work folder: $WORK" >&2
-
-PORT=$(free_port)
-start_nginx "$WORK" "log_format bytes '\$request_uri \$status \$body_bytes_sent'; access_log $WORK/logs/access.log bytes;"
+serve_work "$WORK" "log_format bytes '\$request_uri \$status \$body_bytes_sent'; access_log $WORK/logs/access.log bytes;"
 [[ ${KEEP:-0} == 1 ]] || trap 'kill $NGINX_PID 2>/dev/null; wait $NGINX_PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
 BASE="http://127.0.0.1:$PORT"
 LOG=$WORK/logs/access.log
@@ -54,8 +57,12 @@ declare -A CHANGED INDEX_BYTES CONTROL_BYTES V2_BYTES
 for case in $CASES; do
     dir=$WORK/www/$case
     mkdir -p "$dir"
-    CHANGED[$case]=$(python3 "$ROOT/Benchmarks/delta/cases.py" "$case" "$dir" "$SIZE_MB")
+    size=$SIZE_MB
+    [[ $case == shared ]] && size=$SHARED_MB
+    CHANGED[$case]=$(python3 "$ROOT/Benchmarks/delta/cases.py" "$case" "$dir" "$size")
     "$PAPERBOY" index --quiet "$dir/v2.bin"
+    # Issue A's file is indexed too: only an indexed asset's chunks are recorded for others.
+    [[ $case == shared ]] && "$PAPERBOY" index --quiet "$dir/v1.bin"
     zsyncmake -u "$BASE/$case/v2.bin" -o "$dir/v2.bin.zsync" "$dir/v2.bin"
     INDEX_BYTES[$case]=$(stat -c %s "$dir/v2.bin.pbidx")
     CONTROL_BYTES[$case]=$(stat -c %s "$dir/v2.bin.zsync")
@@ -63,14 +70,22 @@ for case in $CASES; do
 done
 
 config() {  # $1 = case, $2 = version (v1 | v2): the one asset at the same issue and path
-    local indexed=""
-    [[ $2 == v2 ]] && indexed="indexed = true"
+    local indexed="" file=$WORK/paperboy-$1-$2.toml
+    [[ $2 == v2 || $1 == shared ]] && indexed="indexed = true"
+    if [[ $1 == shared ]]; then   # v1 in issue A stays; v2 comes in issue B, under another name
+        printf '[library]\npath = "%s/out/lib"\n\n[scheduler]\nretry_attempts = 1\n\n[[issues]]\nname = "bench"\ndate = "2025-01-01"\n\n[[issues.assets]]\nurl = "%s/%s/v1.bin"\npath = "data.bin"\n%s\n' \
+            "$WORK" "$BASE" "$1" "$indexed" > "$file"
+        [[ $2 == v2 ]] && printf '\n[[issues]]\nname = "other"\ndate = "2025-01-08"\n\n[[issues.assets]]\nurl = "%s/%s/v2.bin"\npath = "shared copy.bin"\n%s\n\n[[issues.assets]]\nurl = "%s/%s/small.bin"\npath = "small.bin"\n' \
+            "$BASE" "$1" "$indexed" "$BASE" "$1" >> "$file"
+        return 0
+    fi
     printf '[library]\npath = "%s/out/lib"\n\n[scheduler]\nretry_attempts = 1\n\n[[issues]]\nname = "bench"\ndate = "2025-01-01"\n\n[[issues.assets]]\nurl = "%s/%s/%s.bin"\npath = "data.bin"\n%s\n' \
-        "$WORK" "$BASE" "$1" "$2" "$indexed" > "$WORK/paperboy-$1-$2.toml"
+        "$WORK" "$BASE" "$1" "$2" "$indexed" > "$file"
 }
 
-# measure NAME CASE DELIVERED COMMAND…: runs COMMAND in out/ and appends "seconds bytes" to
-# result-CASE-NAME.txt: wall time and the bytes nginx sent meanwhile; DELIVERED must then be v2.
+# measure NAME CASE DELIVERED COMMAND…: runs COMMAND in out/ and appends "seconds bytes filebytes"
+# to result-CASE-NAME.txt: wall time, the bytes nginx sent meanwhile, and those of them that were
+# v2.bin's (its index or control file not included); DELIVERED must then be v2.
 measure() {
     local name=$1 case=$2 delivered=$3; shift 3
     local lines start end bytes
@@ -84,7 +99,7 @@ measure() {
         echo "$name ($case): $delivered is not v2" >&2; return 0
     fi
     sleep 0.2   # nginx writes the log line after the last byte; let it land
-    bytes=$(tail -n +"$((lines + 1))" "$LOG" | awk '{s += $3} END {print s + 0}')
+    bytes=$(tail -n +"$((lines + 1))" "$LOG" | awk -v f="/$case/v2.bin" '{s += $3; if ($1 == f) o += $3} END {print s + 0, o + 0}')
     echo "$(echo "$end - $start" | bc) $bytes" >> "$WORK/result-$case-$name.txt"
 }
 
@@ -98,7 +113,9 @@ for ((i = 1; i <= RUNS; i++)); do
         fresh
         (cd "$WORK/out" && timeout "$TIMEOUT" "$PAPERBOY" sync -q --config "$WORK/paperboy-$case-v1.toml") ||
             { echo "paperboy ($case): the v1 sync failed" >&2; continue; }
-        measure paperboy "$case" lib/Issues/bench/data.bin "$PAPERBOY" sync -q --config "$WORK/paperboy-$case-v2.toml"
+        delivered=lib/Issues/bench/data.bin
+        [[ $case == shared ]] && delivered="lib/Issues/other/shared copy.bin"
+        measure paperboy "$case" "$delivered" "$PAPERBOY" sync -q --config "$WORK/paperboy-$case-v2.toml"
         fresh
         cp "$WORK/www/$case/v1.bin" "$WORK/out/v1.bin"; sync
         measure zsync "$case" v2.bin zsync -q -i v1.bin -o v2.bin "$BASE/$case/v2.bin.zsync"
@@ -107,14 +124,15 @@ for ((i = 1; i <= RUNS; i++)); do
     done
 done
 
-median() { sort -n "$1" | awk '{a[NR] = $0} END {if (NR == 0) print "nan nan"; else print a[int((NR + 1) / 2)]}'; }
-figures() { [[ -f $WORK/result-$1-$2.txt ]] && median "$WORK/result-$1-$2.txt" || echo "nan nan"; }
-printf '%s MB v1, medians of %d paired runs, bytes counted at nginx (the index or control file included)\n' "$SIZE_MB" "$RUNS"
+median() { sort -n "$1" | awk '{a[NR] = $0} END {if (NR == 0) print "nan nan nan"; else print a[int((NR + 1) / 2)]}'; }
+figures() { [[ -f $WORK/result-$1-$2.txt ]] && median "$WORK/result-$1-$2.txt" || echo "nan nan nan"; }
+printf '%s MB v1 (shared: %s MB), medians of %d paired runs, bytes counted at nginx (the index or control file included)\n' \
+    "$SIZE_MB" "$SHARED_MB" "$RUNS"
 printf '%-10s %-9s %9s %13s %11s %10s %10s\n' case tool seconds bytes "x changed" "x zsync s" "x zsync B"
 for case in $CASES; do
-    read -r zs zb < <(figures "$case" zsync)
+    read -r zs zb _ < <(figures "$case" zsync)
     for tool in paperboy zsync curl; do
-        read -r s b < <(figures "$case" "$tool")
+        read -r s b _ < <(figures "$case" "$tool")
         [[ $s == nan ]] && { printf '%-10s %-9s failed\n' "$case" "$tool"; continue; }
         awk -v c="$case" -v t="$tool" -v s="$s" -v b="$b" -v ch="${CHANGED[$case]}" -v zs="$zs" -v zb="$zb" 'BEGIN {
             ratio = ch > 0 ? sprintf("%.2f", b / ch) : "-"
@@ -127,8 +145,8 @@ done
 echo
 echo "aims:"
 for case in $CASES; do
-    read -r s b < <(figures "$case" paperboy)
-    read -r zs _ < <(figures "$case" zsync)
+    read -r s b f < <(figures "$case" paperboy)
+    read -r zs _ _ < <(figures "$case" zsync)
     [[ $s == nan ]] && { echo "$case: paperboy failed"; continue; }
     ch=${CHANGED[$case]} ix=${INDEX_BYTES[$case]} v2=${V2_BYTES[$case]}
     case $case in
@@ -140,6 +158,8 @@ for case in $CASES; do
             printf "unchanged: %d bytes, the index is %d: %s (zsync control file %d bytes)\n", b, ix, b == ix ? "met" : "MISSED", cb }' ;;
         next) awk -v b="$b" -v v2="$v2" 'BEGIN {
             printf "next: %d bytes = %.1f %% of v2 (%d): %s (<= 45 %%)\n", b, 100 * b / v2, v2, b <= 0.45 * v2 ? "met" : "MISSED" }' ;;
+        shared) awk -v b="$b" -v f="$f" -v v2="$v2" -v ix="$ix" 'BEGIN {
+            printf "shared: %d bytes of the %d-byte file fetched: %s (0); %d in all (its index %d, the 100 KB file)\n", f, v2, f == 0 ? "met" : "MISSED", b, ix }' ;;
     esac
 done
 echo

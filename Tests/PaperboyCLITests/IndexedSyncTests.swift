@@ -74,6 +74,72 @@ struct IndexedSyncTests {
         #expect(text.stdout.contains("reused \(Self.shown(reused))"), "\(text.stdout)")
     }
 
+    /// Issue "special" holds the file issue "weekly" received, unchanged, under another name and
+    /// URL, with a small file beside it: the library copies it from weekly's delivered copy
+    /// (through the store's chunk table) and fetches nothing of it, counted at nginx.
+    @Test(arguments: CLIRoute.allCases)
+    func aFileAnEarlierIssueReceivedIsNotFetchedAgain(_ route: CLIRoute) async throws {
+        guard let binary = try LoopbackWebServer.required(NginxServer.binary, program: "nginx", package: "nginx") else { return }
+        let nginx = try await offThePool { try NginxServer(binary: binary) }
+        defer { nginx.stop() }
+        let shared = randomData(3 << 20, seed: 31)
+        let small = randomData(10_000, seed: 32)
+        let cli = RoutedCLI(route, workspace: workspace)
+        defer { cli.stop() }
+        // The publisher indexes the file once and serves it at two URLs (two issues' folders).
+        let published = workspace.write(shared, to: "mag.pdf")
+        let indexing = try await cli.run(["index", published.path])
+        #expect(indexing.status == 0, "\(indexing.stderr)")
+        let index = try Data(contentsOf: workspace.path("mag.pdf.pbidx"))
+        for name in ["weekly/mag.pdf", "special/ads.pdf"] {
+            try nginx.publish(shared, at: name)
+            try nginx.publish(index, at: name + ".pbidx")
+        }
+        try nginx.publish(small, at: "special/note.txt")
+
+        let weekly = config(nginx.url("/weekly/mag.pdf"), indexed: true)
+        let file = workspace.write(weekly, to: "paperboy.toml")
+        try await cli.start(libraryWideOf: file)
+        let first = try await cli.run(["sync", "--config", file.path])
+        #expect(first.status == 0, "\(first.stderr)")
+        let before = nginx.accessLog.count
+
+        _ = workspace.write(weekly + """
+
+
+            [[issues]]
+            name = "special"
+            date = 2026-11-28
+              [[issues.assets]]
+              url = "\(nginx.url("/special/ads.pdf"))"
+              path = "ads/full page.pdf"
+              indexed = true
+              [[issues.assets]]
+              url = "\(nginx.url("/special/note.txt"))"
+              path = "note.txt"
+            """, to: "paperboy.toml")
+        let second = try await cli.run(["sync", "--config", file.path])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect((try? Data(contentsOf: workspace.path("lib/Issues/special/ads/full page.pdf"))) == shared)
+        #expect((try? Data(contentsOf: workspace.path("lib/Issues/special/note.txt"))) == small)
+        let answers = nginx.accessLog.dropFirst(before)
+        // Of the shared file, its index only: no range, and the small file and the index whole.
+        #expect(!answers.contains { $0.hasPrefix("206 ") }, "\(answers)")
+        let sent = answers.compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }.reduce(0, +)
+        #expect(sent == small.count + index.count, "\(answers)")
+
+        // The summary counts every asset the configuration names: weekly's, fetched by the first sync, too.
+        let total = 2 * shared.count + small.count
+        #expect(second.stdout.contains("\(Self.shown(total)) delivered, \(Self.shown(total - shared.count)) fetched (\(shared.count * 100 / total) % reused)"),
+                "\(second.stdout)")
+        let status = try await cli.run(["status", "--json", "--config", file.path])
+        #expect(status.status == 0, "\(status.stderr)")
+        let document = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        let special = (document?["issues"] as? [[String: Any]])?.first { $0["name"] as? String == "special" }
+        let asset = (special?["assets"] as? [[String: Any]])?.first { ($0["url"] as? String)?.hasSuffix("/ads.pdf") == true }
+        #expect(asset?["bytesReused"] as? Int == shared.count, "\(status.stdout)")
+    }
+
     /// A byte count as the CLI prints it (1000-based, one decimal).
     static func shown(_ count: Int) -> String {
         count < 1000 ? "\(count) B" : count < 1_000_000 ? String(format: "%.1f kB", Double(count) / 1000) : String(format: "%.1f MB", Double(count) / 1_000_000)

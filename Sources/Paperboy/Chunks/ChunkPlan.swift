@@ -10,11 +10,18 @@ import Foundation
 /// Which chunk of an indexed asset comes from where: copied from a file the library holds, or
 /// fetched. The one place that decides it, for the library in process and under a daemon alike.
 ///
-/// A seed (the previous version of the asset, delivered to the same path of the same issue) is
-/// cut with the index's own parameters: content-defined cuts fall at the same places wherever
-/// the same bytes recur, so a chunk the index names is found by its SHA-256 whatever moved
-/// around it. A seed is only a hint: each chunk copied from it is hashed again as it is read
-/// (``ChunkedTransfer``), and one that changed is fetched instead.
+/// Chunks are looked for in two places, in this order:
+///
+/// 1. A seed (the previous version of the asset, delivered to the same path of the same issue) is
+///    cut with the index's own parameters: content-defined cuts fall at the same places wherever
+///    the same bytes recur, so a chunk the index names is found by its SHA-256 whatever moved
+///    around it.
+/// 2. The chunks still missing are located by their SHA-256 in the files of other delivered
+///    indexed assets, in any issue (the store's chunk table, through `locate`). Such a file is
+///    not cut again: the table gives each chunk's offset.
+///
+/// Either is only a hint: each chunk copied is hashed again as it is read (``ChunkedTransfer``),
+/// and one that changed is fetched instead.
 package struct ChunkPlan: Sendable {
     /// Where one chunk comes from.
     package enum Source: Sendable, Equatable {
@@ -32,15 +39,34 @@ package struct ChunkPlan: Sendable {
         case fetch(chunks: Range<Int>)
     }
 
+    /// Where a chunk was located outside the seeds: in `file`, at `offset`.
+    package struct Location: Sendable, Equatable {
+        package var file: URL
+        package var offset: Int64
+
+        package init(file: URL, offset: Int64) {
+            self.file = file
+            self.offset = offset
+        }
+    }
+
+    /// The most files located chunks are copied from (each is held open while the asset is
+    /// filled); chunks located in further files are fetched.
+    package static let maxLocatedFiles = 64
+
     package let index: ChunkIndex
-    /// The files chunks may be copied from.
+    /// The files chunks may be copied from: the seeds that could be read, then the files
+    /// chunks were located in.
     package let seeds: [URL]
     /// Each chunk's source, in index order.
     package let sources: [Source]
 
-    /// Plans `index` when `seeds` may hold some of its chunks. A seed that cannot be read (or is
-    /// not a regular file) is left out.
-    package init(index: ChunkIndex, seeds: [URL]) {
+    /// Plans `index` when `seeds` may hold some of its chunks, and `locate` may know where others
+    /// are. A seed or located file that cannot be read, or is not a regular file, is left out.
+    ///
+    /// - Parameter locate: called once, with the SHA-256s (each once) of the chunks no seed
+    ///   holds, if any; answers where it knows some of them to be.
+    package init(index: ChunkIndex, seeds: [URL], locate: ([SHA256Value]) -> [SHA256Value: Location] = { _ in [:] }) {
         self.index = index
         var found: [SHA256Value: (seed: Int, offset: Int64)] = [:]
         var usable: [URL] = []
@@ -50,6 +76,31 @@ package struct ChunkPlan: Sendable {
                 found[chunk.sha256] = (usable.count, chunk.offset)
             }
             usable.append(url)
+        }
+        var missing: [SHA256Value] = []
+        var asked = Set<SHA256Value>()
+        for chunk in index.chunks where found[chunk.sha256] == nil && asked.insert(chunk.sha256).inserted {
+            missing.append(chunk.sha256)
+        }
+        if !missing.isEmpty {
+            let located = locate(missing)
+            // Each file once, in the order the index first needs it; a seed is not opened twice.
+            var files: [String: Int?] = [:]
+            for (number, url) in usable.enumerated() { files[url.path] = number }
+            var added = 0
+            for sha256 in missing {
+                guard let location = located[sha256], location.offset >= 0 else { continue }
+                let path = location.file.path
+                if files[path] == nil {
+                    let usableFile = added < Self.maxLocatedFiles && Self.isRegularFile(location.file)
+                    files[path] = .some(usableFile ? usable.count : nil)
+                    if usableFile {
+                        usable.append(location.file)
+                        added += 1
+                    }
+                }
+                if let seed = files[path] ?? nil { found[sha256] = (seed, location.offset) }
+            }
         }
         self.seeds = usable
         sources = index.chunks.map { chunk in

@@ -26,7 +26,7 @@ struct Delivery: Sendable {
         if inIssue, let hub, hub.hasDelegates, let path = request.destinationPath {
             // A delegate attached while the file went straight to its destination: it still gets
             // a file of its own for the call, a second link to the delivered one in the inbox.
-            let delivered = scheduler.layout.contentURL(issue: issueName).appendingPathComponent(path)
+            let delivered = scheduler.layout.deliveredURL(issue: issueName, path: path)
             if link(delivered.path, inbox.path) == 0 {
                 _ = await hub.finished(at: inbox)
                 POSIX.remove(inbox)

@@ -35,6 +35,11 @@ struct LibraryLayout: Sendable {
         URL(fileURLWithPath: issuesPath + "/" + name, isDirectory: true)
     }
 
+    /// Where an asset delivered to `path` (relative, checked) of issue `name` is.
+    func deliveredURL(issue name: String, path: String) -> URL {
+        URL(fileURLWithPath: issuesPath + "/" + name + "/" + path, isDirectory: false)
+    }
+
     func partialURL(asset id: String) -> URL {
         URL(fileURLWithPath: partialPath + "/" + id, isDirectory: false)
     }

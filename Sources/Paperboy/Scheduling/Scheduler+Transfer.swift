@@ -135,7 +135,9 @@ extension Scheduler {
         }
         while true {
             let challenges = ChallengeBudget(url: request.url)
-            let sink = makeSink(fd: fd, partial: partial, run: run, request: request, offset: offset, validator: validator,
+            // An indexed file is checked whole against its index's SHA-256 when the request names none.
+            let sha256 = request.sha256 ?? chunkedTransfer?.plan.index.sha256.description
+            let sink = makeSink(fd: fd, partial: partial, run: run, request: request, sha256: sha256, offset: offset, validator: validator,
                                 challenges: challenges)
             defer { sink.endFlows() }
             var made = TransferJob(
@@ -193,9 +195,13 @@ extension Scheduler {
                     logger.info("asset \(run.id): \(bytes.reused) bytes copied from files the library holds, \(bytes.fetched) fetched (\(chunked.indexURL.redactedString))")
                 }
                 if run.request.index != nil {
-                    // What this file cost (``AssetStatus/bytesReused``), in the batch that records its end.
+                    // What this file cost (``AssetStatus/bytesReused``) and, for a file delivered to a path
+                    // of its issue, its chunks (the chunk table: others copy them once it is delivered),
+                    // in the batch that records its end.
                     var patch = AssetPatch(id: run.id)
                     patch.bytesReused = chunkedTransfer?.bytes.reused ?? 0
+                    let staysWhole = run.request.destinationPath != nil && run.request.unpack == nil
+                    patch.chunks = staysWhole ? chunkedTransfer?.plan.index.chunks ?? [] : []
                     store.submit(patch)
                 }
                 // When a file system sync covers the file, no descriptor is held while waiting for
@@ -251,14 +257,14 @@ extension Scheduler {
         }
     }
 
-    private func makeSink(fd: Int32, partial: URL, run: Run, request: AssetRequest, offset: Int64, validator: ResourceValidator?,
-                          challenges: ChallengeBudget) -> PartialFileSink {
+    private func makeSink(fd: Int32, partial: URL, run: Run, request: AssetRequest, sha256: String?, offset: Int64,
+                          validator: ResourceValidator?, challenges: ChallengeBudget) -> PartialFileSink {
         let id = run.id
         // Looked up on each use, so that a delegate attached mid-transfer gets the events.
         let hub: @Sendable () -> AssetEventHub? = { [weak self] in self?.currentHub(id) }
         let context = PartialFileSink.Context(
             assetID: run.id, partialFile: partial, url: request.url, requestedOffset: offset, recordedValidator: validator,
-            expectedSHA256: request.sha256, progressInterval: settings.progressInterval,
+            expectedSHA256: sha256, progressInterval: settings.progressInterval,
             checkpointInterval: settings.checkpointInterval, clock: settings.clock, bootID: bootID, store: store,
             durability: durability, space: space,
             live: run.live, hub: hub,
@@ -285,9 +291,14 @@ extension Scheduler {
     }
 
     /// Fetches the index of an indexed asset (through the transport of its URL) and plans which
-    /// chunks come from the version delivered before to the same path of the same issue.
+    /// chunks come from the version delivered before to the same path of the same issue, and
+    /// which from other delivered assets (the store's chunk table).
     private func prepareChunks(_ indexURL: URL, run: Run) async throws -> ChunkedTransfer {
         let request = run.request
+        // The file this asset finished with before, if any, is being replaced: its chunks go.
+        var dropped = AssetPatch(id: run.id)
+        dropped.chunks = []
+        store.submit(dropped)
         let transport = try transports.transport(for: indexURL)
         let job = TransferJob(
             url: indexURL, headers: request.headers, connectTimeout: settings.connectTimeout, idleTimeout: settings.idleTimeout,
@@ -304,9 +315,40 @@ extension Scheduler {
             throw TransportError(.protocolError, "chunk index \(indexURL.redactedString) describes a file of SHA-256 \(index.sha256), "
                                  + "not the \(sha256) expected of \(request.url.redactedString)", url: indexURL, isRetryable: false)
         }
-        let seeds = request.destinationPath.map { [layout.contentURL(issue: run.issueName).appendingPathComponent($0)] } ?? []
-        let plan = await durability.offload { ChunkPlan(index: index, seeds: seeds) }
+        let seeds = request.destinationPath.map { [layout.deliveredURL(issue: run.issueName, path: $0)] } ?? []
+        let plan = await durability.offload { [self] in
+            ChunkPlan(index: index, seeds: seeds) { digests in deliveredChunks(among: digests, for: run.id) }
+        }
         return ChunkedTransfer(plan: plan, indexURL: indexURL)
+    }
+
+    /// Where the chunk table says chunks with these SHA-256s are, in files delivered to the
+    /// library's issue folders. A place the store gives is checked as any path from outside: an
+    /// issue name and a path that would leave the issue folders are passed over. A failed read
+    /// locates nothing (the chunks are fetched).
+    private func deliveredChunks(among digests: [SHA256Value], for id: String) -> [SHA256Value: ChunkPlan.Location] {
+        let found: [SHA256Value: DeliveredChunk]
+        let clock = ContinuousClock()
+        let start = clock.now
+        do {
+            found = try store.deliveredChunks(among: digests)
+        } catch {
+            logger.warning("asset \(id): \(error.message); its chunks are fetched")
+            return [:]
+        }
+        let took = clock.now - start
+        var files: [String: URL?] = [:]
+        let located = found.compactMapValues { chunk in
+            let key = chunk.issueName + "/" + chunk.path
+            if files[key] == nil {
+                let inside = IssueName.problem(with: chunk.issueName) == nil && RelativePath.problem(with: chunk.path) == nil
+                files[key] = .some(inside ? layout.deliveredURL(issue: chunk.issueName, path: chunk.path) : nil)
+            }
+            return (files[key] ?? nil).map { ChunkPlan.Location(file: $0, offset: chunk.offset) }
+        }
+        // Benchmarks/delta/lookup.sh reads this line.
+        logger.info("asset \(id): \(digests.count) chunks looked up in the chunk table in \(String(format: "%.2f", took.seconds * 1000)) ms: \(located.count) found in \(files.count) delivered files")
+        return located
     }
 
     /// Whether an app delegate is attached to the asset now (those of a cancelled download that

@@ -630,6 +630,7 @@ final class LibraryStore: Sendable {
             assignments.append("failureCode = ?, transportCode = ?, failureReason = ?, failureRetryable = ?")
             arguments += [failure?.code, failure?.transportCode, failure?.reason, failure?.retryable]
         }
+        if let chunks = patch.chunks { try recordChunks(chunks, of: patch.id, in: db) }
         guard !assignments.isEmpty else { return }
         arguments.append(patch.id)
         let statement = try db.cachedStatement(sql: "UPDATE asset SET \(assignments.joined(separator: ", ")) WHERE id = ?")

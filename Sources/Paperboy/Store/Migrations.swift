@@ -157,6 +157,19 @@ enum Migrations {
             // (``AssetStatus/bytesReused``); NULL for none.
             try db.alter(table: "asset") { t in t.add(column: "bytesReused", .integer) }
         }
+        migrator.registerMigration("v8-chunk-table") { db in
+            // The chunks of the file each indexed asset finished with (its index's), used while
+            // the asset is delivered (``LibraryStore/deliveredChunks(among:)``): found by SHA-256,
+            // gone with their asset. Keyed by (asset, offset): the key serves the asset's deletes.
+            try db.create(table: "chunk", options: .withoutRowID) { t in
+                t.column("sha256", .blob).notNull()
+                t.column("assetID", .text).notNull().references("asset", column: "id", onDelete: .cascade)
+                t.column("offset", .integer).notNull()
+                t.column("length", .integer).notNull()
+                t.primaryKey(["assetID", "offset"])
+            }
+            try db.create(index: "chunk_sha256", on: "chunk", columns: ["sha256"])
+        }
         return migrator
     }
 

@@ -61,7 +61,7 @@ struct Reconciler {
                     logger.log(level: level, "\(message)")
                 case .checkDestination:
                     let holdsFile = record.request.destinationPath.map {
-                        POSIX.exists(layout.contentURL(issue: record.issueName).appendingPathComponent($0))
+                        POSIX.exists(layout.deliveredURL(issue: record.issueName, path: $0))
                     } ?? false
                     actions += life.handle(.destinationChecked(holdsFile: holdsFile))
                 case .verifyPartial(let length):

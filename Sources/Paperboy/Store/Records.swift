@@ -342,6 +342,9 @@ struct AssetPatch: Sendable, Equatable {
     var checkpointBoot: String??
     /// Bytes of the finished file copied from files the library held.
     var bytesReused: Int64?
+    /// The chunks of the file the asset finished with (its index's), replacing those the chunk
+    /// table holds for it (``LibraryStore/recordChunks(_:of:in:)``); `[]` drops them.
+    var chunks: [ChunkIndex.Chunk]?
     /// The failure's codes; a patch that changes the state without them clears them.
     var failure: StoredFailure??
 
@@ -385,6 +388,7 @@ struct AssetPatch: Sendable, Equatable {
         if let value = later.validator { validator = value }
         if let value = later.checkpointBoot { checkpointBoot = value }
         if let value = later.bytesReused { bytesReused = value }
+        if let value = later.chunks { chunks = value }
         if let value = later.failureChange { failure = value }
     }
 }
