@@ -66,9 +66,17 @@ extension Scheduler {
             return .failed(Self.libraryError(error), retryAfter: nil, written: run.bytesOnDisk, validator: run.validator)
         }
         let partial = layout.partialURL(asset: run.id)
+        // Ranges past the bytes without a gap that a transfer over several connections recorded
+        // (``RecordedSegments``): only for the version they were recorded with, which a resume
+        // must prove (a validator, a transport that resumes).
+        var held = RecordedSegments(coalescing: [])
+        if let validator = run.validator, run.request.index == nil, transport.capabilities.contains(.resume),
+           let record = store.asset(id: run.id), record.resourceValidator == validator, let segments = record.segments {
+            held = segments
+        }
         // With no bytes recorded, none on disk are trusted: the file is emptied as it is opened
         // (the common case, a new file: no `fstat`, one system call fewer per asset).
-        let recordsNothing = run.bytesOnDisk == 0
+        let recordsNothing = run.bytesOnDisk == 0 && held.isEmpty
         let fd: Int32
         do {
             fd = try POSIX.openReadWrite(partial, truncating: recordsNothing)
@@ -87,6 +95,8 @@ extension Scheduler {
             offset = 0
             validator = nil
         }
+        // Only the held ranges still in the file, past the bytes the transfer continues from.
+        held = validator == nil ? RecordedSegments(coalescing: []) : held.trusted(after: offset, within: size)
         // An indexed asset continues from a whole chunk of the same version (its index's SHA-256
         // is its validator), and takes the chunks it holds from the version delivered before.
         var chunked: ChunkedTransfer?
@@ -105,7 +115,8 @@ extension Scheduler {
         }
         let chunkedTransfer = chunked
         // A new, empty partial file (the common case) needs neither truncating nor seeking.
-        guard size == 0 || POSIX.truncate(fd, to: offset) else {
+        // Held ranges stay in the file; the transfer writes on from `offset`.
+        guard size == 0 || POSIX.truncate(fd, to: max(offset, held.ranges.last?.upperBound ?? 0), position: offset) else {
             let error = LibraryError(.storage, SystemFailure.message("cannot truncate", partial.path))
             return .failed(error, retryAfter: nil, written: 0, validator: nil)
         }
@@ -126,6 +137,8 @@ extension Scheduler {
         func startOver() {
             offset = 0
             validator = nil
+            // The patch below forgets them in the store too (``AssetPatch/segmentsChange``).
+            held = RecordedSegments(coalescing: [])
             _ = POSIX.truncate(fd, to: 0)
             var patch = AssetPatch(id: run.id)
             patch.bytesOnDisk = 0
@@ -136,7 +149,7 @@ extension Scheduler {
         while true {
             let challenges = ChallengeBudget(url: request.url)
             let sink = makeSink(fd: fd, partial: partial, run: run, request: request, offset: offset, validator: validator,
-                                challenges: challenges)
+                                held: held, challenges: challenges)
             defer { sink.endFlows() }
             var made = TransferJob(
                 url: request.url, headers: request.headers, offset: offset, validator: validator,
@@ -144,6 +157,7 @@ extension Scheduler {
                 options: request.options, assetIdentifier: run.id)
             made.connectionsPerAsset = max(1, settings.connectionsPerAsset)
             made.mirrors = request.mirrors
+            made.heldRanges = held.ranges
             let job = made
             do {
                 try await challenges.run {
@@ -252,12 +266,13 @@ extension Scheduler {
     }
 
     private func makeSink(fd: Int32, partial: URL, run: Run, request: AssetRequest, offset: Int64, validator: ResourceValidator?,
-                          challenges: ChallengeBudget) -> PartialFileSink {
+                          held: RecordedSegments, challenges: ChallengeBudget) -> PartialFileSink {
         let id = run.id
         // Looked up on each use, so that a delegate attached mid-transfer gets the events.
         let hub: @Sendable () -> AssetEventHub? = { [weak self] in self?.currentHub(id) }
         let context = PartialFileSink.Context(
             assetID: run.id, partialFile: partial, url: request.url, requestedOffset: offset, recordedValidator: validator,
+            held: held,
             expectedSHA256: request.sha256, progressInterval: settings.progressInterval,
             checkpointInterval: settings.checkpointInterval, clock: settings.clock, bootID: bootID, store: store,
             durability: durability, space: space,

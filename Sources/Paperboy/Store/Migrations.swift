@@ -157,6 +157,11 @@ enum Migrations {
             // (``AssetStatus/bytesReused``); NULL for none.
             try db.alter(table: "asset") { t in t.add(column: "bytesReused", .integer) }
         }
+        migrator.registerMigration("v9-segments") { db in
+            // The ranges past `bytesOnDisk` written, made durable and recorded with `validator`
+            // by a transfer over several connections (``RecordedSegments/stored``); NULL for none.
+            try db.alter(table: "asset") { t in t.add(column: "segments", .text) }
+        }
         return migrator
     }
 
