@@ -98,7 +98,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         /// Ranges past `requestedOffset` an earlier transfer wrote, made durable and recorded
         /// with `recordedValidator` (the scheduler checked they are still in the file): kept when
         /// the source continues that version (``TransferResponse/keepsHeldRanges(of:)``).
-        var held = RecordedSegments(coalescing: [])
+        var held = RecordedSegments.none
         var expectedSHA256: String?
         var progressInterval: Duration
         var checkpointInterval: Duration
@@ -269,8 +269,10 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         // Committed before the first byte reaches the file (see the type's discussion).
         var record: AssetPatch?
         if response.offset == 0 {
-            // The file holds `requested` bytes (see ``Context/requestedOffset``): none to cut when 0.
-            if requested > 0 {
+            // The file holds `requested` bytes (see ``Context/requestedOffset``): none to cut when 0,
+            // unless held ranges of another version lie past them.
+            let cut = requested > 0 || (!context.held.isEmpty && !keepsHeld)
+            if cut {
                 guard POSIX.truncate(fd, to: 0) else {
                     throw TransportError(.ioError, "cannot truncate partial file: \(SystemFailure.reason())", url: context.url)
                 }
@@ -281,10 +283,10 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
                 self.hasher = nil
                 prefixHasher = PrefixHasher(fd: fd, hasher: hasher, covering: 0)
             }
-            if requested > 0 || response.validator != nil || response.expectedLength != nil {
+            if cut || response.validator != nil || response.expectedLength != nil {
                 var patch = AssetPatch(id: context.assetID)
                 // The old bytes are gone.
-                if requested > 0 { patch.bytesOnDisk = 0 }
+                if cut { patch.bytesOnDisk = 0 }
                 patch.validator = .some(response.validator)
                 patch.expectedBytes = .some(response.expectedLength)
                 record = patch

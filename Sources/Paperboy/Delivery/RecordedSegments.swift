@@ -11,6 +11,9 @@ package struct RecordedSegments: Sendable, Hashable {
 
     package private(set) var ranges: [Range<Int64>]
 
+    /// No range.
+    package static let none = RecordedSegments(coalescing: [])
+
     /// `ranges` (in any order, overlapping or adjacent) joined, the empty ones left out, and the
     /// ``limit`` largest kept.
     package init(coalescing ranges: [Range<Int64>]) {

@@ -69,10 +69,13 @@ extension Scheduler {
         // Ranges past the bytes without a gap that a transfer over several connections recorded
         // (``RecordedSegments``): only for the version they were recorded with, which a resume
         // must prove (a validator, a transport that resumes).
-        var held = RecordedSegments(coalescing: [])
-        if let validator = run.validator, run.request.index == nil, transport.capabilities.contains(.resume),
-           let record = store.asset(id: run.id), record.resourceValidator == validator, let segments = record.segments {
-            held = segments
+        var held = RecordedSegments.none
+        var recordedHeld: RecordedSegments?
+        if run.validator != nil, let record = store.asset(id: run.id), let segments = record.segments {
+            recordedHeld = segments
+            if record.resourceValidator == run.validator, run.request.index == nil, transport.capabilities.contains(.resume) {
+                held = segments
+            }
         }
         // With no bytes recorded, none on disk are trusted: the file is emptied as it is opened
         // (the common case, a new file: no `fstat`, one system call fewer per asset).
@@ -96,7 +99,14 @@ extension Scheduler {
             validator = nil
         }
         // Only the held ranges still in the file, past the bytes the transfer continues from.
-        held = validator == nil ? RecordedSegments(coalescing: []) : held.trusted(after: offset, within: size)
+        held = validator == nil ? .none : held.trusted(after: offset, within: size)
+        if let recordedHeld, recordedHeld != held {
+            // The record claims only the ranges kept, before the file is cut below.
+            var patch = AssetPatch(id: run.id)
+            patch.segments = .some(held.isEmpty ? nil : held)
+            store.submit(patch)
+            store.flush()
+        }
         // An indexed asset continues from a whole chunk of the same version (its index's SHA-256
         // is its validator), and takes the chunks it holds from the version delivered before.
         var chunked: ChunkedTransfer?
@@ -138,7 +148,7 @@ extension Scheduler {
             offset = 0
             validator = nil
             // The patch below forgets them in the store too (``AssetPatch/segmentsChange``).
-            held = RecordedSegments(coalescing: [])
+            held = .none
             _ = POSIX.truncate(fd, to: 0)
             var patch = AssetPatch(id: run.id)
             patch.bytesOnDisk = 0
