@@ -23,6 +23,9 @@ final class SegmentingTransport: Transport, @unchecked Sendable {
         /// Writes only the bytes the job does not hold (``TransferJob/heldRanges``), as the HTTP
         /// split does: sequentially up to the first held range, the other gaps through segments.
         case skipHeld
+        /// As `.holdBeforeJoining`, but once the checkpoints in flight ended, one byte more is
+        /// written before the hold: a checkpoint begins after the segment is complete.
+        case checkpointBeforeJoining(Int)
     }
 
     /// Opened by the test to let a `.holdBeforeJoining` transfer go on.
@@ -101,12 +104,18 @@ final class SegmentingTransport: Transport, @unchecked Sendable {
             try await write(data[middle...], into: segment.write)
             try await write(data[offset..<(offset + count)], into: sink.write)
             throw TransportError(.connectionLost, "first connection dropped", isRetryable: false)
-        case .holdBeforeJoining(let short):
+        case .holdBeforeJoining(let short), .checkpointBeforeJoining(let short):
             try await write(data[middle...], into: segment.write)
-            try await write(data[offset..<(middle - short)], into: sink.write)
+            var head = middle - short
+            try await write(data[offset..<head], into: sink.write)
+            if case .checkpointBeforeJoining = plan, let core = sink as? PartialFileSink {
+                await core.waitForCheckpoints()
+                try await write(data[head..<(head + 1)], into: sink.write)
+                head += 1
+            }
             heldSink.withLock { $0 = sink as? PartialFileSink }
             await gate.wait()
-            try await write(data[(middle - short)..<middle], into: sink.write)
+            try await write(data[head..<middle], into: sink.write)
         case .complete, .probeBadInput, .skipHeld:
             try await write(data[middle...], into: segment.write)
             try await write(data[head..<middle], into: sink.write)
@@ -269,6 +278,31 @@ struct SegmentTests {
             if case .resumed(let total, _) = event { return total == Int64(cut + data.count - middle) }
             return false
         }, "\(delegate.events.prefix(3))")
+    }
+
+    /// A checkpoint, not only a stop, records the segment past the gap (after the sync): what a
+    /// kill -9 leaves to resume from. A finished file holds none any more.
+    @Test func aCheckpointRecordsTheSegmentPastTheGap() async throws {
+        let transport = SegmentingTransport(data, plans: [.checkpointBeforeJoining(1 << 20)])
+        var configuration = Library.Configuration.forTests(attempts: 1)
+        configuration.checkpointInterval = .zero
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
+        let asset = try await library.addIssue(name: "i", date: Date())
+            .addAsset(AssetRequest(url: URL(string: "seg://example/file.bin")!, sha256: digest))
+        let delegate = RecordingDelegate()
+        try await asset.download(delegate: delegate)
+        try await eventually("the transfer holds", seen: "\(asset.state)") { transport.heldSink.withLock { $0 } != nil }
+        let middle = Int64(data.count / 2)
+        let store = library.scheduler.store
+        try await eventually("a checkpoint recorded the segment", seen: "\(String(describing: store.asset(id: asset.identifier)?.segments))") {
+            store.asset(id: asset.identifier)?.segments == RecordedSegments(coalescing: [middle..<Int64(data.count)])
+        }
+        #expect((store.asset(id: asset.identifier)?.bytesOnDisk ?? .max) < middle)
+        transport.gate.open()
+        await delegate.waitForEnd()
+        #expect(delegate.keptFiles == [data])
+        #expect(store.asset(id: asset.identifier)?.segments == nil)
+        await library.close()
     }
 
     @Test func aSegmentJoinedToTheSequentialBytesCountsUpToItsLastByte() async throws {
