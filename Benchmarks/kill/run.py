@@ -9,13 +9,16 @@ Then (SPLIT=4, 0 to leave out) the same kills during a split download: `connecti
 = SPLIT`, SPLIT_KILLS=5 SIGKILLs, then a run left to finish, whose file must be byte-identical
 to the source. Per kill, from the log lines of that run (nginx's limit is per connection):
 
-    re-fetched of kill i = bytes sent in run i - (prefix_(i+1) - prefix_i)
+    received of run i    = the bytes A..A+sent of each of its requests (`bytes=A-B`, `bytes=A-`,
+                           or none: from 0), joined
+    re-fetched of kill i = the bytes received in run i that a later run received again
     pieces in flight     = what the requests of run i asked for: the whole range of each
                            piece request (`bytes=A-B`), and what was sent of the request that
                            began (`bytes=N-`, the prefix's own connection)
 
-where prefix_i is the `bytes=N-` of run i's request that began (the bytes without a gap kept
-on disk). The aim (issue 30): re-fetched <= pieces in flight at every kill.
+The aim (issue 30): re-fetched <= pieces in flight at every kill; resuming piece by piece, at
+most what the connections received since the last checkpoint (connections x rate x
+checkpoint_interval, plus the sockets' buffers).
 
 Run by hand, on a quiet machine:  Benchmarks/kill/run.py
 Knobs (environment): RATE=50m (nginx limit_rate) KILLS=10 SIZE_MB=1000 SEED=1 SPLIT=4 SPLIT_KILLS=5
@@ -125,15 +128,24 @@ date = 2026-11-21
     requests = log_requests(f"/{name}.bin")
     runs = [requests[a:b] for a, b in zip([0] + ends, ends + [len(requests)])]
 
-    def prefix(run):
-        # The request that began: open-ended (`bytes=N-`), or without a Range from 0. nginx
-        # logs a run's requests in the order their connections closed, not as they began.
-        began = [asked for asked, _ in run if asked == "-" or (asked.startswith("bytes=") and asked.endswith("-"))]
-        return int(began[0][6:-1]) if began and began[0] != "-" else 0
+    def received(run):
+        # Joined ranges [start, end) of the bytes the run's requests were sent.
+        spans = sorted((int(asked[6:].partition("-")[0]) if asked.startswith("bytes=") else 0, bytes_sent)
+                       for asked, bytes_sent in run)
+        joined = []
+        for start, count in spans:
+            if joined and start <= joined[-1][1]:
+                joined[-1][1] = max(joined[-1][1], start + count)
+            else:
+                joined.append([start, start + count])
+        return joined
+
+    def overlap(a, b):
+        return sum(max(0, min(x1, y1) - max(x0, y0)) for x0, x1 in a for y0, y1 in b)
     kills = []
     for i in range(len(delays)):
-        sent = sum(b for _, b in runs[i])
-        refetched = sent - (prefix(runs[i + 1]) - prefix(runs[i]))
+        later = received([entry for run in runs[i + 1:] for entry in run])
+        refetched = overlap(received(runs[i]), later)
         flight = others = 0
         for asked, bytes_sent in runs[i]:
             a, _, b = asked[6:].partition("-") if asked.startswith("bytes=") else ("0", "", "")

@@ -22,6 +22,29 @@ struct RangeBoardTests {
         #expect(resumed.pieces.map { $0.start } == [5, 5 + 4 * mib])
     }
 
+    /// Ranges the library holds are in no piece; the sequential piece stops at the first and
+    /// never swallows the piece past it.
+    @Test func heldRangesLieBetweenThePieces() {
+        var board = RangeBoard(from: mib, length: 64 * mib, connections: 4, minimum: 4 * mib, chunk: 4 * mib,
+                               held: [0..<mib, 8 * mib..<16 * mib, 40 * mib..<48 * mib, 64 * mib..<70 * mib])
+        #expect(board.skipsHeld)
+        #expect(board.pieces.map { $0.start..<$0.end } == [mib..<8 * mib, 16 * mib..<40 * mib, 48 * mib..<64 * mib])
+        #expect(board.pieces.map(\.isSequential) == [true, false, false])
+        #expect(board.bytesLeft == 47 * mib)
+        // The request that began streams on past its piece: it writes up to the held range only.
+        #expect(board.claim(0, lane: 0, at: mib, available: 10 * mib) == .write(7 * mib, newSegment: nil))
+        board.wrote(0, count: 7 * mib)
+        #expect(board.claim(0, lane: 0, at: 8 * mib, available: mib) == .finished)
+        #expect(board.pieces.count == 3)
+        // The idle connections take the other gaps, then halve the largest.
+        #expect(board.take(for: 1)?.start == 16 * mib)
+        #expect(board.take(for: 2)?.start == 48 * mib)
+        #expect(board.take(for: 3)?.start == 28 * mib)
+        // A held range at the offset leaves the sequential piece empty.
+        let covered = RangeBoard(from: 0, length: 8 * mib, connections: 2, minimum: mib, chunk: mib, held: [0..<4 * mib])
+        #expect(covered.pieces.map { $0.start..<$0.end } == [0..<0, 4 * mib..<8 * mib])
+    }
+
     @Test func anIdleConnectionTakesAFreePieceThenHalfOfTheLargestLeft() {
         var board = board(64)
         #expect(board.take(for: 1)?.start == 16 * mib)

@@ -4,6 +4,7 @@ import Paperboy
 import PaperboyHTTP
 import PaperboyTestServers
 import PaperboyTesting
+import Synchronization
 import Testing
 
 /// One large file over several connections (`connections_per_asset`), against a real nginx: the
@@ -231,5 +232,96 @@ struct SplitDownloadTests {
         if kept > 0 {
             #expect(nginx.accessLog.contains { $0.hasPrefix("206 \"bytes=\(kept)-\"") }, "\(nginx.accessLog)")
         }
+    }
+
+    /// A server of `version()` (its bytes and ETag) that holds the request without `Range` (the
+    /// one that begins) after 1 MiB until `released` is, and answers ranges at once: the other
+    /// connections write their pieces past a gap.
+    private func pieceServer(_ version: @escaping @Sendable () -> (data: Data, etag: String), released: ThreadBarrier) throws -> FaultServer {
+        try FaultServer { request in
+            let (data, etag) = version()
+            guard request.header("range") == nil else { return .serving(data, for: request, etag: etag) }
+            return .serving(data, for: request, etag: etag, fault: .holdAfter(1 << 20, until: { released.wait() }))
+        }
+    }
+
+    /// Stops (by closing the library) a split download of `url` once `limit` bytes reached the
+    /// library. Returns the asset and the bytes the library took.
+    func stopSplitDownload(_ url: URL, after limit: Int, sha256: String?) async throws -> (asset: String, taken: Int) {
+        let held = HoldingTransport(base: HTTPTransport(), holdingAfter: limit)
+        let library = try Library.open(at: folder.file("library"), transports: TransportRegistry([held]),
+                                       configuration: Library.Configuration.split(connections: 4))
+        let asset = try await library.addIssue(name: "issue", date: Date()).addAsset(AssetRequest(url: url, sha256: sha256))
+        try await asset.download()
+        try await eventually("\(limit) bytes taken and the transfer held", seen: "\(held.bytesTaken) bytes") { held.isHolding }
+        await library.close()
+        return (asset.identifier, held.bytesTaken)
+    }
+
+    /// Resumes the asset `identifier` over four connections through `transport`.
+    func resumeSplitDownload(_ identifier: String, through transport: any Transport) async throws -> RecordingDelegate {
+        let again = try Library.open(at: folder.file("library"), transports: TransportRegistry([transport]),
+                                     configuration: Library.Configuration.split(connections: 4))
+        let delegate = RecordingDelegate()
+        try await #require(again.asset(identifier: identifier)).download(delegate: delegate)
+        await delegate.waitForEnd()
+        await again.close()
+        return delegate
+    }
+
+    /// The pieces written past the gap before a stop are recorded with the bytes written without
+    /// a gap: the resumed download asks only for the ranges missing, and takes no byte twice.
+    @Test func aStoppedSplitDownloadFetchesOnlyTheMissingRangesAgain() async throws {
+        let data = try await generated(size, seed: 427)
+        let released = ThreadBarrier(parties: .max)
+        let server = try pieceServer({ (data, "\"v1\"") }, released: released)
+        defer {
+            released.release()
+            server.stop()
+        }
+        let (identifier, taken) = try await stopSplitDownload(server.url("/big.bin"), after: 40 << 20, sha256: sha256Hex(data))
+        let before = server.requests.count
+
+        let counting = HoldingTransport(base: HTTPTransport(), holdingAfter: .max)
+        let delegate = try await resumeSplitDownload(identifier, through: counting)
+
+        #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
+        // Every byte taken before the stop was made durable and recorded at the stop.
+        #expect(counting.bytesTaken <= size - taken, "\(counting.bytesTaken) bytes taken again, \(taken) of \(size) were taken before the stop")
+        // The ranges asked for lie in the gaps: the first request asks from the bytes without a
+        // gap, open-ended (and stops at the first recorded piece), the others for pieces.
+        let ranges = server.requests.dropFirst(before).compactMap { $0.header("range") }
+        // (A piece halved for an idle connection is asked for again in part: counted once.)
+        let asked = RangeSet(ranges.compactMap(Self.boundedRange)).ranges.reduce(0) { $0 + $1.count }
+        #expect(asked <= size - taken, "\(asked) bytes asked in ranges, \(size - taken) missing: \(ranges)")
+    }
+
+    /// A resumed download whose source now serves another version fetches it all again, and
+    /// keeps no recorded piece of the old one.
+    @Test func aSplitDownloadResumedAgainstAnotherVersionFetchesEverything() async throws {
+        let old = try await generated(size, seed: 428)
+        let new = try await generated(size, seed: 429)
+        let current = Mutex((data: old, etag: "\"v1\""))
+        let released = ThreadBarrier(parties: .max)
+        let server = try pieceServer({ current.withLock { $0 } }, released: released)
+        defer {
+            released.release()
+            server.stop()
+        }
+        let (identifier, _) = try await stopSplitDownload(server.url("/big.bin"), after: 40 << 20, sha256: nil)
+        current.withLock { $0 = (new, "\"v2\"") }
+        released.release()
+
+        let delegate = try await resumeSplitDownload(identifier, through: HTTPTransport())
+
+        #expect(delegate.deliveredSHA256 == sha256Hex(new), "\(delegate.events.suffix(3))")
+    }
+
+    /// The range of a `Range` header `bytes=a-b`, when it has an end.
+    static func boundedRange(_ header: String) -> Range<Int>? {
+        guard header.hasPrefix("bytes=") else { return nil }
+        let bounds = header.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard bounds.count == 2, let start = Int(bounds[0]), let end = Int(bounds[1]) else { return nil }
+        return start..<(end + 1)
     }
 }

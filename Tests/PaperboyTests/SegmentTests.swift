@@ -20,6 +20,12 @@ final class SegmentingTransport: Transport, @unchecked Sendable {
         /// The segment completes, then the sequential half up to this many bytes before the
         /// segment; then waits for ``gate`` before the rest.
         case holdBeforeJoining(Int)
+        /// Writes only the bytes the job does not hold (``TransferJob/heldRanges``), as the HTTP
+        /// split does: sequentially up to the first held range, the other gaps through segments.
+        case skipHeld
+        /// As `.holdBeforeJoining`, but once the checkpoints in flight ended, one byte more is
+        /// written before the hold: a checkpoint begins after the segment is complete.
+        case checkpointBeforeJoining(Int)
     }
 
     /// Opened by the test to let a `.holdBeforeJoining` transfer go on.
@@ -31,6 +37,8 @@ final class SegmentingTransport: Transport, @unchecked Sendable {
     let plans: Mutex<[Plan]>
     let offsets = Mutex<[Int64]>([])
     let refusals = Mutex<[TransportError.Code]>([])
+    /// The held ranges of each `.skipHeld` job, and the bytes it wrote.
+    let held = Mutex<[(ranges: [Range<Int64>], written: Int)]>([])
     let validator = ResourceValidator("v1", strength: .strong)
 
     init(_ data: Data, plans: [Plan]) {
@@ -46,8 +54,27 @@ final class SegmentingTransport: Transport, @unchecked Sendable {
         let plan = plans.withLock { $0.isEmpty ? .complete : $0.removeFirst() }
         let offset = job.validator == validator ? Int(job.offset) : 0
         try sink.begin(TransferResponse(offset: Int64(offset), expectedLength: Int64(data.count), validator: validator))
-        let middle = offset + (data.count - offset) / 2
         let length = Int64(data.count)
+        if case .skipHeld = plan {
+            let response = TransferResponse(offset: Int64(offset), expectedLength: length, validator: validator)
+            let skipped = response.keepsHeldRanges(of: (job.offset, job.validator)) ? job.heldRanges : []
+            var position = offset
+            var written = 0
+            for range in skipped + [length..<length] where Int(range.lowerBound) > position {
+                let gap = data[position..<Int(range.lowerBound)]
+                if position == offset {
+                    try await write(gap, into: sink.write)
+                } else {
+                    let segment = try #require(try sink.segment(Int64(position)..<range.lowerBound))
+                    try await write(gap, into: segment.write)
+                }
+                written += gap.count
+                position = Int(range.upperBound)
+            }
+            held.withLock { $0.append((job.heldRanges, written)) }
+            return
+        }
+        let middle = offset + (data.count - offset) / 2
         if case .probeBadInput = plan {
             probe { try sink.segment(length..<(length + 10)) }
             probe { try sink.segment(Int64(middle)..<Int64(middle)) }
@@ -77,13 +104,19 @@ final class SegmentingTransport: Transport, @unchecked Sendable {
             try await write(data[middle...], into: segment.write)
             try await write(data[offset..<(offset + count)], into: sink.write)
             throw TransportError(.connectionLost, "first connection dropped", isRetryable: false)
-        case .holdBeforeJoining(let short):
+        case .holdBeforeJoining(let short), .checkpointBeforeJoining(let short):
             try await write(data[middle...], into: segment.write)
-            try await write(data[offset..<(middle - short)], into: sink.write)
+            var head = middle - short
+            try await write(data[offset..<head], into: sink.write)
+            if case .checkpointBeforeJoining = plan, let core = sink as? PartialFileSink {
+                await core.waitForCheckpoints()
+                try await write(data[head..<(head + 1)], into: sink.write)
+                head += 1
+            }
             heldSink.withLock { $0 = sink as? PartialFileSink }
             await gate.wait()
-            try await write(data[(middle - short)..<middle], into: sink.write)
-        case .complete, .probeBadInput:
+            try await write(data[head..<middle], into: sink.write)
+        case .complete, .probeBadInput, .skipHeld:
             try await write(data[middle...], into: segment.write)
             try await write(data[head..<middle], into: sink.write)
         }
@@ -198,7 +231,8 @@ struct SegmentTests {
             Testing.Issue.record("expected a failure, got \(asset.state)")
             return
         }
-        // The whole second half was written, but after a gap: not resumable.
+        // The whole second half was written, but after a gap: recorded apart from the bytes to
+        // continue from (a transport that does not skip it, as this one, writes it again).
         #expect(asset.totalBytesWritten == Int64(cut))
         let id = asset.identifier
         await library.close()
@@ -212,6 +246,63 @@ struct SegmentTests {
         #expect(transport.offsets.withLock { $0 } == [0, Int64(cut)])
         #expect(delegate.keptFiles == [data])
         await reopened.close()
+    }
+
+    /// The segment written past the gap is recorded with the bytes before it: the next transfer
+    /// is told it is held, writes only the gap, and the SHA-256 reads the held bytes back.
+    @Test func aFailureRecordsTheSegmentPastTheGapAndTheResumeSkipsIt() async throws {
+        let cut = 700_000
+        let transport = SegmentingTransport(data, plans: [.headFailsAfter(cut), .skipHeld])
+        let (asset, _, library) = try await download(transport, sha256: digest)
+        guard case .failed = asset.state else {
+            Testing.Issue.record("expected a failure, got \(asset.state)")
+            return
+        }
+        let id = asset.identifier
+        await library.close()
+
+        let reopened = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests())
+        let delegate = RecordingDelegate()
+        try await #require(await reopened.asset(identifier: id)).download(delegate: delegate)
+        await delegate.waitForEnd()
+        await reopened.close()
+
+        let middle = data.count / 2
+        #expect(transport.offsets.withLock { $0 } == [0, Int64(cut)])
+        let resumed = transport.held.withLock { $0 }
+        #expect(resumed.map(\.ranges) == [[Int64(middle)..<Int64(data.count)]])
+        #expect(resumed.map(\.written) == [middle - cut])
+        #expect(delegate.keptFiles == [data])
+        // The resume counts the held bytes as there already.
+        #expect(delegate.events.contains { event in
+            if case .resumed(let total, _) = event { return total == Int64(cut + data.count - middle) }
+            return false
+        }, "\(delegate.events.prefix(3))")
+    }
+
+    /// A checkpoint, not only a stop, records the segment past the gap (after the sync): what a
+    /// kill -9 leaves to resume from. A finished file holds none any more.
+    @Test func aCheckpointRecordsTheSegmentPastTheGap() async throws {
+        let transport = SegmentingTransport(data, plans: [.checkpointBeforeJoining(1 << 20)])
+        var configuration = Library.Configuration.forTests(attempts: 1)
+        configuration.checkpointInterval = .zero
+        let library = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: configuration)
+        let asset = try await library.addIssue(name: "i", date: Date())
+            .addAsset(AssetRequest(url: URL(string: "seg://example/file.bin")!, sha256: digest))
+        let delegate = RecordingDelegate()
+        try await asset.download(delegate: delegate)
+        try await eventually("the transfer holds", seen: "\(asset.state)") { transport.heldSink.withLock { $0 } != nil }
+        let middle = Int64(data.count / 2)
+        let store = library.scheduler.store
+        try await eventually("a checkpoint recorded the segment", seen: "\(String(describing: store.asset(id: asset.identifier)?.segments))") {
+            store.asset(id: asset.identifier)?.segments == RecordedSegments(coalescing: [middle..<Int64(data.count)])
+        }
+        #expect((store.asset(id: asset.identifier)?.bytesOnDisk ?? .max) < middle)
+        transport.gate.open()
+        await delegate.waitForEnd()
+        #expect(delegate.keptFiles == [data])
+        #expect(store.asset(id: asset.identifier)?.segments == nil)
+        await library.close()
     }
 
     @Test func aSegmentJoinedToTheSequentialBytesCountsUpToItsLastByte() async throws {

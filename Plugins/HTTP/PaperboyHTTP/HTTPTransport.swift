@@ -237,7 +237,8 @@ public struct HTTPTransport: Transport {
             settings: .init(connections: connections, threshold: configuration.splitThreshold,
                             minimumPiece: configuration.minimumPiece, largestSegment: configuration.largestSegment,
                             mirrorStallWindow: SplitDownload.stallWindow(idleTimeout: job.idleTimeout)),
-            sink: sink, mirrors: mirrorPlans(job, like: plan), logger: configuration.logger, asset: job.assetIdentifier)
+            sink: sink, mirrors: mirrorPlans(job, like: plan), held: (job.heldRanges, job.offset, job.validator),
+            logger: configuration.logger, asset: job.assetIdentifier)
         let request = try CurlRequest(plan: plan, sink: sink, engine: engine, split: split)
         defer { (sink as? any SplitReportingSink)?.reportSplit(nil) }
         let engine = engine

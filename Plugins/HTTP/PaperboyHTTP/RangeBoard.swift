@@ -15,6 +15,10 @@
 ///   fetched whole by the request that began, and nothing is spliced.
 /// - A connection dropped (refused, failed) leaves its piece to the others, who continue it from
 ///   its next byte, in the same segment.
+/// - Ranges the library already holds (``TransferJob/heldRanges``, recorded by an earlier
+///   transfer of the same version) are in no piece: each gap between them is a piece, the first
+///   one sequential, and the idle connections halve the largest as above. The sequential piece
+///   swallows only a piece that follows it without a gap.
 struct RangeBoard: Sendable, Equatable {
     struct Piece: Sendable, Equatable {
         let id: Int
@@ -59,21 +63,38 @@ struct RangeBoard: Sendable, Equatable {
 
     /// The bytes `offset..<length` in up to `connections` equal pieces of at least `minimum`
     /// bytes, the first sequential and fetched by connection 0; segments of at most `chunk` bytes.
-    init(from offset: Int64, length: Int64, connections: Int, minimum: Int64, chunk: Int64) {
+    /// With `held` ranges (ordered, disjoint), one piece per gap between them instead.
+    init(from offset: Int64, length: Int64, connections: Int, minimum: Int64, chunk: Int64, held: [Range<Int64>] = []) {
         self.minimum = max(1, minimum)
         self.chunk = max(1, chunk)
-        let total = max(0, length - offset)
-        let count = Int(max(1, min(Int64(max(1, connections)), total / self.minimum)))
-        var pieces: [Piece] = []
-        for index in 0..<count {
-            let start = offset + total * Int64(index) / Int64(count)
-            let end = offset + total * Int64(index + 1) / Int64(count)
-            pieces.append(Piece(id: index, start: start, next: start, end: end, committed: start,
-                                owner: index == 0 ? 0 : nil, isSequential: index == 0))
+        var bounds: [Range<Int64>] = []
+        let inside = held.map { $0.clamped(to: offset..<max(offset, length)) }.filter { !$0.isEmpty }
+        if inside.isEmpty {
+            let total = max(0, length - offset)
+            let count = Int(max(1, min(Int64(max(1, connections)), total / self.minimum)))
+            for index in 0..<count {
+                bounds.append(offset + total * Int64(index) / Int64(count)..<offset + total * Int64(index + 1) / Int64(count))
+            }
+        } else {
+            // The first piece starts at `offset` (empty when a held range does).
+            var start = offset
+            for range in inside {
+                if range.lowerBound > start || bounds.isEmpty { bounds.append(start..<max(start, range.lowerBound)) }
+                start = max(start, range.upperBound)
+            }
+            if start < length { bounds.append(start..<length) }
         }
-        self.pieces = pieces
-        nextID = count
+        pieces = bounds.enumerated().map { index, range in
+            Piece(id: index, start: range.lowerBound, next: range.lowerBound, end: range.upperBound, committed: range.lowerBound,
+                  owner: index == 0 ? 0 : nil, isSequential: index == 0)
+        }
+        skipsHeld = !inside.isEmpty
+        nextID = bounds.count
     }
+
+    /// Whether ranges the library holds lie between the pieces: the resource must be fetched in
+    /// pieces, or the request that began would write over them.
+    let skipsHeld: Bool
 
     /// Whether every byte is written.
     var isComplete: Bool { pieces.allSatisfy(\.isDone) }
@@ -130,7 +151,7 @@ struct RangeBoard: Sendable, Equatable {
             // Swallow the next pieces while they have no segment: their connections stop at
             // their first byte, or were refused.
             while position + available > pieces[index].end, index + 1 < pieces.count, !pieces[index + 1].hasSegment,
-                  pieces[index + 1].inFlight == 0 {
+                  pieces[index + 1].inFlight == 0, pieces[index + 1].start == pieces[index].end {
                 pieces[index].end = pieces[index + 1].end
                 pieces.remove(at: index + 1)
             }

@@ -95,16 +95,21 @@ final class SplitDownload: @unchecked Sendable {
     let sink: any TransferSink
     /// The mirrors' requests (without `If-Range`, given at the start), in their order.
     private let mirrors: [RequestPlan]
+    /// The job's ranges the library holds, and where and with which validator it asked to
+    /// continue: skipped when the answer continues that version (``TransferResponse/keepsHeldRanges(of:)``).
+    private let held: (ranges: [Range<Int64>], offset: Int64, validator: ResourceValidator?)
     private let logger: Logger
     /// The asset, as logs name it.
     private let asset: String
     private let state = Mutex(State())
 
     init(settings: Settings, sink: any TransferSink, mirrors: [RequestPlan] = [],
+         held: (ranges: [Range<Int64>], offset: Int64, validator: ResourceValidator?) = ([], 0, nil),
          logger: Logger = Logger(label: "paperboy.http"), asset: String = "") {
         self.settings = settings
         self.sink = sink
         self.mirrors = mirrors
+        self.held = held
         self.logger = logger
         self.asset = asset
     }
@@ -114,14 +119,17 @@ final class SplitDownload: @unchecked Sendable {
     /// Splits the resource when the response allows it, and returns the writer through which
     /// the request that began streams the first piece; `nil` leaves the request as it is.
     func start(_ response: TransferResponse, head: ResponseHead, plan: RequestPlan, url: URL) -> PieceWriter? {
-        guard settings.connections > 1, let length = response.expectedLength, length - response.offset >= settings.threshold,
+        // Held ranges of this version are skipped whatever is left around them.
+        let skipped = response.keepsHeldRanges(of: (held.offset, held.validator)) ? held.ranges : []
+        guard settings.connections > 1, let length = response.expectedLength,
+              length - response.offset >= settings.threshold || !skipped.isEmpty,
               RangeResume.ifRange(for: response.validator) != nil,
               head.status == 206 || (head.value("accept-ranges") ?? "").lowercased().contains("bytes") else {
             return nil
         }
         let board = RangeBoard(from: response.offset, length: length, connections: settings.connections,
-                               minimum: settings.minimumPiece, chunk: settings.largestSegment)
-        guard board.pieces.count > 1 else { return nil }
+                               minimum: settings.minimumPiece, chunk: settings.largestSegment, held: skipped)
+        guard board.pieces.count > 1 || board.skipsHeld else { return nil }
         var piecePlan = plan
         piecePlan.url = url
         piecePlan.followsRedirects = false

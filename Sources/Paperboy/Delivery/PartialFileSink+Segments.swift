@@ -13,6 +13,9 @@ package struct SegmentLedger: Sendable {
     package struct Entry: Sendable {
         package var range: Range<Int64>
         package var written: Int64 = 0
+        /// Whether it holds bytes an earlier transfer recorded (``RecordedSegments``), rather
+        /// than a segment this transfer asked for.
+        var isHeld = false
         var isComplete: Bool { written == range.upperBound - range.lowerBound }
     }
 
@@ -52,8 +55,39 @@ package struct SegmentLedger: Sendable {
 
     /// Adds a segment, keeping the entries ordered.
     package mutating func add(_ range: Range<Int64>) {
-        let index = entries.firstIndex { $0.range.lowerBound > range.lowerBound } ?? entries.count
-        entries.insert(Entry(range: range), at: index)
+        insert(Entry(range: range))
+    }
+
+    private mutating func insert(_ entry: Entry) {
+        let index = entries.firstIndex { $0.range.lowerBound > entry.range.lowerBound } ?? entries.count
+        entries.insert(entry, at: index)
+    }
+
+    /// Adds the ranges an earlier transfer recorded as complete segments (past the sequential bytes).
+    mutating func hold(_ held: RecordedSegments) {
+        for range in held.ranges {
+            let count = range.upperBound - range.lowerBound
+            insert(Entry(range: range, written: count, isHeld: true))
+            bytes += count
+        }
+    }
+
+    /// Forgets the held ranges that `range` overlaps: a transport that does not skip them writes
+    /// them again (the same bytes, under the same validator).
+    mutating func forgetHeld(overlapping range: Range<Int64>) {
+        entries.removeAll { entry in
+            guard entry.isHeld, entry.range.overlaps(range) else { return false }
+            bytes -= entry.written
+            return true
+        }
+    }
+
+    /// The bytes written in segments from `position` on (where the bytes without a gap end), as
+    /// a checkpoint records them once they are durable.
+    func recordable(from position: Int64) -> RecordedSegments {
+        RecordedSegments(coalescing: entries.compactMap { entry in
+            entry.range.lowerBound >= position ? entry.range.lowerBound..<entry.range.lowerBound + entry.written : nil
+        })
     }
 
     /// Where the next byte of segment `index` goes, or nil if `count` more would overflow it.
@@ -90,18 +124,11 @@ extension PartialFileSink {
     /// to the sequential bytes included: what a checkpoint records and the SHA-256 covers.
     var contiguousEnd: Int64 { segments.contiguousEnd(from: written) }
 
-    /// After the transport ended with segment bytes beyond a gap: they are fetched again, so
-    /// they no longer count as written.
-    func forgetUnjoinedSegments() {
-        guard segments.isActive else { return }
-        segments = SegmentLedger()
-        context.live.written.store(written, ordering: .relaxed)
-    }
-
     func segment(_ range: Range<Int64>) throws -> (any TransferSegment)? {
         guard began, let expected else {
             throw TransportError(.protocolError, "segment asked for before begin reported a length", url: context.url, isRetryable: false)
         }
+        segments.forgetHeld(overlapping: range)
         if let reason = segments.refusal(of: range, after: written, length: expected) {
             throw TransportError(.protocolError, "transport asked for a bad segment: \(reason)", url: context.url, isRetryable: false)
         }

@@ -100,6 +100,10 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         /// many bytes when the sink is made (the scheduler cut it there).
         var requestedOffset: Int64
         var recordedValidator: ResourceValidator?
+        /// Ranges past `requestedOffset` an earlier transfer wrote, made durable and recorded
+        /// with `recordedValidator` (the scheduler checked they are still in the file): kept when
+        /// the source continues that version (``TransferResponse/keepsHeldRanges(of:)``).
+        var held = RecordedSegments.none
         var expectedSHA256: String?
         var progressInterval: Duration
         var checkpointInterval: Duration
@@ -261,6 +265,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
                 throw refuse(error)
             }
         }
+        let keepsHeld = !context.held.isEmpty && response.keepsHeldRanges(of: (requested, context.recordedValidator))
         began = true
         startOffset = response.offset
         expected = response.expectedLength
@@ -269,17 +274,24 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         // Committed before the first byte reaches the file (see the type's discussion).
         var record: AssetPatch?
         if response.offset == 0 {
-            // The file holds `requested` bytes (see ``Context/requestedOffset``): none to cut when 0.
-            if requested > 0 {
+            // The file holds `requested` bytes (see ``Context/requestedOffset``): none to cut when 0,
+            // unless held ranges of another version lie past them.
+            let cut = requested > 0 || (!context.held.isEmpty && !keepsHeld)
+            if cut {
                 guard POSIX.truncate(fd, to: 0) else {
                     throw TransportError(.ioError, "cannot truncate partial file: \(SystemFailure.reason())", url: context.url)
                 }
             }
             written = 0
-            if requested > 0 || response.validator != nil || response.expectedLength != nil {
+            if keepsHeld, let hasher {
+                // The held bytes do not pass through the sink: hashed from the file.
+                self.hasher = nil
+                prefixHasher = PrefixHasher(fd: fd, hasher: hasher, covering: 0)
+            }
+            if cut || response.validator != nil || response.expectedLength != nil {
                 var patch = AssetPatch(id: context.assetID)
                 // The old bytes are gone.
-                if requested > 0 { patch.bytesOnDisk = 0 }
+                if cut { patch.bytesOnDisk = 0 }
                 patch.validator = .some(response.validator)
                 patch.expectedBytes = .some(response.expectedLength)
                 record = patch
@@ -290,15 +302,25 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             if hasher != nil {
                 hasher = nil
                 prefixHasher = PrefixHasher(fd: fd)
-                prefixHasher?.advance(to: written)
             }
-            context.resumed(written, expected)
             // The file holds the recorded bytes and grows in order from here: in this boot its
             // length is trusted even before the first checkpoint (after a reboot, see Reconciler).
             record = AssetPatch(id: context.assetID)
         }
-        reported = written
-        context.live.written.store(written, ordering: .relaxed)
+        if keepsHeld {
+            // Bytes past a gap: the file's length proves nothing (see ``withdrawLengthTrust()``).
+            segments.hold(context.held)
+            writtenInOrder.withLock { $0 = false }
+        }
+        if !context.held.isEmpty {
+            // Recorded with the validator above: held ranges of another version are forgotten.
+            record = record ?? AssetPatch(id: context.assetID)
+            record?.segments = .some(keepsHeld ? context.held : nil)
+        }
+        prefixHasher?.advance(to: contiguousEnd)
+        if response.offset != 0 || keepsHeld { context.resumed(progressTotal, expected) }
+        reported = progressTotal
+        context.live.written.store(progressTotal, ordering: .relaxed)
         if let length = response.expectedLength, length > response.offset, length - response.offset <= Int64(Self.gatherLimit) {
             gathered = GatherBufferPool.shared.take(count: Int(length - response.offset))
         }
@@ -408,6 +430,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         if let expected, written + count > expected {
             throw TransportError(.protocolError, "source sent more than the \(expected) bytes it announced", url: context.url, isRetryable: true)
         }
+        if segments.isActive { segments.forgetHeld(overlapping: written..<written + count) }
         if let limit = segments.sequentialLimit(from: written), written + count > limit {
             throw TransportError(.protocolError, "transport wrote past byte \(limit), where a segment starts", url: context.url, isRetryable: false)
         }
@@ -484,9 +507,12 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// What is recorded once the bytes written so far are durable.
     private func progressPatch() -> AssetPatch {
         var patch = AssetPatch(id: context.assetID)
-        patch.bytesOnDisk = contiguousEnd
+        let end = contiguousEnd
+        patch.bytesOnDisk = end
         patch.validator = .some(validator)
         patch.expectedBytes = .some(expected)
+        let held = segments.recordable(from: end)
+        patch.segments = .some(held.isEmpty ? nil : held)
         return patch
     }
 
@@ -550,7 +576,8 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         await recorded.wait()
         try? writeGathered()
         written = segments.absorb(into: written)
-        forgetUnjoinedSegments()
+        // The segments past a gap are recorded too (``RecordedSegments``): the next transfer of
+        // the same version fetches only what is missing.
         let patch = progressPatch()
         let fd = self.fd
         if context.durability.enabled { await context.durability.offload { POSIX.dataSync(fd) } }

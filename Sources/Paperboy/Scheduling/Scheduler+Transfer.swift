@@ -66,9 +66,20 @@ extension Scheduler {
             return .failed(Self.libraryError(error), retryAfter: nil, written: run.bytesOnDisk, validator: run.validator)
         }
         let partial = layout.partialURL(asset: run.id)
+        // Ranges past the bytes without a gap that a transfer over several connections recorded
+        // (``RecordedSegments``): only for the version they were recorded with, which a resume
+        // must prove (a validator, a transport that resumes).
+        var held = RecordedSegments.none
+        var recordedHeld: RecordedSegments?
+        if run.validator != nil, let record = store.asset(id: run.id), let segments = record.segments {
+            recordedHeld = segments
+            if record.resourceValidator == run.validator, run.request.index == nil, transport.capabilities.contains(.resume) {
+                held = segments
+            }
+        }
         // With no bytes recorded, none on disk are trusted: the file is emptied as it is opened
         // (the common case, a new file: no `fstat`, one system call fewer per asset).
-        let recordsNothing = run.bytesOnDisk == 0
+        let recordsNothing = run.bytesOnDisk == 0 && held.isEmpty
         let fd: Int32
         do {
             fd = try POSIX.openReadWrite(partial, truncating: recordsNothing)
@@ -86,6 +97,15 @@ extension Scheduler {
         if offset > 0, validator == nil || !transport.capabilities.contains(.resume) {
             offset = 0
             validator = nil
+        }
+        // Only the held ranges still in the file, past the bytes the transfer continues from.
+        held = validator == nil ? .none : held.trusted(after: offset, within: size)
+        if let recordedHeld, recordedHeld != held {
+            // The record claims only the ranges kept, before the file is cut below.
+            var patch = AssetPatch(id: run.id)
+            patch.segments = .some(held.isEmpty ? nil : held)
+            store.submit(patch)
+            store.flush()
         }
         // An indexed asset continues from a whole chunk of the same version (its index's SHA-256
         // is its validator), and takes the chunks it holds from the version delivered before.
@@ -105,7 +125,8 @@ extension Scheduler {
         }
         let chunkedTransfer = chunked
         // A new, empty partial file (the common case) needs neither truncating nor seeking.
-        guard size == 0 || POSIX.truncate(fd, to: offset) else {
+        // Held ranges stay in the file; the transfer writes on from `offset`.
+        guard size == 0 || POSIX.truncate(fd, to: max(offset, held.ranges.last?.upperBound ?? 0), position: offset) else {
             let error = LibraryError(.storage, SystemFailure.message("cannot truncate", partial.path))
             return .failed(error, retryAfter: nil, written: 0, validator: nil)
         }
@@ -126,6 +147,8 @@ extension Scheduler {
         func startOver() {
             offset = 0
             validator = nil
+            // The patch below forgets them in the store too (``AssetPatch/segmentsChange``).
+            held = .none
             _ = POSIX.truncate(fd, to: 0)
             var patch = AssetPatch(id: run.id)
             patch.bytesOnDisk = 0
@@ -138,7 +161,7 @@ extension Scheduler {
             // An indexed file is checked whole against its index's SHA-256 when the request names none.
             let sha256 = request.sha256 ?? chunkedTransfer?.plan.index.sha256.description
             let sink = makeSink(fd: fd, partial: partial, run: run, request: request, sha256: sha256, offset: offset, validator: validator,
-                                challenges: challenges)
+                                held: held, challenges: challenges)
             defer { sink.endFlows() }
             var made = TransferJob(
                 url: request.url, headers: request.headers, offset: offset, validator: validator,
@@ -146,6 +169,7 @@ extension Scheduler {
                 options: request.options, assetIdentifier: run.id)
             made.connectionsPerAsset = max(1, settings.connectionsPerAsset)
             made.mirrors = request.mirrors
+            made.heldRanges = held.ranges
             let job = made
             do {
                 try await challenges.run {
@@ -258,12 +282,13 @@ extension Scheduler {
     }
 
     private func makeSink(fd: Int32, partial: URL, run: Run, request: AssetRequest, sha256: String?, offset: Int64,
-                          validator: ResourceValidator?, challenges: ChallengeBudget) -> PartialFileSink {
+                          validator: ResourceValidator?, held: RecordedSegments, challenges: ChallengeBudget) -> PartialFileSink {
         let id = run.id
         // Looked up on each use, so that a delegate attached mid-transfer gets the events.
         let hub: @Sendable () -> AssetEventHub? = { [weak self] in self?.currentHub(id) }
         let context = PartialFileSink.Context(
             assetID: run.id, partialFile: partial, url: request.url, requestedOffset: offset, recordedValidator: validator,
+            held: held,
             expectedSHA256: sha256, progressInterval: settings.progressInterval,
             checkpointInterval: settings.checkpointInterval, clock: settings.clock, bootID: bootID, store: store,
             durability: durability, space: space,

@@ -626,6 +626,7 @@ final class LibraryStore: Sendable {
         }
         if let boot = patch.checkpointBoot { assignments.append("checkpointBoot = ?"); arguments.append(boot) }
         if let reused = patch.bytesReused { assignments.append("bytesReused = ?"); arguments.append(reused > 0 ? reused : nil) }
+        if let segments = patch.segmentsChange { assignments.append("segments = ?"); arguments.append(segments?.stored) }
         if let failure = patch.failureChange {
             assignments.append("failureCode = ?, transportCode = ?, failureReason = ?, failureRetryable = ?")
             arguments += [failure?.code, failure?.transportCode, failure?.reason, failure?.retryable]

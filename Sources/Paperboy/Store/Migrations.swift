@@ -170,6 +170,11 @@ enum Migrations {
             }
             try db.create(index: "chunk_sha256", on: "chunk", columns: ["sha256"])
         }
+        migrator.registerMigration("v9-segments") { db in
+            // The ranges past `bytesOnDisk` written, made durable and recorded with `validator`
+            // by a transfer over several connections (``RecordedSegments/stored``); NULL for none.
+            try db.alter(table: "asset") { t in t.add(column: "segments", .text) }
+        }
         return migrator
     }
 

@@ -79,6 +79,8 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     var checkpointBoot: String?
     /// Bytes of the file last finished copied from files the library held (``AssetStatus/bytesReused``).
     var bytesReused: Int64 = 0
+    /// Ranges past ``bytesOnDisk`` made durable and recorded with ``validator`` (``RecordedSegments``).
+    var segments: RecordedSegments?
 
     init(
         id: String, issueName: String, seq: Int64, request: AssetRequest, userInfo: Data?, state: String,
@@ -152,6 +154,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         checkpointBoot = try? row.decode(String?.self, atIndex: 29)
         // Column 30, `mirrors`, is part of the request (read above).
         bytesReused = ByteCount(stored: row.storedInteger(atIndex: 32))?.bytes ?? 0
+        segments = (try? row.decode(String?.self, atIndex: 33))?.flatMap(RecordedSegments.init(stored:))
     }
 
     /// The request in columns 3 to 15; its issue name and destination path keep ``IssueName``'s
@@ -243,7 +246,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         "maxBytesPerSecond", "networkKinds", "networkExpensive", "networkConstrained", "networkRoaming", "headers",
         "options", "userInfo", "state", "detail", "failureCode", "transportCode", "failureReason", "failureRetryable", "retryAt", "attempts",
         "bytesOnDisk", "expectedBytes", "validator", "validatorStrength", "checkpointBoot", "indexURL", "mirrors",
-        "bytesReused",
+        "bytesReused", "segments",
     ]
 
     /// The columns of the request (``requestValues(_:)``): `url` to `options`, `indexURL` and `mirrors`.
@@ -268,7 +271,7 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
         return [id, issueName, seq] + request.dropLast(2)
             + [userInfo, state, detail, failure?.code, failure?.transportCode, failure?.reason, failure?.retryable, retryAt.map(StoredDate.init),
                attempts, bytesOnDisk, expectedBytes, validator, validatorStrength, checkpointBoot] + request.suffix(2)
-            + [bytesReused > 0 ? bytesReused : nil]
+            + [bytesReused > 0 ? bytesReused : nil, segments?.stored]
     }
 
     func encode(to container: inout PersistenceContainer) throws {
@@ -347,6 +350,9 @@ struct AssetPatch: Sendable, Equatable {
     var chunks: [ChunkIndex.Chunk]?
     /// The failure's codes; a patch that changes the state without them clears them.
     var failure: StoredFailure??
+    /// The ranges held past ``bytesOnDisk`` (``RecordedSegments``); a patch that records bytes on
+    /// disk or a validator without them clears them (``segmentsChange``).
+    var segments: RecordedSegments??
 
     init(id: String) { self.id = id }
 
@@ -359,6 +365,14 @@ struct AssetPatch: Sendable, Equatable {
 
     /// The failure to record: the patch's own, or none when it changes the state without one.
     var failureChange: StoredFailure?? { failure ?? (state != nil ? .some(nil) : nil) }
+
+    /// The held ranges to record: the patch's own, or none when it records bytes on disk or a
+    /// validator without them. Held ranges are true only of the bytes and the version they were
+    /// recorded with: whatever changes those (a truncation, another version, a cancel) without
+    /// saying which ranges are still held forgets them.
+    var segmentsChange: RecordedSegments?? {
+        segments ?? (bytesOnDisk != nil || validator != nil ? .some(nil) : nil)
+    }
 
     /// Applies this patch to a record read from the database.
     func apply(to record: inout AssetRecord) {
@@ -375,6 +389,7 @@ struct AssetPatch: Sendable, Equatable {
         if let checkpointBoot { record.checkpointBoot = checkpointBoot }
         if let bytesReused { record.bytesReused = bytesReused }
         if let failure = failureChange { record.failure = failure }
+        if let segments = segmentsChange { record.segments = segments }
     }
 
     /// Folds a later patch into this one (later values win).
@@ -390,6 +405,7 @@ struct AssetPatch: Sendable, Equatable {
         if let value = later.bytesReused { bytesReused = value }
         if let value = later.chunks { chunks = value }
         if let value = later.failureChange { failure = value }
+        if let value = later.segmentsChange { segments = value }
     }
 }
 

@@ -43,8 +43,9 @@ enum POSIX {
         return fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
     }
 
-    static func truncate(_ fd: Int32, to length: Int64) -> Bool {
-        ftruncate(fd, off_t(length)) == 0 && lseek(fd, off_t(length), SEEK_SET) >= 0
+    /// Cuts the file at `length` and places the next `write` at `position` (`length` when nil).
+    static func truncate(_ fd: Int32, to length: Int64, position: Int64? = nil) -> Bool {
+        ftruncate(fd, off_t(length)) == 0 && lseek(fd, off_t(position ?? length), SEEK_SET) >= 0
     }
 
     /// Writes the whole buffer, retrying on EINTR and short writes.

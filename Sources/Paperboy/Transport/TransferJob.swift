@@ -30,6 +30,12 @@ public struct TransferJob: Sendable {
     /// the library refuses any other answer before a byte is written. A transport without
     /// `.ranges` never gets one.
     public var rangeEnd: Int64?
+    /// Ranges past ``offset`` the library already holds (ordered, disjoint): written, made
+    /// durable and recorded with ``validator`` by an earlier transfer of several connections.
+    /// A transport that fetches ranges in parallel skips them when the source continues at
+    /// ``offset`` with that validator (``TransferResponse/keepsHeldRanges(of:)``); one that does
+    /// not writes over them (the sink then forgets them).
+    package var heldRanges: [Range<Int64>] = []
     /// Other URLs serving the same bytes as ``url`` (``AssetRequest/mirrors``), in the order given.
     ///
     /// A transport that fetches ranges over several connections may fetch pieces from them; one
@@ -98,6 +104,13 @@ public struct TransferResponse: Sendable, Hashable {
     /// end: the answer to a job's ``TransferJob/rangeEnd`` (an HTTP 206); `nil` when it sends
     /// everything from ``offset`` on.
     public var end: Int64?
+
+    /// Whether the ranges `job` says the library holds (``TransferJob/heldRanges``) are bytes of
+    /// this answer: the source continues where the job asked, with the job's validator. The one
+    /// rule for the transport that skips them and the sink that keeps them.
+    package func keepsHeldRanges(of job: (offset: Int64, validator: ResourceValidator?)) -> Bool {
+        job.validator != nil && offset == job.offset && validator == job.validator
+    }
 
     /// Creates a response.
     public init(offset: Int64, expectedLength: Int64?, validator: ResourceValidator?) {

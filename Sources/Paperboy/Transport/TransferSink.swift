@@ -52,9 +52,11 @@ public protocol TransferSink: AnyObject, Sendable {
     /// segments must not overlap one another (serialize them; the sink's work is a `pwrite`).
     /// Every segment must be complete when the transport returns.
     ///
-    /// The core counts segment bytes in progress and in the bandwidth limits, but records as
-    /// resumable only the prefix of the file written without gaps: after a crash or a failure,
-    /// bytes of a segment not yet joined to that prefix are fetched again. Bytes are never
+    /// The core counts segment bytes in progress and in the bandwidth limits, and records as
+    /// resumable, after making them durable at each checkpoint, the prefix of the file written
+    /// without gaps and the segment bytes past it: the next job carries those as
+    /// `TransferJob.heldRanges` (package). After a crash, segment bytes written since the last
+    /// checkpoint are fetched again. Bytes are never
     /// spliced from two versions: the validator of ``begin(_:)`` covers every segment.
     ///
     /// - Throws: a ``TransportError`` (`.protocolError`, not retryable) for a range that breaks
