@@ -154,8 +154,9 @@ extension Scheduler {
                     }
                 }
                 // A first resume whose bytes fail their check is fetched again from 0 below, in
-                // this attempt: that fetch is a transfer too, so the place is kept until then.
-                let mayStartOver = sink.startOffset > 0 && failedResume == nil
+                // this attempt (an indexed asset's bad chunks only, whether it resumed or not):
+                // that fetch is a transfer too, so the place is kept until then.
+                let mayStartOver = (sink.startOffset > 0 || chunkedTransfer != nil) && failedResume == nil
                 // Otherwise the source has sent everything: the next transfer may start while these
                 // bytes are written, checked, made durable and moved (a failure below retries later).
                 if !mayStartOver { releaseSlot(run.slot) }
@@ -174,16 +175,27 @@ extension Scheduler {
                     guard let mismatch = sink.mismatch else { throw error }
                     if let first = failedResume {
                         let discarded = error.code == .checksumMismatch ? "; the file was discarded" : ""
+                        let again = chunkedTransfer.map { "its chunks checked against \($0.indexURL.redactedString) and the bad ones fetched again" }
+                            ?? "fetched again from 0"
                         throw LibraryError(error.code, "\(request.url.redactedString): after resuming at byte \(first.offset), \(first.mismatch); "
-                                           + "fetched again from 0 and \(mismatch)\(discarded)",
+                                           + "\(again) and \(mismatch)\(discarded)",
                                            isRetryable: error.isRetryable, underlying: error.underlying)
                     }
                     guard mayStartOver else { throw error }
+                    failedResume = (sink.startOffset, mismatch)
+                    if let chunked = chunkedTransfer {
+                        // The index says which bytes are wrong: the transfer continues from the
+                        // file's end, which checks every chunk and fetches only the bad ones again.
+                        logger.info("asset \(run.id): \(request.url.redactedString): \(mismatch); checking its chunks against \(chunked.indexURL.redactedString)")
+                        offset = ChunkPlan.boundary(atOrBelow: sink.written, in: chunked.plan.index)
+                        validator = sink.validator
+                        guard POSIX.truncate(fd, to: offset) else { throw error }
+                        continue
+                    }
                     // Complete, yet not the resource: a source that kept its validator while its
                     // bytes changed (an ETag made of size and mtime, a date) spliced two versions.
                     // Fetched again from 0 at once; only a second failure fails the asset.
                     logger.info("asset \(run.id): \(request.url.redactedString): after resuming at byte \(sink.startOffset), \(mismatch); fetching it again from 0")
-                    failedResume = (sink.startOffset, mismatch)
                     startOver()
                     continue
                 }
@@ -306,7 +318,7 @@ extension Scheduler {
         }
         let seeds = request.destinationPath.map { [layout.contentURL(issue: run.issueName).appendingPathComponent($0)] } ?? []
         let plan = await durability.offload { ChunkPlan(index: index, seeds: seeds) }
-        return ChunkedTransfer(plan: plan, indexURL: indexURL)
+        return ChunkedTransfer(plan: plan, indexURL: indexURL, durability: durability)
     }
 
     /// Whether an app delegate is attached to the asset now (those of a cancelled download that
