@@ -295,6 +295,29 @@ struct ChunkReuseTests {
         #expect(sent(setup.nginx, status: 200, from: before) <= 64 << 10, "only the index is fetched whole: \(log)")
     }
 
+    @Test func aWholeFileMismatchChecksTheChunksAndFetchesNoneOfTheGoodOnesAgain() async throws {
+        let (_, v2) = try await Self.made.value
+        // Every chunk's SHA-256 is right, the whole file's (bytes 26-57 of the header) is not.
+        var index = try Self.index(of: v2)
+        index[26] ^= 0xFF
+        let claimed = try ChunkIndex.decode(index, from: "test", limits: .init(maxFileSize: 1 << 30)).sha256.description
+        guard let setup = try await setUp(index: index) else { return }
+        defer { setup.nginx.stop() }
+        var request = AssetRequest(url: setup.nginx.url("/v2.bin"), sha256: claimed, destinationPath: "mag.pdf")
+        request.index = setup.nginx.url("/v2.bin.pbidx")
+        let outcome = try await setup.deliver(request)
+        await setup.library.close()
+        guard case .failed(let error) = outcome else {
+            Testing.Issue.record("expected a failure, got \(outcome)")
+            return
+        }
+        #expect(error.code == .checksumMismatch)
+        #expect(error.message.contains("its chunks checked against") && error.message.contains("/v2.bin.pbidx"), "\(error.message)")
+        // The chunks were checked on disk, not fetched again.
+        #expect(sent(setup.nginx, status: 206) == v2.count, "\(setup.nginx.accessLog)")
+        #expect(setup.delivered("mag.pdf") == nil)
+    }
+
     @Test func aPartialChunkTheSourceKeepsServingWrongFailsTheAssetNamingIt() async throws {
         guard let setup = try await setUp() else { return }
         defer { setup.nginx.stop() }

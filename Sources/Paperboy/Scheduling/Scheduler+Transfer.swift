@@ -177,8 +177,8 @@ extension Scheduler {
                         let discarded = error.code == .checksumMismatch ? "; the file was discarded" : ""
                         let again = chunkedTransfer.map { "its chunks checked against \($0.indexURL.redactedString) and the bad ones fetched again" }
                             ?? "fetched again from 0"
-                        throw LibraryError(error.code, "\(request.url.redactedString): after resuming at byte \(first.offset), \(first.mismatch); "
-                                           + "\(again) and \(mismatch)\(discarded)",
+                        let resumed = first.offset > 0 ? "after resuming at byte \(first.offset), " : ""
+                        throw LibraryError(error.code, "\(request.url.redactedString): \(resumed)\(first.mismatch); \(again) and \(mismatch)\(discarded)",
                                            isRetryable: error.isRetryable, underlying: error.underlying)
                     }
                     guard mayStartOver else { throw error }
@@ -240,7 +240,9 @@ extension Scheduler {
                 await sink.waitForCheckpoints()
                 if Task.isCancelled || error is CancellationError || (error as? TransportError)?.code == .cancelled {
                     await sink.recordProgressDurably()
-                    return .stopped(written: sink.written, validator: sink.validator)
+                    // Stopped before `begin` (an indexed asset checking its chunks): the bytes
+                    // on disk are still those it started from.
+                    return .stopped(written: sink.began ? sink.written : offset, validator: sink.began ? sink.validator : validator)
                 }
                 // The library's own refusal (no space) wins over what the transport made of it.
                 let failure = sink.storageRefusal ?? Self.libraryError(error)
