@@ -11,6 +11,12 @@
 #   shared     issue 29's "shared across issues": issue A holds v1 (SHARED_MB, indexed); issue B
 #              holds the same bytes under another name and URL (v2.bin, indexed) and a new
 #              100 KB file; the bytes of v2.bin fetched are counted apart (the aim: 0)
+#   repair     3 bytes flipped in 3 chunks of a partial file killed at 90 % (damage.py, 1 GiB;
+#              re-fetched bytes counted at nginx; aim <= the 3 chunks)
+#   kill       an indexed download SIGKILLed 5 times at random points, then completed
+#              (damage.py; aim: re-fetched <= the chunks in flight)
+#   repair and kill run only when named, first: CASES="repair kill" (their file is
+#   DAMAGE_SIZE_MB MiB, default 1024; damage.py's header has their other knobs)
 #
 # Rows, each tool once per round (paired), medians of RUNS rounds:
 #   paperboy   v1 synced first (url v1.bin, not measured), then the configuration names the
@@ -26,7 +32,8 @@
 #
 # Run by hand, on a quiet machine:  Benchmarks/delta/run.sh
 # Knobs (environment): SIZE_MB=200 (v1's size, MB of 10^6 bytes) RUNS=3 TIMEOUT=300 (per run)
-#   SHARED_MB=50 (the shared case's size) CASES="corrected unchanged next shared"
+#   SHARED_MB=50 (the shared case's size) CASES="corrected unchanged next shared" (add repair, kill)
+#   DAMAGE_SIZE_MB=1024 (their file, MiB)
 #   WORK=/var/tmp/...  (data and downloads; default a new folder in /var/tmp, removed at the end
 #                      unless KEEP=1)
 #   PAPERBOY=path      (a built paperboy; default: Benchmarks/build.sh, a release build in SCRATCH)
@@ -38,6 +45,8 @@ RUNS=${RUNS:-3}
 TIMEOUT=${TIMEOUT:-300}
 SHARED_MB=${SHARED_MB:-50}
 CASES=${CASES:-corrected unchanged next shared}
+DAMAGE=$(printf '%s\n' $CASES | grep -xE 'repair|kill' | xargs || true)
+CASES=$(printf '%s\n' $CASES | grep -vxE 'repair|kill' | xargs || true)
 WORK=${WORK:-$(mktemp -d /var/tmp/paperboy-delta-bench.XXXXXX)}
 for tool in zsync zsyncmake curl python3; do
     command -v $tool > /dev/null || { echo "$tool is not installed" >&2; exit 1; }
@@ -47,6 +56,11 @@ source "$ROOT/Benchmarks/nginx.sh"
 nginx_binary > /dev/null
 
 PAPERBOY=$("$ROOT/Benchmarks/build.sh")
+if [[ -n $DAMAGE ]]; then
+    # shellcheck disable=SC2086
+    env -u SIZE_MB -u WORK ${DAMAGE_SIZE_MB:+SIZE_MB=$DAMAGE_SIZE_MB} python3 "$ROOT/Benchmarks/delta/damage.py" "$PAPERBOY" $DAMAGE
+    [[ -n $CASES ]] || { rmdir "$WORK" 2>/dev/null || true; exit 0; }
+fi
 serve_work "$WORK" "log_format bytes '\$request_uri \$status \$body_bytes_sent'; access_log $WORK/logs/access.log bytes;"
 [[ ${KEEP:-0} == 1 ]] || trap 'kill $NGINX_PID 2>/dev/null; wait $NGINX_PID 2>/dev/null || true; rm -rf "$WORK"' EXIT
 BASE="http://127.0.0.1:$PORT"

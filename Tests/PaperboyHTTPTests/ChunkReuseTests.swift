@@ -193,13 +193,13 @@ struct ChunkReuseTests {
         }
     }
 
-    @Test func anInterruptedIndexedDownloadResumesAtAChunk() async throws {
+    /// An indexed download of v2 from `/slow/v2.bin`, stopped after about 1 MiB: the asset's
+    /// identifier and the bytes its partial file keeps (whole chunks).
+    func interrupted(_ setup: Setup) async throws -> (identifier: String, kept: Int64) {
         let (_, v2) = try await Self.made.value
-        guard let setup = try await setUp() else { return }
-        defer { setup.nginx.stop() }
         await setup.library.close()
         let held = HoldingTransport(base: HTTPTransport(), holdingAfter: 1 << 20)
-        var library = try Library.open(at: setup.root, transports: TransportRegistry([held]), configuration: .forTests(attempts: 1))
+        let library = try Library.open(at: setup.root, transports: TransportRegistry([held]), configuration: .forTests(attempts: 1))
         var request = AssetRequest(url: setup.nginx.url("/slow/v2.bin"), sha256: sha256Hex(v2), destinationPath: "mag.pdf")
         request.index = setup.nginx.url("/v2.bin.pbidx")
         let asset = try await #require(library.issue(named: "issue")).addAsset(request)
@@ -209,19 +209,123 @@ struct ChunkReuseTests {
         let kept = try #require(await Library.openForReading(at: setup.root).asset(identifier: asset.identifier)).totalBytesWritten
         #expect(kept > 0 && kept < Int64(v2.count))
         // Whole verified chunks only.
-        let index = try ChunkIndex.decode(Self.index(of: v2), from: "test", limits: .init(maxFileSize: 1 << 30))
-        #expect(index.chunks.contains { $0.offset == kept }, "\(kept) bytes kept")
-        let before = setup.nginx.accessLog.count
+        #expect(try await Self.v2Index().chunks.contains { $0.offset == kept }, "\(kept) bytes kept")
+        return (asset.identifier, kept)
+    }
 
-        library = try Library.open(at: setup.root, transports: TransportRegistry([HTTPTransport()]), configuration: .forTests(attempts: 1))
-        let resumed = try #require(await library.asset(identifier: asset.identifier))
+    static func v2Index() async throws -> ChunkIndex {
+        let (_, v2) = try await Self.made.value
+        return try ChunkIndex.decode(index(of: v2), from: "test", limits: .init(maxFileSize: 1 << 30))
+    }
+
+    /// Opens the library again with `transport` and downloads asset `identifier` to its end.
+    func resume(_ identifier: String, _ setup: Setup, transport: any Transport = HTTPTransport()) async throws -> AssetOutcome {
+        let library = try Library.open(at: setup.root, transports: TransportRegistry([transport]), configuration: .forTests(attempts: 1))
+        let resumed = try #require(await library.asset(identifier: identifier))
         try await resumed.download()
         let outcome = try await resumed.waitUntilFinished()
         await library.close()
+        return outcome
+    }
+
+    @Test func anInterruptedIndexedDownloadResumesAtAChunk() async throws {
+        let (_, v2) = try await Self.made.value
+        guard let setup = try await setUp() else { return }
+        defer { setup.nginx.stop() }
+        let (identifier, kept) = try await interrupted(setup)
+        let before = setup.nginx.accessLog.count
+        let outcome = try await resume(identifier, setup)
         #expect(outcome == .delivered)
         #expect(setup.delivered("mag.pdf").map(sha256Hex) == sha256Hex(v2))
         // Only what was not kept is fetched again: the kept bytes are whole chunks.
         #expect(sent(setup.nginx, status: 206, from: before) == v2.count - Int(kept), "\(setup.nginx.accessLog.dropFirst(before))")
+    }
+
+    /// Which chunks of a kept partial file get one byte flipped.
+    enum Flips: CaseIterable { case threeChunks, lastKeptChunk }
+
+    /// Flips the byte in the middle of each of `chunks` in the partial file of `identifier`.
+    func flip(_ chunks: [ChunkIndex.Chunk], ofAsset identifier: String, _ setup: Setup) throws {
+        let file = try FileHandle(forUpdating: setup.root.appendingPathComponent(".partial/\(identifier)"))
+        defer { try? file.close() }
+        for chunk in chunks {
+            let offset = UInt64(chunk.offset) + UInt64(chunk.length / 2)
+            try file.seek(toOffset: offset)
+            let read = try file.read(upToCount: 1)
+            let byte = try #require(read?.first)
+            try file.seek(toOffset: offset)
+            try file.write(contentsOf: Data([byte ^ 0x5A]))
+        }
+    }
+
+    @Test(arguments: Flips.allCases)
+    func aResumedPartialWithFlippedBytesFetchesOnlyTheirChunksAgain(_ flips: Flips) async throws {
+        let (_, v2) = try await Self.made.value
+        guard let setup = try await setUp() else { return }
+        defer { setup.nginx.stop() }
+        let (identifier, kept) = try await interrupted(setup)
+        let keptChunks = try await Self.v2Index().chunks.filter { $0.offset < kept }
+        let damaged = switch flips {
+        case .threeChunks: [keptChunks[1], keptChunks[keptChunks.count / 2], keptChunks[keptChunks.count - 2]]
+        case .lastKeptChunk: [keptChunks[keptChunks.count - 1]]
+        }
+        try flip(damaged, ofAsset: identifier, setup)
+        let before = setup.nginx.accessLog.count
+        let outcome = try await resume(identifier, setup)
+        #expect(outcome == .delivered)
+        #expect(setup.delivered("mag.pdf").map(sha256Hex) == sha256Hex(v2))
+        // Each damaged chunk alone, then the rest: not the whole file again.
+        let log = Array(setup.nginx.accessLog.dropFirst(before))
+        for chunk in damaged {
+            #expect(log.contains { $0.hasPrefix("206 \"bytes=\(chunk.offset)-\(chunk.offset + Int64(chunk.length) - 1)\"") }, "\(log)")
+        }
+        #expect(sent(setup.nginx, status: 206, from: before) == v2.count - Int(kept) + damaged.map(\.length).reduce(0, +), "\(log)")
+        #expect(sent(setup.nginx, status: 200, from: before) <= 64 << 10, "only the index is fetched whole: \(log)")
+    }
+
+    @Test func aWholeFileMismatchChecksTheChunksAndFetchesNoneOfTheGoodOnesAgain() async throws {
+        let (_, v2) = try await Self.made.value
+        // Every chunk's SHA-256 is right, the whole file's (bytes 26-57 of the header) is not.
+        var index = try Self.index(of: v2)
+        index[26] ^= 0xFF
+        let claimed = try ChunkIndex.decode(index, from: "test", limits: .init(maxFileSize: 1 << 30)).sha256.description
+        guard let setup = try await setUp(index: index) else { return }
+        defer { setup.nginx.stop() }
+        var request = AssetRequest(url: setup.nginx.url("/v2.bin"), sha256: claimed, destinationPath: "mag.pdf")
+        request.index = setup.nginx.url("/v2.bin.pbidx")
+        let outcome = try await setup.deliver(request)
+        await setup.library.close()
+        guard case .failed(let error) = outcome else {
+            Testing.Issue.record("expected a failure, got \(outcome)")
+            return
+        }
+        #expect(error.code == .checksumMismatch)
+        #expect(error.message.contains("its chunks checked against") && error.message.contains("/v2.bin.pbidx"), "\(error.message)")
+        // The chunks were checked on disk, not fetched again.
+        #expect(sent(setup.nginx, status: 206) == v2.count, "\(setup.nginx.accessLog)")
+        #expect(setup.delivered("mag.pdf") == nil)
+    }
+
+    @Test func aPartialChunkTheSourceKeepsServingWrongFailsTheAssetNamingIt() async throws {
+        guard let setup = try await setUp() else { return }
+        defer { setup.nginx.stop() }
+        let (identifier, _) = try await interrupted(setup)
+        let first = try await Self.v2Index().chunks[0]
+        try flip([first], ofAsset: identifier, setup)
+        let before = setup.nginx.accessLog.count
+        // Every answer from byte 0 comes with its 1001st byte flipped.
+        let outcome = try await resume(identifier, setup, transport: CorruptingTransport(base: HTTPTransport(), corruption: .everyRange))
+        guard case .failed(let error) = outcome else {
+            Testing.Issue.record("expected a failure, got \(outcome)")
+            return
+        }
+        #expect(error.message.contains("chunk 0 (bytes 0-\(first.length - 1))"), "\(error.message)")
+        #expect(error.message.contains("/slow/v2.bin") && error.message.contains("/v2.bin.pbidx"), "\(error.message)")
+        // Fetched alone, then again alone as often as a bad chunk is; nothing else from the source.
+        let log = Array(setup.nginx.accessLog.dropFirst(before))
+        #expect(log.filter { $0.hasPrefix("206 \"bytes=0-\(first.length - 1)\"") }.count == 1 + ChunkedTransferRefetches.count, "\(log)")
+        #expect(sent(setup.nginx, status: 206, from: before) == (1 + ChunkedTransferRefetches.count) * first.length, "\(log)")
+        #expect(setup.delivered("mag.pdf") == nil)
     }
 }
 

@@ -18,6 +18,10 @@ import Synchronization
 /// that a resume continues only the same version), then whole verified chunks in order. The
 /// partial file therefore always ends at a chunk boundary, the whole file's SHA-256 is checked
 /// by the sink at the end as for any asset, and delivery is unchanged.
+///
+/// A transfer that continues from bytes on disk first checks their chunks against the index
+/// and fetches each bad one again alone, written in place (``repair(_:transport:sink:sourceValidator:)``):
+/// a few bad bytes in a partial file cost their chunks, not the file.
 final class ChunkedTransfer: Sendable {
     /// What an index fetched for an asset may describe: 2^18 chunks (9 MiB of index; 8 GiB of
     /// file at the standard average chunk), of a file up to 1 TiB.
@@ -26,13 +30,20 @@ final class ChunkedTransfer: Sendable {
     /// How often one chunk is fetched again after its bytes did not match, before the asset fails.
     static let refetches = 2
 
+    /// Chunks of a partial file read and checked per turn off the cooperative pool, between
+    /// which a cancellation is seen (at most 64 MiB at the standard maximum chunk).
+    static let checkedPerTurn = 256
+
     let plan: ChunkPlan
     let indexURL: URL
+    /// Where the partial file's chunks are read back and checked, off the cooperative pool.
+    let durability: Durability
     private let counts = Mutex<(reused: Int64, fetched: Int64)>((0, 0))
 
-    init(plan: ChunkPlan, indexURL: URL) {
+    init(plan: ChunkPlan, indexURL: URL, durability: Durability) {
         self.plan = plan
         self.indexURL = indexURL
+        self.durability = durability
     }
 
     /// Bytes copied from files the library holds, and bytes fetched, so far.
@@ -44,19 +55,23 @@ final class ChunkedTransfer: Sendable {
         ResourceValidator("pbidx-sha256:\(index.sha256)", strength: .strong)
     }
 
-    /// Fills `sink` from `job.offset` (a chunk boundary) to the end.
+    /// Fills `sink` from `job.offset` (a chunk boundary) to the end, after checking (and
+    /// repairing) the chunks of the first `job.offset` bytes already in the file.
     ///
     /// - Throws: the sink's and the transport's errors; a ``TransportError`` naming the chunk,
     ///   its offset and the URL when a chunk still does not match after ``refetches`` fetches.
     func run(_ job: TransferJob, transport: any Transport, into sink: PartialFileSink) async throws {
         let index = plan.index
+        var sourceValidator: ResourceValidator?
+        if job.offset > 0 {
+            sink.verifiedPrefix = try await repair(job, transport: transport, sink: sink, sourceValidator: &sourceValidator)
+        }
         try sink.begin(TransferResponse(offset: job.offset, expectedLength: index.fileSize, validator: Self.validator(of: index)))
         var steps = plan.steps(after: job.offset)
         let files = plan.seeds.map { open($0.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         defer { for file in files where file >= 0 { close(file) } }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.parameters.maximum, alignment: 16)
         defer { buffer.deallocate() }
-        var sourceValidator: ResourceValidator?
         var failures: [Int: Int] = [:]
         var position = 0
         while position < steps.count {
@@ -76,32 +91,12 @@ final class ChunkedTransfer: Sendable {
             case .fetch(let chunks):
                 let rangeSink = ChunkRangeSink(outer: sink, index: index, chunks: chunks, url: job.url, indexURL: indexURL,
                                                expectedValidator: sourceValidator)
-                var ranged = job
-                ranged.offset = rangeSink.range.lowerBound
-                ranged.rangeEnd = rangeSink.range.upperBound
-                ranged.validator = sourceValidator
-                ranged.connectionsPerAsset = 1
                 do {
-                    defer { counts.withLock { $0.fetched += rangeSink.verifiedBytes } }
-                    try await transport.transfer(ranged, into: rangeSink)
-                    try await rangeSink.drain()
-                    sourceValidator = sourceValidator ?? rangeSink.validator
-                    guard rangeSink.isComplete else {
-                        throw TransportError(.connectionLost, "\(job.url.redactedString) ended the range \(rangeSink.shownRange) early", url: job.url)
-                    }
+                    try await fetch(into: rangeSink, job, transport: transport, sourceValidator: &sourceValidator)
                 } catch let mismatch as ChunkMismatch {
-                    try await rangeSink.drain()
-                    sourceValidator = sourceValidator ?? rangeSink.validator
                     let failed = failures[mismatch.chunk, default: 0] + 1
                     failures[mismatch.chunk] = failed
-                    let chunk = index.chunks[mismatch.chunk]
-                    guard failed <= Self.refetches else {
-                        throw TransportError(
-                            .protocolError,
-                            "chunk \(mismatch.chunk) (bytes \(chunk.offset)-\(chunk.offset + Int64(chunk.length) - 1)) of \(job.url.redactedString) "
-                                + "did not match its SHA-256 in \(indexURL.redactedString) in \(failed) fetches",
-                            url: job.url, isRetryable: false)
-                    }
+                    guard failed <= Self.refetches else { throw stillBad(mismatch.chunk, fetches: failed, url: job.url) }
                     // Fetched again alone, then the rest of the range.
                     var again: [ChunkPlan.Step] = [.fetch(chunks: mismatch.chunk..<mismatch.chunk + 1)]
                     if mismatch.chunk + 1 < chunks.upperBound { again.append(.fetch(chunks: mismatch.chunk + 1..<chunks.upperBound)) }
@@ -109,6 +104,117 @@ final class ChunkedTransfer: Sendable {
                 }
             }
             position += 1
+        }
+    }
+
+    /// Fetches the range of `rangeSink` (its chunks) into it, from the version of the source the
+    /// earlier ranges came from (`sourceValidator`, set by the first answer).
+    ///
+    /// - Throws: ``ChunkMismatch`` once the verified chunks before the bad one are handed on;
+    ///   the transport's errors; `.connectionLost` when the range ended early.
+    private func fetch(into rangeSink: ChunkRangeSink, _ job: TransferJob, transport: any Transport,
+                       sourceValidator: inout ResourceValidator?) async throws {
+        var ranged = job
+        ranged.offset = rangeSink.range.lowerBound
+        ranged.rangeEnd = rangeSink.range.upperBound
+        ranged.validator = sourceValidator
+        ranged.connectionsPerAsset = 1
+        defer { counts.withLock { $0.fetched += rangeSink.verifiedBytes } }
+        do {
+            try await transport.transfer(ranged, into: rangeSink)
+            try await rangeSink.drain()
+        } catch let mismatch as ChunkMismatch {
+            try await rangeSink.drain()
+            sourceValidator = sourceValidator ?? rangeSink.validator
+            throw mismatch
+        }
+        sourceValidator = sourceValidator ?? rangeSink.validator
+        guard rangeSink.isComplete else {
+            throw TransportError(.connectionLost, "\(job.url.redactedString) ended the range \(rangeSink.shownRange) early", url: job.url)
+        }
+    }
+
+    /// The error for chunk `number` of `url` that did not match its SHA-256 in `fetches` fetches.
+    private func stillBad(_ number: Int, fetches: Int, url: URL) -> TransportError {
+        let chunk = plan.index.chunks[number]
+        return TransportError(
+            .protocolError,
+            "chunk \(number) (bytes \(chunk.offset)-\(chunk.offset + Int64(chunk.length) - 1)) of \(url.redactedString) "
+                + "did not match its SHA-256 in \(indexURL.redactedString) in \(fetches) fetches",
+            url: url, isRetryable: false)
+    }
+
+    /// Checks the chunks of the first `job.offset` bytes of the partial file against the index,
+    /// and fetches each one that does not match again alone, written in place at its offset.
+    ///
+    /// The prefix is read once: when the sink checks the whole file's SHA-256, the hash of the
+    /// checked (and repaired) prefix is returned for it (``PartialFileSink/verifiedPrefix``),
+    /// and it does not read the prefix again. Nothing is recorded: a kill during the repair
+    /// leaves chunks that are good or bad, and the next resume checks them all again.
+    ///
+    /// - Throws: as ``run(_:transport:into:)``; the sink's error for a chunk it cannot write.
+    private func repair(_ job: TransferJob, transport: any Transport, sink: PartialFileSink,
+                        sourceValidator: inout ResourceValidator?) async throws -> (hasher: SHA256, length: Int64)? {
+        let index = plan.index
+        let end = index.chunks.firstIndex { $0.offset >= job.offset } ?? index.chunks.count
+        var hasher: SHA256? = sink.context.expectedSHA256 == nil ? nil : SHA256()
+        var next = 0
+        while next < end {
+            try Task.checkCancellation()
+            let (fd, from, through, before) = (sink.fd, next, min(end, next + Self.checkedPerTurn), HandedOver(hasher: hasher))
+            let checked = await durability.offload { Self.check(fd: fd, index: index, chunks: from..<through, hasher: before) }
+            hasher = checked.hasher.hasher
+            guard let bad = checked.bad else {
+                next = through
+                continue
+            }
+            let bytes = try await fetchAlone(bad, job, transport: transport, sink: sink, sourceValidator: &sourceValidator)
+            if let failure = bytes.withUnsafeBytes({ POSIX.writeAll(sink.fd, $0, at: index.chunks[bad].offset) }) { throw sink.writeFailure(failure) }
+            hasher?.update(data: bytes)
+            next = bad + 1
+        }
+        return hasher.map { ($0, job.offset) }
+    }
+
+    /// Reads `chunks` of the file `fd` and feeds their bytes to `hasher` while they match the
+    /// index: the hasher then, and the first chunk that did not match or could not be read.
+    private static func check(fd: Int32, index: ChunkIndex, chunks: Range<Int>, hasher: HandedOver) -> (hasher: HandedOver, bad: Int?) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.parameters.maximum, alignment: 16)
+        defer { buffer.deallocate() }
+        var hasher = hasher
+        for number in chunks {
+            let chunk = index.chunks[number]
+            let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[..<chunk.length])
+            guard case .success(chunk.length) = POSIX.readFully(fd, into: bytes, at: chunk.offset),
+                  SHA256Value(SHA256.hash(data: UnsafeRawBufferPointer(bytes))) == chunk.sha256 else { return (hasher, number) }
+            hasher.hasher?.update(bufferPointer: UnsafeRawBufferPointer(bytes))
+        }
+        return (hasher, nil)
+    }
+
+    /// The whole file's hasher, handed to the thread that checks chunks and back, never used
+    /// by two at once (`SHA256` is not `Sendable`).
+    private struct HandedOver: @unchecked Sendable {
+        var hasher: SHA256?
+    }
+
+    /// Fetches chunk `number` alone until its bytes match the index (at most ``refetches`` times
+    /// again): its bytes.
+    private func fetchAlone(_ number: Int, _ job: TransferJob, transport: any Transport, sink: PartialFileSink,
+                            sourceValidator: inout ResourceValidator?) async throws -> [UInt8] {
+        var fetches = 0
+        while true {
+            try Task.checkCancellation()
+            let collector = ChunkCollector(answeringFor: sink)
+            let rangeSink = ChunkRangeSink(outer: collector, index: plan.index, chunks: number..<number + 1, url: job.url, indexURL: indexURL,
+                                           expectedValidator: sourceValidator)
+            fetches += 1
+            do {
+                try await fetch(into: rangeSink, job, transport: transport, sourceValidator: &sourceValidator)
+                return collector.bytes
+            } catch is ChunkMismatch {
+                guard fetches <= Self.refetches else { throw stillBad(number, fetches: fetches, url: job.url) }
+            }
         }
     }
 
@@ -174,14 +280,36 @@ final class IndexSink: TransferSink, @unchecked Sendable {
     func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { await answer(challenge) }
 }
 
+/// Holds the verified bytes of one chunk fetched alone to repair a partial file (no more than
+/// the chunk: ``ChunkRangeSink`` refuses the rest).
+final class ChunkCollector: TransferSink, @unchecked Sendable {
+    /// The sink whose credentials and delegates answer challenges.
+    let sink: any TransferSink
+    private(set) var bytes: [UInt8] = []
+
+    init(answeringFor sink: any TransferSink) { self.sink = sink }
+
+    func begin(_ response: TransferResponse) throws {}
+    func write(_ bytes: UnsafeRawBufferPointer) async throws { self.bytes.append(contentsOf: bytes) }
+
+    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
+        self.bytes.append(contentsOf: bytes)
+        return true
+    }
+
+    func whenWritable(_ callback: @escaping @Sendable () -> Void) { callback() }
+    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { await sink.challenge(challenge) }
+}
+
 /// Takes the bytes of one fetched range of an indexed asset, checks each chunk's SHA-256 as it
-/// completes, and passes only whole verified chunks on to the asset's sink, in order.
+/// completes, and passes only whole verified chunks on to the asset's sink (or, for a repair,
+/// a ``ChunkCollector``), in order.
 ///
 /// The answer is refused in ``begin(_:)``, before a byte is written, unless it is exactly the
 /// range asked for, of a resource of the index's length (and of the version the earlier ranges
 /// came from). Memory: the chunk being received plus what one transport call hands over.
 final class ChunkRangeSink: TransferSink, @unchecked Sendable {
-    let outer: PartialFileSink
+    let outer: any TransferSink
     let index: ChunkIndex
     let chunks: Range<Int>
     let range: Range<Int64>
@@ -201,7 +329,7 @@ final class ChunkRangeSink: TransferSink, @unchecked Sendable {
     /// Bytes of verified chunks handed on.
     private(set) var verifiedBytes: Int64 = 0
 
-    init(outer: PartialFileSink, index: ChunkIndex, chunks: Range<Int>, url: URL, indexURL: URL, expectedValidator: ResourceValidator?) {
+    init(outer: any TransferSink, index: ChunkIndex, chunks: Range<Int>, url: URL, indexURL: URL, expectedValidator: ResourceValidator?) {
         self.outer = outer
         self.index = index
         self.chunks = chunks

@@ -163,6 +163,10 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// the SHA-256 of the prefix written without a gap (``contiguousEnd``), read back from the
     /// file as it grows.
     var prefixHasher: PrefixHasher?
+    /// The SHA-256 of the first `length` bytes on disk, from whoever read them back before
+    /// `begin` (``ChunkedTransfer`` checking a resumed prefix): `begin` continues from it rather
+    /// than reading those bytes again.
+    var verifiedPrefix: (hasher: SHA256, length: Int64)?
     /// Bytes from the start of the file ``prefixHasher`` covers so far (0 without one).
     var hashedPrefix: Int64 { prefixHasher?.hashed.load(ordering: .relaxed) ?? 0 }
     /// The offset the transfer really continued from (set by `begin`).
@@ -301,7 +305,11 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             // The bytes already on disk are read back and hashed from now, off the transport's thread.
             if hasher != nil {
                 hasher = nil
-                prefixHasher = PrefixHasher(fd: fd)
+                if let verifiedPrefix, verifiedPrefix.length == written {
+                    prefixHasher = PrefixHasher(fd: fd, hasher: verifiedPrefix.hasher, covering: written)
+                } else {
+                    prefixHasher = PrefixHasher(fd: fd)
+                }
             }
             // The file holds the recorded bytes and grows in order from here: in this boot its
             // length is trusted even before the first checkpoint (after a reboot, see Reconciler).

@@ -180,8 +180,9 @@ extension Scheduler {
                     }
                 }
                 // A first resume whose bytes fail their check is fetched again from 0 below, in
-                // this attempt: that fetch is a transfer too, so the place is kept until then.
-                let mayStartOver = sink.startOffset > 0 && failedResume == nil
+                // this attempt (an indexed asset's bad chunks only, whether it resumed or not):
+                // that fetch is a transfer too, so the place is kept until then.
+                let mayStartOver = (sink.startOffset > 0 || chunkedTransfer != nil) && failedResume == nil
                 // Otherwise the source has sent everything: the next transfer may start while these
                 // bytes are written, checked, made durable and moved (a failure below retries later).
                 if !mayStartOver { releaseSlot(run.slot) }
@@ -200,16 +201,27 @@ extension Scheduler {
                     guard let mismatch = sink.mismatch else { throw error }
                     if let first = failedResume {
                         let discarded = error.code == .checksumMismatch ? "; the file was discarded" : ""
-                        throw LibraryError(error.code, "\(request.url.redactedString): after resuming at byte \(first.offset), \(first.mismatch); "
-                                           + "fetched again from 0 and \(mismatch)\(discarded)",
+                        let again = chunkedTransfer.map { "its chunks checked against \($0.indexURL.redactedString) and the bad ones fetched again" }
+                            ?? "fetched again from 0"
+                        let resumed = first.offset > 0 ? "after resuming at byte \(first.offset), " : ""
+                        throw LibraryError(error.code, "\(request.url.redactedString): \(resumed)\(first.mismatch); \(again) and \(mismatch)\(discarded)",
                                            isRetryable: error.isRetryable, underlying: error.underlying)
                     }
                     guard mayStartOver else { throw error }
+                    failedResume = (sink.startOffset, mismatch)
+                    if let chunked = chunkedTransfer {
+                        // The index says which bytes are wrong: the transfer continues from the
+                        // file's end, which checks every chunk and fetches only the bad ones again.
+                        logger.info("asset \(run.id): \(request.url.redactedString): \(mismatch); checking its chunks against \(chunked.indexURL.redactedString)")
+                        offset = ChunkPlan.boundary(atOrBelow: sink.written, in: chunked.plan.index)
+                        validator = sink.validator
+                        guard POSIX.truncate(fd, to: offset) else { throw error }
+                        continue
+                    }
                     // Complete, yet not the resource: a source that kept its validator while its
                     // bytes changed (an ETag made of size and mtime, a date) spliced two versions.
                     // Fetched again from 0 at once; only a second failure fails the asset.
                     logger.info("asset \(run.id): \(request.url.redactedString): after resuming at byte \(sink.startOffset), \(mismatch); fetching it again from 0")
-                    failedResume = (sink.startOffset, mismatch)
                     startOver()
                     continue
                 }
@@ -258,7 +270,9 @@ extension Scheduler {
                 await sink.waitForCheckpoints()
                 if Task.isCancelled || error is CancellationError || (error as? TransportError)?.code == .cancelled {
                     await sink.recordProgressDurably()
-                    return .stopped(written: sink.written, validator: sink.validator)
+                    // Stopped before `begin` (an indexed asset checking its chunks): the bytes
+                    // on disk are still those it started from.
+                    return .stopped(written: sink.began ? sink.written : offset, validator: sink.began ? sink.validator : validator)
                 }
                 // The library's own refusal (no space) wins over what the transport made of it.
                 let failure = sink.storageRefusal ?? Self.libraryError(error)
@@ -344,7 +358,7 @@ extension Scheduler {
         let plan = await durability.offload { [self] in
             ChunkPlan(index: index, seeds: seeds) { digests in deliveredChunks(among: digests, for: run.id) }
         }
-        return ChunkedTransfer(plan: plan, indexURL: indexURL)
+        return ChunkedTransfer(plan: plan, indexURL: indexURL, durability: durability)
     }
 
     /// Where the chunk table says chunks with these SHA-256s are, in files delivered to the

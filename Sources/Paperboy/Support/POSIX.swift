@@ -48,12 +48,17 @@ enum POSIX {
         ftruncate(fd, off_t(length)) == 0 && lseek(fd, off_t(position ?? length), SEEK_SET) >= 0
     }
 
-    /// Writes the whole buffer, retrying on EINTR and short writes.
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
+    /// Writes the whole buffer, retrying on EINTR and short writes. With `offset`, writes there
+    /// (`pwrite`) without moving the file's position.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64? = nil) -> Int32? {
         guard var pointer = bytes.baseAddress else { return nil }
         var remaining = bytes.count
         while remaining > 0 {
-            let written = write(fd, pointer, remaining)
+            let written = if let offset {
+                pwrite(fd, pointer, remaining, off_t(offset + Int64(bytes.count - remaining)))
+            } else {
+                write(fd, pointer, remaining)
+            }
             if written < 0 {
                 if errno == EINTR { continue }
                 return errno
