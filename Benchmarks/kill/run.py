@@ -22,6 +22,9 @@ checkpoint_interval, plus the sockets' buffers).
 
 Run by hand, on a quiet machine:  Benchmarks/kill/run.py
 Knobs (environment): RATE=50m (nginx limit_rate) KILLS=10 SIZE_MB=1000 SEED=1 SPLIT=4 SPLIT_KILLS=5
+  MIRROR=1              (the split download also names a mirror, the same nginx on 127.0.0.2:
+                         issue 30's "kill -9 x 5 during a 2-mirror download"; its requests are
+                         counted with the url's, per byte of the file)
   MIN_S=0.6 MAX_S=1.4   (each run is killed after a random time in this range, the same
                          sequence for every tool)
   WORK=/var/tmp/...     (where data and downloads live; default a new folder in /var/tmp)
@@ -45,6 +48,7 @@ HEAVY_MB, HEAVY_THREADS = os.environ.get("HEAVY_MB", "16"), os.environ.get("HEAV
 HEAVY_NAME = f"curl -C - +{HEAVY_MB} MiB {HEAVY_THREADS} thr"
 SPLIT = int(os.environ.get("SPLIT", "4"))
 SPLIT_KILLS = int(os.environ.get("SPLIT_KILLS", "5"))
+MIRROR = os.environ.get("MIRROR") == "1"
 WORK = os.environ.get("WORK") or tempfile.mkdtemp(prefix="paperboy-kill-bench.", dir="/var/tmp")
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 
@@ -72,6 +76,7 @@ http {{
     fastcgi_temp_path {WORK}/nginx/tmp; uwsgi_temp_path {WORK}/nginx/tmp; scgi_temp_path {WORK}/nginx/tmp;
     server {{
         listen 127.0.0.1:{port};
+        listen 127.0.0.2:{port};
         root {root};
         location / {{ limit_rate {RATE}; }}
     }}
@@ -102,6 +107,7 @@ def split_kill_runs(binary, folder, port, delays, size):
     name = f"split{SPLIT}"
     os.symlink("big.bin", f"{WORK}/www/{name}.bin")
     os.makedirs(folder, exist_ok=True)
+    mirrors = f'  mirrors = ["http://127.0.0.2:{port}/{name}.bin"]\n' if MIRROR else ""
     with open(f"{folder}/paperboy.toml", "w") as f:
         f.write(f"""[library]
 path = "{folder}/lib"
@@ -113,7 +119,7 @@ date = 2026-11-21
   [[issues.assets]]
   url = "http://127.0.0.1:{port}/{name}.bin"
   path = "big.bin"
-""")
+{mirrors}""")
     command = [binary, "sync", "-q", "--config", f"{folder}/paperboy.toml"]
     ends = []
     for delay in delays:
@@ -288,7 +294,8 @@ date = 2026-11-21
                 print(f"{name} / {baseline}: {means[name] / means[baseline]:.2f}")
     if split:
         kills, same, status, extra = split
-        print(f"\nSplit download, connections_per_asset = {SPLIT}: {len(kills)} SIGKILLs at the same times, then a run to the end")
+        print(f"\nSplit download, connections_per_asset = {SPLIT}{', with a mirror (127.0.0.2)' if MIRROR else ''}: "
+              f"{len(kills)} SIGKILLs at the same times, then a run to the end")
         print(f"{'kill':>4} {'requests':>8} {'re-fetched MB':>13} {'in flight MB':>12} {'pieces sent MB':>14}  aim: re-fetched <= in flight")
         for i, (refetched, flight, count, others) in enumerate(kills, 1):
             print(f"{i:>4} {count:>8} {refetched / 1e6:>13.2f} {flight / 1e6:>12.2f} {others / 1e6:>14.2f}  "
