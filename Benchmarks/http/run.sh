@@ -244,8 +244,9 @@ report() {  # $1 = case, $2 = unit
 }
 ratio() {  # $1 = case, $2 = paperboy row, $3 = other tool, $4 = aim
     local mine theirs
-    mine=$(awk -v n="$2" '$1 == n {print $2}' "$WORK/rates-$1.txt" 2>/dev/null)
-    theirs=$(awk -v n="$3" '$1 == n {print $2}' "$WORK/rates-$1.txt" 2>/dev/null)
+    # A case left out has no rates file: awk's exit 2 must not end the script (set -e).
+    mine=$(awk -v n="$2" '$1 == n {print $2}' "$WORK/rates-$1.txt" 2>/dev/null || true)
+    theirs=$(awk -v n="$3" '$1 == n {print $2}' "$WORK/rates-$1.txt" 2>/dev/null || true)
     [[ -n $mine && -n $theirs ]] || return 0
     printf '%s: %s / %s = %sx (aim >= %s)\n' "$1" "$2" "$3" "$(awk -v a="$mine" -v b="$theirs" 'BEGIN {printf "%.2f", a / b}')" "$4"
 }
