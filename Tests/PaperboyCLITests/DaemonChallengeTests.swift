@@ -181,9 +181,7 @@ struct DaemonChallengeTests {
         }
         let setup = try await start(delegate, config: "[daemon]\nchallenge_timeout = \"1s\"\n")
         try await eventually("the client to be asked") { delegate.seen.withLock { !$0.challenges.isEmpty } }
-        let asked = ContinuousClock.now
         let outcome = try await setup.asset.waitUntilFinished()
-        let waited = ContinuousClock.now - asked
         guard case .failed = outcome else {
             Issue.record("expected a failure, got \(outcome)")
             await setup.stop()
@@ -192,10 +190,9 @@ struct DaemonChallengeTests {
         try await eventually("the delegate to hear of the failure") { delegate.seen.withLock { !$0.failures.isEmpty } }
         let failure = delegate.seen.withLock { $0.failures.first }
         #expect(failure?.isAuthenticationFailure == true, "\(String(describing: failure))")
-        // The daemon's log names the decision; the delegate would answer after 120 s, so an end
-        // well before was the timeout's (the bound is for a loaded machine).
+        // The daemon's log names the decision: the timeout's, not the delegate's late answer
+        // (no wall-clock bound).
         #expect(try String(contentsOf: setup.daemon.log, encoding: .utf8).contains("default handling (no answer within 1"))
-        #expect(waited < .seconds(60), "\(waited)")
         await setup.stop()
     }
 
@@ -223,14 +220,16 @@ struct DaemonChallengeTests {
         let refused = try reader.next(from: fd, maxLength: { _ in 1 << 20 }, wait: { _ in })
         #expect(refused.kind == "ERROR" && String(decoding: refused.payload, as: UTF8.self).contains("unknown-challenge"))
 
-        let started = ContinuousClock.now
         client.disconnect()
         let observer = try await Library.connect(socket: daemon.socket)
         try await eventually("the asset to fail once its client left") {
             if case .failed = try await observer.asset(identifier: asset.identifier)?.state { return true }
             return false
         }
-        #expect(ContinuousClock.now - started < .seconds(30))
+        // Decided by the client's leaving, not by the 60 s timeout: the daemon's log says which
+        // (no wall-clock bound).
+        let decided = try String(contentsOf: daemon.log, encoding: .utf8)
+        #expect(decided.contains("default handling (the client left)"), "\(decided)")
         #expect(server.requests.allSatisfy { $0.header("authorization") == nil })
         #expect(!FileManager.default.fileExists(atPath: workspace.path("lib/Issues/locked/issue.pdf").path))
         observer.disconnect()

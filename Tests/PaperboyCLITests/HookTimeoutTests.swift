@@ -18,12 +18,12 @@ struct HookTimeoutTests {
     }
 
     /// The hook writes its child's pid (atomically: a file half written when the hook is stopped
-    /// would be empty) before it hangs for 100 s.
+    /// would be empty) before it hangs for an hour.
     @Test(arguments: [
         // Stops at SIGTERM; the child it left in the background ignores it.
-        ("exec", "(trap '' TERM; sleep 100) & echo $! > child.pid.new && mv child.pid.new child.pid\nexec sleep 100\n"),
+        ("exec", "(trap '' TERM; sleep 3600) & echo $! > child.pid.new && mv child.pid.new child.pid\nexec sleep 3600\n"),
         // Ignores SIGTERM itself: SIGKILL after the grace.
-        ("trap", "trap '' TERM\n(sleep 100) & echo $! > child.pid.new && mv child.pid.new child.pid\nwait\n"),
+        ("trap", "trap '' TERM\n(sleep 3600) & echo $! > child.pid.new && mv child.pid.new child.pid\nwait\n"),
     ], CLIRoute.allCases)
     func aHookThatRunsTooLongIsStoppedWithItsChildren(hook: (name: String, body: String), route: CLIRoute) async throws {
         let (name, body) = hook
@@ -47,9 +47,7 @@ struct HookTimeoutTests {
         let cli = RoutedCLI(route, workspace: workspace)
         defer { cli.stop() }
         try await cli.start(libraryWideOf: file)
-        let started = ContinuousClock.now
         let result = try await cli.run(["sync", "--config", file.path])
-        let took = ContinuousClock.now - started
         let stopped = "hook 'hooks/slow.sh' for issue 'a' did not finish within 3s ([hooks] timeout) and was stopped"
         switch route {
         case .inProcess:
@@ -62,8 +60,8 @@ struct HookTimeoutTests {
             try await eventually("\(name): the daemon to stop the hook", seen: cli.daemonLog) { cli.daemonLog.contains(stopped) }
         }
         #expect(result.stdout.contains("issue a is available"), "\(name): \(result.stdout)")
-        // The hook sleeps 100 s: a sync that ended well before did not wait for it.
-        #expect(took < .seconds(60), "\(name): the hook was not stopped (\(took))")
+        // The hook sleeps an hour: a sync that ended at all did not wait for it (no wall-clock
+        // bound; one that waited fails by the suite's time limit).
         try await eventually("\(name): the hook to write its child's pid") {
             FileManager.default.fileExists(atPath: workspace.path("child.pid").path)
         }

@@ -112,16 +112,14 @@ struct PaperboyClientWriteTests {
         try await eventually("the requests to fill the daemon's socket", seen: "\(daemon.queuedBytes) bytes queued") {
             daemon.queuedBytes >= 64 * 1024
         }
-        // Other work on the cooperative pool goes on (the bounds are for a loaded machine).
-        let started = ContinuousClock.now
+        // Other work on the cooperative pool goes on (were the pool held, this would never end:
+        // the suite's time limit, no wall-clock bound).
         let sums = await withTaskGroup(of: Int.self) { group in
             for index in 0..<8 { group.addTask { (0...1000).reduce(index, +) } }
             return await group.reduce(0, +)
         }
         #expect(sums == 8 * 500_500 + 28)
-        #expect(ContinuousClock.now - started < .seconds(30))
-        // Disconnecting ends every stuck request with an error at once.
-        let disconnected = ContinuousClock.now
+        // Disconnecting ends every stuck request with an error (else they wait for ever).
         client.disconnect()
         var errors: [LibraryError] = []
         for request in requests { if let error = await request.value { errors.append(error) } }
@@ -129,6 +127,5 @@ struct PaperboyClientWriteTests {
         #expect(!wedged.withLock { $0 }, "the client's blocking writes wedged the cooperative pool")
         #expect(errors.count == requests.count)
         #expect(errors.allSatisfy { $0.code == .transport })
-        #expect(ContinuousClock.now - disconnected < .seconds(30))
     }
 }

@@ -6,7 +6,8 @@ import PaperboyTesting
 import Testing
 
 /// What the HTTP transport does in real time: a stop while a sink holds the writer, a bandwidth
-/// limit through the library. One at a time, with bounds that hold on a loaded machine.
+/// limit through the library. One at a time. No upper bound on the wall clock: a stop that is not
+/// prompt waits for an hour's timeout or hold, and fails by the suite's time limit.
 @Suite("HTTP stops and limits in real time", .serialized, .timeLimit(.minutes(3)))
 struct HTTPRealTimeTests {
     /// The test file, made once on a thread of its own: megabytes take a debug build tens of
@@ -22,17 +23,15 @@ struct HTTPRealTimeTests {
         let server = try FaultServer { .serving(data, for: $0, fault: .stallAfter(100_000)) }
         let sink = RecordingSink()
         let transport = httpTransport(writingBehind: writingBehind)
-        let task = Task { try await transport.transfer(.forTests(server.url("/f"), idleTimeout: .seconds(120)), into: sink) }
+        let task = Task { try await transport.transfer(.forTests(server.url("/f"), idleTimeout: .seconds(3600)), into: sink) }
         try await eventually(
             "the 100000 bytes before the stall in the sink",
             seen: "\(server.connectionCount) connections, \(server.requests.count) requests, \(sink.data.count) bytes, "
                 + "began: \(sink.beginCount), accept failures: [\(server.acceptFailures)], port \(server.port)"
         ) { sink.data.count >= 100_000 }
-        let start = ContinuousClock.now
         task.cancel()
+        // Only the cancellation can end it: the idle timeout is an hour away.
         await #expect(throws: CancellationError.self) { try await task.value }
-        // Far below the 120 s idle timeout that would end it otherwise.
-        #expect(ContinuousClock.now - start < .seconds(60))
         #expect(Bytes(sink.data) == Bytes(data.prefix(100_000)))
     }
 
@@ -40,8 +39,8 @@ struct HTTPRealTimeTests {
         let body = randomData(100 * 1024)
         let server = try FaultServer { .serving(body, for: $0) }
         // The whole body fits in the ring, so libcurl is done at once; the sink then holds the
-        // writer for 60 s (as a slow bandwidth limit would).
-        let sink = PushbackSink(pause: .seconds(60), every: 1, limit: 1)
+        // writer for an hour (as a slow bandwidth limit would).
+        let sink = PushbackSink(pause: .seconds(3600), every: 1, limit: 1)
         let transport = httpTransport(bufferSize: 64 * 1024, writingBehind: true)
         let task = Task { try await transport.transfer(.forTests(server.url("/f")), into: sink) }
         // libcurl has read the whole body once the server sent it and nothing of it is left
@@ -50,11 +49,9 @@ struct HTTPRealTimeTests {
             "the sink's push-back and libcurl reading all \(body.count) bytes",
             seen: "\(sink.refusals) refusals, \(server.bodyBytesSent) bytes sent, \(server.unreadBytes) unread"
         ) { sink.refusals > 0 && server.bodyBytesSent == body.count && server.unreadBytes == 0 }
-        let start = ContinuousClock.now
         task.cancel()
+        // Only the cancellation can end it: the sink's hold lasts an hour.
         await #expect(throws: CancellationError.self) { try await task.value }
-        // Long before the sink's hold ends.
-        #expect(ContinuousClock.now - start < .seconds(30))
     }
 
     /// Through the real sink: durable checkpoints, and the bandwidth limiter pushing back on the
