@@ -297,6 +297,19 @@ struct AssetLifecycleTests {
         #expect(life.bytesOnDisk == 30)
     }
 
+    /// A split download whose gap-free prefix did not move but whose recorded pieces grew made
+    /// progress: its retries start afresh (they ran out before, while the pieces grew).
+    @Test func aFailureThatOnlyGrewItsPiecesStartsTheCountAfresh() {
+        var life = Life(id: "a", state: .downloading, attempts: 4, bytesOnDisk: 10)
+        var failure = Self.failure(retryable: true, written: 10)
+        failure.piecesGrew = true
+        _ = life.handle(.transferFailed(failure))
+        #expect(life.state == .retry)
+        #expect(life.attempts == 0)
+        #expect(life.progressClock == .seconds(50))
+        #expect(life.bytesOnDisk == 10)
+    }
+
     @Test func theLastAttemptWithoutProgressGivesUpAndRecordsWhy() {
         var life = Life(id: "a", state: .downloading, attempts: 4, bytesOnDisk: 10)
         let actions = life.handle(.transferFailed(Self.failure(retryable: true, written: 10)))

@@ -13,6 +13,8 @@ final class SegmentingTransport: Transport, @unchecked Sendable {
         case complete
         /// The segment completes; the sequential half fails after this many bytes.
         case headFailsAfter(Int)
+        /// As `.headFailsAfter`, with an error that may be retried.
+        case headFailsRetryablyAfter(Int)
         /// The sequential half completes; the segment fails after this many bytes.
         case segmentFailsAfter(Int)
         /// Asks for bad segments and writes past limits (recording the errors), then completes.
@@ -100,9 +102,10 @@ final class SegmentingTransport: Transport, @unchecked Sendable {
             try await write(data[middle..<(middle + count)], into: segment.write)
             try await write(data[offset..<middle], into: sink.write)
             throw TransportError(.connectionLost, "second connection dropped")
-        case .headFailsAfter(let count):
+        case .headFailsAfter(let count), .headFailsRetryablyAfter(let count):
             try await write(data[middle...], into: segment.write)
             try await write(data[offset..<(offset + count)], into: sink.write)
+            if case .headFailsRetryablyAfter = plan { throw TransportError(.connectionLost, "first connection dropped", isRetryable: true) }
             throw TransportError(.connectionLost, "first connection dropped", isRetryable: false)
         case .holdBeforeJoining(let short), .checkpointBeforeJoining(let short):
             try await write(data[middle...], into: segment.write)
@@ -278,6 +281,21 @@ struct SegmentTests {
             if case .resumed(let total, _) = event { return total == Int64(cut + data.count - middle) }
             return false
         }, "\(delegate.events.prefix(3))")
+    }
+
+    /// An attempt whose gap-free prefix did not move but whose recorded pieces grew made
+    /// progress: with one attempt allowed it is retried (the count starts afresh, as after
+    /// prefix progress), and the retry fetches only the rest. Without counting the pieces, the
+    /// asset failed here.
+    @Test func anAttemptThatOnlyGrewItsPiecesIsRetried() async throws {
+        let transport = SegmentingTransport(data, plans: [.headFailsRetryablyAfter(0), .skipHeld])
+        let (asset, delegate, library) = try await download(transport, attempts: 1, sha256: digest)
+        let state = asset.state
+        await library.close()
+        #expect(delegate.keptFiles == [data], "\(state)")
+        #expect(transport.offsets.withLock { $0 } == [0, 0])
+        let middle = data.count / 2
+        #expect(transport.held.withLock { $0 }.map(\.ranges) == [[Int64(middle)..<Int64(data.count)]])
     }
 
     /// A checkpoint, not only a stop, records the segment past the gap (after the sync): what a

@@ -142,6 +142,9 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     let flows: [UInt64]
     /// Ranges written through ``segment(_:)`` (see PartialFileSink+Segments.swift).
     var segments = SegmentLedger()
+    /// Bytes in the pieces past the gap-free prefix that the latest progress record names
+    /// (``RecordedSegments``): progress of a split download the prefix does not show.
+    let recordedPieceBytes = Atomic<Int64>(0)
     /// Opens once what `begin` recorded is committed: until then no streamed byte reaches the file.
     let recorded = CommitGate()
 
@@ -521,6 +524,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         patch.expectedBytes = .some(expected)
         let held = segments.recordable(from: end)
         patch.segments = .some(held.isEmpty ? nil : held)
+        recordedPieceBytes.store(held.bytes, ordering: .relaxed)
         return patch
     }
 

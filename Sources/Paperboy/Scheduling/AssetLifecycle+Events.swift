@@ -69,6 +69,9 @@ extension AssetLifecycle {
         /// Bytes durable on disk, from which the next attempt continues.
         var written: Int64
         var validator: ResourceValidator?
+        /// Whether the attempt recorded more bytes in pieces past ``written`` than it started
+        /// with (a split download whose gap-free prefix did not move): progress all the same.
+        var piecesGrew = false
         /// When it failed, on the clock's wall time: a retry's date counts from it.
         var at: Date
         /// When it failed, on the clock's ``LibraryClock/uptime``: the no-progress clock.

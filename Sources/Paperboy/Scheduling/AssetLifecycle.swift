@@ -440,8 +440,9 @@ struct AssetLifecycle: Sendable, Equatable {
 
     private mutating func failed(_ failure: TransferFailure) -> [Action] {
         let error = failure.error
-        // Progress is what the next attempt will not fetch again: the durable offset.
-        let progressed = failure.written > bytesOnDisk
+        // Progress is what the next attempt will not fetch again: the durable offset, or the
+        // recorded pieces past it.
+        let progressed = failure.written > bytesOnDisk || failure.piecesGrew
         if progressed {
             attempts = 0
             progressClock = failure.uptime

@@ -36,8 +36,9 @@ extension Scheduler {
         case finished(size: Int64, validator: ResourceValidator?, inIssue: Bool)
         /// Stopped by a pause, a cancel or closing; `written` bytes are durable on disk.
         case stopped(written: Int64, validator: ResourceValidator?)
-        /// Failed; `written` bytes are durable on disk and can be continued.
-        case failed(LibraryError, retryAfter: Duration?, written: Int64, validator: ResourceValidator?)
+        /// Failed; `written` bytes are durable on disk and can be continued; `piecesGrew`: the
+        /// pieces recorded past them grew in this attempt.
+        case failed(LibraryError, retryAfter: Duration?, written: Int64, validator: ResourceValidator?, piecesGrew: Bool = false)
     }
 
     /// Runs one attempt: opens the partial file, lets the transport fill it, verifies it, and
@@ -290,7 +291,8 @@ extension Scheduler {
                 }
                 await sink.recordProgressDurably()
                 return .failed(failure, retryAfter: (error as? TransportError)?.retryAfter,
-                               written: sink.began ? sink.written : offset, validator: sink.began ? sink.validator : validator)
+                               written: sink.began ? sink.written : offset, validator: sink.began ? sink.validator : validator,
+                               piecesGrew: sink.began && sink.recordedPieceBytes.load(ordering: .relaxed) > held.bytes)
             }
         }
     }
