@@ -39,9 +39,8 @@ enum Transports {
             }
         }
         for entry in config.transports {
-            var capabilities: TransportCapabilities = [.resume, .validators, .challenges]
-            if entry.ranges { capabilities.insert(.ranges) }
-            registry.register(ExecTransport(scheme: entry.scheme, command: entry.command, capabilities: capabilities,
+            registry.register(ExecTransport(scheme: entry.scheme, command: entry.command,
+                                            capabilities: ExecTransport.helperCapabilities(ranges: entry.ranges),
                                             environment: environment, maxIdleHelpers: perHost, keepAlive: entry.keepAlive))
         }
         return registry

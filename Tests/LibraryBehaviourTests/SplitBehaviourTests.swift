@@ -13,37 +13,31 @@ struct SplitBehaviourTests {
     func aSplitDownloadShowsItsPiecesAndSourcesWhileItRuns(backend: any BackendFactory) async throws {
         let data = try await generated(40 << 20, seed: 441)
         // Every answer sends 1 MiB, then waits for the test: the figures hold still to be read.
-        let held = ThreadBarrier(parties: 1)
-        let main = try FaultServer { .serving(data, for: $0, fault: .holdAfter(1 << 20, until: { held.wait() })) }
-        let mirror = try FaultServer { .serving(data, for: $0, fault: .holdAfter(1 << 20, until: { held.wait() })) }
-        defer {
-            held.release()
-            main.stop()
-            mirror.stop()
-        }
+        let sources = try HeldSources(serving: data)
+        defer { sources.stop() }
         let home = BehaviourHome(backend)
         try await home.with({ configuration in
             configuration.connectionsPerAsset = 4
             // A mirror silent for 1/120 of the idle timeout is dropped: the holds must not be.
             configuration.idleTimeout = .seconds(7200)
         }) { library in
-            var request = AssetRequest(url: main.url("/big.bin"), sha256: sha256Hex(data), destinationPath: "big.bin")
-            request.mirrors = [mirror.url("/big.bin")]
+            var request = AssetRequest(url: sources.url, sha256: sha256Hex(data), destinationPath: "big.bin")
+            request.mirrors = [sources.mirrorURL]
             let asset = try await library.addIssue(name: "i", date: Date()).addAsset(request)
             try await asset.download()
             // Connections 0 and 2 ask the URL, 1 and 3 the mirror; each wrote 1 MiB and waits.
             var seen: SplitProgress?
-            try await eventually("each source to show 2 MiB over 2 connections", seen: "\(String(describing: seen)); the mirror was asked \(mirror.requests.map { $0.header("range") ?? "-" }), the URL \(main.requests.map { $0.header("range") ?? "-" })") {
+            try await eventually("each source to show 2 MiB over 2 connections", seen: "\(String(describing: seen)); the mirror was asked \(sources.mirror.requests.map { $0.header("range") ?? "-" }), the URL \(sources.main.requests.map { $0.header("range") ?? "-" })") {
                 seen = try await asset.status().split
                 return seen?.sources.map(\.bytes) == [2 << 20, 2 << 20] && seen?.sources.map(\.connections) == [2, 2]
             }
             let split = try #require(seen)
-            #expect(split.sources.map(\.url) == [main.url("/big.bin"), mirror.url("/big.bin")])
+            #expect(split.sources.map(\.url) == [sources.url, sources.mirrorURL])
             #expect(split.sources.allSatisfy { !$0.isDemoted })
             #expect(split.pieces >= 4 && split.piecesDone == 0, "\(split)")
             #expect(split.connections == 4)
 
-            held.release()
+            sources.release()
             #expect(try await asset.waitUntilFinished() == .delivered)
             #expect(try await asset.status().split == nil)
         }

@@ -13,15 +13,9 @@ struct StatusSplitTests {
     @Test func statusShowsThePiecesAndSourcesOfADownloadTheDaemonRuns() async throws {
         let data = try await generated(40 << 20, seed: 442)
         // Every answer sends 1 MiB, then waits for the test: the figures hold still to be read.
-        let held = ThreadBarrier(parties: 1)
-        let main = try FaultServer { .serving(data, for: $0, fault: .holdAfter(1 << 20, until: { held.wait() })) }
-        let mirror = try FaultServer { .serving(data, for: $0, fault: .holdAfter(1 << 20, until: { held.wait() })) }
-        defer {
-            held.release()
-            main.stop()
-            mirror.stop()
-        }
-        let url = main.url("/big.bin").absoluteString, mirrorURL = mirror.url("/big.bin").absoluteString
+        let held = try HeldSources(serving: data)
+        defer { held.stop() }
+        let url = held.url.absoluteString, mirrorURL = held.mirrorURL.absoluteString
         // A mirror silent for 1/120 of the idle timeout is dropped: the holds must not be.
         let file = workspace.write("""
             [library]

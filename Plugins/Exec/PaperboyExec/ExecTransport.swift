@@ -66,6 +66,13 @@ public struct ExecTransport: Transport {
             maxIdle: max(0, maxIdleHelpers), keepAlive: keepAlive, grace: terminationGrace, clock: clock, logger: logger)
     }
 
+    /// What a helper is taken to do when registered from a configuration or the command line:
+    /// resume, validators and challenges, and one range per job when `ranges` says so
+    /// (`[[transports]] ranges`, `paperboy conformance --ranges`).
+    package static func helperCapabilities(ranges: Bool) -> TransportCapabilities {
+        ranges ? [.resume, .validators, .challenges, .ranges] : [.resume, .validators, .challenges]
+    }
+
     /// The executable name looked up on `PATH` for `scheme`: `paperboy-transport-SCHEME`.
     public static func executableName(for scheme: String) -> String { "paperboy-transport-\(scheme.lowercased())" }
 

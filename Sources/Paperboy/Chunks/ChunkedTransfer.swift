@@ -169,7 +169,11 @@ final class ChunkedTransfer: Sendable {
                 continue
             }
             let bytes = try await fetchAlone(bad, job, transport: transport, sink: sink, sourceValidator: &sourceValidator)
-            if let failure = bytes.withUnsafeBytes({ POSIX.writeAll(sink.fd, $0, at: index.chunks[bad].offset) }) { throw sink.writeFailure(failure) }
+            // Written in place off the cooperative pool, as the chunks were read.
+            let offset = index.chunks[bad].offset
+            if let failure = await durability.offload({ bytes.withUnsafeBytes { POSIX.writeAll(fd, $0, at: offset) } }) {
+                throw sink.writeFailure(failure)
+            }
             hasher?.update(data: bytes)
             next = bad + 1
         }

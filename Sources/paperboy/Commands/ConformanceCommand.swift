@@ -115,9 +115,8 @@ struct ConformanceCommand: AsyncParsableCommand {
         var environment = config?.childEnvironment() ?? ProcessInfo.processInfo.environment
         if let passwordEnv { environment[passwordEnv] = nil }
         if !command.isEmpty {
-            var capabilities: TransportCapabilities = [.resume, .validators, .challenges]
-            if ranges { capabilities.insert(.ranges) }
-            return ExecTransport(scheme: scheme, command: command, capabilities: capabilities, environment: environment)
+            return ExecTransport(scheme: scheme, command: command, capabilities: ExecTransport.helperCapabilities(ranges: ranges),
+                                 environment: environment)
         }
         if let transport = try? Transports.registry(for: config, extraURLs: [base]).transport(for: base) { return transport }
         if let helper = ExecTransport.discover(scheme: scheme, environment: environment) { return helper }
