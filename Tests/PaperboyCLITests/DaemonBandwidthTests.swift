@@ -71,7 +71,10 @@ struct DaemonBandwidthTests {
         }
         // One request, served whole: the running transfer went on, it was not started again.
         #expect(nginx.accessLog == [#"200 "-" 20000000"#], "\(nginx.accessLog)")
-        _ = await daemon.stop()
-        #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0, "\(log())")
+        let stopping = await daemon.stop()
+        // Seen once in 5 CI runs (2026-11-27), not alone: the reason, status and time say which
+        // way it ended (a signal: its number; killed by the harness after 60 s of budget: 9).
+        #expect(daemon.process.terminationReason == .exit && daemon.process.terminationStatus == 0,
+                "ended by \(daemon.process.terminationReason == .exit ? "exit" : "signal") \(daemon.process.terminationStatus) after \(stopping); \(log())")
     }
 }
