@@ -102,7 +102,7 @@ let package = Package(
         ),
         .target(
             name: "PaperboyHTTP",
-            dependencies: ["Paperboy", "CPaperboyCurl", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["Paperboy", "CPaperboyCurl", "CPaperboySystem", .product(name: "Logging", package: "swift-log")],
             path: "Plugins/HTTP/PaperboyHTTP",
             swiftSettings: swiftSettings
         ),

@@ -9,7 +9,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <malloc.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -169,4 +172,104 @@ void paperboy_clear_sigpipe(void) {
     sigaddset(&set, SIGPIPE);
     struct timespec zero = {0, 0};
     while (sigtimedwait(&set, NULL, &zero) > 0) {}
+}
+
+// MARK: Recycling allocator (see the header)
+
+void paperboy_recycler_init(paperboy_recycler *recycler) {
+    pthread_mutex_init(&recycler->lock, NULL);
+    recycler->count = 0;
+}
+
+void *paperboy_recycler_malloc(paperboy_recycler *recycler, size_t size) {
+    if (size >= PAPERBOY_RECYCLE_MIN && size <= PAPERBOY_RECYCLE_MAX) {
+        void *found = NULL;
+        pthread_mutex_lock(&recycler->lock);
+        for (int i = 0; i < recycler->count; i++) {
+            // No more than twice the size asked for: no large block held for a small one.
+            if (recycler->sizes[i] >= size && recycler->sizes[i] / 2 <= size) {
+                found = recycler->blocks[i];
+                recycler->count--;
+                recycler->blocks[i] = recycler->blocks[recycler->count];
+                recycler->sizes[i] = recycler->sizes[recycler->count];
+                break;
+            }
+        }
+        pthread_mutex_unlock(&recycler->lock);
+        if (found != NULL) return found;
+    }
+    return malloc(size);
+}
+
+void paperboy_recycler_free(paperboy_recycler *recycler, void *pointer) {
+    if (pointer == NULL) return;
+    size_t usable = malloc_usable_size(pointer);
+    if (usable >= PAPERBOY_RECYCLE_MIN && usable <= 2 * (size_t)PAPERBOY_RECYCLE_MAX) {
+        int kept = 0;
+        pthread_mutex_lock(&recycler->lock);
+        if (recycler->count < PAPERBOY_RECYCLE_SLOTS) {
+            recycler->blocks[recycler->count] = pointer;
+            recycler->sizes[recycler->count] = usable;
+            recycler->count++;
+            kept = 1;
+        }
+        pthread_mutex_unlock(&recycler->lock);
+        if (kept) return;
+    }
+    free(pointer);
+}
+
+void *paperboy_recycler_calloc(paperboy_recycler *recycler, size_t count, size_t size) {
+    if (size != 0 && count > SIZE_MAX / size) return NULL;
+    size_t total = count * size;
+    if (total >= PAPERBOY_RECYCLE_MIN && total <= PAPERBOY_RECYCLE_MAX) {
+        void *block = paperboy_recycler_malloc(recycler, total);
+        if (block != NULL) memset(block, 0, total);
+        return block;
+    }
+    return calloc(count, size);
+}
+
+int paperboy_recycler_kept(paperboy_recycler *recycler) {
+    pthread_mutex_lock(&recycler->lock);
+    int count = recycler->count;
+    pthread_mutex_unlock(&recycler->lock);
+    return count;
+}
+
+void paperboy_recycler_drain(paperboy_recycler *recycler) {
+    pthread_mutex_lock(&recycler->lock);
+    for (int i = 0; i < recycler->count; i++) free(recycler->blocks[i]);
+    recycler->count = 0;
+    pthread_mutex_unlock(&recycler->lock);
+}
+
+static paperboy_recycler process_recycler = { PTHREAD_MUTEX_INITIALIZER, { 0 }, { 0 }, 0 };
+static unsigned long recycling_allocations = 0;
+
+void *paperboy_recycling_malloc(size_t size) {
+    __atomic_add_fetch(&recycling_allocations, 1, __ATOMIC_RELAXED);
+    return paperboy_recycler_malloc(&process_recycler, size);
+}
+
+void paperboy_recycling_free(void *pointer) {
+    paperboy_recycler_free(&process_recycler, pointer);
+}
+
+void *paperboy_recycling_realloc(void *pointer, size_t size) {
+    // Every block, kept or not, is one malloc made.
+    return realloc(pointer, size);
+}
+
+char *paperboy_recycling_strdup(const char *string) {
+    return strdup(string);
+}
+
+void *paperboy_recycling_calloc(size_t count, size_t size) {
+    __atomic_add_fetch(&recycling_allocations, 1, __ATOMIC_RELAXED);
+    return paperboy_recycler_calloc(&process_recycler, count, size);
+}
+
+unsigned long paperboy_recycling_allocations(void) {
+    return __atomic_load_n(&recycling_allocations, __ATOMIC_RELAXED);
 }

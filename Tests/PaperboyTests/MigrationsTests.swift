@@ -75,4 +75,27 @@ struct MigrationsTests {
         let reader = try Library.openForReading(at: root)
         #expect(reader.issues.isEmpty)
     }
+
+    /// A new library's database is made without a sync per migration, then checkpointed, synced
+    /// and renamed: the renamed file alone holds every migration (a WAL left beside the
+    /// temporary file would not have followed it), and nothing is left beside it.
+    @Test func aNewLibraryHoldsEveryMigrationInItsDatabaseFileAlone() async throws {
+        let library = try open()
+        let copy = folder.file("copy.sqlite")
+        try FileManager.default.copyItem(at: database, to: copy)
+        await library.close()
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: root.path).filter { $0.contains(".new") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+        var reading = Configuration()
+        reading.readonly = true
+        let queue = try DatabaseQueue(path: copy.path, configuration: reading)
+        let (known, integrity, journal) = try await queue.read { db in
+            (try Migrations.migrator.appliedIdentifiers(db), try String.fetchOne(db, sql: "PRAGMA integrity_check"),
+             try String.fetchOne(db, sql: "PRAGMA journal_mode"))
+        }
+        try queue.close()
+        #expect(known == Set(Migrations.migrator.migrations))
+        #expect(integrity == "ok")
+        #expect(journal == "wal")
+    }
 }

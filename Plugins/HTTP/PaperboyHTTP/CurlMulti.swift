@@ -1,4 +1,5 @@
 import CPaperboyCurl
+import CPaperboySystem
 import Foundation
 import Paperboy
 import Synchronization
@@ -45,7 +46,14 @@ final class CurlMulti: @unchecked Sendable {
 
     /// An engine of its own (``HTTPTransport/withAnEngineOfItsOwn(configuration:)``); otherwise ``shared``.
     init() {
-        curl_global_init(PAPERBOY_CURL_GLOBAL_DEFAULT)
+        // libcurl 7.88 gives every easy handle its own receive buffer (512 KiB, see
+        // ``HTTPTransport/Configuration/bufferSize``), allocated and freed once per request: the
+        // recycling allocator keeps a few freed ones resident for the next requests, instead of
+        // glibc handing them back and the next request faulting their pages in again. An app
+        // that initialised libcurl first keeps its own allocator (libcurl then ignores these).
+        curl_global_init_mem(
+            PAPERBOY_CURL_GLOBAL_DEFAULT, paperboy_recycling_malloc, paperboy_recycling_free,
+            paperboy_recycling_realloc, paperboy_recycling_strdup, paperboy_recycling_calloc)
         guard let multi = curl_multi_init() else { fatalError("curl_multi_init failed (out of memory)") }
         self.multi = multi
         _ = paperboy_multi_setopt_long(multi, CURLMOPT_PIPELINING, PAPERBOY_CURLPIPE_MULTIPLEX)

@@ -41,4 +41,46 @@ void paperboy_block_sigpipe(void);
 /// Consumes a SIGPIPE left pending in the calling thread by a failed write.
 void paperboy_clear_sigpipe(void);
 
+#include <pthread.h>
+#include <stddef.h>
+
+/// Allocation functions for a C library that allocates and frees large buffers per operation
+/// (libcurl 7.88 gives every easy handle its own receive buffer, 512 KiB here): a freed block
+/// of at least ``PAPERBOY_RECYCLE_MIN`` and at most ``PAPERBOY_RECYCLE_MAX`` bytes is kept
+/// (``PAPERBOY_RECYCLE_SLOTS`` at most) and handed to the next request it fits (no more than
+/// twice the size asked for), so its pages stay resident. With `malloc` and `free` alone,
+/// glibc handed each freed buffer back to the kernel (munmap, or a trim of the arena) and the
+/// next one faulted its pages in again: about 11 page faults per small file. Everything else
+/// is `malloc`'s, and every block is one `malloc` made, so `realloc` and `free` stay valid.
+#define PAPERBOY_RECYCLE_MIN 131072 // 128 KiB
+#define PAPERBOY_RECYCLE_MAX 2097152 // 2 MiB
+#define PAPERBOY_RECYCLE_SLOTS 8
+
+/// The blocks one recycler keeps; thread-safe. Initialise with ``paperboy_recycler_init``.
+typedef struct {
+    pthread_mutex_t lock;
+    void *blocks[PAPERBOY_RECYCLE_SLOTS];
+    size_t sizes[PAPERBOY_RECYCLE_SLOTS];
+    int count;
+} paperboy_recycler;
+
+void paperboy_recycler_init(paperboy_recycler *recycler);
+void *paperboy_recycler_malloc(paperboy_recycler *recycler, size_t size);
+void paperboy_recycler_free(paperboy_recycler *recycler, void *pointer);
+void *paperboy_recycler_calloc(paperboy_recycler *recycler, size_t count, size_t size);
+/// Blocks kept now.
+int paperboy_recycler_kept(paperboy_recycler *recycler);
+/// Frees every kept block.
+void paperboy_recycler_drain(paperboy_recycler *recycler);
+
+/// The process's recycler, in the signatures of curl_global_init_mem.
+void *paperboy_recycling_malloc(size_t size);
+void paperboy_recycling_free(void *pointer);
+void *paperboy_recycling_realloc(void *pointer, size_t size);
+char *paperboy_recycling_strdup(const char *string);
+void *paperboy_recycling_calloc(size_t count, size_t size);
+/// Calls of ``paperboy_recycling_malloc`` and ``paperboy_recycling_calloc`` so far (tests: the
+/// allocator is the one libcurl uses).
+unsigned long paperboy_recycling_allocations(void);
+
 #endif

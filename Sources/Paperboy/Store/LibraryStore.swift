@@ -73,10 +73,14 @@ final class LibraryStore: Sendable {
             if !readOnly { try db.execute(sql: "PRAGMA synchronous = NORMAL") }
         }
         do {
+            // A database created here has every migration of this build: neither checked nor
+            // migrated again below (one connection and a read fewer at each new library).
+            var created = false
             if !readOnly, !FileManager.default.fileExists(atPath: fileURL.path) {
                 try Self.createMigrated(at: fileURL, configuration: configuration)
+                created = true
             }
-            if !readOnly, FileManager.default.fileExists(atPath: fileURL.path) {
+            if !readOnly, !created, FileManager.default.fileExists(atPath: fileURL.path) {
                 // Checked through a read-only connection first: closing a writer's connection may
                 // checkpoint the WAL into a database this build must leave untouched.
                 try Self.recoveringIfNeeded(fileURL) {
@@ -94,7 +98,7 @@ final class LibraryStore: Sendable {
                 if readOnly { try pool.read { db in try Migrations.check(db, file: fileURL, readOnly: true) } }
                 return pool
             }
-            if !readOnly {
+            if !readOnly, !created {
                 try Migrations.migrator.migrate(pool)
             }
             self.pool = pool
@@ -140,7 +144,20 @@ final class LibraryStore: Sendable {
             // In WAL mode from its first byte: switching a database in place to WAL is a write with a
             // rollback journal, and a kill then left a hot journal that read-only opens cannot roll back.
             try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
+            // No sync per migration (a commit each): the file is unseen until the rename, which
+            // follows one fsync of the whole (``AtomicFile``). On ext4 the migrations' own syncs
+            // were most of a new library's start.
+            try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
             try Migrations.migrator.migrate(queue)
+            // Everything in the database file itself before it is synced and renamed: a WAL
+            // left beside the temporary file would not follow it.
+            try queue.writeWithoutTransaction { db in
+                let row = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+                let (busy, log, done): (Int, Int, Int) = (row?[0] ?? 1, row?[1] ?? -1, row?[2] ?? -2)
+                guard busy == 0, log == done else {
+                    throw LibraryError(.storage, "cannot checkpoint the new library database \(fresh.path) (busy \(busy), \(done) of \(log) frames)")
+                }
+            }
             try queue.close()
         }
     }
