@@ -30,6 +30,9 @@ struct SyncPlan {
     static let batchSize = 1_000
     /// Assets added per call by this plan (tests plan in smaller batches).
     var batchSize = SyncPlan.batchSize
+    /// The first batch of an issue is smaller: its transfers start while the rest are added
+    /// (on the other core), instead of after the whole issue's rows are written.
+    static let firstBatchSize = 32
     /// Called after each batch is added (tests hold the plan there).
     var afterBatch: (@Sendable () async -> Void)?
 
@@ -80,8 +83,11 @@ struct SyncPlan {
             planned += 1
             rest = missing.dropFirst()
         }
-        for start in stride(from: rest.startIndex, to: rest.endIndex, by: batchSize) {
-            let batch = Array(rest[start..<min(start + batchSize, rest.endIndex)])
+        var start = rest.startIndex
+        while start < rest.endIndex {
+            let size = start == rest.startIndex ? min(batchSize, Self.firstBatchSize) : batchSize
+            let batch = Array(rest[start..<min(start + size, rest.endIndex)])
+            start += batch.count
             // Written queued: the scheduler takes an asset of a higher priority than those it
             // holds at once, so one planned later never waits behind lower ones planned before it.
             planned += try await issue.addAssets(batch, downloading: true).count
