@@ -38,16 +38,24 @@ final class ChunkedTransfer: Sendable {
     let indexURL: URL
     /// Where the partial file's chunks are read back and checked, off the cooperative pool.
     let durability: Durability
+    /// How chunks are copied from files the library holds (tests take means away to see the others work).
+    let copyMethods: RangeCopier.Methods
     private let counts = Mutex<(reused: Int64, fetched: Int64)>((0, 0))
+    private let copies = Mutex(RangeCopier.Tally())
 
-    init(plan: ChunkPlan, indexURL: URL, durability: Durability) {
+    init(plan: ChunkPlan, indexURL: URL, durability: Durability, copyMethods: RangeCopier.Methods = .all) {
         self.plan = plan
         self.indexURL = indexURL
         self.durability = durability
+        self.copyMethods = copyMethods
     }
 
     /// Bytes copied from files the library holds, and bytes fetched, so far.
     var bytes: (reused: Int64, fetched: Int64) { counts.withLock { $0 } }
+
+    /// Bytes put in the partial file by each means of copying so far (cloned, copied in the
+    /// kernel, read and written), checked or not.
+    var copied: RangeCopier.Tally { copies.withLock { $0 } }
 
     /// The validator an indexed asset's partial file is recorded with: the whole file's SHA-256
     /// its index gives.
@@ -70,24 +78,19 @@ final class ChunkedTransfer: Sendable {
         var steps = plan.steps(after: job.offset)
         let files = plan.seeds.map { open($0.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         defer { for file in files where file >= 0 { close(file) } }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.parameters.maximum, alignment: 16)
-        defer { buffer.deallocate() }
+        // One per file: a file system without clones is not asked again.
+        var copiers = files.map { _ in RangeCopier(methods: copyMethods) }
         var failures: [Int: Int] = [:]
         var position = 0
         while position < steps.count {
             try Task.checkCancellation()
             switch steps[position] {
-            case .copy(let chunk, let seed, let offset):
-                let length = index.chunks[chunk].length
-                let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<length])
-                if files[seed] >= 0, case .success(length) = POSIX.readFully(files[seed], into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<length]), at: offset),
-                   SHA256Value(SHA256.hash(data: bytes)) == index.chunks[chunk].sha256 {
-                    try await sink.writeCopied(bytes)
-                    counts.withLock { $0.reused += Int64(length) }
-                } else {
-                    // The file changed since it was planned: fetched instead.
-                    steps.insert(.fetch(chunks: chunk..<chunk + 1), at: position + 1)
-                }
+            case .copy(let chunks, let seed, let offset):
+                let matched = files[seed] >= 0
+                    ? try await copy(chunks, from: files[seed], at: offset, copier: &copiers[seed], into: sink)
+                    : Array(repeating: false, count: chunks.count)
+                // The file changed since it was planned: its chunks that no longer match are fetched instead.
+                steps.insert(contentsOf: Self.redo(chunks, seed: seed, offset: offset, matched: matched, in: index), at: position + 1)
             case .fetch(let chunks):
                 let rangeSink = ChunkRangeSink(outer: sink, index: index, chunks: chunks, url: job.url, indexURL: indexURL,
                                                expectedValidator: sourceValidator)
@@ -105,6 +108,77 @@ final class ChunkedTransfer: Sendable {
             }
             position += 1
         }
+    }
+
+    /// Copies `chunks` from `file` (the first at `offset`) after the bytes written to the partial
+    /// file with `copier` (cloned where the file system can), then reads them back from the
+    /// partial file and checks each against the index, off the cooperative pool: whether each
+    /// matched. The chunks before the first that did not match count as written (and reused);
+    /// the bytes from it on are removed from the file.
+    ///
+    /// The bytes are checked where they landed, not where they came from: a file that changes
+    /// while it is copied cannot leave unchecked bytes in the partial file.
+    ///
+    /// - Throws: the sink's errors; its error for a write that failed.
+    private func copy(_ chunks: Range<Int>, from file: Int32, at offset: Int64, copier: inout RangeCopier,
+                      into sink: PartialFileSink) async throws -> [Bool] {
+        let index = plan.index
+        let start = index.chunks[chunks.lowerBound].offset
+        let last = index.chunks[chunks.upperBound - 1]
+        let length = last.offset + Int64(last.length) - start
+        try await sink.prepareCopy(length)
+        let given = copier
+        let (done, outcome, matched) = await durability.offload { () -> (RangeCopier, RangeCopier.Outcome, [Bool]) in
+            var copier = given
+            let outcome = copier.copy(from: file, at: offset, to: sink.fd, at: start, length: length)
+            guard outcome.failure == nil else { return (copier, outcome, []) }
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.parameters.maximum, alignment: 16)
+            defer { buffer.deallocate() }
+            var matched: [Bool] = []
+            var accepting = true
+            for number in chunks {
+                let chunk = index.chunks[number]
+                let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[..<chunk.length])
+                let good = if case .success(chunk.length) = POSIX.readFully(sink.fd, into: bytes, at: chunk.offset) {
+                    SHA256Value(SHA256.hash(data: UnsafeRawBufferPointer(bytes))) == chunk.sha256
+                } else {
+                    false
+                }
+                accepting = accepting && good
+                if accepting { sink.acceptCopied(UnsafeRawBufferPointer(bytes)) }
+                matched.append(good)
+            }
+            return (copier, outcome, matched)
+        }
+        copier = done
+        copies.withLock { $0 += outcome.tally }
+        if let failure = outcome.failure {
+            try? sink.endCopy()
+            throw sink.writeFailure(failure)
+        }
+        try sink.endCopy()
+        let accepted = matched.firstIndex(of: false).map { chunks.lowerBound + $0 } ?? chunks.upperBound
+        let reused = accepted == chunks.lowerBound ? 0 : index.chunks[accepted - 1].offset + Int64(index.chunks[accepted - 1].length) - start
+        counts.withLock { $0.reused += reused }
+        return matched
+    }
+
+    /// The steps after copying `chunks` from seed `seed` (the first at `offset`) when each
+    /// `matched` or not: from the first that did not, those that did not are fetched and those
+    /// that did are copied again (they were not counted, being after a gap). None when all matched.
+    static func redo(_ chunks: Range<Int>, seed: Int, offset: Int64, matched: [Bool], in index: ChunkIndex) -> [ChunkPlan.Step] {
+        guard let first = matched.firstIndex(of: false) else { return [] }
+        var steps: [ChunkPlan.Step] = []
+        var start = chunks.lowerBound + first
+        while start < chunks.upperBound {
+            let good = matched[start - chunks.lowerBound]
+            var end = start + 1
+            while end < chunks.upperBound, matched[end - chunks.lowerBound] == good { end += 1 }
+            let from = offset + index.chunks[start].offset - index.chunks[chunks.lowerBound].offset
+            steps.append(good ? .copy(chunks: start..<end, seed: seed, offset: from) : .fetch(chunks: start..<end))
+            start = end
+        }
+        return steps
     }
 
     /// Fetches the range of `rangeSink` (its chunks) into it, from the version of the source the

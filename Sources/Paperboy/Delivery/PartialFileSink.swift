@@ -366,15 +366,30 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         return true
     }
 
-    /// Writes bytes copied from a file the library holds (a chunk of an indexed asset, see
-    /// ``ChunkedTransfer``): as ``write(_:)``, but outside the bandwidth limits, which are for
-    /// the network.
-    func writeCopied(_ bytes: UnsafeRawBufferPointer) async throws {
+    /// Makes room for `count` bytes copied from a file the library holds (a run of chunks of an
+    /// indexed asset, see ``ChunkedTransfer``) after the bytes written, outside the bandwidth
+    /// limits, which are for the network.
+    ///
+    /// The caller then puts them in the file at ``written`` itself (``RangeCopier``: a clone or a
+    /// copy), and they count only as ``acceptCopied(_:)`` takes them, once checked;
+    /// ``endCopy()`` removes the rest from the file.
+    func prepareCopy(_ count: Int64) async throws {
         guard began else {
             throw TransportError(.protocolError, "bytes copied before begin", url: context.url, isRetryable: false)
         }
         await recorded.wait()
-        try take(bytes)
+        try admit(count)
+        try writeGathered()
+    }
+
+    /// Counts `bytes`, put in the file after the bytes written (``prepareCopy(_:)``) and
+    /// checked, as written.
+    func acceptCopied(_ bytes: UnsafeRawBufferPointer) { accept(bytes) }
+
+    /// After a copy: removes from the file what it put there that was not accepted, and writes
+    /// on after the bytes written.
+    func endCopy() throws(TransportError) {
+        guard POSIX.truncate(fd, to: written) else { throw writeFailure(errno) }
     }
 
     /// Takes `count` bytes from every limiter without waiting; `false` leaves a pending request
@@ -437,7 +452,19 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             throw TransportError(.protocolError, "transport wrote data before calling begin", url: context.url, isRetryable: false)
         }
         guard !bytes.isEmpty else { return }
-        let count = Int64(bytes.count)
+        try admit(Int64(bytes.count))
+        if let gathered, gatheredCount + bytes.count <= gathered.count {
+            UnsafeMutableRawBufferPointer(rebasing: gathered[gatheredCount...]).copyMemory(from: bytes)
+            gatheredCount += bytes.count
+        } else {
+            try writeGathered()
+            if let failure = POSIX.writeAll(fd, bytes) { throw writeFailure(failure) }
+        }
+        accept(bytes)
+    }
+
+    /// Checks that `count` more bytes may follow the bytes written, and claims their space.
+    private func admit(_ count: Int64) throws {
         if let expected, written + count > expected {
             throw TransportError(.protocolError, "source sent more than the \(expected) bytes it announced", url: context.url, isRetryable: true)
         }
@@ -446,15 +473,12 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             throw TransportError(.protocolError, "transport wrote past byte \(limit), where a segment starts", url: context.url, isRetryable: false)
         }
         try claimSpace(count)
-        if let gathered, gatheredCount + bytes.count <= gathered.count {
-            UnsafeMutableRawBufferPointer(rebasing: gathered[gatheredCount...]).copyMemory(from: bytes)
-            gatheredCount += bytes.count
-        } else {
-            try writeGathered()
-            if let failure = POSIX.writeAll(fd, bytes) { throw writeFailure(failure) }
-        }
+    }
+
+    /// Counts `bytes`, now in the file after the bytes written, as written.
+    private func accept(_ bytes: UnsafeRawBufferPointer) {
         hasher?.update(bufferPointer: bytes)
-        written += count
+        written += Int64(bytes.count)
         counted()
     }
 

@@ -230,6 +230,8 @@ extension Scheduler {
                 if let chunked = chunkedTransfer {
                     let bytes = chunked.bytes
                     logger.info("asset \(run.id): \(bytes.reused) bytes copied from files the library holds, \(bytes.fetched) fetched (\(chunked.indexURL.redactedString))")
+                    let copied = chunked.copied
+                    logger.debug("asset \(run.id): of the bytes copied, \(copied.cloned) cloned, \(copied.copiedInKernel) copied in the kernel, \(copied.copied) read and written")
                 }
                 if run.request.index != nil {
                     // What this file cost (``AssetStatus/bytesReused``) and, for a file delivered to a path
