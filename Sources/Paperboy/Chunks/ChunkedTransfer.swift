@@ -283,7 +283,7 @@ final class ChunkedTransfer: Sendable {
         var fetches = 0
         while true {
             try Task.checkCancellation()
-            let collector = ChunkCollector(answeringFor: sink)
+            let collector = ChunkCollector(for: sink)
             let rangeSink = ChunkRangeSink(outer: collector, index: plan.index, chunks: number..<number + 1, url: job.url, indexURL: indexURL,
                                            expectedValidator: sourceValidator)
             fetches += 1
@@ -296,13 +296,14 @@ final class ChunkedTransfer: Sendable {
         }
     }
 
-    /// Fetches and reads the index at `url` through `transport`, no larger than `limits` allow.
+    /// Fetches and reads the index at `url` through `transport`, no larger than `limits` allow,
+    /// within the asset's bandwidth limits.
     ///
     /// - Throws: ``TransportError`` naming the index URL: the transport's, or `.protocolError`
     ///   for an index that is too large or that the reader refuses (``ChunkIndexError``).
-    static func fetchIndex(_ job: TransferJob, transport: any Transport, limits: ChunkIndex.Limits,
+    static func fetchIndex(_ job: TransferJob, transport: any Transport, limits: ChunkIndex.Limits, bandwidth: TransferBandwidth,
                            answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) async throws -> ChunkIndex {
-        let sink = IndexSink(url: job.url, limit: limits.maxIndexBytes, answer: answer)
+        let sink = IndexSink(url: job.url, limit: limits.maxIndexBytes, bandwidth: bandwidth, answer: answer)
         try await transport.transfer(job, into: sink)
         let source = job.url.redactedString
         do {
@@ -322,16 +323,19 @@ struct ChunkMismatch: Error {
     var chunk: Int
 }
 
-/// Collects an index in memory, refusing more than `limit` bytes before holding them.
+/// Collects an index in memory, refusing more than `limit` bytes before holding them, within
+/// the asset's bandwidth limits.
 final class IndexSink: TransferSink, @unchecked Sendable {
     let url: URL
     let limit: Int
+    let bandwidth: TransferBandwidth
     let answer: @Sendable (AuthChallenge) async -> AuthChallengeDisposition
     private(set) var data = Data()
 
-    init(url: URL, limit: Int, answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) {
+    init(url: URL, limit: Int, bandwidth: TransferBandwidth, answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) {
         self.url = url
         self.limit = limit
+        self.bandwidth = bandwidth
         self.answer = answer
     }
 
@@ -345,37 +349,51 @@ final class IndexSink: TransferSink, @unchecked Sendable {
         data = Data()
     }
 
-    func write(_ bytes: UnsafeRawBufferPointer) async throws { _ = try tryWrite(bytes) }
+    func write(_ bytes: UnsafeRawBufferPointer) async throws {
+        try checkRoom(for: bytes.count)
+        try await bandwidth.acquire(bytes.count)
+        data.append(contentsOf: bytes)
+    }
 
     func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
-        guard data.count + bytes.count <= limit else { throw tooLarge(Int64(data.count + bytes.count)) }
+        try checkRoom(for: bytes.count)
+        guard bandwidth.tryTake(bytes.count) else { return false }
         data.append(contentsOf: bytes)
         return true
     }
 
-    func whenWritable(_ callback: @escaping @Sendable () -> Void) { callback() }
+    private func checkRoom(for count: Int) throws {
+        guard data.count + count <= limit else { throw tooLarge(Int64(data.count + count)) }
+    }
+
+    func whenWritable(_ callback: @escaping @Sendable () -> Void) { bandwidth.whenGranted(callback) }
 
     func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { await answer(challenge) }
 }
 
 /// Holds the verified bytes of one chunk fetched alone to repair a partial file (no more than
-/// the chunk: ``ChunkRangeSink`` refuses the rest).
+/// the chunk: ``ChunkRangeSink`` refuses the rest), within the bandwidth limits of the file's
+/// sink, whose credentials and delegates answer challenges.
 final class ChunkCollector: TransferSink, @unchecked Sendable {
-    /// The sink whose credentials and delegates answer challenges.
-    let sink: any TransferSink
+    let sink: PartialFileSink
     private(set) var bytes: [UInt8] = []
 
-    init(answeringFor sink: any TransferSink) { self.sink = sink }
+    init(for sink: PartialFileSink) { self.sink = sink }
 
     func begin(_ response: TransferResponse) throws {}
-    func write(_ bytes: UnsafeRawBufferPointer) async throws { self.bytes.append(contentsOf: bytes) }
+
+    func write(_ bytes: UnsafeRawBufferPointer) async throws {
+        try await sink.bandwidth.acquire(bytes.count)
+        self.bytes.append(contentsOf: bytes)
+    }
 
     func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
+        guard sink.bandwidth.tryTake(bytes.count) else { return false }
         self.bytes.append(contentsOf: bytes)
         return true
     }
 
-    func whenWritable(_ callback: @escaping @Sendable () -> Void) { callback() }
+    func whenWritable(_ callback: @escaping @Sendable () -> Void) { sink.bandwidth.whenGranted(callback) }
     func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { await sink.challenge(challenge) }
 }
 

@@ -349,8 +349,12 @@ extension Scheduler {
         let challenges = ChallengeBudget(url: indexURL)
         let answer = challengeAnswer(run.id, challenges: challenges)
         let fetched = Mutex<ChunkIndex?>(nil)
+        // The index is fetched bytes like the asset's: within the same limits.
+        let bandwidth = TransferBandwidth(limiters: run.limiters)
+        defer { bandwidth.end() }
         try await challenges.run {
-            let index = try await ChunkedTransfer.fetchIndex(job, transport: transport, limits: ChunkedTransfer.indexLimits, answer: answer)
+            let index = try await ChunkedTransfer.fetchIndex(job, transport: transport, limits: ChunkedTransfer.indexLimits, bandwidth: bandwidth,
+                                                             answer: answer)
             fetched.withLock { $0 = index }
         }
         guard let index = fetched.withLock({ $0 }) else { throw CancellationError() }
