@@ -68,6 +68,33 @@ struct RangeCopierTests {
         }
     }
 
+    /// Where `PAPERBOY_CLONE_FOLDER` names a folder on a file system with clones (XFS made with
+    /// `reflink=1`, Btrfs), each run's part that ``ClonePlan`` clones is cloned there. Run by hand
+    /// (as root, on a loop-mounted image); the suite does not depend on such a file system.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["PAPERBOY_CLONE_FOLDER"] != nil, "PAPERBOY_CLONE_FOLDER names a folder with clones"))
+    func runsAreClonedWhereTheFileSystemHasClones() throws {
+        let parent = try #require(ProcessInfo.processInfo.environment["PAPERBOY_CLONE_FOLDER"])
+        let folder = TempFolder(prefix: "paperboy-copier", in: URL(fileURLWithPath: parent))
+        let data = randomData(3 << 20 + 777, seed: 7)
+        let source = try file("source", data, in: folder)
+        defer { close(source) }
+        var copier = RangeCopier()
+        for run in Self.runs {
+            let before = randomData(Int(run.destination), seed: 8)
+            let destination = try file("destination", before, in: folder)
+            defer { close(destination) }
+            let pieces = ClonePlan.pieces(source: run.source, destination: run.destination, length: run.length,
+                                          blockSize: RangeCopier.blockSize(of: destination), sourceSize: Int64(data.count), destinationSize: run.destination)
+            let outcome = copier.copy(from: source, at: run.source, to: destination, at: run.destination, length: run.length)
+            let shown = "\(run) in \(parent): \(outcome.tally), planned \(pieces)"
+            #expect(outcome.tally.cloned == pieces.filter { $0.method == .clone }.map(\.length).reduce(0, +), "\(shown)")
+            #expect(outcome.tally.total == run.length, "\(shown)")
+            #expect(try Data(contentsOf: folder.file("destination")) == before + data[Int(run.source)..<Int(run.source + run.length)], "\(shown)")
+        }
+        // The first run (the same offsets to the source's end) was cloned whole.
+        #expect(copier.methods.contains(.clone))
+    }
+
     @Test(arguments: [0, 1, 2])
     func aSourceThatEndsFirstCopiesWhatItHas(_ means: Int) throws {
         let folder = TempFolder(prefix: "paperboy-copier")

@@ -229,9 +229,9 @@ extension Scheduler {
                 releaseSlot(run.slot)
                 if let chunked = chunkedTransfer {
                     let bytes = chunked.bytes
-                    logger.info("asset \(run.id): \(bytes.reused) bytes copied from files the library holds, \(bytes.fetched) fetched (\(chunked.indexURL.redactedString))")
                     let copied = chunked.copied
-                    logger.debug("asset \(run.id): of the bytes copied, \(copied.cloned) cloned, \(copied.copiedInKernel) copied in the kernel, \(copied.copied) read and written")
+                    let means = "copying cloned \(copied.cloned) bytes, copied \(copied.copiedInKernel) in the kernel, read and wrote \(copied.copied)"
+                    logger.info("asset \(run.id): \(bytes.reused) bytes copied from files the library holds, \(bytes.fetched) fetched (\(chunked.indexURL.redactedString)); \(means)")
                 }
                 if run.request.index != nil {
                     // What this file cost (``AssetStatus/bytesReused``) and, for a file delivered to a path
