@@ -45,6 +45,7 @@ trap cleanup EXIT
 LOG=$WORK/serve/logs/access.log
 BASE="http://127.0.0.1:$PORT"
 # Test data is generated here, never committed: v1 = v2 (issue A's file, issue B's copy) and small.bin.
+mkdir -p "$WORK/serve/www/shared"
 python3 "$ROOT/Benchmarks/delta/cases.py" shared "$WORK/serve/www/shared" "$SHARED_MB" > /dev/null
 "$PAPERBOY" index --quiet "$WORK/serve/www/shared/v1.bin" "$WORK/serve/www/shared/v2.bin"
 

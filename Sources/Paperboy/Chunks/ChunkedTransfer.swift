@@ -10,8 +10,9 @@ import Foundation
 import Synchronization
 
 /// Fills the partial file of an indexed asset from a ``ChunkPlan``: copies the chunks the
-/// library holds, fetches the others as ranges (``TransferJob/rangeEnd``), and checks every
-/// chunk's SHA-256 before it reaches the file.
+/// library holds (in runs, cloned where the file system can: ``RangeCopier``), fetches the
+/// others as ranges (``TransferJob/rangeEnd``), and checks every chunk's SHA-256 before it
+/// counts as written.
 ///
 /// It stands where a transport's `transfer` stands for an asset fetched whole, in front of the
 /// same sink: `begin` once (the index's length, and the index's SHA-256 as the validator, so
@@ -38,16 +39,13 @@ final class ChunkedTransfer: Sendable {
     let indexURL: URL
     /// Where the partial file's chunks are read back and checked, off the cooperative pool.
     let durability: Durability
-    /// How chunks are copied from files the library holds (tests take means away to see the others work).
-    let copyMethods: RangeCopier.Methods
     private let counts = Mutex<(reused: Int64, fetched: Int64)>((0, 0))
     private let copies = Mutex(RangeCopier.Tally())
 
-    init(plan: ChunkPlan, indexURL: URL, durability: Durability, copyMethods: RangeCopier.Methods = .all) {
+    init(plan: ChunkPlan, indexURL: URL, durability: Durability) {
         self.plan = plan
         self.indexURL = indexURL
         self.durability = durability
-        self.copyMethods = copyMethods
     }
 
     /// Bytes copied from files the library holds, and bytes fetched, so far.
@@ -79,7 +77,7 @@ final class ChunkedTransfer: Sendable {
         let files = plan.seeds.map { open($0.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         defer { for file in files where file >= 0 { close(file) } }
         // One per file: a file system without clones is not asked again.
-        var copiers = files.map { _ in RangeCopier(methods: copyMethods) }
+        var copiers = files.map { _ in RangeCopier() }
         var failures: [Int: Int] = [:]
         var position = 0
         while position < steps.count {
