@@ -4,6 +4,8 @@
 #if defined(__linux__)
 #include <sys/random.h>
 #include <sys/statfs.h>
+#include <sys/ioctl.h>
+#include <linux/fs.h>
 #endif
 #include <fcntl.h>
 #include <pthread.h>
@@ -40,6 +42,46 @@ long long paperboy_file_system_type(const char *path) {
     return (long long)info.f_type;
 #else
     (void)path;
+    return -1;
+#endif
+}
+
+int paperboy_clone_range(int src, long long src_offset, long long length, int dst, long long dst_offset) {
+#if defined(__linux__) && defined(FICLONERANGE)
+    struct file_clone_range range = {
+        .src_fd = src, .src_offset = (__u64)src_offset, .src_length = (__u64)length, .dest_offset = (__u64)dst_offset,
+    };
+    for (;;) {
+        if (ioctl(dst, FICLONERANGE, &range) == 0) return 0;
+        if (errno != EINTR) return errno;
+    }
+#else
+    (void)src;
+    (void)src_offset;
+    (void)length;
+    (void)dst;
+    (void)dst_offset;
+    return EOPNOTSUPP;
+#endif
+}
+
+long long paperboy_copy_file_range(int src, long long *src_offset, int dst, long long *dst_offset, unsigned long length) {
+#if defined(__linux__)
+    off_t in = (off_t)*src_offset, out = (off_t)*dst_offset;
+    ssize_t copied;
+    do {
+        copied = copy_file_range(src, &in, dst, &out, length, 0);
+    } while (copied < 0 && errno == EINTR);
+    *src_offset = (long long)in;
+    *dst_offset = (long long)out;
+    return (long long)copied;
+#else
+    (void)src;
+    (void)src_offset;
+    (void)dst;
+    (void)dst_offset;
+    (void)length;
+    errno = ENOSYS;
     return -1;
 #endif
 }

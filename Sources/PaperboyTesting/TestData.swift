@@ -6,9 +6,9 @@ public final class TempFolder: @unchecked Sendable {
     /// The folder.
     public let url: URL
 
-    /// Creates a new, empty folder under the system's temporary folder.
-    public init(prefix: String = "paperboy-test") {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+    /// Creates a new, empty folder in `parent` (by default the system's temporary folder).
+    public init(prefix: String = "paperboy-test", in parent: URL = FileManager.default.temporaryDirectory) {
+        url = parent.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
 

@@ -218,12 +218,15 @@ struct ChunkReuseTests {
         return try ChunkIndex.decode(index(of: v2), from: "test", limits: .init(maxFileSize: 1 << 30))
     }
 
-    /// Opens the library again with `transport` and downloads asset `identifier` to its end.
-    func resume(_ identifier: String, _ setup: Setup, transport: any Transport = HTTPTransport()) async throws -> AssetOutcome {
-        let library = try Library.open(at: setup.root, transports: TransportRegistry([transport]), configuration: .forTests(attempts: 1))
+    /// Opens the library again with `transport` and `configuration`, downloads asset `identifier`
+    /// to its end, and shows the library to `inspect` before closing it.
+    func resume(_ identifier: String, _ setup: Setup, transport: any Transport = HTTPTransport(),
+                configuration: Library.Configuration = .forTests(attempts: 1), inspect: (Library) -> Void = { _ in }) async throws -> AssetOutcome {
+        let library = try Library.open(at: setup.root, transports: TransportRegistry([transport]), configuration: configuration)
         let resumed = try #require(await library.asset(identifier: identifier))
         try await resumed.download()
         let outcome = try await resumed.waitUntilFinished()
+        inspect(library)
         await library.close()
         return outcome
     }
@@ -281,6 +284,32 @@ struct ChunkReuseTests {
         }
         #expect(sent(setup.nginx, status: 206, from: before) == v2.count - Int(kept) + damaged.map(\.length).reduce(0, +), "\(log)")
         #expect(sent(setup.nginx, status: 200, from: before) <= 64 << 10, "only the index is fetched whole: \(log)")
+    }
+
+    /// A repaired chunk and the index are fetched bytes like the others: they pass the bandwidth
+    /// limits (the global limiter grants every byte nginx sent, and would make them wait).
+    @Test func repairedChunksAndTheIndexPassTheBandwidthLimits() async throws {
+        let (_, v2) = try await Self.made.value
+        guard let setup = try await setUp() else { return }
+        defer { setup.nginx.stop() }
+        let (identifier, kept) = try await interrupted(setup)
+        let keptChunks = try await Self.v2Index().chunks.filter { $0.offset < kept }
+        let damaged = [keptChunks[1], keptChunks[keptChunks.count - 1]]
+        try flip(damaged, ofAsset: identifier, setup)
+        let before = setup.nginx.accessLog.count
+        var configuration = Library.Configuration.forTests(attempts: 1)
+        // A limit, so that each byte is asked of the limiter; high enough to cost milliseconds.
+        configuration.bandwidthLimit = 1 << 30
+        var granted: Int64 = -1
+        let outcome = try await resume(identifier, setup, configuration: configuration) { granted = $0.bandwidthLimiter.statistics.bytesGranted }
+        #expect(outcome == .delivered)
+        #expect(setup.delivered("mag.pdf").map(sha256Hex) == sha256Hex(v2))
+        let log = Array(setup.nginx.accessLog.dropFirst(before))
+        let ranged = sent(setup.nginx, status: 206, from: before)
+        let index = sent(setup.nginx, status: 200, from: before)
+        #expect(ranged == v2.count - Int(kept) + damaged.map(\.length).reduce(0, +), "\(log)")
+        #expect(index > 0, "\(log)")
+        #expect(granted == Int64(ranged + index), "granted \(granted) of \(ranged) ranged bytes (\(damaged.map(\.length)) repaired) and a \(index)-byte index")
     }
 
     @Test func aWholeFileMismatchChecksTheChunksAndFetchesNoneOfTheGoodOnesAgain() async throws {

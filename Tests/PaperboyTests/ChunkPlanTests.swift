@@ -29,6 +29,51 @@ struct ChunkPlanTests {
         #expect(asked == [index.chunks.dropFirst().map(\.sha256)])
         #expect(plan.seeds == [seed, elsewhere])
         #expect(plan.sources == [.seed(0, offset: 0)] + index.chunks.dropFirst().map { .seed(1, offset: $0.offset + 5) })
+        // Chunks that follow each other in one file are copied as one run.
+        #expect(plan.steps(after: 0) == [.copy(chunks: 0..<1, seed: 0, offset: 0),
+                                         .copy(chunks: 1..<index.chunks.count, seed: 1, offset: index.chunks[1].offset + 5)])
+    }
+
+    /// 320 chunks of 128 KiB located in one file: copy runs end where the file's chunks stop
+    /// following each other, at a fetched chunk, and at ``ChunkPlan/maxCopyRun`` bytes.
+    @Test func copiesAreCoalescedIntoRunsOfAdjacentChunks() throws {
+        let length = 128 << 10
+        let chunks = (0..<320).map { ChunkIndex.Chunk(offset: Int64($0 * length), length: length, sha256: SHA256Value(bytes: withUnsafeBytes(of: $0, Array.init) + Array(repeating: 0, count: 24))) }
+        let index = ChunkIndex(parameters: .standard, fileSize: Int64(320 * length), sha256: chunks[0].sha256, chunks: chunks)
+        let file = folder.file("elsewhere")
+        try Data([1]).write(to: file)
+        let places: [Int: Int64] = Dictionary(uniqueKeysWithValues: (0..<320).compactMap { number in
+            switch number {
+            case ..<300: (number, Int64(number * length))
+            case 300: nil
+            case ..<310: (number, Int64(number * length) + 7)
+            default: (number, Int64((number - 310) * length) + 1)
+            }
+        })
+        let plan = ChunkPlan(index: index, seeds: []) { _ in
+            places.mapValues { ChunkPlan.Location(file: file, offset: $0) }.reduce(into: [:]) { $0[chunks[$1.key].sha256] = $1.value }
+        }
+        let perRun = Int(ChunkPlan.maxCopyRun) / length
+        #expect(plan.steps(after: 0) == [
+            .copy(chunks: 0..<perRun, seed: 0, offset: 0),
+            .copy(chunks: perRun..<300, seed: 0, offset: Int64(perRun * length)),
+            .fetch(chunks: 300..<301),
+            .copy(chunks: 301..<310, seed: 0, offset: Int64(301 * length) + 7),
+            .copy(chunks: 310..<320, seed: 0, offset: 1),
+        ])
+        #expect(plan.steps(after: Int64(305 * length)) == [
+            .copy(chunks: 305..<310, seed: 0, offset: Int64(305 * length) + 7),
+            .copy(chunks: 310..<320, seed: 0, offset: 1),
+        ])
+        // After a copy whose chunks 2 and 4-5 of 0..<8 did not match where they landed.
+        let matched = [true, true, false, true, false, false, true, true]
+        #expect(ChunkedTransfer.redo(0..<8, seed: 0, offset: 1000, matched: matched, in: index) == [
+            .fetch(chunks: 2..<3),
+            .copy(chunks: 3..<4, seed: 0, offset: 1000 + Int64(3 * length)),
+            .fetch(chunks: 4..<6),
+            .copy(chunks: 6..<8, seed: 0, offset: 1000 + Int64(6 * length)),
+        ])
+        #expect(ChunkedTransfer.redo(0..<8, seed: 0, offset: 1000, matched: Array(repeating: true, count: 8), in: index).isEmpty)
     }
 
     @Test func aLocatedFileThatIsASymbolicLinkIsLeftOut() throws {

@@ -14,6 +14,18 @@ long long paperboy_file_system_type(const char *path);
 
 #include <sys/types.h>
 
+/// Makes `length` bytes of `dst` at `dst_offset` share the blocks of `src` at `src_offset`
+/// (Linux FICLONERANGE: a reflink; nothing is read or written). The offsets must be multiples
+/// of the file system's block size, and so must `length` unless the range ends at the end of
+/// `src`. Returns 0, or an errno value (EOPNOTSUPP where the file system or the system has no
+/// clones, EXDEV across file systems, EINVAL for a range it refuses).
+int paperboy_clone_range(int src, long long src_offset, long long length, int dst, long long dst_offset);
+
+/// Copies up to `length` bytes of `src` at `*src_offset` to `dst` at `*dst_offset` in the
+/// kernel (Linux copy_file_range(2)), advancing both offsets. Returns the bytes copied (0 at
+/// the end of `src`), or -1 with errno set (ENOSYS where the call does not exist).
+long long paperboy_copy_file_range(int src, long long *src_offset, int dst, long long *dst_offset, unsigned long length);
+
 /// Creates a pipe whose two ends are close-on-exec. Returns 0, or an errno value.
 int paperboy_pipe_cloexec(int fds[2]);
 

@@ -33,8 +33,9 @@ package struct ChunkPlan: Sendable {
 
     /// One step of the plan, in file order.
     package enum Step: Sendable, Equatable {
-        /// Chunk `chunk` is copied from seed `seed` at `offset`.
-        case copy(chunk: Int, seed: Int, offset: Int64)
+        /// Chunks `chunks` (adjacent, and adjacent in the seed) are copied from seed `seed`,
+        /// the first at `offset`, as one run (cloned where the file system can, ``ClonePlan``).
+        case copy(chunks: Range<Int>, seed: Int, offset: Int64)
         /// Chunks `chunks` (adjacent) are fetched as one range.
         case fetch(chunks: Range<Int>)
     }
@@ -108,16 +109,28 @@ package struct ChunkPlan: Sendable {
         }
     }
 
+    /// The most bytes one copy step holds: the run is read back and checked between two
+    /// cancellation checks (about 30 ms here).
+    package static let maxCopyRun: Int64 = 32 << 20
+
     /// The steps for the chunks after the first `offset` bytes (a chunk boundary, already in the
-    /// partial file): copies one by one, adjacent fetched chunks coalesced into one range.
+    /// partial file): adjacent fetched chunks coalesced into one range, and chunks that follow
+    /// each other in the same seed into one copy of up to ``maxCopyRun`` bytes.
     package func steps(after offset: Int64) -> [Step] {
         var steps: [Step] = []
         var index = self.index.chunks.firstIndex { $0.offset >= offset } ?? sources.count
         while index < sources.count {
             switch sources[index] {
             case .seed(let seed, let offset):
-                steps.append(.copy(chunk: index, seed: seed, offset: offset))
-                index += 1
+                var end = index + 1
+                var length = Int64(self.index.chunks[index].length)
+                while end < sources.count, sources[end] == .seed(seed, offset: offset + length),
+                      length + Int64(self.index.chunks[end].length) <= Self.maxCopyRun {
+                    length += Int64(self.index.chunks[end].length)
+                    end += 1
+                }
+                steps.append(.copy(chunks: index..<end, seed: seed, offset: offset))
+                index = end
             case .fetch:
                 var end = index + 1
                 while end < sources.count, sources[end] == .fetch { end += 1 }

@@ -10,8 +10,9 @@ import Foundation
 import Synchronization
 
 /// Fills the partial file of an indexed asset from a ``ChunkPlan``: copies the chunks the
-/// library holds, fetches the others as ranges (``TransferJob/rangeEnd``), and checks every
-/// chunk's SHA-256 before it reaches the file.
+/// library holds (in runs, cloned where the file system can: ``RangeCopier``), fetches the
+/// others as ranges (``TransferJob/rangeEnd``), and checks every chunk's SHA-256 before it
+/// counts as written.
 ///
 /// It stands where a transport's `transfer` stands for an asset fetched whole, in front of the
 /// same sink: `begin` once (the index's length, and the index's SHA-256 as the validator, so
@@ -39,6 +40,7 @@ final class ChunkedTransfer: Sendable {
     /// Where the partial file's chunks are read back and checked, off the cooperative pool.
     let durability: Durability
     private let counts = Mutex<(reused: Int64, fetched: Int64)>((0, 0))
+    private let copies = Mutex(RangeCopier.Tally())
 
     init(plan: ChunkPlan, indexURL: URL, durability: Durability) {
         self.plan = plan
@@ -48,6 +50,10 @@ final class ChunkedTransfer: Sendable {
 
     /// Bytes copied from files the library holds, and bytes fetched, so far.
     var bytes: (reused: Int64, fetched: Int64) { counts.withLock { $0 } }
+
+    /// Bytes put in the partial file by each means of copying so far (cloned, copied in the
+    /// kernel, read and written), checked or not.
+    var copied: RangeCopier.Tally { copies.withLock { $0 } }
 
     /// The validator an indexed asset's partial file is recorded with: the whole file's SHA-256
     /// its index gives.
@@ -70,24 +76,19 @@ final class ChunkedTransfer: Sendable {
         var steps = plan.steps(after: job.offset)
         let files = plan.seeds.map { open($0.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         defer { for file in files where file >= 0 { close(file) } }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.parameters.maximum, alignment: 16)
-        defer { buffer.deallocate() }
+        // One per file: a file system without clones is not asked again.
+        var copiers = files.map { _ in RangeCopier() }
         var failures: [Int: Int] = [:]
         var position = 0
         while position < steps.count {
             try Task.checkCancellation()
             switch steps[position] {
-            case .copy(let chunk, let seed, let offset):
-                let length = index.chunks[chunk].length
-                let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<length])
-                if files[seed] >= 0, case .success(length) = POSIX.readFully(files[seed], into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<length]), at: offset),
-                   SHA256Value(SHA256.hash(data: bytes)) == index.chunks[chunk].sha256 {
-                    try await sink.writeCopied(bytes)
-                    counts.withLock { $0.reused += Int64(length) }
-                } else {
-                    // The file changed since it was planned: fetched instead.
-                    steps.insert(.fetch(chunks: chunk..<chunk + 1), at: position + 1)
-                }
+            case .copy(let chunks, let seed, let offset):
+                let matched = files[seed] >= 0
+                    ? try await copy(chunks, from: files[seed], at: offset, copier: &copiers[seed], into: sink)
+                    : Array(repeating: false, count: chunks.count)
+                // The file changed since it was planned: its chunks that no longer match are fetched instead.
+                steps.insert(contentsOf: Self.redo(chunks, seed: seed, offset: offset, matched: matched, in: index), at: position + 1)
             case .fetch(let chunks):
                 let rangeSink = ChunkRangeSink(outer: sink, index: index, chunks: chunks, url: job.url, indexURL: indexURL,
                                                expectedValidator: sourceValidator)
@@ -105,6 +106,77 @@ final class ChunkedTransfer: Sendable {
             }
             position += 1
         }
+    }
+
+    /// Copies `chunks` from `file` (the first at `offset`) after the bytes written to the partial
+    /// file with `copier` (cloned where the file system can), then reads them back from the
+    /// partial file and checks each against the index, off the cooperative pool: whether each
+    /// matched. The chunks before the first that did not match count as written (and reused);
+    /// the bytes from it on are removed from the file.
+    ///
+    /// The bytes are checked where they landed, not where they came from: a file that changes
+    /// while it is copied cannot leave unchecked bytes in the partial file.
+    ///
+    /// - Throws: the sink's errors; its error for a write that failed.
+    private func copy(_ chunks: Range<Int>, from file: Int32, at offset: Int64, copier: inout RangeCopier,
+                      into sink: PartialFileSink) async throws -> [Bool] {
+        let index = plan.index
+        let start = index.chunks[chunks.lowerBound].offset
+        let last = index.chunks[chunks.upperBound - 1]
+        let length = last.offset + Int64(last.length) - start
+        try await sink.prepareCopy(length)
+        let given = copier
+        let (done, outcome, matched) = await durability.offload { () -> (RangeCopier, RangeCopier.Outcome, [Bool]) in
+            var copier = given
+            let outcome = copier.copy(from: file, at: offset, to: sink.fd, at: start, length: length)
+            guard outcome.failure == nil else { return (copier, outcome, []) }
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.parameters.maximum, alignment: 16)
+            defer { buffer.deallocate() }
+            var matched: [Bool] = []
+            var accepting = true
+            for number in chunks {
+                let chunk = index.chunks[number]
+                let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[..<chunk.length])
+                let good = if case .success(chunk.length) = POSIX.readFully(sink.fd, into: bytes, at: chunk.offset) {
+                    SHA256Value(SHA256.hash(data: UnsafeRawBufferPointer(bytes))) == chunk.sha256
+                } else {
+                    false
+                }
+                accepting = accepting && good
+                if accepting { sink.acceptCopied(UnsafeRawBufferPointer(bytes)) }
+                matched.append(good)
+            }
+            return (copier, outcome, matched)
+        }
+        copier = done
+        copies.withLock { $0 += outcome.tally }
+        if let failure = outcome.failure {
+            try? sink.endCopy()
+            throw sink.writeFailure(failure)
+        }
+        try sink.endCopy()
+        let accepted = matched.firstIndex(of: false).map { chunks.lowerBound + $0 } ?? chunks.upperBound
+        let reused = accepted == chunks.lowerBound ? 0 : index.chunks[accepted - 1].offset + Int64(index.chunks[accepted - 1].length) - start
+        counts.withLock { $0.reused += reused }
+        return matched
+    }
+
+    /// The steps after copying `chunks` from seed `seed` (the first at `offset`) when each
+    /// `matched` or not: from the first that did not, those that did not are fetched and those
+    /// that did are copied again (they were not counted, being after a gap). None when all matched.
+    static func redo(_ chunks: Range<Int>, seed: Int, offset: Int64, matched: [Bool], in index: ChunkIndex) -> [ChunkPlan.Step] {
+        guard let first = matched.firstIndex(of: false) else { return [] }
+        var steps: [ChunkPlan.Step] = []
+        var start = chunks.lowerBound + first
+        while start < chunks.upperBound {
+            let good = matched[start - chunks.lowerBound]
+            var end = start + 1
+            while end < chunks.upperBound, matched[end - chunks.lowerBound] == good { end += 1 }
+            let from = offset + index.chunks[start].offset - index.chunks[chunks.lowerBound].offset
+            steps.append(good ? .copy(chunks: start..<end, seed: seed, offset: from) : .fetch(chunks: start..<end))
+            start = end
+        }
+        return steps
     }
 
     /// Fetches the range of `rangeSink` (its chunks) into it, from the version of the source the
@@ -209,7 +281,7 @@ final class ChunkedTransfer: Sendable {
         var fetches = 0
         while true {
             try Task.checkCancellation()
-            let collector = ChunkCollector(answeringFor: sink)
+            let collector = ChunkCollector(for: sink)
             let rangeSink = ChunkRangeSink(outer: collector, index: plan.index, chunks: number..<number + 1, url: job.url, indexURL: indexURL,
                                            expectedValidator: sourceValidator)
             fetches += 1
@@ -222,13 +294,14 @@ final class ChunkedTransfer: Sendable {
         }
     }
 
-    /// Fetches and reads the index at `url` through `transport`, no larger than `limits` allow.
+    /// Fetches and reads the index at `url` through `transport`, no larger than `limits` allow,
+    /// within the asset's bandwidth limits.
     ///
     /// - Throws: ``TransportError`` naming the index URL: the transport's, or `.protocolError`
     ///   for an index that is too large or that the reader refuses (``ChunkIndexError``).
-    static func fetchIndex(_ job: TransferJob, transport: any Transport, limits: ChunkIndex.Limits,
+    static func fetchIndex(_ job: TransferJob, transport: any Transport, limits: ChunkIndex.Limits, bandwidth: TransferBandwidth,
                            answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) async throws -> ChunkIndex {
-        let sink = IndexSink(url: job.url, limit: limits.maxIndexBytes, answer: answer)
+        let sink = IndexSink(url: job.url, limit: limits.maxIndexBytes, bandwidth: bandwidth, answer: answer)
         try await transport.transfer(job, into: sink)
         let source = job.url.redactedString
         do {
@@ -238,201 +311,5 @@ final class ChunkedTransfer: Sendable {
         } catch {
             throw TransportError(.protocolError, error.description, url: job.url, isRetryable: false)
         }
-    }
-}
-
-/// A chunk whose fetched bytes do not match the index (thrown by ``ChunkRangeSink`` through
-/// the transport, which rethrows it unchanged).
-struct ChunkMismatch: Error {
-    /// The chunk's number in the index.
-    var chunk: Int
-}
-
-/// Collects an index in memory, refusing more than `limit` bytes before holding them.
-final class IndexSink: TransferSink, @unchecked Sendable {
-    let url: URL
-    let limit: Int
-    let answer: @Sendable (AuthChallenge) async -> AuthChallengeDisposition
-    private(set) var data = Data()
-
-    init(url: URL, limit: Int, answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) {
-        self.url = url
-        self.limit = limit
-        self.answer = answer
-    }
-
-    private func tooLarge(_ count: Int64) -> TransportError {
-        TransportError(.protocolError, "chunk index \(url.redactedString): \(count) bytes or more, above the \(limit) an index may have here",
-                       url: url, isRetryable: false)
-    }
-
-    func begin(_ response: TransferResponse) throws {
-        if let length = response.expectedLength, length > Int64(limit) { throw tooLarge(length) }
-        data = Data()
-    }
-
-    func write(_ bytes: UnsafeRawBufferPointer) async throws { _ = try tryWrite(bytes) }
-
-    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
-        guard data.count + bytes.count <= limit else { throw tooLarge(Int64(data.count + bytes.count)) }
-        data.append(contentsOf: bytes)
-        return true
-    }
-
-    func whenWritable(_ callback: @escaping @Sendable () -> Void) { callback() }
-
-    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { await answer(challenge) }
-}
-
-/// Holds the verified bytes of one chunk fetched alone to repair a partial file (no more than
-/// the chunk: ``ChunkRangeSink`` refuses the rest).
-final class ChunkCollector: TransferSink, @unchecked Sendable {
-    /// The sink whose credentials and delegates answer challenges.
-    let sink: any TransferSink
-    private(set) var bytes: [UInt8] = []
-
-    init(answeringFor sink: any TransferSink) { self.sink = sink }
-
-    func begin(_ response: TransferResponse) throws {}
-    func write(_ bytes: UnsafeRawBufferPointer) async throws { self.bytes.append(contentsOf: bytes) }
-
-    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
-        self.bytes.append(contentsOf: bytes)
-        return true
-    }
-
-    func whenWritable(_ callback: @escaping @Sendable () -> Void) { callback() }
-    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { await sink.challenge(challenge) }
-}
-
-/// Takes the bytes of one fetched range of an indexed asset, checks each chunk's SHA-256 as it
-/// completes, and passes only whole verified chunks on to the asset's sink (or, for a repair,
-/// a ``ChunkCollector``), in order.
-///
-/// The answer is refused in ``begin(_:)``, before a byte is written, unless it is exactly the
-/// range asked for, of a resource of the index's length (and of the version the earlier ranges
-/// came from). Memory: the chunk being received plus what one transport call hands over.
-final class ChunkRangeSink: TransferSink, @unchecked Sendable {
-    let outer: any TransferSink
-    let index: ChunkIndex
-    let chunks: Range<Int>
-    let range: Range<Int64>
-    let url: URL
-    let indexURL: URL
-    let expectedValidator: ResourceValidator?
-    private(set) var validator: ResourceValidator?
-    private var began = false
-    private var received: Int64 = 0
-    /// Bytes from the first chunk not yet handed to `outer`.
-    private var staged: [UInt8] = []
-    /// The first chunk not yet handed on, and the first not yet verified.
-    private var nextToWrite: Int
-    private var nextToVerify: Int
-    /// Bytes at the start of `staged` that are verified chunks.
-    private var verified = 0
-    /// Bytes of verified chunks handed on.
-    private(set) var verifiedBytes: Int64 = 0
-
-    init(outer: any TransferSink, index: ChunkIndex, chunks: Range<Int>, url: URL, indexURL: URL, expectedValidator: ResourceValidator?) {
-        self.outer = outer
-        self.index = index
-        self.chunks = chunks
-        let last = index.chunks[chunks.upperBound - 1]
-        range = index.chunks[chunks.lowerBound].offset..<last.offset + Int64(last.length)
-        self.url = url
-        self.indexURL = indexURL
-        self.expectedValidator = expectedValidator
-        nextToWrite = chunks.lowerBound
-        nextToVerify = chunks.lowerBound
-    }
-
-    var shownRange: String { "\(range.lowerBound)-\(range.upperBound - 1)" }
-    /// Whether every chunk of the range was handed on.
-    var isComplete: Bool { nextToWrite == chunks.upperBound }
-
-    func begin(_ response: TransferResponse) throws {
-        guard !began else { throw TransportError(.protocolError, "transport called begin twice", url: url, isRetryable: false) }
-        let shown = url.redactedString
-        if let length = response.expectedLength, length != index.fileSize {
-            throw TransportError(.sourceChanged, "\(shown) has \(length) bytes, its chunk index \(indexURL.redactedString) says \(index.fileSize)",
-                                 url: url, isRetryable: false)
-        }
-        let end = response.end ?? response.expectedLength ?? index.fileSize
-        guard response.offset == range.lowerBound, end == range.upperBound else {
-            throw TransportError(.protocolError, "\(shown) answered the range \(shownRange) with bytes \(response.offset)-\(end - 1)"
-                                 + (response.end == nil ? " (the rest of the resource: does it serve ranges?)" : "") + "; nothing of it was written",
-                                 url: url, isRetryable: false)
-        }
-        if let expectedValidator, response.validator != expectedValidator {
-            throw TransportError(.sourceChanged, "\(shown) answered the range \(shownRange) from another version (\(response.validator?.description ?? "no validator"), "
-                                 + "the earlier ranges came with \(expectedValidator))", url: url)
-        }
-        validator = response.validator
-        began = true
-    }
-
-    func write(_ bytes: UnsafeRawBufferPointer) async throws {
-        try take(bytes)
-        try await drain()
-    }
-
-    func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
-        // What the sink pushed back is offered first, the same chunk again.
-        while nextToWrite < nextToVerify {
-            guard try handOnOne() else { return false }
-        }
-        try take(bytes)
-        while nextToWrite < nextToVerify {
-            guard try handOnOne() else { break }
-        }
-        return true
-    }
-
-    func whenWritable(_ callback: @escaping @Sendable () -> Void) {
-        if nextToWrite < nextToVerify { outer.whenWritable(callback) } else { callback() }
-    }
-
-    func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition { await outer.challenge(challenge) }
-
-    /// Hands the verified chunks still held to the asset's sink.
-    func drain() async throws {
-        while nextToWrite < nextToVerify {
-            let length = index.chunks[nextToWrite].length
-            try await outer.write(Data(staged[..<length]))
-            handedOn(length)
-        }
-    }
-
-    /// Stages `bytes` and verifies the chunks they complete.
-    private func take(_ bytes: UnsafeRawBufferPointer) throws {
-        guard began else { throw TransportError(.protocolError, "transport wrote data before calling begin", url: url, isRetryable: false) }
-        guard received + Int64(bytes.count) <= Int64(range.count) else {
-            throw TransportError(.protocolError, "\(url.redactedString) sent more than the \(range.count) bytes of the range \(shownRange)", url: url, isRetryable: false)
-        }
-        staged.append(contentsOf: bytes)
-        received += Int64(bytes.count)
-        while nextToVerify < chunks.upperBound {
-            let chunk = index.chunks[nextToVerify]
-            guard staged.count - verified >= chunk.length else { break }
-            let digest = staged.withUnsafeBytes { SHA256Value(SHA256.hash(data: UnsafeRawBufferPointer(rebasing: $0[verified..<verified + chunk.length]))) }
-            guard digest == chunk.sha256 else { throw ChunkMismatch(chunk: nextToVerify) }
-            verified += chunk.length
-            nextToVerify += 1
-        }
-    }
-
-    /// Offers the first verified chunk to the asset's sink without waiting.
-    private func handOnOne() throws -> Bool {
-        let length = index.chunks[nextToWrite].length
-        guard try staged.withUnsafeBytes({ try outer.tryWrite(UnsafeRawBufferPointer(rebasing: $0[..<length])) }) else { return false }
-        handedOn(length)
-        return true
-    }
-
-    private func handedOn(_ length: Int) {
-        staged.removeFirst(length)
-        verified -= length
-        verifiedBytes += Int64(length)
-        nextToWrite += 1
     }
 }

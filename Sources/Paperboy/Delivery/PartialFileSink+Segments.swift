@@ -206,7 +206,7 @@ extension PartialFileSink {
     }
 }
 
-/// A segment of a ``PartialFileSink``: the sink's limiter credits and flows, positional writes.
+/// A segment of a ``PartialFileSink``: the sink's bandwidth limits (its flows and grants), positional writes.
 final class PartialFileSegment: TransferSegment, @unchecked Sendable {
     let sink: PartialFileSink
     let range: Range<Int64>
@@ -218,14 +218,12 @@ final class PartialFileSegment: TransferSegment, @unchecked Sendable {
 
     func write(_ bytes: UnsafeRawBufferPointer) async throws {
         await sink.recorded.wait()
-        for (limiter, flow) in zip(sink.context.limiters, sink.flows) {
-            try await limiter.acquire(bytes.count, flow: flow)
-        }
+        try await sink.bandwidth.acquire(bytes.count)
         try sink.takeSegment(range, bytes)
     }
 
     func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
-        guard sink.recorded.isOpen, sink.takeCredits(bytes.count) else { return false }
+        guard sink.recorded.isOpen, sink.bandwidth.tryTake(bytes.count) else { return false }
         try sink.takeSegment(range, bytes)
         return true
     }

@@ -135,11 +135,9 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     /// Progress is submitted under this lock, so that none recorded with the boot can follow
     /// the record that withdraws it (see ``withdrawLengthTrust()``).
     let writtenInOrder = Mutex<Bool>(true)
-    /// For `tryWrite`: bytes each limiter already granted and not yet used, and the request
-    /// that could not be granted (limiter index, bytes).
-    private let credits: Mutex<(granted: [Int], pending: (index: Int, bytes: Int)?)>
-    /// This transfer's flow in each limiter, for fair sharing.
-    let flows: [UInt64]
+    /// The limits every byte from the network passes through (``Context/limiters``), shared
+    /// with the segments and with the chunks fetched to repair the file.
+    let bandwidth: TransferBandwidth
     /// Ranges written through ``segment(_:)`` (see PartialFileSink+Segments.swift).
     var segments = SegmentLedger()
     /// Bytes in the pieces past the gap-free prefix that the latest progress record names
@@ -229,8 +227,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
         lastReport = now
         nextCheckpoint = now + context.checkpointInterval
         if context.expectedSHA256 != nil { hasher = SHA256() }
-        credits = Mutex((Array(repeating: 0, count: context.limiters.count), nil))
-        flows = context.limiters.map { $0.makeFlow() }
+        bandwidth = TransferBandwidth(limiters: context.limiters)
     }
 
     deinit {
@@ -354,44 +351,40 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             throw TransportError(.protocolError, "transport wrote data before calling begin", url: context.url, isRetryable: false)
         }
         await recorded.wait()
-        for (limiter, flow) in zip(context.limiters, flows) {
-            try await limiter.acquire(bytes.count, flow: flow)
-        }
+        try await bandwidth.acquire(bytes.count)
         try take(bytes)
     }
 
     func tryWrite(_ bytes: UnsafeRawBufferPointer) throws -> Bool {
-        guard recorded.isOpen, takeCredits(bytes.count) else { return false }
+        guard recorded.isOpen, bandwidth.tryTake(bytes.count) else { return false }
         try take(bytes)
         return true
     }
 
-    /// Writes bytes copied from a file the library holds (a chunk of an indexed asset, see
-    /// ``ChunkedTransfer``): as ``write(_:)``, but outside the bandwidth limits, which are for
-    /// the network.
-    func writeCopied(_ bytes: UnsafeRawBufferPointer) async throws {
+    /// Makes room for `count` bytes copied from a file the library holds (a run of chunks of an
+    /// indexed asset, see ``ChunkedTransfer``) after the bytes written, outside the bandwidth
+    /// limits, which are for the network.
+    ///
+    /// The caller then puts them in the file at ``written`` itself (``RangeCopier``: a clone or a
+    /// copy), and they count only as ``acceptCopied(_:)`` takes them, once checked;
+    /// ``endCopy()`` removes the rest from the file.
+    func prepareCopy(_ count: Int64) async throws {
         guard began else {
             throw TransportError(.protocolError, "bytes copied before begin", url: context.url, isRetryable: false)
         }
         await recorded.wait()
-        try take(bytes)
+        try admit(count)
+        try writeGathered()
     }
 
-    /// Takes `count` bytes from every limiter without waiting; `false` leaves a pending request
-    /// for ``whenWritable(_:)``.
-    func takeCredits(_ count: Int) -> Bool {
-        credits.withLock { credits -> Bool in
-            for index in context.limiters.indices where credits.granted[index] < count {
-                if context.limiters[index].tryAcquire(count, flow: flows[index]) {
-                    credits.granted[index] += count
-                } else {
-                    credits.pending = (index, count)
-                    return false
-                }
-            }
-            for index in credits.granted.indices { credits.granted[index] -= count }
-            return true
-        }
+    /// Counts `bytes`, put in the file after the bytes written (``prepareCopy(_:)``) and
+    /// checked, as written.
+    func acceptCopied(_ bytes: UnsafeRawBufferPointer) { accept(bytes) }
+
+    /// After a copy: removes from the file what it put there that was not accepted, and writes
+    /// on after the bytes written.
+    func endCopy() throws(TransportError) {
+        guard POSIX.truncate(fd, to: written) else { throw writeFailure(errno) }
     }
 
     func whenWritable(_ callback: @escaping @Sendable () -> Void) {
@@ -399,31 +392,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             recorded.whenOpen { [self] in whenWritable(callback) }
             return
         }
-        guard let pending = credits.withLock({ credits in
-            defer { credits.pending = nil }
-            return credits.pending
-        }) else {
-            callback()
-            return
-        }
-        grant(from: pending.index, bytes: pending.bytes, then: callback)
-    }
-
-    /// Asks limiter `index` and the ones after it for `bytes`, then calls `callback`.
-    private func grant(from index: Int, bytes: Int, then callback: @escaping @Sendable () -> Void) {
-        guard index < context.limiters.count else {
-            callback()
-            return
-        }
-        let alreadyGranted = credits.withLock { $0.granted[index] >= bytes }
-        if alreadyGranted {
-            grant(from: index + 1, bytes: bytes, then: callback)
-            return
-        }
-        context.limiters[index].acquire(bytes, flow: flows[index]) { [self] in
-            credits.withLock { $0.granted[index] += bytes }
-            grant(from: index + 1, bytes: bytes, then: callback)
-        }
+        bandwidth.whenGranted(callback)
     }
 
     func challenge(_ challenge: AuthChallenge) async -> AuthChallengeDisposition {
@@ -437,7 +406,19 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             throw TransportError(.protocolError, "transport wrote data before calling begin", url: context.url, isRetryable: false)
         }
         guard !bytes.isEmpty else { return }
-        let count = Int64(bytes.count)
+        try admit(Int64(bytes.count))
+        if let gathered, gatheredCount + bytes.count <= gathered.count {
+            UnsafeMutableRawBufferPointer(rebasing: gathered[gatheredCount...]).copyMemory(from: bytes)
+            gatheredCount += bytes.count
+        } else {
+            try writeGathered()
+            if let failure = POSIX.writeAll(fd, bytes) { throw writeFailure(failure) }
+        }
+        accept(bytes)
+    }
+
+    /// Checks that `count` more bytes may follow the bytes written, and claims their space.
+    private func admit(_ count: Int64) throws {
         if let expected, written + count > expected {
             throw TransportError(.protocolError, "source sent more than the \(expected) bytes it announced", url: context.url, isRetryable: true)
         }
@@ -446,15 +427,12 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
             throw TransportError(.protocolError, "transport wrote past byte \(limit), where a segment starts", url: context.url, isRetryable: false)
         }
         try claimSpace(count)
-        if let gathered, gatheredCount + bytes.count <= gathered.count {
-            UnsafeMutableRawBufferPointer(rebasing: gathered[gatheredCount...]).copyMemory(from: bytes)
-            gatheredCount += bytes.count
-        } else {
-            try writeGathered()
-            if let failure = POSIX.writeAll(fd, bytes) { throw writeFailure(failure) }
-        }
+    }
+
+    /// Counts `bytes`, now in the file after the bytes written, as written.
+    private func accept(_ bytes: UnsafeRawBufferPointer) {
         hasher?.update(bufferPointer: bytes)
-        written += count
+        written += Int64(bytes.count)
         counted()
     }
 
@@ -529,9 +507,7 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
     }
 
     /// Forgets this transfer's flows in the limiters.
-    func endFlows() {
-        for (limiter, flow) in zip(context.limiters, flows) { limiter.endFlow(flow) }
-    }
+    func endFlows() { bandwidth.end() }
 
     /// Waits for a checkpoint in flight (the descriptor must stay open until it ends).
     func waitForCheckpoints() async {

@@ -229,7 +229,9 @@ extension Scheduler {
                 releaseSlot(run.slot)
                 if let chunked = chunkedTransfer {
                     let bytes = chunked.bytes
-                    logger.info("asset \(run.id): \(bytes.reused) bytes copied from files the library holds, \(bytes.fetched) fetched (\(chunked.indexURL.redactedString))")
+                    let copied = chunked.copied
+                    let means = "copying cloned \(copied.cloned) bytes, copied \(copied.copiedInKernel) in the kernel, read and wrote \(copied.copied)"
+                    logger.info("asset \(run.id): \(bytes.reused) bytes copied from files the library holds, \(bytes.fetched) fetched (\(chunked.indexURL.redactedString)); \(means)")
                 }
                 if run.request.index != nil {
                     // What this file cost (``AssetStatus/bytesReused``) and, for a file delivered to a path
@@ -347,8 +349,12 @@ extension Scheduler {
         let challenges = ChallengeBudget(url: indexURL)
         let answer = challengeAnswer(run.id, challenges: challenges)
         let fetched = Mutex<ChunkIndex?>(nil)
+        // The index is fetched bytes like the asset's: within the same limits.
+        let bandwidth = TransferBandwidth(limiters: run.limiters)
+        defer { bandwidth.end() }
         try await challenges.run {
-            let index = try await ChunkedTransfer.fetchIndex(job, transport: transport, limits: ChunkedTransfer.indexLimits, answer: answer)
+            let index = try await ChunkedTransfer.fetchIndex(job, transport: transport, limits: ChunkedTransfer.indexLimits, bandwidth: bandwidth,
+                                                             answer: answer)
             fetched.withLock { $0 = index }
         }
         guard let index = fetched.withLock({ $0 }) else { throw CancellationError() }
