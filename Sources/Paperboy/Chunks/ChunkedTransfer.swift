@@ -27,6 +27,10 @@ final class ChunkedTransfer: Sendable {
     /// file at the standard average chunk), of a file up to 1 TiB.
     static let indexLimits = ChunkIndex.Limits(maxFileSize: 1 << 40, maxChunks: 1 << 18)
 
+    /// What a zsync control file fetched for an asset may describe: 2^21 blocks (at most 40 MiB
+    /// of control file; 8 GiB of file at `zsyncmake`'s 4 KiB blocks), of a file up to 1 TiB.
+    static let zsyncLimits = ZsyncIndex.Limits(maxFileSize: 1 << 40, maxBlocks: 1 << 21)
+
     /// How often one chunk is fetched again after its bytes did not match, before the asset fails.
     static let refetches = 2
 
@@ -49,12 +53,6 @@ final class ChunkedTransfer: Sendable {
     /// Bytes copied from files the library holds, and bytes fetched, so far.
     var bytes: (reused: Int64, fetched: Int64) { counts.withLock { $0 } }
 
-    /// The validator an indexed asset's partial file is recorded with: the whole file's SHA-256
-    /// its index gives.
-    static func validator(of index: ChunkIndex) -> ResourceValidator {
-        ResourceValidator("pbidx-sha256:\(index.sha256)", strength: .strong)
-    }
-
     /// Fills `sink` from `job.offset` (a chunk boundary) to the end, after checking (and
     /// repairing) the chunks of the first `job.offset` bytes already in the file.
     ///
@@ -66,11 +64,11 @@ final class ChunkedTransfer: Sendable {
         if job.offset > 0 {
             sink.verifiedPrefix = try await repair(job, transport: transport, sink: sink, sourceValidator: &sourceValidator)
         }
-        try sink.begin(TransferResponse(offset: job.offset, expectedLength: index.fileSize, validator: Self.validator(of: index)))
+        try sink.begin(TransferResponse(offset: job.offset, expectedLength: index.fileSize, validator: index.validator))
         var steps = plan.steps(after: job.offset)
         let files = plan.seeds.map { open($0.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         defer { for file in files where file >= 0 { close(file) } }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.parameters.maximum, alignment: 16)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.largestPiece, alignment: 16)
         defer { buffer.deallocate() }
         var failures: [Int: Int] = [:]
         var position = 0
@@ -78,10 +76,10 @@ final class ChunkedTransfer: Sendable {
             try Task.checkCancellation()
             switch steps[position] {
             case .copy(let chunk, let seed, let offset):
-                let length = index.chunks[chunk].length
+                let length = index.length(ofPiece: chunk)
                 let bytes = UnsafeRawBufferPointer(rebasing: buffer[..<length])
                 if files[seed] >= 0, case .success(length) = POSIX.readFully(files[seed], into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<length]), at: offset),
-                   SHA256Value(SHA256.hash(data: bytes)) == index.chunks[chunk].sha256 {
+                   index.piece(chunk, matches: bytes) {
                     try await sink.writeCopied(bytes)
                     counts.withLock { $0.reused += Int64(length) }
                 } else {
@@ -136,11 +134,12 @@ final class ChunkedTransfer: Sendable {
 
     /// The error for chunk `number` of `url` that did not match its SHA-256 in `fetches` fetches.
     private func stillBad(_ number: Int, fetches: Int, url: URL) -> TransportError {
-        let chunk = plan.index.chunks[number]
+        let index = plan.index
+        let offset = index.offset(ofPiece: number)
         return TransportError(
             .protocolError,
-            "chunk \(number) (bytes \(chunk.offset)-\(chunk.offset + Int64(chunk.length) - 1)) of \(url.redactedString) "
-                + "did not match its SHA-256 in \(indexURL.redactedString) in \(fetches) fetches",
+            "\(index.pieceName) \(number) (bytes \(offset)-\(offset + Int64(index.length(ofPiece: number)) - 1)) of \(url.redactedString) "
+                + "did not match its \(index.pieceCheck) in \(indexURL.redactedString) in \(fetches) fetches",
             url: url, isRetryable: false)
     }
 
@@ -156,7 +155,7 @@ final class ChunkedTransfer: Sendable {
     private func repair(_ job: TransferJob, transport: any Transport, sink: PartialFileSink,
                         sourceValidator: inout ResourceValidator?) async throws -> (hasher: SHA256, length: Int64)? {
         let index = plan.index
-        let end = index.chunks.firstIndex { $0.offset >= job.offset } ?? index.chunks.count
+        let end = index.firstPiece(atOrAfter: job.offset)
         var hasher: SHA256? = sink.context.expectedSHA256 == nil ? nil : SHA256()
         var next = 0
         while next < end {
@@ -170,7 +169,7 @@ final class ChunkedTransfer: Sendable {
             }
             let bytes = try await fetchAlone(bad, job, transport: transport, sink: sink, sourceValidator: &sourceValidator)
             // Written in place off the cooperative pool, as the chunks were read.
-            let offset = index.chunks[bad].offset
+            let offset = index.offset(ofPiece: bad)
             if let failure = await durability.offload({ bytes.withUnsafeBytes { POSIX.writeAll(fd, $0, at: offset) } }) {
                 throw sink.writeFailure(failure)
             }
@@ -182,15 +181,15 @@ final class ChunkedTransfer: Sendable {
 
     /// Reads `chunks` of the file `fd` and feeds their bytes to `hasher` while they match the
     /// index: the hasher then, and the first chunk that did not match or could not be read.
-    private static func check(fd: Int32, index: ChunkIndex, chunks: Range<Int>, hasher: HandedOver) -> (hasher: HandedOver, bad: Int?) {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.parameters.maximum, alignment: 16)
+    private static func check(fd: Int32, index: any PieceIndex, chunks: Range<Int>, hasher: HandedOver) -> (hasher: HandedOver, bad: Int?) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.largestPiece, alignment: 16)
         defer { buffer.deallocate() }
         var hasher = hasher
         for number in chunks {
-            let chunk = index.chunks[number]
-            let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[..<chunk.length])
-            guard case .success(chunk.length) = POSIX.readFully(fd, into: bytes, at: chunk.offset),
-                  SHA256Value(SHA256.hash(data: UnsafeRawBufferPointer(bytes))) == chunk.sha256 else { return (hasher, number) }
+            let length = index.length(ofPiece: number)
+            let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[..<length])
+            guard case .success(length) = POSIX.readFully(fd, into: bytes, at: index.offset(ofPiece: number)),
+                  index.piece(number, matches: UnsafeRawBufferPointer(bytes)) else { return (hasher, number) }
             hasher.hasher?.update(bufferPointer: UnsafeRawBufferPointer(bytes))
         }
         return (hasher, nil)
@@ -222,21 +221,52 @@ final class ChunkedTransfer: Sendable {
         }
     }
 
-    /// Fetches and reads the index at `url` through `transport`, no larger than `limits` allow.
+    /// Checks the finished file's whole SHA-1 when its index is a zsync control file (read off the
+    /// cooperative pool: one more read of the file, since the sink hashes SHA-256 only); a chunk
+    /// index's SHA-256 is the sink's to check.
+    ///
+    /// - Throws: a `.checksumMismatch` ``LibraryError`` naming `url`, both digests and the control file.
+    func checkWholeFile(fd: Int32, length: Int64, url: URL) async throws {
+        guard let zsync = plan.index as? ZsyncIndex else { return }
+        let actual = await durability.offload { () -> String? in
+            var hasher = Insecure.SHA1()
+            let size = 1 << 20
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+            defer { buffer.deallocate() }
+            var offset: Int64 = 0
+            while offset < length {
+                let count = Int(min(Int64(size), length - offset))
+                guard case .success(count) = POSIX.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), at: offset) else { return nil }
+                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                offset += Int64(count)
+            }
+            return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        }
+        guard let actual, actual == zsync.sha1Hex else {
+            throw LibraryError(.checksumMismatch, "SHA-1 of \(url.redactedString) is \(actual ?? "unreadable"), its zsync control file "
+                               + "\(indexURL.redactedString) says \(zsync.sha1Hex); the file was discarded")
+        }
+    }
+
+    /// Fetches and reads the index at `job.url` through `transport`: a zsync control file when
+    /// its path ends in `.zsync` (``ZsyncIndex``, within ``zsyncLimits``), otherwise a chunk
+    /// index (``ChunkIndex``, within ``indexLimits``); no larger than those limits allow.
     ///
     /// - Throws: ``TransportError`` naming the index URL: the transport's, or `.protocolError`
-    ///   for an index that is too large or that the reader refuses (``ChunkIndexError``).
-    static func fetchIndex(_ job: TransferJob, transport: any Transport, limits: ChunkIndex.Limits,
-                           answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) async throws -> ChunkIndex {
-        let sink = IndexSink(url: job.url, limit: limits.maxIndexBytes, answer: answer)
+    ///   for an index that is too large or that its reader refuses.
+    static func fetchIndex(_ job: TransferJob, transport: any Transport,
+                           answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) async throws -> any PieceIndex {
+        let zsync = ZsyncIndex.isControlFile(job.url)
+        let sink = IndexSink(url: job.url, what: zsync ? "zsync control file" : "chunk index",
+                             limit: zsync ? zsyncLimits.maxControlBytes : indexLimits.maxIndexBytes, answer: answer)
         try await transport.transfer(job, into: sink)
         let source = job.url.redactedString
         do {
-            // Binary, not JSON: the chunk index's own bounded reader.
-            return try ChunkIndex.decode(sink.data,
-                                         from: source, limits: limits)
+            // Not JSON: each format's own bounded reader.
+            if zsync { return try ZsyncIndex.decode(sink.data, from: source, limits: zsyncLimits) }
+            return try ChunkIndex.decode(sink.data, from: source, limits: indexLimits)
         } catch {
-            throw TransportError(.protocolError, error.description, url: job.url, isRetryable: false)
+            throw TransportError(.protocolError, String(describing: error), url: job.url, isRetryable: false)
         }
     }
 }
@@ -251,18 +281,21 @@ struct ChunkMismatch: Error {
 /// Collects an index in memory, refusing more than `limit` bytes before holding them.
 final class IndexSink: TransferSink, @unchecked Sendable {
     let url: URL
+    /// What the index is, in messages: `chunk index`, `zsync control file`.
+    let what: String
     let limit: Int
     let answer: @Sendable (AuthChallenge) async -> AuthChallengeDisposition
     private(set) var data = Data()
 
-    init(url: URL, limit: Int, answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) {
+    init(url: URL, what: String, limit: Int, answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) {
         self.url = url
+        self.what = what
         self.limit = limit
         self.answer = answer
     }
 
     private func tooLarge(_ count: Int64) -> TransportError {
-        TransportError(.protocolError, "chunk index \(url.redactedString): \(count) bytes or more, above the \(limit) an index may have here",
+        TransportError(.protocolError, "\(what) \(url.redactedString): \(count) bytes or more, above the \(limit) an index may have here",
                        url: url, isRetryable: false)
     }
 
@@ -314,7 +347,7 @@ final class ChunkCollector: TransferSink, @unchecked Sendable {
 /// came from). Memory: the chunk being received plus what one transport call hands over.
 final class ChunkRangeSink: TransferSink, @unchecked Sendable {
     let outer: any TransferSink
-    let index: ChunkIndex
+    let index: any PieceIndex
     let chunks: Range<Int>
     let range: Range<Int64>
     let url: URL
@@ -333,12 +366,12 @@ final class ChunkRangeSink: TransferSink, @unchecked Sendable {
     /// Bytes of verified chunks handed on.
     private(set) var verifiedBytes: Int64 = 0
 
-    init(outer: any TransferSink, index: ChunkIndex, chunks: Range<Int>, url: URL, indexURL: URL, expectedValidator: ResourceValidator?) {
+    init(outer: any TransferSink, index: any PieceIndex, chunks: Range<Int>, url: URL, indexURL: URL, expectedValidator: ResourceValidator?) {
         self.outer = outer
         self.index = index
         self.chunks = chunks
-        let last = index.chunks[chunks.upperBound - 1]
-        range = index.chunks[chunks.lowerBound].offset..<last.offset + Int64(last.length)
+        let last = chunks.upperBound - 1
+        range = index.offset(ofPiece: chunks.lowerBound)..<index.offset(ofPiece: last) + Int64(index.length(ofPiece: last))
         self.url = url
         self.indexURL = indexURL
         self.expectedValidator = expectedValidator
@@ -354,7 +387,7 @@ final class ChunkRangeSink: TransferSink, @unchecked Sendable {
         guard !began else { throw TransportError(.protocolError, "transport called begin twice", url: url, isRetryable: false) }
         let shown = url.redactedString
         if let length = response.expectedLength, length != index.fileSize {
-            throw TransportError(.sourceChanged, "\(shown) has \(length) bytes, its chunk index \(indexURL.redactedString) says \(index.fileSize)",
+            throw TransportError(.sourceChanged, "\(shown) has \(length) bytes, its index \(indexURL.redactedString) says \(index.fileSize)",
                                  url: url, isRetryable: false)
         }
         let end = response.end ?? response.expectedLength ?? index.fileSize
@@ -397,7 +430,7 @@ final class ChunkRangeSink: TransferSink, @unchecked Sendable {
     /// Hands the verified chunks still held to the asset's sink.
     func drain() async throws {
         while nextToWrite < nextToVerify {
-            let length = index.chunks[nextToWrite].length
+            let length = index.length(ofPiece: nextToWrite)
             try await outer.write(Data(staged[..<length]))
             handedOn(length)
         }
@@ -412,18 +445,18 @@ final class ChunkRangeSink: TransferSink, @unchecked Sendable {
         staged.append(contentsOf: bytes)
         received += Int64(bytes.count)
         while nextToVerify < chunks.upperBound {
-            let chunk = index.chunks[nextToVerify]
-            guard staged.count - verified >= chunk.length else { break }
-            let digest = staged.withUnsafeBytes { SHA256Value(SHA256.hash(data: UnsafeRawBufferPointer(rebasing: $0[verified..<verified + chunk.length]))) }
-            guard digest == chunk.sha256 else { throw ChunkMismatch(chunk: nextToVerify) }
-            verified += chunk.length
+            let length = index.length(ofPiece: nextToVerify)
+            guard staged.count - verified >= length else { break }
+            let matches = staged.withUnsafeBytes { index.piece(nextToVerify, matches: UnsafeRawBufferPointer(rebasing: $0[verified..<verified + length])) }
+            guard matches else { throw ChunkMismatch(chunk: nextToVerify) }
+            verified += length
             nextToVerify += 1
         }
     }
 
     /// Offers the first verified chunk to the asset's sink without waiting.
     private func handOnOne() throws -> Bool {
-        let length = index.chunks[nextToWrite].length
+        let length = index.length(ofPiece: nextToWrite)
         guard try staged.withUnsafeBytes({ try outer.tryWrite(UnsafeRawBufferPointer(rebasing: $0[..<length])) }) else { return false }
         handedOn(length)
         return true
