@@ -108,6 +108,46 @@ struct ZsyncReuseTests {
         #expect(status?.bytesReused == Int64(v1.count))
     }
 
+    /// A download by a control file (no previous version: every block fetched), stopped after
+    /// about 1 MiB, keeps whole blocks; with one byte of a kept block flipped, the resumed download
+    /// checks the kept blocks by their MD4, fetches that block again alone, then the rest.
+    @Test func anInterruptedDownloadResumesAtABlockAndFetchesAFlippedBlockAlone() async throws {
+        let (_, v2) = try await Self.made.value
+        guard let control = try await Self.controlFile(for: v2), let setup = try await setUp(["v2.bin": v2, "v2.bin.zsync": control]) else { return }
+        defer { setup.nginx.stop() }
+        await setup.library.close()
+        let root = setup.folder.file("library")
+        let held = HoldingTransport(base: HTTPTransport(), holdingAfter: 1 << 20)
+        let library = try Library.open(at: root, transports: TransportRegistry([held]), configuration: .forTests(attempts: 1))
+        var request = AssetRequest(url: setup.nginx.url("/slow/v2.bin"), sha256: sha256Hex(v2), destinationPath: "mag.pdf")
+        request.index = setup.nginx.url("/v2.bin.zsync")
+        let asset = try await #require(library.issue(named: "issue")).addAsset(request)
+        try await asset.download()
+        try await eventually("1 MiB fetched and the transfer held", seen: "\(held.bytesTaken) bytes, state \(asset.state)") { held.isHolding }
+        await library.close()
+        let kept = try #require(await Library.openForReading(at: root).asset(identifier: asset.identifier)).totalBytesWritten
+        // Whole blocks of zsyncmake's 2 KiB.
+        #expect(kept > 20 << 10 && kept < Int64(v2.count) && kept % 2048 == 0, "\(kept) bytes kept")
+
+        let block = 5
+        let file = try FileHandle(forUpdating: root.appendingPathComponent(".partial/\(asset.identifier)"))
+        try file.seek(toOffset: UInt64(block * 2048 + 100))
+        try file.write(contentsOf: Data([v2[block * 2048 + 100] ^ 0x5A]))
+        try file.close()
+
+        let before = setup.nginx.accessLog.count
+        let reopened = try Library.open(at: root, transports: TransportRegistry([HTTPTransport()]), configuration: .forTests(attempts: 1))
+        let resumed = try #require(await reopened.asset(identifier: asset.identifier))
+        try await resumed.download()
+        let outcome = try await resumed.waitUntilFinished()
+        await reopened.close()
+        #expect(outcome == .delivered)
+        #expect(setup.delivered("mag.pdf") == v2)
+        let log = Array(setup.nginx.accessLog.dropFirst(before))
+        #expect(log.contains { $0.hasPrefix("206 \"bytes=\(block * 2048)-\(block * 2048 + 2047)\"") }, "\(log)")
+        #expect(setup.sent(status: 206, from: before) == v2.count - Int(kept) + 2048, "\(log)")
+    }
+
     /// Ways a served control file lies or breaks.
     enum Damage: String, CaseIterable, Sendable {
         case blockCountLies = "a Length announcing more blocks than the checksums hold"

@@ -11,13 +11,15 @@ import Synchronization
 
 /// Fills the partial file of an indexed asset from a ``ChunkPlan``: copies the chunks the
 /// library holds, fetches the others as ranges (``TransferJob/rangeEnd``), and checks every
-/// chunk's SHA-256 before it reaches the file.
+/// chunk before it reaches the file. A chunk here is any ``PieceIndex``'s piece: a chunk index's
+/// chunk (checked by its SHA-256) or a zsync control file's block (by its MD4).
 ///
 /// It stands where a transport's `transfer` stands for an asset fetched whole, in front of the
-/// same sink: `begin` once (the index's length, and the index's SHA-256 as the validator, so
-/// that a resume continues only the same version), then whole verified chunks in order. The
-/// partial file therefore always ends at a chunk boundary, the whole file's SHA-256 is checked
-/// by the sink at the end as for any asset, and delivery is unchanged.
+/// same sink: `begin` once (the index's length, and its ``PieceIndex/validator`` (the whole
+/// file's digest) as the validator, so that a resume continues only the same version), then
+/// whole verified chunks in order. The partial file therefore always ends at a chunk boundary,
+/// the whole file's SHA-256 is checked by the sink at the end as for any asset (a zsync control
+/// file's SHA-1 by ``checkWholeFile(fd:length:url:)``), and delivery is unchanged.
 ///
 /// A transfer that continues from bytes on disk first checks their chunks against the index
 /// and fetches each bad one again alone, written in place (``repair(_:transport:sink:sourceValidator:)``):

@@ -39,7 +39,11 @@ extension ZsyncIndex {
         var filled = 0
         var x = 0
         var atEnd = false
-        var rolling: [(a: UInt16, b: UInt16)] = Array(repeating: (0, 0), count: sequenceMatches)
+        // The rolling checksums of the block at `x` (a0, b0) and, with two consecutive matches, of
+        // the block after it (a1, b1): plain variables, the loop's hot path.
+        var (a0, b0, a1, b1): (UInt16, UInt16, UInt16, UInt16) = (0, 0, 0, 0)
+        let pairs = sequenceMatches > 1
+        let mask = rsumAMask
         var valid = false
         // The block that continues the last match, tried alone at the offset after it.
         var continuing: Int?
@@ -68,37 +72,35 @@ extension ZsyncIndex {
             let seedSize = start + Int64(filled)
             while x < limit {
                 if !valid {
-                    for block in 0..<sequenceMatches {
-                        let window = UnsafeRawBufferPointer(rebasing: bytes[x + block * blockSize..<x + (block + 1) * blockSize])
-                        let sum = Self.rsum(window, blockSize: blockSize)
-                        rolling[block] = (sum.a, sum.b)
-                    }
+                    (a0, b0) = Self.rsum(UnsafeRawBufferPointer(rebasing: bytes[x..<x + blockSize]), blockSize: blockSize)
+                    if pairs { (a1, b1) = Self.rsum(UnsafeRawBufferPointer(rebasing: bytes[x + blockSize..<x + 2 * blockSize]), blockSize: blockSize) }
                     valid = true
                 }
                 if let next = continuing {
                     continuing = nil
-                    if next < blockCount, continues(next, rolling: rolling[0], at: x, in: bytes, seedOffset: start + Int64(x), seedSize: seedSize, into: &found) {
+                    if next < blockCount, continues(next, rolling: (a0, b0), at: x, in: bytes, seedOffset: start + Int64(x), seedSize: seedSize, into: &found) {
                         continuing = next + 1
                         x += blockSize
                         valid = false
                         continue
                     }
                 }
-                let key = sequenceMatches > 1
-                    ? UInt32(rolling[0].b) ^ UInt32(rolling[1].b) << 16
-                    : UInt32(rolling[0].b) ^ (UInt32(rolling[0].a) & rsumAMask) << 16
-                if table.mayHold(key), let first = confirm(table.blocks(for: key), rolling: rolling, at: x, in: bytes, seedOffset: start + Int64(x),
-                                                           seedSize: seedSize, into: &found) {
+                let key = pairs ? UInt32(b0) ^ UInt32(b1) << 16 : UInt32(b0) ^ (UInt32(a0) & mask) << 16
+                if table.mayHold(key), let first = confirm(table.blocks(for: key), rolling: [(a0, b0), (a1, b1)], at: x, in: bytes,
+                                                           seedOffset: start + Int64(x), seedSize: seedSize, into: &found) {
                     continuing = first + sequenceMatches
                     x += context
                     valid = false
                     continue
                 }
-                for block in 0..<sequenceMatches {
-                    let leaving = UInt16(bytes[x + block * blockSize])
-                    let entering = UInt16(bytes[x + (block + 1) * blockSize])
-                    rolling[block].a = rolling[block].a &+ entering &- leaving
-                    rolling[block].b = rolling[block].b &+ rolling[block].a &- (leaving << shift)
+                let leaving = UInt16(bytes[x])
+                let entering = UInt16(bytes[x + blockSize])
+                a0 = a0 &+ entering &- leaving
+                b0 = b0 &+ a0 &- (leaving << shift)
+                if pairs {
+                    let next = UInt16(bytes[x + 2 * blockSize])
+                    a1 = a1 &+ next &- entering
+                    b1 = b1 &+ a1 &- (entering << shift)
                 }
                 x += 1
             }

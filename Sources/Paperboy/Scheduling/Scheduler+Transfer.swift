@@ -363,9 +363,14 @@ extension Scheduler {
                                  + "not the \(sha256) expected of \(request.url.redactedString)", url: indexURL, isRetryable: false)
         }
         let seed = request.destinationPath.map { layout.deliveredURL(issue: run.issueName, path: $0) }
+        let clock = ContinuousClock()
+        let start = clock.now
         let plan = await durability.offload { [self] in
             index.plan(seed: seed) { digests in deliveredChunks(among: digests, for: run.id) }
         }
+        // Benchmarks/delta/run.sh reads this line: what the plan cost (a zsync control file's rolling match reads the whole seed).
+        let copied = plan.sources.count { $0 != .fetch }
+        logger.info("asset \(run.id): planned in \(String(format: "%.1f", (clock.now - start).seconds * 1000)) ms from \(indexURL.redactedString): \(copied) of \(index.pieceCount) \(index.pieceName)s to copy")
         return ChunkedTransfer(plan: plan, indexURL: indexURL, durability: durability)
     }
 
