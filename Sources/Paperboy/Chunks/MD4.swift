@@ -3,43 +3,50 @@
 /// MD4 is broken as a cryptographic hash: a block checked by it is a hint that the bytes are the
 /// ones the publisher meant, as zsync uses it. What makes a zsync-fetched file trusted is its
 /// whole-file SHA-1 (and the asset's `sha256`, when it names one). swift-crypto has no MD4.
+///
+/// Written out step by step as the RFC's reference is: a rolling match hashes about every byte
+/// of the previous version once, so this is its cost (docs/Benchmarks.md, "Delta").
 package enum MD4 {
     /// The 16-byte digest of `bytes` followed by zero bytes up to `length` (zsync pads a file's
     /// last, short block so), or of `bytes` alone when they are `length` or more.
     package static func digest(_ bytes: UnsafeRawBufferPointer, zeroPaddedTo length: Int = 0) -> [UInt8] {
         let total = max(bytes.count, length)
-        var state: (UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476)
-        var words = [UInt32](repeating: 0, count: 16)
-        /// The byte at `index` of the padded message's first `total` bytes.
-        func byte(_ index: Int) -> UInt8 { index < bytes.count ? bytes[index] : 0 }
-        var offset = 0
-        while offset + 64 <= total {
-            if offset + 64 <= bytes.count {
-                for index in 0..<16 { words[index] = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 4 * index, as: UInt32.self)) }
-            } else {
-                for index in 0..<16 {
-                    let at = offset + 4 * index
-                    words[index] = UInt32(byte(at)) | UInt32(byte(at + 1)) << 8 | UInt32(byte(at + 2)) << 16 | UInt32(byte(at + 3)) << 24
-                }
+        var state = State()
+        var position = 0
+        if let base = bytes.baseAddress {
+            while position + 64 <= bytes.count {
+                state.compress(UnsafeRawPointer(base + position))
+                position += 64
             }
-            compress(&state, words)
-            offset += 64
         }
-        // The last bytes, a one bit, zeros, and the length in bits (little-endian): one or two blocks.
-        var tail = [UInt8](repeating: 0, count: 128)
-        for index in 0..<(total - offset) { tail[index] = byte(offset + index) }
-        tail[total - offset] = 0x80
-        let tailLength = total - offset < 56 ? 64 : 128
-        let bits = UInt64(total) &* 8
-        for index in 0..<8 { tail[tailLength - 8 + index] = UInt8(truncatingIfNeeded: bits >> UInt64(8 * index)) }
-        for block in stride(from: 0, to: tailLength, by: 64) {
-            for index in 0..<16 {
-                let at = block + 4 * index
-                words[index] = UInt32(tail[at]) | UInt32(tail[at + 1]) << 8 | UInt32(tail[at + 2]) << 16 | UInt32(tail[at + 3]) << 24
+        // The rest of the bytes, the zeros up to `total`, a one bit, zeros, and the length in
+        // bits (little-endian), through one 64-byte block.
+        withUnsafeTemporaryAllocation(byteCount: 64, alignment: 8) { block in
+            /// Fills `block` with the padded message's bytes from `position`, up to `total`, and
+            /// zeros after them: how many message bytes it holds.
+            func fill() -> Int {
+                let count = min(64, total - position)
+                let copied = max(0, min(count, bytes.count - position))
+                if copied > 0 { block.baseAddress!.copyMemory(from: bytes.baseAddress! + position, byteCount: copied) }
+                (block.baseAddress! + copied).initializeMemory(as: UInt8.self, repeating: 0, count: 64 - copied)
+                return count
             }
-            compress(&state, words)
+            while total - position >= 64 {
+                _ = fill()
+                state.compress(UnsafeRawPointer(block.baseAddress!))
+                position += 64
+            }
+            let count = fill()
+            block[count] = 0x80
+            if count >= 56 {
+                state.compress(UnsafeRawPointer(block.baseAddress!))
+                block.initializeMemory(as: UInt8.self, repeating: 0)
+            }
+            let bits = UInt64(total) &* 8
+            for index in 0..<8 { block[56 + index] = UInt8(truncatingIfNeeded: bits >> UInt64(8 * index)) }
+            state.compress(UnsafeRawPointer(block.baseAddress!))
         }
-        return [state.0, state.1, state.2, state.3].flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(8 * $0)) } }
+        return [state.a, state.b, state.c, state.d].flatMap { word in (0..<4).map { UInt8(truncatingIfNeeded: word >> UInt32(8 * $0)) } }
     }
 
     /// The 16-byte digest of `bytes`.
@@ -47,37 +54,54 @@ package enum MD4 {
         bytes.withUnsafeBytes { digest($0) }
     }
 
-    /// The order of the words in rounds 2 and 3, and each round's shifts (RFC 1320, 3.4).
-    private static let round2Order = [0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15]
-    private static let round3Order = [0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15]
-    private static let shifts: [[UInt32]] = [[3, 7, 11, 19], [3, 5, 9, 13], [3, 9, 11, 15]]
+    /// The four registers between blocks.
+    private struct State {
+        var a: UInt32 = 0x6745_2301
+        var b: UInt32 = 0xefcd_ab89
+        var c: UInt32 = 0x98ba_dcfe
+        var d: UInt32 = 0x1032_5476
 
-    /// Processes one 64-byte block, as sixteen little-endian words.
-    private static func compress(_ state: inout (UInt32, UInt32, UInt32, UInt32), _ words: [UInt32]) {
-        var registers = [state.0, state.1, state.2, state.3]
-        for round in 0..<3 {
-            for step in 0..<16 {
-                // The register updated rotates a, d, c, b; the other three are b, c, d from it.
-                let a = (4 - step % 4) % 4
-                let (b, c, d) = (registers[(a + 1) % 4], registers[(a + 2) % 4], registers[(a + 3) % 4])
-                let mixed: UInt32
-                let word: UInt32
-                switch round {
-                case 0:
-                    mixed = (b & c) | (~b & d)
-                    word = words[step]
-                case 1:
-                    mixed = ((b & c) | (b & d) | (c & d)) &+ 0x5A82_7999
-                    word = words[round2Order[step]]
-                default:
-                    mixed = (b ^ c ^ d) &+ 0x6ED9_EBA1
-                    word = words[round3Order[step]]
-                }
-                let sum = registers[a] &+ mixed &+ word
-                let shift = shifts[round][step % 4]
-                registers[a] = sum << shift | sum >> (32 - shift)
+        @inline(__always) private static func rotate(_ value: UInt32, _ shift: UInt32) -> UInt32 { value << shift | value >> (32 - shift) }
+        @inline(__always) private static func f(_ x: UInt32, _ y: UInt32, _ z: UInt32) -> UInt32 { (x & y) | (~x & z) }
+        @inline(__always) private static func g(_ x: UInt32, _ y: UInt32, _ z: UInt32) -> UInt32 { (x & y) | (x & z) | (y & z) }
+        @inline(__always) private static func h(_ x: UInt32, _ y: UInt32, _ z: UInt32) -> UInt32 { x ^ y ^ z }
+
+        /// Processes the 64-byte block at `pointer` (RFC 1320, 3.4: rounds 1 to 3).
+        mutating func compress(_ pointer: UnsafeRawPointer) {
+            @inline(__always) func word(_ index: Int) -> UInt32 {
+                UInt32(littleEndian: pointer.loadUnaligned(fromByteOffset: 4 * index, as: UInt32.self))
             }
+            let x = (word(0), word(1), word(2), word(3), word(4), word(5), word(6), word(7),
+                     word(8), word(9), word(10), word(11), word(12), word(13), word(14), word(15))
+            var (a, b, c, d) = (self.a, self.b, self.c, self.d)
+            @inline(__always) func one(_ a: inout UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32) {
+                a = Self.rotate(a &+ Self.f(b, c, d) &+ x, s)
+            }
+            @inline(__always) func two(_ a: inout UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32) {
+                a = Self.rotate(a &+ Self.g(b, c, d) &+ x &+ 0x5A82_7999, s)
+            }
+            @inline(__always) func three(_ a: inout UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32) {
+                a = Self.rotate(a &+ Self.h(b, c, d) &+ x &+ 0x6ED9_EBA1, s)
+            }
+            one(&a, b, c, d, x.0, 3); one(&d, a, b, c, x.1, 7); one(&c, d, a, b, x.2, 11); one(&b, c, d, a, x.3, 19)
+            one(&a, b, c, d, x.4, 3); one(&d, a, b, c, x.5, 7); one(&c, d, a, b, x.6, 11); one(&b, c, d, a, x.7, 19)
+            one(&a, b, c, d, x.8, 3); one(&d, a, b, c, x.9, 7); one(&c, d, a, b, x.10, 11); one(&b, c, d, a, x.11, 19)
+            one(&a, b, c, d, x.12, 3); one(&d, a, b, c, x.13, 7); one(&c, d, a, b, x.14, 11); one(&b, c, d, a, x.15, 19)
+
+            two(&a, b, c, d, x.0, 3); two(&d, a, b, c, x.4, 5); two(&c, d, a, b, x.8, 9); two(&b, c, d, a, x.12, 13)
+            two(&a, b, c, d, x.1, 3); two(&d, a, b, c, x.5, 5); two(&c, d, a, b, x.9, 9); two(&b, c, d, a, x.13, 13)
+            two(&a, b, c, d, x.2, 3); two(&d, a, b, c, x.6, 5); two(&c, d, a, b, x.10, 9); two(&b, c, d, a, x.14, 13)
+            two(&a, b, c, d, x.3, 3); two(&d, a, b, c, x.7, 5); two(&c, d, a, b, x.11, 9); two(&b, c, d, a, x.15, 13)
+
+            three(&a, b, c, d, x.0, 3); three(&d, a, b, c, x.8, 9); three(&c, d, a, b, x.4, 11); three(&b, c, d, a, x.12, 15)
+            three(&a, b, c, d, x.2, 3); three(&d, a, b, c, x.10, 9); three(&c, d, a, b, x.6, 11); three(&b, c, d, a, x.14, 15)
+            three(&a, b, c, d, x.1, 3); three(&d, a, b, c, x.9, 9); three(&c, d, a, b, x.5, 11); three(&b, c, d, a, x.13, 15)
+            three(&a, b, c, d, x.3, 3); three(&d, a, b, c, x.11, 9); three(&c, d, a, b, x.7, 11); three(&b, c, d, a, x.15, 15)
+
+            self.a = self.a &+ a
+            self.b = self.b &+ b
+            self.c = self.c &+ c
+            self.d = self.d &+ d
         }
-        state = (state.0 &+ registers[0], state.1 &+ registers[1], state.2 &+ registers[2], state.3 &+ registers[3])
     }
 }
