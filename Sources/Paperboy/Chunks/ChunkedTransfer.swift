@@ -264,9 +264,13 @@ final class ChunkedTransfer: Sendable {
         try await transport.transfer(job, into: sink)
         let source = job.url.redactedString
         do {
-            // Not JSON: each format's own bounded reader.
-            if zsync { return try ZsyncIndex.decode(sink.data, from: source, limits: zsyncLimits) }
-            return try ChunkIndex.decode(sink.data, from: source, limits: indexLimits)
+            // Binary, not JSON: each format's own bounded reader.
+            if zsync {
+                return try ZsyncIndex.decode(sink.data,
+                                             from: source, limits: zsyncLimits)
+            }
+            return try ChunkIndex.decode(sink.data,
+                                         from: source, limits: indexLimits)
         } catch {
             throw TransportError(.protocolError, String(describing: error), url: job.url, isRetryable: false)
         }
