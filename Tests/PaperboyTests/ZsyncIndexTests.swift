@@ -126,7 +126,8 @@ struct ZsyncIndexTests {
         let index = try ZsyncIndex.decode(control, from: "v2.zsync", limits: Self.limits)
         let seed = folder.file("v1")
         try v1.write(to: seed)
-        let plan = ChunkPlan(zsync: index, seed: seed)
+        // The matches read whole files and hash them: off the cooperative pool (docs/Testing.md).
+        let plan = try await offThePool { ChunkPlan(zsync: index, seed: seed) }
         #expect(plan.seeds == [seed])
         var fetched = 0
         for (block, source) in plan.sources.enumerated() {
@@ -143,9 +144,12 @@ struct ZsyncIndexTests {
         // The 35,000 changed bytes, and up to three blocks around each edit.
         #expect(fetched >= 35_000 && fetched <= 35_000 + 3 * 3 * index.blockSize, "\(fetched) bytes fetched")
         // With nothing changed, everything is copied, the short last block included.
-        let same = ChunkPlan(zsync: index, seed: { let file = folder.file("v2"); try? v2.write(to: file); return file }())
-        #expect(same.sources.allSatisfy { $0 != .fetch })
+        let unchanged = folder.file("v2")
+        try v2.write(to: unchanged)
+        let same = try await offThePool { ChunkPlan(zsync: index, seed: unchanged) }
+        #expect(same.seeds == [unchanged] && same.sources.allSatisfy { $0 != .fetch })
         // Without a seed, everything is fetched.
-        #expect(ChunkPlan(zsync: index, seed: folder.file("none")).sources.allSatisfy { $0 == .fetch })
+        let missing = folder.file("none")
+        #expect(try await offThePool { ChunkPlan(zsync: index, seed: missing) }.sources.allSatisfy { $0 == .fetch })
     }
 }
