@@ -42,6 +42,7 @@ let package = Package(
         fuzzTarget("FuzzArchive", ["Paperboy"]),
         fuzzTarget("FuzzJSON", ["Paperboy"]),
         fuzzTarget("FuzzChunkIndex", ["Paperboy"]),
+        fuzzTarget("FuzzZsync", ["Paperboy"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -24,11 +24,15 @@
 #              second `paperboy sync` is measured (as Tests/PaperboyCLITests/IndexedSyncTests);
 #              shared: v1 indexed in issue A, then issue B added beside it (v2.bin at another
 #              path, and small.bin)
+#   pb-zsync   the same, with `index = "URL/v2.bin.zsync"`: paperboy reading zsync's control file
+#              (a rolling match against v1; not in the shared case, which a seed-only match cannot do)
 #   zsync      `zsync -i v1.bin -o v2.bin URL/v2.bin.zsync` with v1 copied beside it first
 #   curl       the whole v2 (the reference)
 # Then the aims: corrected, bytes <= 1.3 x changed + the index and time <= zsync's; unchanged,
 # only the index; next, <= 45 % of v2's size; shared, 0 bytes of v2.bin (its index and the
 # small file are all that is fetched).
+# Also the CPU seconds (user + system) of each measured command, and how long paperboy's plan took
+# (its "planned in T ms" log line: for pb-zsync the rolling match over v1).
 #
 # Run by hand, on a quiet machine:  Benchmarks/delta/run.sh
 # Knobs (environment): SIZE_MB=200 (v1's size, MB of 10^6 bytes) RUNS=3 TIMEOUT=300 (per run)
@@ -83,9 +87,10 @@ for case in $CASES; do
     V2_BYTES[$case]=$(stat -c %s "$dir/v2.bin")
 done
 
-config() {  # $1 = case, $2 = version (v1 | v2): the one asset at the same issue and path
+config() {  # $1 = case, $2 = version (v1 | v2 | v2z, v2 by its zsync control file): the one asset at the same issue and path
     local indexed="" file=$WORK/paperboy-$1-$2.toml
     [[ $2 == v2 || $1 == shared ]] && indexed="indexed = true"
+    [[ $2 == v2z ]] && indexed="index = \"$BASE/$1/v2.bin.zsync\""
     if [[ $1 == shared ]]; then   # v1 in issue A stays; v2 comes in issue B, under another name
         printf '[library]\npath = "%s/out/lib"\n\n[scheduler]\nretry_attempts = 1\n\n[[issues]]\nname = "bench"\ndate = "2025-01-01"\n\n[[issues.assets]]\nurl = "%s/%s/v1.bin"\npath = "data.bin"\n%s\n' \
             "$WORK" "$BASE" "$1" "$indexed" > "$file"
@@ -94,18 +99,19 @@ config() {  # $1 = case, $2 = version (v1 | v2): the one asset at the same issue
         return 0
     fi
     printf '[library]\npath = "%s/out/lib"\n\n[scheduler]\nretry_attempts = 1\n\n[[issues]]\nname = "bench"\ndate = "2025-01-01"\n\n[[issues.assets]]\nurl = "%s/%s/%s.bin"\npath = "data.bin"\n%s\n' \
-        "$WORK" "$BASE" "$1" "$2" "$indexed" > "$file"
+        "$WORK" "$BASE" "$1" "${2%z}" "$indexed" > "$file"
 }
 
-# measure NAME CASE DELIVERED COMMAND…: runs COMMAND in out/ and appends "seconds bytes filebytes"
-# to result-CASE-NAME.txt: wall time, the bytes nginx sent meanwhile, and those of them that were
-# v2.bin's (its index or control file not included); DELIVERED must then be v2.
+# measure NAME CASE DELIVERED COMMAND…: runs COMMAND in out/ and appends "seconds bytes filebytes cpu"
+# to result-CASE-NAME.txt: wall time, the bytes nginx sent meanwhile, those of them that were
+# v2.bin's (its index or control file not included), and the command's CPU seconds (user + system);
+# DELIVERED must then be v2. paperboy's "planned in T ms" line, if any, goes to plan-CASE-NAME.txt.
 measure() {
     local name=$1 case=$2 delivered=$3; shift 3
     local lines start end bytes
     lines=$(wc -l < "$LOG")
     start=$(date +%s.%N)
-    if ! (cd "$WORK/out" && timeout "$TIMEOUT" "$@" > "$WORK/tool.log" 2>&1); then
+    if ! (cd "$WORK/out" && /usr/bin/time -f '%U %S' -o "$WORK/cpu.txt" timeout "$TIMEOUT" "$@" > "$WORK/tool.log" 2>&1); then
         echo "$name ($case) failed (or took more than $TIMEOUT s):" >&2; tail -5 "$WORK/tool.log" >&2; return 0
     fi
     end=$(date +%s.%N)
@@ -114,13 +120,14 @@ measure() {
     fi
     sleep 0.2   # nginx writes the log line after the last byte; let it land
     bytes=$(tail -n +"$((lines + 1))" "$LOG" | awk -v f="/$case/v2.bin" '{s += $3; if ($1 == f) o += $3} END {print s + 0, o + 0}')
-    echo "$(echo "$end - $start" | bc) $bytes" >> "$WORK/result-$case-$name.txt"
+    echo "$(echo "$end - $start" | bc) $bytes $(awk '{print $1 + $2}' "$WORK/cpu.txt")" >> "$WORK/result-$case-$name.txt"
+    grep -o 'planned in [0-9.]* ms' "$WORK/tool.log" | awk '{print $3}' | tail -1 >> "$WORK/plan-$case-$name.txt" || true
 }
 
 fresh() { rm -rf "$WORK/out"; mkdir -p "$WORK/out"; sync; }
 
-rm -f "$WORK"/result-*.txt
-for case in $CASES; do config "$case" v1; config "$case" v2; done
+rm -f "$WORK"/result-*.txt "$WORK"/plan-*.txt
+for case in $CASES; do config "$case" v1; config "$case" v2; config "$case" v2z; done
 for ((i = 1; i <= RUNS; i++)); do
     echo "run $i of $RUNS…" >&2
     for case in $CASES; do   # paired: every tool once per round
@@ -129,7 +136,13 @@ for ((i = 1; i <= RUNS; i++)); do
             { echo "paperboy ($case): the v1 sync failed" >&2; continue; }
         delivered=lib/Issues/bench/data.bin
         [[ $case == shared ]] && delivered="lib/Issues/other/shared copy.bin"
-        measure paperboy "$case" "$delivered" "$PAPERBOY" sync -q --config "$WORK/paperboy-$case-v2.toml"
+        measure paperboy "$case" "$delivered" "$PAPERBOY" sync --verbose --config "$WORK/paperboy-$case-v2.toml"
+        if [[ $case != shared ]]; then
+            fresh
+            (cd "$WORK/out" && timeout "$TIMEOUT" "$PAPERBOY" sync -q --config "$WORK/paperboy-$case-v1.toml") ||
+                { echo "paperboy ($case): the v1 sync failed" >&2; continue; }
+            measure pb-zsync "$case" "$delivered" "$PAPERBOY" sync --verbose --config "$WORK/paperboy-$case-v2z.toml"
+        fi
         fresh
         cp "$WORK/www/$case/v1.bin" "$WORK/out/v1.bin"; sync
         measure zsync "$case" v2.bin zsync -q -i v1.bin -o v2.bin "$BASE/$case/v2.bin.zsync"
@@ -142,17 +155,19 @@ median() { sort -n "$1" | awk '{a[NR] = $0} END {if (NR == 0) print "nan nan nan
 figures() { [[ -f $WORK/result-$1-$2.txt ]] && median "$WORK/result-$1-$2.txt" || echo "nan nan nan"; }
 printf '%s MB v1 (shared: %s MB), medians of %d paired runs, bytes counted at nginx (the index or control file included)\n' \
     "$SIZE_MB" "$SHARED_MB" "$RUNS"
-printf '%-10s %-9s %9s %13s %11s %10s %10s\n' case tool seconds bytes "x changed" "x zsync s" "x zsync B"
+printf '%-10s %-9s %9s %13s %11s %10s %10s %8s %9s\n' case tool seconds bytes "x changed" "x zsync s" "x zsync B" "cpu s" "plan ms"
 for case in $CASES; do
     read -r zs zb _ < <(figures "$case" zsync)
-    for tool in paperboy zsync curl; do
-        read -r s b _ < <(figures "$case" "$tool")
+    for tool in paperboy pb-zsync zsync curl; do
+        [[ $tool == pb-zsync && $case == shared ]] && continue
+        read -r s b _ cpu < <(figures "$case" "$tool")
         [[ $s == nan ]] && { printf '%-10s %-9s failed\n' "$case" "$tool"; continue; }
-        awk -v c="$case" -v t="$tool" -v s="$s" -v b="$b" -v ch="${CHANGED[$case]}" -v zs="$zs" -v zb="$zb" 'BEGIN {
+        plan=$( [[ -s $WORK/plan-$case-$tool.txt ]] && sort -n "$WORK/plan-$case-$tool.txt" | awk '{a[NR] = $0} END {print a[int((NR + 1) / 2)]}' || echo -)
+        awk -v c="$case" -v t="$tool" -v s="$s" -v b="$b" -v ch="${CHANGED[$case]}" -v zs="$zs" -v zb="$zb" -v cpu="${cpu:-nan}" -v plan="$plan" 'BEGIN {
             ratio = ch > 0 ? sprintf("%.2f", b / ch) : "-"
             ts = zs != "nan" ? sprintf("%.2f", s / zs) : "-"
             tb = zb != "nan" && zb > 0 ? sprintf("%.2f", b / zb) : "-"
-            printf "%-10s %-9s %9.2f %13d %11s %10s %10s\n", c, t, s, b, ratio, ts, tb }'
+            printf "%-10s %-9s %9.2f %13d %11s %10s %10s %8.2f %9s\n", c, t, s, b, ratio, ts, tb, cpu, plan }'
     done
 done
 

@@ -7,10 +7,11 @@ import Darwin
 #endif
 import Foundation
 
-/// Which chunk of an indexed asset comes from where: copied from a file the library holds, or
-/// fetched. The one place that decides it, for the library in process and under a daemon alike.
+/// Which piece of an indexed asset comes from where: copied from a file the library holds, or
+/// fetched. The one place that decides it, for the library in process and under a daemon alike,
+/// for a chunk index's chunks and a zsync control file's blocks (``init(zsync:seed:)``) alike.
 ///
-/// Chunks are looked for in two places, in this order:
+/// Chunks of a chunk index are looked for in two places, in this order:
 ///
 /// 1. A seed (the previous version of the asset, delivered to the same path of the same issue) is
 ///    cut with the index's own parameters: content-defined cuts fall at the same places wherever
@@ -55,7 +56,8 @@ package struct ChunkPlan: Sendable {
     /// filled); chunks located in further files are fetched.
     package static let maxLocatedFiles = 64
 
-    package let index: ChunkIndex
+    /// The chunks or blocks, in file order ("chunk" below stands for either).
+    package let index: any PieceIndex
     /// The files chunks may be copied from: the seeds that could be read, then the files
     /// chunks were located in.
     package let seeds: [URL]
@@ -113,20 +115,36 @@ package struct ChunkPlan: Sendable {
     /// cancellation checks (about 30 ms here).
     package static let maxCopyRun: Int64 = 32 << 20
 
+    /// Plans the blocks of a zsync control file when `seed` (the previous version) may hold
+    /// some: each block the rolling match finds in it (``ZsyncIndex/matches(inFileAt:)``) is
+    /// copied from there, the others fetched. A seed that cannot be read, or is not a regular
+    /// file, is left out. The chunk table is not asked: a block's truncated MD4 does not name
+    /// bytes safely across files.
+    package init(zsync index: ZsyncIndex, seed: URL?) {
+        self.index = index
+        if let seed, Self.isRegularFile(seed), let found = index.matches(inFileAt: seed), found.contains(where: { $0 >= 0 }) {
+            seeds = [seed]
+            sources = found.map { $0 >= 0 ? .seed(0, offset: $0) : .fetch }
+        } else {
+            seeds = []
+            sources = Array(repeating: .fetch, count: index.blockCount)
+        }
+    }
+
     /// The steps for the chunks after the first `offset` bytes (a chunk boundary, already in the
     /// partial file): adjacent fetched chunks coalesced into one range, and chunks that follow
     /// each other in the same seed into one copy of up to ``maxCopyRun`` bytes.
     package func steps(after offset: Int64) -> [Step] {
         var steps: [Step] = []
-        var index = self.index.chunks.firstIndex { $0.offset >= offset } ?? sources.count
+        var index = self.index.firstPiece(atOrAfter: offset)
         while index < sources.count {
             switch sources[index] {
             case .seed(let seed, let offset):
                 var end = index + 1
-                var length = Int64(self.index.chunks[index].length)
+                var length = Int64(self.index.length(ofPiece: index))
                 while end < sources.count, sources[end] == .seed(seed, offset: offset + length),
-                      length + Int64(self.index.chunks[end].length) <= Self.maxCopyRun {
-                    length += Int64(self.index.chunks[end].length)
+                      length + Int64(self.index.length(ofPiece: end)) <= Self.maxCopyRun {
+                    length += Int64(self.index.length(ofPiece: end))
                     end += 1
                 }
                 steps.append(.copy(chunks: index..<end, seed: seed, offset: offset))
@@ -139,22 +157,6 @@ package struct ChunkPlan: Sendable {
             }
         }
         return steps
-    }
-
-    /// The largest chunk boundary at or below `offset`: a resumed indexed asset continues from
-    /// a whole chunk.
-    package static func boundary(atOrBelow offset: Int64, in index: ChunkIndex) -> Int64 {
-        guard offset > 0 else { return 0 }
-        var low = 0
-        var high = index.chunks.count
-        // The first chunk starting after `offset`; the one before it holds `offset`.
-        while low < high {
-            let middle = (low + high) / 2
-            if index.chunks[middle].offset <= offset { low = middle + 1 } else { high = middle }
-        }
-        guard low > 0 else { return 0 }
-        let chunk = index.chunks[low - 1]
-        return chunk.offset + Int64(chunk.length) <= offset ? chunk.offset + Int64(chunk.length) : chunk.offset
     }
 
     /// Whether `url` is a regular file (a symbolic link is not followed).

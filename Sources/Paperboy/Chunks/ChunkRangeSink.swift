@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 
-/// Takes the bytes of one fetched range of an indexed asset, checks each chunk's SHA-256 as it
+/// Takes the bytes of one fetched range of an indexed asset, checks each chunk (``PieceIndex``) as it
 /// completes, and passes only whole verified chunks on to the asset's sink (or, for a repair,
 /// a ``ChunkCollector``), in order.
 ///
@@ -10,7 +10,7 @@ import Foundation
 /// came from). Memory: the chunk being received plus what one transport call hands over.
 final class ChunkRangeSink: TransferSink, @unchecked Sendable {
     let outer: any TransferSink
-    let index: ChunkIndex
+    let index: any PieceIndex
     let chunks: Range<Int>
     let range: Range<Int64>
     let url: URL
@@ -29,12 +29,12 @@ final class ChunkRangeSink: TransferSink, @unchecked Sendable {
     /// Bytes of verified chunks handed on.
     private(set) var verifiedBytes: Int64 = 0
 
-    init(outer: any TransferSink, index: ChunkIndex, chunks: Range<Int>, url: URL, indexURL: URL, expectedValidator: ResourceValidator?) {
+    init(outer: any TransferSink, index: any PieceIndex, chunks: Range<Int>, url: URL, indexURL: URL, expectedValidator: ResourceValidator?) {
         self.outer = outer
         self.index = index
         self.chunks = chunks
-        let last = index.chunks[chunks.upperBound - 1]
-        range = index.chunks[chunks.lowerBound].offset..<last.offset + Int64(last.length)
+        let last = chunks.upperBound - 1
+        range = index.offset(ofPiece: chunks.lowerBound)..<index.offset(ofPiece: last) + Int64(index.length(ofPiece: last))
         self.url = url
         self.indexURL = indexURL
         self.expectedValidator = expectedValidator
@@ -50,7 +50,7 @@ final class ChunkRangeSink: TransferSink, @unchecked Sendable {
         guard !began else { throw TransportError(.protocolError, "transport called begin twice", url: url, isRetryable: false) }
         let shown = url.redactedString
         if let length = response.expectedLength, length != index.fileSize {
-            throw TransportError(.sourceChanged, "\(shown) has \(length) bytes, its chunk index \(indexURL.redactedString) says \(index.fileSize)",
+            throw TransportError(.sourceChanged, "\(shown) has \(length) bytes, its index \(indexURL.redactedString) says \(index.fileSize)",
                                  url: url, isRetryable: false)
         }
         let end = response.end ?? response.expectedLength ?? index.fileSize
@@ -93,7 +93,7 @@ final class ChunkRangeSink: TransferSink, @unchecked Sendable {
     /// Hands the verified chunks still held to the asset's sink.
     func drain() async throws {
         while nextToWrite < nextToVerify {
-            let length = index.chunks[nextToWrite].length
+            let length = index.length(ofPiece: nextToWrite)
             try await outer.write(Data(staged[..<length]))
             handedOn(length)
         }
@@ -108,18 +108,18 @@ final class ChunkRangeSink: TransferSink, @unchecked Sendable {
         staged.append(contentsOf: bytes)
         received += Int64(bytes.count)
         while nextToVerify < chunks.upperBound {
-            let chunk = index.chunks[nextToVerify]
-            guard staged.count - verified >= chunk.length else { break }
-            let digest = staged.withUnsafeBytes { SHA256Value(SHA256.hash(data: UnsafeRawBufferPointer(rebasing: $0[verified..<verified + chunk.length]))) }
-            guard digest == chunk.sha256 else { throw ChunkMismatch(chunk: nextToVerify) }
-            verified += chunk.length
+            let length = index.length(ofPiece: nextToVerify)
+            guard staged.count - verified >= length else { break }
+            let matches = staged.withUnsafeBytes { index.piece(nextToVerify, matches: UnsafeRawBufferPointer(rebasing: $0[verified..<verified + length])) }
+            guard matches else { throw ChunkMismatch(chunk: nextToVerify) }
+            verified += length
             nextToVerify += 1
         }
     }
 
     /// Offers the first verified chunk to the asset's sink without waiting.
     private func handOnOne() throws -> Bool {
-        let length = index.chunks[nextToWrite].length
+        let length = index.length(ofPiece: nextToWrite)
         guard try staged.withUnsafeBytes({ try outer.tryWrite(UnsafeRawBufferPointer(rebasing: $0[..<length])) }) else { return false }
         handedOn(length)
         return true

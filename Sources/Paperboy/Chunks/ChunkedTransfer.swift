@@ -11,14 +11,16 @@ import Synchronization
 
 /// Fills the partial file of an indexed asset from a ``ChunkPlan``: copies the chunks the
 /// library holds (in runs, cloned where the file system can: ``RangeCopier``), fetches the
-/// others as ranges (``TransferJob/rangeEnd``), and checks every chunk's SHA-256 before it
-/// counts as written.
+/// others as ranges (``TransferJob/rangeEnd``), and checks every chunk before it counts as
+/// written. A chunk here is any ``PieceIndex``'s piece: a chunk index's chunk (checked by its
+/// SHA-256) or a zsync control file's block (by its MD4).
 ///
 /// It stands where a transport's `transfer` stands for an asset fetched whole, in front of the
-/// same sink: `begin` once (the index's length, and the index's SHA-256 as the validator, so
-/// that a resume continues only the same version), then whole verified chunks in order. The
-/// partial file therefore always ends at a chunk boundary, the whole file's SHA-256 is checked
-/// by the sink at the end as for any asset, and delivery is unchanged.
+/// same sink: `begin` once (the index's length, and its ``PieceIndex/validator`` (the whole
+/// file's digest) as the validator, so that a resume continues only the same version), then
+/// whole verified chunks in order. The partial file therefore always ends at a chunk boundary,
+/// the whole file's SHA-256 is checked by the sink at the end as for any asset (a zsync control
+/// file's SHA-1 by ``checkWholeFile(fd:length:url:)``), and delivery is unchanged.
 ///
 /// A transfer that continues from bytes on disk first checks their chunks against the index
 /// and fetches each bad one again alone, written in place (``repair(_:transport:sink:sourceValidator:)``):
@@ -27,6 +29,10 @@ final class ChunkedTransfer: Sendable {
     /// What an index fetched for an asset may describe: 2^18 chunks (9 MiB of index; 8 GiB of
     /// file at the standard average chunk), of a file up to 1 TiB.
     static let indexLimits = ChunkIndex.Limits(maxFileSize: 1 << 40, maxChunks: 1 << 18)
+
+    /// What a zsync control file fetched for an asset may describe: 2^21 blocks (at most 40 MiB
+    /// of control file; 8 GiB of file at `zsyncmake`'s 4 KiB blocks), of a file up to 1 TiB.
+    static let zsyncLimits = ZsyncIndex.Limits(maxFileSize: 1 << 40, maxBlocks: 1 << 21)
 
     /// How often one chunk is fetched again after its bytes did not match, before the asset fails.
     static let refetches = 2
@@ -55,12 +61,6 @@ final class ChunkedTransfer: Sendable {
     /// kernel, read and written), checked or not.
     var copied: RangeCopier.Tally { copies.withLock { $0 } }
 
-    /// The validator an indexed asset's partial file is recorded with: the whole file's SHA-256
-    /// its index gives.
-    static func validator(of index: ChunkIndex) -> ResourceValidator {
-        ResourceValidator("pbidx-sha256:\(index.sha256)", strength: .strong)
-    }
-
     /// Fills `sink` from `job.offset` (a chunk boundary) to the end, after checking (and
     /// repairing) the chunks of the first `job.offset` bytes already in the file.
     ///
@@ -72,7 +72,7 @@ final class ChunkedTransfer: Sendable {
         if job.offset > 0 {
             sink.verifiedPrefix = try await repair(job, transport: transport, sink: sink, sourceValidator: &sourceValidator)
         }
-        try sink.begin(TransferResponse(offset: job.offset, expectedLength: index.fileSize, validator: Self.validator(of: index)))
+        try sink.begin(TransferResponse(offset: job.offset, expectedLength: index.fileSize, validator: index.validator))
         var steps = plan.steps(after: job.offset)
         let files = plan.seeds.map { open($0.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         defer { for file in files where file >= 0 { close(file) } }
@@ -121,24 +121,24 @@ final class ChunkedTransfer: Sendable {
     private func copy(_ chunks: Range<Int>, from file: Int32, at offset: Int64, copier: inout RangeCopier,
                       into sink: PartialFileSink) async throws -> [Bool] {
         let index = plan.index
-        let start = index.chunks[chunks.lowerBound].offset
-        let last = index.chunks[chunks.upperBound - 1]
-        let length = last.offset + Int64(last.length) - start
+        let start = index.offset(ofPiece: chunks.lowerBound)
+        let last = chunks.upperBound - 1
+        let length = index.offset(ofPiece: last) + Int64(index.length(ofPiece: last)) - start
         try await sink.prepareCopy(length)
         let given = copier
         let (done, outcome, matched) = await durability.offload { () -> (RangeCopier, RangeCopier.Outcome, [Bool]) in
             var copier = given
             let outcome = copier.copy(from: file, at: offset, to: sink.fd, at: start, length: length)
             guard outcome.failure == nil else { return (copier, outcome, []) }
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.parameters.maximum, alignment: 16)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.largestPiece, alignment: 16)
             defer { buffer.deallocate() }
             var matched: [Bool] = []
             var accepting = true
             for number in chunks {
-                let chunk = index.chunks[number]
-                let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[..<chunk.length])
-                let good = if case .success(chunk.length) = POSIX.readFully(sink.fd, into: bytes, at: chunk.offset) {
-                    SHA256Value(SHA256.hash(data: UnsafeRawBufferPointer(bytes))) == chunk.sha256
+                let length = index.length(ofPiece: number)
+                let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[..<length])
+                let good = if case .success(length) = POSIX.readFully(sink.fd, into: bytes, at: index.offset(ofPiece: number)) {
+                    index.piece(number, matches: UnsafeRawBufferPointer(bytes))
                 } else {
                     false
                 }
@@ -156,7 +156,7 @@ final class ChunkedTransfer: Sendable {
         }
         try sink.endCopy()
         let accepted = matched.firstIndex(of: false).map { chunks.lowerBound + $0 } ?? chunks.upperBound
-        let reused = accepted == chunks.lowerBound ? 0 : index.chunks[accepted - 1].offset + Int64(index.chunks[accepted - 1].length) - start
+        let reused = accepted == chunks.lowerBound ? 0 : index.offset(ofPiece: accepted - 1) + Int64(index.length(ofPiece: accepted - 1)) - start
         counts.withLock { $0.reused += reused }
         return matched
     }
@@ -164,7 +164,7 @@ final class ChunkedTransfer: Sendable {
     /// The steps after copying `chunks` from seed `seed` (the first at `offset`) when each
     /// `matched` or not: from the first that did not, those that did not are fetched and those
     /// that did are copied again (they were not counted, being after a gap). None when all matched.
-    static func redo(_ chunks: Range<Int>, seed: Int, offset: Int64, matched: [Bool], in index: ChunkIndex) -> [ChunkPlan.Step] {
+    static func redo(_ chunks: Range<Int>, seed: Int, offset: Int64, matched: [Bool], in index: any PieceIndex) -> [ChunkPlan.Step] {
         guard let first = matched.firstIndex(of: false) else { return [] }
         var steps: [ChunkPlan.Step] = []
         var start = chunks.lowerBound + first
@@ -172,7 +172,7 @@ final class ChunkedTransfer: Sendable {
             let good = matched[start - chunks.lowerBound]
             var end = start + 1
             while end < chunks.upperBound, matched[end - chunks.lowerBound] == good { end += 1 }
-            let from = offset + index.chunks[start].offset - index.chunks[chunks.lowerBound].offset
+            let from = offset + index.offset(ofPiece: start) - index.offset(ofPiece: chunks.lowerBound)
             steps.append(good ? .copy(chunks: start..<end, seed: seed, offset: from) : .fetch(chunks: start..<end))
             start = end
         }
@@ -208,11 +208,12 @@ final class ChunkedTransfer: Sendable {
 
     /// The error for chunk `number` of `url` that did not match its SHA-256 in `fetches` fetches.
     private func stillBad(_ number: Int, fetches: Int, url: URL) -> TransportError {
-        let chunk = plan.index.chunks[number]
+        let index = plan.index
+        let offset = index.offset(ofPiece: number)
         return TransportError(
             .protocolError,
-            "chunk \(number) (bytes \(chunk.offset)-\(chunk.offset + Int64(chunk.length) - 1)) of \(url.redactedString) "
-                + "did not match its SHA-256 in \(indexURL.redactedString) in \(fetches) fetches",
+            "\(index.pieceName) \(number) (bytes \(offset)-\(offset + Int64(index.length(ofPiece: number)) - 1)) of \(url.redactedString) "
+                + "did not match its \(index.pieceCheck) in \(indexURL.redactedString) in \(fetches) fetches",
             url: url, isRetryable: false)
     }
 
@@ -228,7 +229,7 @@ final class ChunkedTransfer: Sendable {
     private func repair(_ job: TransferJob, transport: any Transport, sink: PartialFileSink,
                         sourceValidator: inout ResourceValidator?) async throws -> (hasher: SHA256, length: Int64)? {
         let index = plan.index
-        let end = index.chunks.firstIndex { $0.offset >= job.offset } ?? index.chunks.count
+        let end = index.firstPiece(atOrAfter: job.offset)
         var hasher: SHA256? = sink.context.expectedSHA256 == nil ? nil : SHA256()
         var next = 0
         while next < end {
@@ -242,7 +243,7 @@ final class ChunkedTransfer: Sendable {
             }
             let bytes = try await fetchAlone(bad, job, transport: transport, sink: sink, sourceValidator: &sourceValidator)
             // Written in place off the cooperative pool, as the chunks were read.
-            let offset = index.chunks[bad].offset
+            let offset = index.offset(ofPiece: bad)
             if let failure = await durability.offload({ bytes.withUnsafeBytes { POSIX.writeAll(fd, $0, at: offset) } }) {
                 throw sink.writeFailure(failure)
             }
@@ -254,15 +255,15 @@ final class ChunkedTransfer: Sendable {
 
     /// Reads `chunks` of the file `fd` and feeds their bytes to `hasher` while they match the
     /// index: the hasher then, and the first chunk that did not match or could not be read.
-    private static func check(fd: Int32, index: ChunkIndex, chunks: Range<Int>, hasher: HandedOver) -> (hasher: HandedOver, bad: Int?) {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.parameters.maximum, alignment: 16)
+    private static func check(fd: Int32, index: any PieceIndex, chunks: Range<Int>, hasher: HandedOver) -> (hasher: HandedOver, bad: Int?) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: index.largestPiece, alignment: 16)
         defer { buffer.deallocate() }
         var hasher = hasher
         for number in chunks {
-            let chunk = index.chunks[number]
-            let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[..<chunk.length])
-            guard case .success(chunk.length) = POSIX.readFully(fd, into: bytes, at: chunk.offset),
-                  SHA256Value(SHA256.hash(data: UnsafeRawBufferPointer(bytes))) == chunk.sha256 else { return (hasher, number) }
+            let length = index.length(ofPiece: number)
+            let bytes = UnsafeMutableRawBufferPointer(rebasing: buffer[..<length])
+            guard case .success(length) = POSIX.readFully(fd, into: bytes, at: index.offset(ofPiece: number)),
+                  index.piece(number, matches: UnsafeRawBufferPointer(bytes)) else { return (hasher, number) }
             hasher.hasher?.update(bufferPointer: UnsafeRawBufferPointer(bytes))
         }
         return (hasher, nil)
@@ -294,22 +295,57 @@ final class ChunkedTransfer: Sendable {
         }
     }
 
-    /// Fetches and reads the index at `url` through `transport`, no larger than `limits` allow,
-    /// within the asset's bandwidth limits.
+    /// Checks the finished file's whole SHA-1 when its index is a zsync control file (read off the
+    /// cooperative pool: one more read of the file, since the sink hashes SHA-256 only); a chunk
+    /// index's SHA-256 is the sink's to check.
+    ///
+    /// - Throws: a `.checksumMismatch` ``LibraryError`` naming `url`, both digests and the control file.
+    func checkWholeFile(fd: Int32, length: Int64, url: URL) async throws {
+        guard let zsync = plan.index as? ZsyncIndex else { return }
+        let actual = await durability.offload { () -> String? in
+            var hasher = Insecure.SHA1()
+            let size = 1 << 20
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 16)
+            defer { buffer.deallocate() }
+            var offset: Int64 = 0
+            while offset < length {
+                let count = Int(min(Int64(size), length - offset))
+                guard case .success(count) = POSIX.readFully(fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<count]), at: offset) else { return nil }
+                hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                offset += Int64(count)
+            }
+            return hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        }
+        guard let actual, actual == zsync.sha1Hex else {
+            throw LibraryError(.checksumMismatch, "SHA-1 of \(url.redactedString) is \(actual ?? "unreadable"), its zsync control file "
+                               + "\(indexURL.redactedString) says \(zsync.sha1Hex); the file was discarded")
+        }
+    }
+
+    /// Fetches and reads the index at `job.url` through `transport`: a zsync control file when
+    /// its path ends in `.zsync` (``ZsyncIndex``, within ``zsyncLimits``), otherwise a chunk
+    /// index (``ChunkIndex``, within ``indexLimits``); no larger than those limits allow, within
+    /// the asset's bandwidth limits.
     ///
     /// - Throws: ``TransportError`` naming the index URL: the transport's, or `.protocolError`
-    ///   for an index that is too large or that the reader refuses (``ChunkIndexError``).
-    static func fetchIndex(_ job: TransferJob, transport: any Transport, limits: ChunkIndex.Limits, bandwidth: TransferBandwidth,
-                           answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) async throws -> ChunkIndex {
-        let sink = IndexSink(url: job.url, limit: limits.maxIndexBytes, bandwidth: bandwidth, answer: answer)
+    ///   for an index that is too large or that its reader refuses.
+    static func fetchIndex(_ job: TransferJob, transport: any Transport, bandwidth: TransferBandwidth,
+                           answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) async throws -> any PieceIndex {
+        let zsync = ZsyncIndex.isControlFile(job.url)
+        let sink = IndexSink(url: job.url, what: zsync ? "zsync control file" : "chunk index",
+                             limit: zsync ? zsyncLimits.maxControlBytes : indexLimits.maxIndexBytes, bandwidth: bandwidth, answer: answer)
         try await transport.transfer(job, into: sink)
         let source = job.url.redactedString
         do {
-            // Binary, not JSON: the chunk index's own bounded reader.
+            // Binary, not JSON: each format's own bounded reader.
+            if zsync {
+                return try ZsyncIndex.decode(sink.data,
+                                             from: source, limits: zsyncLimits)
+            }
             return try ChunkIndex.decode(sink.data,
-                                         from: source, limits: limits)
+                                         from: source, limits: indexLimits)
         } catch {
-            throw TransportError(.protocolError, error.description, url: job.url, isRetryable: false)
+            throw TransportError(.protocolError, String(describing: error), url: job.url, isRetryable: false)
         }
     }
 }

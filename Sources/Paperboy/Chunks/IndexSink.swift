@@ -4,20 +4,24 @@ import Foundation
 /// the asset's bandwidth limits.
 final class IndexSink: TransferSink, @unchecked Sendable {
     let url: URL
+    /// What the index is, in messages: `chunk index`, `zsync control file`.
+    let what: String
     let limit: Int
     let bandwidth: TransferBandwidth
     let answer: @Sendable (AuthChallenge) async -> AuthChallengeDisposition
     private(set) var data = Data()
 
-    init(url: URL, limit: Int, bandwidth: TransferBandwidth, answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) {
+    init(url: URL, what: String, limit: Int, bandwidth: TransferBandwidth,
+         answer: @escaping @Sendable (AuthChallenge) async -> AuthChallengeDisposition) {
         self.url = url
+        self.what = what
         self.limit = limit
         self.bandwidth = bandwidth
         self.answer = answer
     }
 
     private func tooLarge(_ count: Int64) -> TransportError {
-        TransportError(.protocolError, "chunk index \(url.redactedString): \(count) bytes or more, above the \(limit) an index may have here",
+        TransportError(.protocolError, "\(what) \(url.redactedString): \(count) bytes or more, above the \(limit) an index may have here",
                        url: url, isRetryable: false)
     }
 

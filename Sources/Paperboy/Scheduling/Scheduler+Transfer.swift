@@ -117,8 +117,8 @@ extension Scheduler {
             } catch {
                 return .failed(Self.libraryError(error), retryAfter: (error as? TransportError)?.retryAfter, written: run.bytesOnDisk, validator: run.validator)
             }
-            if let index = chunked?.plan.index, validator == ChunkedTransfer.validator(of: index) {
-                offset = ChunkPlan.boundary(atOrBelow: offset, in: index)
+            if let index = chunked?.plan.index, validator == index.validator {
+                offset = index.boundary(atOrBelow: offset)
             } else {
                 offset = 0
                 validator = nil
@@ -160,7 +160,7 @@ extension Scheduler {
         while true {
             let challenges = ChallengeBudget(url: request.url)
             // An indexed file is checked whole against its index's SHA-256 when the request names none.
-            let sha256 = request.sha256 ?? chunkedTransfer?.plan.index.sha256.description
+            let sha256 = request.sha256 ?? chunkedTransfer?.plan.index.wholeFileSHA256?.description
             let sink = makeSink(fd: fd, partial: partial, run: run, request: request, sha256: sha256, offset: offset, validator: validator,
                                 held: held, challenges: challenges)
             defer { sink.endFlows() }
@@ -214,7 +214,7 @@ extension Scheduler {
                         // The index says which bytes are wrong: the transfer continues from the
                         // file's end, which checks every chunk and fetches only the bad ones again.
                         logger.info("asset \(run.id): \(request.url.redactedString): \(mismatch); checking its chunks against \(chunked.indexURL.redactedString)")
-                        offset = ChunkPlan.boundary(atOrBelow: sink.written, in: chunked.plan.index)
+                        offset = chunked.plan.index.boundary(atOrBelow: sink.written)
                         validator = sink.validator
                         guard POSIX.truncate(fd, to: offset) else { throw error }
                         continue
@@ -226,6 +226,8 @@ extension Scheduler {
                     startOver()
                     continue
                 }
+                // A file filled from a zsync control file is checked whole by its SHA-1 too.
+                if let chunked = chunkedTransfer { try await chunked.checkWholeFile(fd: fd, length: sink.written, url: request.url) }
                 releaseSlot(run.slot)
                 if let chunked = chunkedTransfer {
                     let bytes = chunked.bytes
@@ -240,7 +242,9 @@ extension Scheduler {
                     var patch = AssetPatch(id: run.id)
                     patch.bytesReused = chunkedTransfer?.bytes.reused ?? 0
                     let staysWhole = run.request.destinationPath != nil && run.request.unpack == nil
-                    patch.chunks = staysWhole ? chunkedTransfer?.plan.index.chunks ?? [] : []
+                    // A zsync control file's blocks are not recorded: their truncated MD4s do not
+                    // name bytes safely across files.
+                    patch.chunks = staysWhole ? (chunkedTransfer?.plan.index as? ChunkIndex)?.chunks ?? [] : []
                     store.submit(patch)
                 }
                 // When a file system sync covers the file, no descriptor is held while waiting for
@@ -334,8 +338,10 @@ extension Scheduler {
     }
 
     /// Fetches the index of an indexed asset (through the transport of its URL) and plans which
-    /// chunks come from the version delivered before to the same path of the same issue, and
-    /// which from other delivered assets (the store's chunk table).
+    /// pieces come from the version delivered before to the same path of the same issue, and
+    /// which from other delivered assets (the store's chunk table; chunk indexes only). A zsync
+    /// control file (an index URL ending in `.zsync`) is planned by a rolling match against that
+    /// version alone.
     private func prepareChunks(_ indexURL: URL, run: Run) async throws -> ChunkedTransfer {
         let request = run.request
         // The file this asset finished with before, if any, is being replaced: its chunks go.
@@ -348,24 +354,28 @@ extension Scheduler {
             options: request.options, assetIdentifier: run.id)
         let challenges = ChallengeBudget(url: indexURL)
         let answer = challengeAnswer(run.id, challenges: challenges)
-        let fetched = Mutex<ChunkIndex?>(nil)
+        let fetched = Mutex<(any PieceIndex)?>(nil)
         // The index is fetched bytes like the asset's: within the same limits.
         let bandwidth = TransferBandwidth(limiters: run.limiters)
         defer { bandwidth.end() }
         try await challenges.run {
-            let index = try await ChunkedTransfer.fetchIndex(job, transport: transport, limits: ChunkedTransfer.indexLimits, bandwidth: bandwidth,
-                                                             answer: answer)
+            let index = try await ChunkedTransfer.fetchIndex(job, transport: transport, bandwidth: bandwidth, answer: answer)
             fetched.withLock { $0 = index }
         }
         guard let index = fetched.withLock({ $0 }) else { throw CancellationError() }
-        if let sha256 = request.sha256, sha256 != index.sha256.description {
-            throw TransportError(.protocolError, "chunk index \(indexURL.redactedString) describes a file of SHA-256 \(index.sha256), "
+        if let sha256 = request.sha256, let described = index.wholeFileSHA256, sha256 != described.description {
+            throw TransportError(.protocolError, "chunk index \(indexURL.redactedString) describes a file of SHA-256 \(described), "
                                  + "not the \(sha256) expected of \(request.url.redactedString)", url: indexURL, isRetryable: false)
         }
-        let seeds = request.destinationPath.map { [layout.deliveredURL(issue: run.issueName, path: $0)] } ?? []
+        let seed = request.destinationPath.map { layout.deliveredURL(issue: run.issueName, path: $0) }
+        let clock = ContinuousClock()
+        let start = clock.now
         let plan = await durability.offload { [self] in
-            ChunkPlan(index: index, seeds: seeds) { digests in deliveredChunks(among: digests, for: run.id) }
+            index.plan(seed: seed) { digests in deliveredChunks(among: digests, for: run.id) }
         }
+        // Benchmarks/delta/run.sh reads this line: what the plan cost (a zsync control file's rolling match reads the whole seed).
+        let copied = plan.sources.count { $0 != .fetch }
+        logger.info("asset \(run.id): planned in \(String(format: "%.1f", (clock.now - start).seconds * 1000)) ms from \(indexURL.redactedString): \(copied) of \(index.pieceCount) \(index.pieceName)s to copy")
         return ChunkedTransfer(plan: plan, indexURL: indexURL, durability: durability)
     }
 
