@@ -34,6 +34,32 @@ struct ChunkPlanTests {
                                          .copy(chunks: 1..<index.chunks.count, seed: 1, offset: index.chunks[1].offset + 5)])
     }
 
+    /// A seed whose chunks the store recorded is not cut again: the recorded chunks say where
+    /// the index's chunks are in it (checked again as they are copied), provided they cover
+    /// the file as it is now; otherwise it is cut.
+    @Test func aSeedWithRecordedChunksCoveringItIsNotCutAgain() throws {
+        let data = randomData(600_000, seed: 11)
+        let file = folder.file("wanted")
+        try data.write(to: file)
+        let index = try ChunkIndex.make(ofFileAt: file)
+        // The seed's bytes are others: cut, it would hold none of the index's chunks.
+        let seed = folder.file("seed")
+        let other = randomData(data.count, seed: 12)
+        try other.write(to: seed)
+        // The store says it holds the index's chunks, at their offsets.
+        let plan = ChunkPlan(index: index, seeds: [seed], recorded: [seed: index.chunks])
+        #expect(plan.sources == index.chunks.map { .seed(0, offset: $0.offset) })
+        // Records that stop short of the file's end (it changed since), or leave a gap, are not
+        // used: the seed is cut, and nothing is found in it.
+        let short = Array(index.chunks.dropLast())
+        var gap = index.chunks
+        gap[1].offset += 1
+        for stale in [short, gap, []] {
+            let cut = ChunkPlan(index: index, seeds: [seed], recorded: [seed: stale])
+            #expect(cut.sources == Array(repeating: .fetch, count: index.chunks.count))
+        }
+    }
+
     /// 320 chunks of 128 KiB located in one file: copy runs end where the file's chunks stop
     /// following each other, at a fetched chunk, and at ``ChunkPlan/maxCopyRun`` bytes.
     @Test func copiesAreCoalescedIntoRunsOfAdjacentChunks() throws {

@@ -139,4 +139,27 @@ struct ChunkTableTests {
         #expect(try rows(library) == 3)
         await library.close()
     }
+    /// The chunks recorded for the file at a path of an issue, in file order (what a corrected
+    /// version's plan uses instead of cutting that file again): none for another path or issue,
+    /// or an unpacked asset; nil for a damaged row.
+    @Test func theChunksOfTheFileAtAPathAreReadInFileOrder() async throws {
+        let library = try open()
+        let issue = try await library.addIssue(name: "i", date: Date())
+        let other = try await library.addIssue(name: "j", date: Date())
+        let old = try await issue.addAsset(AssetRequest(url: URL(string: "mem://example/v1")!, destinationPath: "mag.pdf"))
+        let elsewhere = try await other.addAsset(AssetRequest(url: URL(string: "mem://example/v1")!, destinationPath: "mag.pdf"))
+        let chunks = Self.chunks(700, seed: 1)
+        // Recorded out of order: read back by offset.
+        try record(chunks.reversed(), of: old.identifier, state: .delivered, in: library)
+        try record(Self.chunks(3, seed: 2), of: elsewhere.identifier, state: .delivered, in: library)
+        let store = library.scheduler.store
+        #expect(try store.recordedChunks(ofFileAt: "mag.pdf", inIssue: "i") == chunks)
+        #expect(try store.recordedChunks(ofFileAt: "other.pdf", inIssue: "i") == nil)
+        #expect(try store.recordedChunks(ofFileAt: "mag.pdf", inIssue: "j") == Self.chunks(3, seed: 2))
+        try await store.pool.write { db in
+            try db.execute(sql: "UPDATE chunk SET length = -5 WHERE assetID = ? AND offset = 1000", arguments: [old.identifier])
+        }
+        #expect(try store.recordedChunks(ofFileAt: "mag.pdf", inIssue: "i") == nil)
+        await library.close()
+    }
 }

@@ -31,8 +31,9 @@ package protocol PieceIndex: Sendable {
     /// What a piece is checked by, in messages: `SHA-256`, `MD4`.
     var pieceCheck: String { get }
     /// Which pieces are copied from `seed` (the version delivered before, if any) or from files
-    /// `locate` knows, and which are fetched (``ChunkPlan``).
-    func plan(seed: URL?, locate: ([SHA256Value]) -> [SHA256Value: ChunkPlan.Location]) -> ChunkPlan
+    /// `locate` knows, and which are fetched (``ChunkPlan``); `recorded`: the chunks the store
+    /// recorded for the seed's file, if any.
+    func plan(seed: URL?, recorded: [ChunkIndex.Chunk]?, locate: ([SHA256Value]) -> [SHA256Value: ChunkPlan.Location]) -> ChunkPlan
 }
 
 extension PieceIndex {
@@ -75,7 +76,9 @@ extension ChunkIndex: PieceIndex {
     package var pieceName: String { "chunk" }
     package var pieceCheck: String { "SHA-256" }
 
-    package func plan(seed: URL?, locate: ([SHA256Value]) -> [SHA256Value: ChunkPlan.Location]) -> ChunkPlan {
-        ChunkPlan(index: self, seeds: seed.map { [$0] } ?? [], locate: locate)
+    package func plan(seed: URL?, recorded: [ChunkIndex.Chunk]?, locate: ([SHA256Value]) -> [SHA256Value: ChunkPlan.Location]) -> ChunkPlan {
+        var known: [URL: [ChunkIndex.Chunk]] = [:]
+        if let seed, let recorded { known[seed] = recorded }
+        return ChunkPlan(index: self, seeds: seed.map { [$0] } ?? [], recorded: known, locate: locate)
     }
 }

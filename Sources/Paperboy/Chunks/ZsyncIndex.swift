@@ -100,8 +100,9 @@ extension ZsyncIndex: PieceIndex {
     package var pieceName: String { "block" }
     package var pieceCheck: String { "MD4" }
 
-    /// The blocks found in `seed` by the rolling match; `locate` is not asked (``ChunkPlan/init(zsync:seed:)``).
-    package func plan(seed: URL?, locate: ([SHA256Value]) -> [SHA256Value: ChunkPlan.Location]) -> ChunkPlan {
+    /// The blocks found in `seed` by the rolling match; neither `recorded` (chunks) nor `locate`
+    /// is asked (``ChunkPlan/init(zsync:seed:)``).
+    package func plan(seed: URL?, recorded: [ChunkIndex.Chunk]?, locate: ([SHA256Value]) -> [SHA256Value: ChunkPlan.Location]) -> ChunkPlan {
         ChunkPlan(zsync: self, seed: seed)
     }
 }

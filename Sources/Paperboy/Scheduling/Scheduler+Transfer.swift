@@ -344,6 +344,12 @@ extension Scheduler {
     /// version alone.
     private func prepareChunks(_ indexURL: URL, run: Run) async throws -> ChunkedTransfer {
         let request = run.request
+        let seed = request.destinationPath.map { layout.deliveredURL(issue: run.issueName, path: $0) }
+        // The chunks recorded for the file there (read before this asset's own go, below): the
+        // plan need not cut it. Unreadable, it is cut.
+        let recorded = request.destinationPath.flatMap { path in
+            try? store.recordedChunks(ofFileAt: path, inIssue: run.issueName)
+        }
         // The file this asset finished with before, if any, is being replaced: its chunks go.
         var dropped = AssetPatch(id: run.id)
         dropped.chunks = []
@@ -367,11 +373,10 @@ extension Scheduler {
             throw TransportError(.protocolError, "chunk index \(indexURL.redactedString) describes a file of SHA-256 \(described), "
                                  + "not the \(sha256) expected of \(request.url.redactedString)", url: indexURL, isRetryable: false)
         }
-        let seed = request.destinationPath.map { layout.deliveredURL(issue: run.issueName, path: $0) }
         let clock = ContinuousClock()
         let start = clock.now
         let plan = await durability.offload { [self] in
-            index.plan(seed: seed) { digests in deliveredChunks(among: digests, for: run.id) }
+            index.plan(seed: seed, recorded: recorded) { digests in deliveredChunks(among: digests, for: run.id) }
         }
         // Benchmarks/delta/run.sh reads this line: what the plan cost (a zsync control file's rolling match reads the whole seed).
         let copied = plan.sources.count { $0 != .fetch }

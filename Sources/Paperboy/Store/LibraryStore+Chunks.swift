@@ -49,6 +49,31 @@ extension LibraryStore {
         }
     }
 
+    /// The chunks recorded for the file at `path` of issue `issueName`'s folder (by the indexed
+    /// asset that finished with it, not unpacked), in file order; nil when none are, or a row
+    /// is damaged. A hint as the other rows are: the caller checks they cover the file as it is,
+    /// and every chunk copied is checked again.
+    ///
+    /// - Throws: ``LibraryError`` `.storage` naming the database when it cannot be read.
+    func recordedChunks(ofFileAt path: String, inIssue issueName: String) throws(LibraryError) -> [ChunkIndex.Chunk]? {
+        try reading("cannot read the chunks of \(issueName)/\(path) in library database \(fileURL.path)") { db in
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT chunk.sha256, chunk.offset, chunk.length
+                FROM asset JOIN chunk ON chunk.assetID = asset.id
+                WHERE asset.issueName = ? AND asset.destinationPath = ? AND asset.unpack IS NULL
+                ORDER BY chunk.assetID, chunk.offset
+                """, arguments: [issueName, path])
+            var chunks: [ChunkIndex.Chunk] = []
+            while let row = try rows.next() {
+                guard let digest = try? row.decode(Data.self, atIndex: 0), digest.count == 32,
+                      let offset = row.storedInteger(atIndex: 1), offset >= 0,
+                      let length = row.storedInteger(atIndex: 2), length > 0, length <= Int64(Int32.max) else { return nil }
+                chunks.append(ChunkIndex.Chunk(offset: offset, length: Int(length), sha256: SHA256Value(bytes: digest)))
+            }
+            return chunks.isEmpty ? nil : chunks
+        }
+    }
+
     /// The lookup of `count` digests (each a 32-byte blob argument) in the chunks of delivered assets.
     static func deliveredChunksSQL(count: Int) -> String {
         // CROSS JOIN keeps this order: each digest through the SHA-256 index, then its asset by
