@@ -7,7 +7,8 @@
 #   (or serve_work "$WORK" "lines inside http { }": the work folders, PORT and nginx in one)
 #
 # start_nginx WORK HTTP_LINES SERVER_LINES writes WORK/nginx.conf (logs and temp files under
-# WORK, root WORK/www, listening on 127.0.0.1:$PORT), starts nginx in the foreground of a
+# WORK, root WORK/www, listening on 127.0.0.1:$PORT, with the listen parameters in
+# NGINX_LISTEN_OPTIONS if set, such as `sndbuf=64k`), starts nginx in the foreground of a
 # background job, removes it on exit (trap) and waits until the port answers. Sets NGINX_PID.
 
 nginx_binary() {  # the path of nginx, or a message and status 1
@@ -49,7 +50,7 @@ http {
     scgi_temp_path $work/tmp/scgi;
     $http_lines
     server {
-        listen 127.0.0.1:$PORT;
+        listen 127.0.0.1:$PORT${NGINX_LISTEN_OPTIONS:+ $NGINX_LISTEN_OPTIONS};
         root $work/www;
         $server_lines
     }

@@ -17,8 +17,15 @@
 # with 4 >= 3.5x and >= aria2c -s4 -x2; the stalling mirror <= 1.05x the url alone with the
 # same connections.
 #
+# nginx's limit counts a request's time from its start, and the first bytes of each response
+# fill the socket's send buffer at once (on loopback up to a few MB): every request gets those
+# bytes ahead of the rate, so a client making more requests gets a little more than RATE per
+# connection (16 MiB ranges came at 34-35 MB/s, one 128 MiB GET at 31 MB/s). SNDBUF=64k (the
+# listen sockets' send buffer) takes that away: 16 and 64 MiB then came at the same 32 MB/s.
+#
 # Run by hand, on a quiet machine:  Benchmarks/mirrors/run.sh
 # Knobs (environment): BIG_MB=1024 RATE=30m RUNS=3 CONNECTIONS="1 2 4" TIMEOUT=300 (per run)
+#   SNDBUF=64k         (nginx's send buffer per connection; default the system's)
 #   WORK=/var/tmp/...  (data and downloads; default a new folder in /var/tmp)
 #   PAPERBOY=path      (a built paperboy; default: Benchmarks/build.sh, a release build in SCRATCH)
 set -euo pipefail
@@ -42,9 +49,10 @@ if [[ ! -f $WORK/www/big.bin ]] || (( $(stat -c %s "$WORK/www/big.bin") != BIG_M
 fi
 
 PORT=$(free_port)
+NGINX_LISTEN_OPTIONS=${SNDBUF:+sndbuf=$SNDBUF}
 # One file, one time: the url and the mirror give the same ETag (nginx's is the time and size).
 start_nginx "$WORK" "log_format ranges '\$server_addr \$connection \$status \"\$http_range\" \$body_bytes_sent'; access_log $WORK/logs/access.log ranges;" \
-    "listen 127.0.0.2:$PORT; limit_rate $RATE; location /stall/ { alias $WORK/www/; limit_rate_after 1m; limit_rate 1; }"
+    "listen 127.0.0.2:$PORT${NGINX_LISTEN_OPTIONS:+ $NGINX_LISTEN_OPTIONS}; limit_rate $RATE; location /stall/ { alias $WORK/www/; limit_rate_after 1m; limit_rate 1; }"
 URL="http://127.0.0.1:$PORT/big.bin"
 MIRROR="http://127.0.0.2:$PORT/big.bin"
 STALL="http://127.0.0.2:$PORT/stall/big.bin"
@@ -101,7 +109,7 @@ done
 median() { sort -n "$1" | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else print a[int((NR + 1) / 2)]}'; }
 seconds() { [[ -f $WORK/result-$1.txt ]] && median "$WORK/result-$1.txt" || echo nan; }
 base=$(seconds curl)
-printf '%s MiB, limit_rate %s per connection, median of %d runs\n' "$BIG_MB" "$RATE" "$RUNS"
+printf '%s MiB, limit_rate %s per connection%s, median of %d runs\n' "$BIG_MB" "$RATE" "${SNDBUF:+, sndbuf $SNDBUF}" "$RUNS"
 printf '%-20s %9s %9s %8s\n' tool seconds MB/s "x curl"
 for tool in "${TOOLS[@]}"; do
     s=$(seconds "$tool")

@@ -73,7 +73,7 @@ struct MirrorTests {
 
     @Test func aMirrorThatStallsIsDemotedAndItsBytesAreKept() async throws {
         let data = try await generated(40 << 20, seed: 434)
-        // The request that begins gets 64 KiB every 10 ms (its 20 MiB piece takes 3 s or more),
+        // The request that begins gets 64 KiB every 10 ms (its 16 MiB piece takes 2.5 s or more),
         // ranges all it can send: the mirror's piece is written into before the first one ends.
         let main = try FaultServer { request in
             var response = ServerResponse.serving(data, for: request)
@@ -90,13 +90,13 @@ struct MirrorTests {
 
         #expect(delegate.deliveredSHA256 == sha256Hex(data), "\(delegate.events.suffix(3))")
         #expect(delegate.failureCode == nil, "\(delegate.events.suffix(3))")
-        // The second connection's piece is the second half: the mirror was asked for it once.
-        let half = data.count / 2
-        #expect(mirror.requests.map { $0.header("range") } == ["bytes=\(half)-\(data.count - 1)"], "\(mirror.requests.map { $0.header("range") })")
+        // The second connection's piece is the second of 16 MiB: the mirror was asked for it once.
+        let piece = 16 << 20
+        #expect(mirror.requests.map { $0.header("range") } == ["bytes=\(piece)-\(2 * piece - 1)"], "\(mirror.requests.map { $0.header("range") })")
         #expect(mirror.bodyBytesSent == 1 << 20)
-        // What it sent was kept: nobody asked the main URL for the half from its start again.
+        // What it sent was kept: nobody asked the main URL for that piece from its start again.
         let ranges = main.requests.compactMap { $0.header("range") }
-        #expect(!ranges.contains { $0.hasPrefix("bytes=\(half)-") }, "\(ranges)")
+        #expect(!ranges.contains { $0.hasPrefix("bytes=\(piece)-") }, "\(ranges)")
         #expect(!ranges.isEmpty, "the main URL finished the mirror's piece: \(ranges)")
     }
 

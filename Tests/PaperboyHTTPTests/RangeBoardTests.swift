@@ -7,41 +7,77 @@ import Testing
 struct RangeBoardTests {
     let mib: Int64 = 1 << 20
 
-    func board(_ megabytes: Int64, connections: Int = 4) -> RangeBoard {
-        RangeBoard(from: 0, length: megabytes * mib, connections: connections, minimum: 4 * mib, chunk: 4 * mib)
+    /// Two connections: four pieces of 16 MiB for 64 MiB.
+    func board(_ megabytes: Int64, connections: Int = 2, final: Int64 = 16 << 20) -> RangeBoard {
+        RangeBoard(from: 0, length: megabytes * mib, connections: connections, minimum: 4 * mib, chunk: 4 * mib, final: final)
     }
 
-    @Test func theBytesAreDealtInEqualPiecesOfAtLeastTheMinimum() {
+    /// Pieces from the front, each a `2 × connections`-th of what is left, down to the final
+    /// size (less for a small resource: one per connection), at least the minimum (a smaller
+    /// rest goes with the piece before it).
+    @Test func theBytesAreDealtFromTheFrontInPiecesThatShrinkToTheFinalSize() {
         let four = board(64)
         #expect(four.pieces.map { $0.start } == [0, 16 * mib, 32 * mib, 48 * mib])
         #expect(four.pieces.map { $0.end } == [16 * mib, 32 * mib, 48 * mib, 64 * mib])
         #expect(four.pieces.map(\.owner) == [0, nil, nil, nil])
         #expect(four.pieces.map(\.isSequential) == [true, false, false, false])
-        #expect(board(10).pieces.count == 2)
-        let resumed = RangeBoard(from: 5, length: 5 + 8 * mib, connections: 4, minimum: 4 * mib, chunk: 4 * mib)
+        // 1 GiB over four connections: 24 pieces from 128 MiB down to 16 MiB (the last one the
+        // rest), not four of 256 MiB.
+        let large = RangeBoard(from: 0, length: 1024 * mib, connections: 4, minimum: mib, chunk: 16 * mib, final: 16 * mib)
+        let sizes = large.pieces.map { $0.end - $0.start }
+        #expect(sizes.count == 24 && sizes.first == 128 * mib && sizes == sizes.sorted(by: >), "\(sizes)")
+        #expect(sizes.suffix(8).allSatisfy { $0 <= 16 * mib } && sizes.reduce(0, +) == 1024 * mib, "\(sizes)")
+        // 64 MiB over four connections, pieces down to 8 MiB: eight of them.
+        #expect(board(64, connections: 4, final: 8 * mib).pieces.map { $0.end - $0.start } == Array(repeating: 8 * mib, count: 8))
+        #expect(board(64, connections: 4).pieces.count == 4, "one piece per connection at least")
+        #expect(board(10).pieces.map { $0.end - $0.start } == [5 * mib, 5 * mib])
+        let resumed = RangeBoard(from: 5, length: 5 + 8 * mib, connections: 4, minimum: 4 * mib, chunk: 4 * mib, final: 16 * mib)
         #expect(resumed.pieces.map { $0.start } == [5, 5 + 4 * mib])
+    }
+
+    /// Idle connections take the pieces in order: the bytes without a gap from the start grow
+    /// as each piece is written, rather than only once the first of a few large pieces is.
+    @Test func idleConnectionsTakeThePiecesInOrder() {
+        var board = board(64, connections: 4, final: 8 * mib)
+        #expect([1, 2, 3].compactMap { board.take(for: $0)?.start } == [8 * mib, 16 * mib, 24 * mib])
+        for lane in 1...3 {
+            _ = board.claim(lane, lane: lane, at: Int64(lane) * 8 * mib, available: mib)
+            board.wrote(lane, count: mib)
+        }
+        _ = board.claim(0, lane: 0, at: 0, available: 8 * mib)
+        board.wrote(0, count: 8 * mib)
+        #expect(board.claim(0, lane: 0, at: 8 * mib, available: mib) == .finished)
+        #expect(board.take(for: 0)?.start == 32 * mib)
+        // Piece 2 written to its end, a segment at a time.
+        var position = 17 * mib
+        while case .write(let count, _) = board.claim(2, lane: 2, at: position, available: 24 * mib - position) {
+            board.wrote(2, count: count)
+            position += count
+        }
+        #expect(position == 24 * mib && board.piece(2)?.isDone == true)
+        #expect(board.take(for: 2)?.start == 40 * mib)
     }
 
     /// Ranges the library holds are in no piece; the sequential piece stops at the first and
     /// never swallows the piece past it.
     @Test func heldRangesLieBetweenThePieces() {
-        var board = RangeBoard(from: mib, length: 64 * mib, connections: 4, minimum: 4 * mib, chunk: 4 * mib,
+        var board = RangeBoard(from: mib, length: 64 * mib, connections: 2, minimum: 4 * mib, chunk: 4 * mib, final: 8 * mib,
                                held: [0..<mib, 8 * mib..<16 * mib, 40 * mib..<48 * mib, 64 * mib..<70 * mib])
         #expect(board.skipsHeld)
-        #expect(board.pieces.map { $0.start..<$0.end } == [mib..<8 * mib, 16 * mib..<40 * mib, 48 * mib..<64 * mib])
-        #expect(board.pieces.map(\.isSequential) == [true, false, false])
+        #expect(board.pieces.map { $0.start..<$0.end }
+            == [mib..<8 * mib, 16 * mib..<26 * mib, 26 * mib..<34 * mib, 34 * mib..<40 * mib, 48 * mib..<56 * mib, 56 * mib..<64 * mib])
+        #expect(board.pieces.map(\.isSequential) == [true, false, false, false, false, false])
         #expect(board.bytesLeft == 47 * mib)
         // The request that began streams on past its piece: it writes up to the held range only.
         #expect(board.claim(0, lane: 0, at: mib, available: 10 * mib) == .write(7 * mib, newSegment: nil))
         board.wrote(0, count: 7 * mib)
         #expect(board.claim(0, lane: 0, at: 8 * mib, available: mib) == .finished)
-        #expect(board.pieces.count == 3)
-        // The idle connections take the other gaps, then halve the largest.
-        #expect(board.take(for: 1)?.start == 16 * mib)
-        #expect(board.take(for: 2)?.start == 48 * mib)
-        #expect(board.take(for: 3)?.start == 28 * mib)
+        #expect(board.pieces.count == 6)
+        // The idle connections take the other pieces in order, then halve the largest.
+        #expect((1...5).compactMap { board.take(for: $0)?.start } == [16 * mib, 26 * mib, 34 * mib, 48 * mib, 56 * mib])
+        #expect(board.take(for: 6)?.start == 21 * mib)
         // A held range at the offset leaves the sequential piece empty.
-        let covered = RangeBoard(from: 0, length: 8 * mib, connections: 2, minimum: mib, chunk: mib, held: [0..<4 * mib])
+        let covered = RangeBoard(from: 0, length: 8 * mib, connections: 1, minimum: mib, chunk: mib, final: 16 * mib, held: [0..<4 * mib])
         #expect(covered.pieces.map { $0.start..<$0.end } == [0..<0, 4 * mib..<8 * mib])
     }
 
@@ -62,7 +98,7 @@ struct RangeBoardTests {
     /// A piece too small to halve is taken whole, from its next byte, only from the connections
     /// named (a mirror's), never while a write is claimed, never the sequential one.
     @Test func anIdleConnectionTakesOverASlowConnectionsLastPieceWhole() {
-        var board = RangeBoard(from: 0, length: 4 * mib, connections: 2, minimum: mib, chunk: 4 * mib)
+        var board = RangeBoard(from: 0, length: 4 * mib, connections: 2, minimum: mib, chunk: 4 * mib, final: 2 * mib)
         _ = board.take(for: 1)
         #expect(board.claim(1, lane: 1, at: 2 * mib, available: mib / 2) == .write(mib / 2, newSegment: 2 * mib..<3 * mib))
         #expect(board.takeOver(for: 0, from: [1]) == nil, "a write is claimed")
@@ -79,7 +115,7 @@ struct RangeBoardTests {
     }
 
     @Test func aCutNeverGoesBelowASegmentAskedFor() {
-        var board = RangeBoard(from: 0, length: 32 * mib, connections: 2, minimum: 2 * mib, chunk: 6 * mib)
+        var board = RangeBoard(from: 0, length: 32 * mib, connections: 1, minimum: 2 * mib, chunk: 6 * mib, final: 16 * mib)
         _ = board.take(for: 1)
         // A quarter of what is left of the piece, at most 6 MiB.
         #expect(board.claim(1, lane: 1, at: 16 * mib, available: mib) == .write(mib, newSegment: 16 * mib..<20 * mib))

@@ -236,7 +236,7 @@ struct SegmentTests {
         }
         // The whole second half was written, but after a gap: recorded apart from the bytes to
         // continue from (a transport that does not skip it, as this one, writes it again).
-        #expect(asset.totalBytesWritten == Int64(cut))
+        #expect(library.scheduler.store.asset(id: asset.identifier)?.bytesOnDisk == Int64(cut))
         let id = asset.identifier
         await library.close()
 
@@ -281,6 +281,32 @@ struct SegmentTests {
             if case .resumed(let total, _) = event { return total == Int64(cut + data.count - middle) }
             return false
         }, "\(delegate.events.prefix(3))")
+    }
+
+    /// The progress count of a split download that stopped is every byte it kept: the bytes
+    /// without a gap and the pieces recorded past them, as it showed while it ran, whether the
+    /// library still holds the asset or reads its row. It showed the gap-free prefix alone before.
+    @Test func aStoppedDownloadCountsTheBytesOfItsRecordedPieces() async throws {
+        let cut = 700_000
+        let transport = SegmentingTransport(data, plans: [.headFailsAfter(cut)])
+        let (asset, _, library) = try await download(transport)
+        guard case .failed = asset.state else {
+            Testing.Issue.record("expected a failure, got \(asset.state)")
+            return
+        }
+        let kept = Int64(cut + data.count - data.count / 2)
+        #expect(asset.totalBytesWritten == kept)
+        let id = asset.identifier
+        await library.close()
+
+        let reopened = try Library.open(at: root, transports: TransportRegistry([transport]), configuration: Library.Configuration.forTests())
+        let again = try #require(await reopened.asset(identifier: id))
+        #expect(again.totalBytesWritten == kept)
+        #expect(try await again.status().totalBytesWritten == kept)
+        var listed: [Int64] = []
+        try again.issue?.forEachAssetListing { listed.append($0.totalBytesWritten) }
+        #expect(listed == [kept])
+        await reopened.close()
     }
 
     /// An attempt whose gap-free prefix did not move but whose recorded pieces grew made
@@ -341,6 +367,29 @@ struct SegmentTests {
         // The refused calls changed nothing: the download completes intact.
         #expect(delegate.keptFiles == [data])
         await library.close()
+    }
+}
+
+/// The ranges a transfer wrote through segments (``SegmentLedger``).
+@Suite("Segment ledger")
+struct SegmentLedgerTests {
+    /// A split download asks for hundreds of segments: the complete ones that touch are one
+    /// entry, so that each write's look through the ledger stays short.
+    @Test func completeSegmentsThatTouchAreOneEntry() {
+        var ledger = SegmentLedger()
+        for start in stride(from: Int64(100), to: 10_100, by: 100) { ledger.add(start..<start + 100) }
+        ledger.add(20_000..<20_100)
+        #expect(ledger.entries.count == 101)
+        // Written out of order, the last one but one last: one entry from 100 on, whatever the order.
+        for index in (0..<100).reversed() where index != 98 { ledger.record(100, in: ledger.entries.firstIndex { $0.range.lowerBound == 100 + Int64(index) * 100 }!) }
+        #expect(ledger.entries.count == 4)
+        ledger.record(60, in: ledger.entries.firstIndex { $0.range.lowerBound == 9_900 }!)
+        #expect(ledger.entries.count == 4, "a segment still under way joins nothing")
+        ledger.record(40, in: ledger.entries.firstIndex { $0.range.lowerBound == 9_900 }!)
+        #expect(ledger.entries.map(\.range) == [100..<10_100, 20_000..<20_100])
+        #expect(ledger.contiguousEnd(from: 100) == 10_100)
+        #expect(ledger.recordable(from: 100).ranges == [100..<10_100])
+        #expect(ledger.absorb(into: 100) == 10_100 && ledger.bytes == 0)
     }
 }
 

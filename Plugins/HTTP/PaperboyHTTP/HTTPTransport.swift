@@ -78,6 +78,10 @@ public struct HTTPTransport: Transport {
         /// The largest segment asked of the sink at once (a quarter of what is left of a piece,
         /// down to ``minimumPiece``): a piece is cut only past its segment.
         var largestSegment: Int64 = 16 << 20
+        /// The size the pieces dealt from the front shrink to near the end (``RangeBoard``):
+        /// the last pieces in flight are what the SHA-256 of the file still has to read after
+        /// the last byte; each piece is one range request.
+        var finalPiece: Int64 = 16 << 20
         /// Where the split names a mirror it dropped, and the bytes each source sent.
         var logger = Logger(label: "paperboy.http")
 
@@ -236,6 +240,7 @@ public struct HTTPTransport: Transport {
         let split = SplitDownload(
             settings: .init(connections: connections, threshold: configuration.splitThreshold,
                             minimumPiece: configuration.minimumPiece, largestSegment: configuration.largestSegment,
+                            finalPiece: configuration.finalPiece,
                             mirrorStallWindow: SplitDownload.stallWindow(idleTimeout: job.idleTimeout)),
             sink: sink, mirrors: mirrorPlans(job, like: plan), held: (job.heldRanges, job.offset, job.validator),
             logger: configuration.logger, asset: job.assetIdentifier)

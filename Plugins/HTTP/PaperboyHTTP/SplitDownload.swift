@@ -41,6 +41,8 @@ final class SplitDownload: @unchecked Sendable {
         var minimumPiece: Int64
         /// The largest segment asked of the sink.
         var largestSegment: Int64
+        /// The size the pieces dealt shrink to near the end (``RangeBoard``).
+        var finalPiece: Int64
         /// How long a mirror may send nothing before it is demoted (the idle timeout of its
         /// requests); the URL that began keeps the job's idle timeout.
         var mirrorStallWindow: Duration = .seconds(60)
@@ -128,7 +130,8 @@ final class SplitDownload: @unchecked Sendable {
             return nil
         }
         let board = RangeBoard(from: response.offset, length: length, connections: settings.connections,
-                               minimum: settings.minimumPiece, chunk: settings.largestSegment, held: skipped)
+                               minimum: settings.minimumPiece, chunk: settings.largestSegment,
+                               final: settings.finalPiece, held: skipped)
         guard board.pieces.count > 1 || board.skipsHeld else { return nil }
         var piecePlan = plan
         piecePlan.url = url

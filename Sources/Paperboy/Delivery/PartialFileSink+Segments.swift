@@ -97,9 +97,25 @@ package struct SegmentLedger: Sendable {
         return entry.range.lowerBound + entry.written
     }
 
+    /// Counts `count` bytes written into segment `index`. A segment complete now joins the
+    /// complete ones it touches (of the same kind, held or not), so that the ledger stays about
+    /// as long as the segments under way, however many a transfer asks for: each write looks
+    /// through it (``contiguousEnd(from:)``), and a split download asks for hundreds.
     package mutating func record(_ count: Int64, in index: Int) {
         entries[index].written += count
         bytes += count
+        guard entries[index].isComplete else { return }
+        if index + 1 < entries.count { join(index, index + 1) }
+        if index > 0 { join(index - 1, index) }
+    }
+
+    /// Makes entries `first` and `first + 1` one when both are complete, of the same kind, and
+    /// the second starts where the first ends.
+    private mutating func join(_ first: Int, _ second: Int) {
+        let (a, b) = (entries[first], entries[second])
+        guard a.isComplete, b.isComplete, a.isHeld == b.isHeld, a.range.upperBound == b.range.lowerBound else { return }
+        entries[first] = Entry(range: a.range.lowerBound..<b.range.upperBound, written: a.written + b.written, isHeld: a.isHeld)
+        entries.remove(at: second)
     }
 
     /// Moves segments joined to the sequential bytes ending at `position` into them, and returns
@@ -175,7 +191,10 @@ extension PartialFileSink {
     func takeSegment(_ range: Range<Int64>, _ bytes: UnsafeRawBufferPointer) throws {
         guard !bytes.isEmpty else { return }
         guard let index = segments.entries.firstIndex(where: { $0.range == range }) else {
-            throw TransportError(.protocolError, "segment \(range) was written after the transfer ended", url: context.url, isRetryable: false)
+            // A complete segment joins its neighbours (``SegmentLedger/record(_:in:)``).
+            let filled = segments.entries.contains { $0.isComplete && $0.range.contains(range.lowerBound) && $0.range.upperBound >= range.upperBound }
+            throw TransportError(.protocolError, filled ? "transport wrote more than the \(range.count) bytes of segment \(range)"
+                                                        : "segment \(range) was written after the transfer ended", url: context.url, isRetryable: false)
         }
         let count = Int64(bytes.count)
         guard let offset = segments.nextOffset(of: index, adding: count) else {

@@ -70,7 +70,7 @@ extension AssetListing {
     /// The columns a listing reads, in the order ``init(plainRow:)`` reads them.
     static let columnNames = [
         "id", "seq", "url", "destinationPath", "unpack", "headers", "options", "state", "detail", "retryAt",
-        "attempts", "bytesOnDisk", "expectedBytes", "failureCode", "transportCode", "sha256", "bytesReused",
+        "attempts", "bytesOnDisk", "expectedBytes", "failureCode", "transportCode", "sha256", "bytesReused", "segments",
     ]
 
     /// Reads a row of ``columnNames`` by position when it is plainly well formed (a URL of
@@ -89,7 +89,8 @@ extension AssetListing {
         let retryAt = state == .retry ? (try? row.decode(StoredDate?.self, atIndex: 9))??.date : nil
         let detail = state == .failed ? try? row.decode(String?.self, atIndex: 8) : nil
         self.state = Scheduler.publicState(state, retryAt: retryAt, attempts: attempts, detail: detail, now: now)
-        totalBytesWritten = max(0, row.storedInteger(atIndex: 11) ?? 0)
+        totalBytesWritten = AssetRecord.bytesKept(bytesOnDisk: max(0, row.storedInteger(atIndex: 11) ?? 0),
+                                                  segments: (try? row.decode(String?.self, atIndex: 17))?.flatMap(RecordedSegments.init(stored:)))
         expectedTotalBytes = row.storedInteger(atIndex: 12).flatMap { $0 >= 0 ? $0 : nil }
         sha256 = try? row.decode(String?.self, atIndex: 15)
         bytesReused = ByteCount(stored: row.storedInteger(atIndex: 16))?.bytes ?? 0
@@ -117,7 +118,7 @@ extension AssetListing {
         attempts = record.attempts
         state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
                                       attempts: record.attempts, detail: record.detail, now: now)
-        totalBytesWritten = record.bytesOnDisk
+        totalBytesWritten = record.bytesKept
         expectedTotalBytes = record.expectedBytes
         sha256 = record.request.sha256
         bytesReused = record.bytesReused

@@ -136,7 +136,7 @@ extension Scheduler {
         if let live = snapshot(record.id) { return AssetStatus(identifier: record.id, live: live, bytesReused: record.bytesReused) }
         let state = Scheduler.publicState(PersistedState(rawValue: record.state) ?? .idle, retryAt: record.retryAt,
                                           attempts: record.attempts, detail: record.detail, now: clock.now)
-        return AssetStatus(identifier: record.id, request: record.request, state: state, totalBytesWritten: record.bytesOnDisk,
+        return AssetStatus(identifier: record.id, request: record.request, state: state, totalBytesWritten: record.bytesKept,
                            expectedTotalBytes: record.expectedBytes, attempts: record.attempts, failure: record.libraryError,
                            bytesReused: record.bytesReused)
     }

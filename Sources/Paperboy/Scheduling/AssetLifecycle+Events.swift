@@ -69,6 +69,9 @@ extension AssetLifecycle {
         /// Bytes durable on disk, from which the next attempt continues.
         var written: Int64
         var validator: ResourceValidator?
+        /// Bytes in the pieces recorded past ``written`` (a split download's): kept too, and
+        /// shown in the progress count.
+        var pieceBytes: Int64 = 0
         /// Whether the attempt recorded more bytes in pieces past ``written`` than it started
         /// with (a split download whose gap-free prefix did not move): progress all the same.
         var piecesGrew = false

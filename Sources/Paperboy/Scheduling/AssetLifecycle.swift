@@ -455,7 +455,7 @@ struct AssetLifecycle: Sendable, Equatable {
         var patch = AssetPatch(id: id)
         patch.attempts = attempts
         patch.detail = .some(error.message)
-        var actions: [Action] = [.showBytes(written: failure.written, expected: nil)]
+        var actions: [Action] = [.showBytes(written: failure.written + failure.pieceBytes, expected: nil)]
         let stalled = progressClock.map { failure.uptime - $0 } ?? .zero
         let policy = failure.policy
         switch policy.decision(afterFailedAttempts: attempts, isRetryable: error.isRetryable,

@@ -128,9 +128,10 @@ extension Scheduler {
                                           deliversItself: current.request.deliversItself, hasDelegates: hasDelegates)
             case .stopped(let written, let validator):
                 event = .transferStopped(written: written, validator: validator)
-            case .failed(let error, let retryAfter, let written, let validator, let piecesGrew):
+            case .failed(let error, let retryAfter, let written, let validator, let pieceBytes, let piecesGrew):
                 event = .transferFailed(AssetLifecycle.TransferFailure(
-                    error: error, retryAfter: retryAfter, written: written, validator: validator, piecesGrew: piecesGrew,
+                    error: error, retryAfter: retryAfter, written: written, validator: validator, pieceBytes: pieceBytes,
+                    piecesGrew: piecesGrew,
                     at: failedAt, uptime: clock.uptime, policy: settings.retry, jitter: settings.retryJitter(0...1)))
             }
             departed = state.update(id) { entry in

@@ -49,7 +49,7 @@ extension Scheduler {
             seq = record.seq
             request = record.request
             life = AssetLifecycle(record)
-            live.written.store(record.bytesOnDisk, ordering: .relaxed)
+            live.written.store(record.bytesKept, ordering: .relaxed)
             live.expected.store(record.expectedBytes ?? -1, ordering: .relaxed)
         }
 

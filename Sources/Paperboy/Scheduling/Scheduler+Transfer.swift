@@ -36,9 +36,10 @@ extension Scheduler {
         case finished(size: Int64, validator: ResourceValidator?, inIssue: Bool)
         /// Stopped by a pause, a cancel or closing; `written` bytes are durable on disk.
         case stopped(written: Int64, validator: ResourceValidator?)
-        /// Failed; `written` bytes are durable on disk and can be continued; `piecesGrew`: the
-        /// pieces recorded past them grew in this attempt.
-        case failed(LibraryError, retryAfter: Duration?, written: Int64, validator: ResourceValidator?, piecesGrew: Bool = false)
+        /// Failed; `written` bytes are durable on disk and can be continued; `pieceBytes` more
+        /// in the pieces recorded past them; `piecesGrew`: those pieces grew in this attempt.
+        case failed(LibraryError, retryAfter: Duration?, written: Int64, validator: ResourceValidator?, pieceBytes: Int64 = 0,
+                    piecesGrew: Bool = false)
     }
 
     /// Runs one attempt: opens the partial file, lets the transport fill it, verifies it, and
@@ -298,6 +299,7 @@ extension Scheduler {
                 await sink.recordProgressDurably()
                 return .failed(failure, retryAfter: (error as? TransportError)?.retryAfter,
                                written: sink.began ? sink.written : offset, validator: sink.began ? sink.validator : validator,
+                               pieceBytes: sink.began ? sink.recordedPieceBytes.load(ordering: .relaxed) : held.bytes,
                                piecesGrew: sink.began && sink.recordedPieceBytes.load(ordering: .relaxed) > held.bytes)
             }
         }

@@ -82,6 +82,15 @@ struct AssetRecord: Sendable, FetchableRecord, PersistableRecord {
     /// Ranges past ``bytesOnDisk`` made durable and recorded with ``validator`` (``RecordedSegments``).
     var segments: RecordedSegments?
 
+    /// The progress count of the asset while nothing transfers it (``AssetStatus/totalBytesWritten``).
+    var bytesKept: Int64 { Self.bytesKept(bytesOnDisk: bytesOnDisk, segments: segments) }
+
+    /// The progress count of bytes on disk without a gap and `segments` past them: all of them,
+    /// as a split download showed them while it ran, not the gap-free prefix alone.
+    static func bytesKept(bytesOnDisk: Int64, segments: RecordedSegments?) -> Int64 {
+        bytesOnDisk + (segments?.bytes ?? 0)
+    }
+
     init(
         id: String, issueName: String, seq: Int64, request: AssetRequest, userInfo: Data?, state: String,
         detail: String?, retryAt: Date?, attempts: Int, bytesOnDisk: Int64, expectedBytes: Int64?,
