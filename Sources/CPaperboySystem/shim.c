@@ -246,7 +246,7 @@ void *paperboy_recycler_malloc(paperboy_recycler *recycler, size_t size) {
 void paperboy_recycler_free(paperboy_recycler *recycler, void *pointer) {
     if (pointer == NULL) return;
     size_t usable = malloc_usable_size(pointer);
-    if (usable >= PAPERBOY_RECYCLE_MIN && usable <= 2 * (size_t)PAPERBOY_RECYCLE_MAX) {
+    if (usable >= PAPERBOY_RECYCLE_MIN && usable <= (size_t)PAPERBOY_RECYCLE_MAX + 65536) {
         int kept = 0;
         pthread_mutex_lock(&recycler->lock);
         if (recycler->count < PAPERBOY_RECYCLE_SLOTS) {

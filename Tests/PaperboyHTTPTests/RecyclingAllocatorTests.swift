@@ -55,6 +55,14 @@ import Testing
         }
     }
 
+    @Test func aBlockLargerThanTheMaximumIsNotKept() throws {
+        try withRecycler { recycler in
+            let huge = try #require(paperboy_recycler_malloc(recycler, 2 * Int(PAPERBOY_RECYCLE_MAX)))
+            paperboy_recycler_free(recycler, huge)
+            #expect(paperboy_recycler_kept(recycler) == 0)
+        }
+    }
+
     @Test func atMostTheSlotsAreKept() throws {
         try withRecycler { recycler in
             let slots = Int(PAPERBOY_RECYCLE_SLOTS)
