@@ -6,8 +6,13 @@ public final class TempFolder: @unchecked Sendable {
     /// The folder.
     public let url: URL
 
-    /// Creates a new, empty folder in `parent` (by default the system's temporary folder).
-    public init(prefix: String = "paperboy-test", in parent: URL = FileManager.default.temporaryDirectory) {
+    /// Creates a new, empty folder under the system's temporary folder.
+    public convenience init(prefix: String = "paperboy-test") {
+        self.init(prefix: prefix, in: FileManager.default.temporaryDirectory)
+    }
+
+    /// Creates a new, empty folder in `parent` (a file system of the test's choice).
+    public init(prefix: String = "paperboy-test", in parent: URL) {
         url = parent.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
         try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
