@@ -3,7 +3,7 @@ import Foundation
 /// What a publisher says about a file so that a reader can fetch only the parts it lacks: the
 /// file's size and SHA-256, how it was cut, and each chunk's length and SHA-256, in order.
 ///
-/// Written beside the file as `FILE.pbidx` by `paperboy index` (``make(ofFileAt:parameters:)``,
+/// Written beside the file as `FILE.pbidx` by `paperboy index` (``make(ofFileAt:parameters:segments:)``,
 /// ``encoded()``); read from a stranger by ``decode(_:from:limits:)`` or
 /// ``read(contentsOf:limits:)``, which refuse anything the writer would not have written. The
 /// format, byte by byte, is docs/ChunkIndex.md: a 66-byte header, then 36 bytes per chunk.
@@ -39,7 +39,7 @@ package struct ChunkIndex: Sendable, Equatable {
     package let chunks: [Chunk]
 
     /// An index of chunks that follow one another from offset 0 and add up to `fileSize`:
-    /// what ``make(ofFileAt:parameters:)`` and the reader build.
+    /// what ``make(ofFileAt:parameters:segments:)`` and the reader build.
     init(parameters: ChunkingParameters, fileSize: Int64, sha256: SHA256Value, chunks: [Chunk]) {
         self.parameters = parameters
         self.fileSize = fileSize
