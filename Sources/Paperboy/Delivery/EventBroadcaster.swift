@@ -3,7 +3,7 @@ import Synchronization
 /// Fans library events out to every ``Library/events()`` subscriber.
 ///
 /// Telling costs nothing while nobody listens (``hasSubscribers`` is one atomic load), and one
-/// lock and a `yield` per subscriber when someone does: no allocation per event.
+/// lock, a copy of the subscribers and a `yield` per subscriber when someone does.
 final class EventBroadcaster: Sendable {
     private let subscribers = Mutex<[Int: AsyncStream<LibraryEvent>.Continuation]>([:])
     private let nextKey = Mutex<Int>(0)
@@ -32,11 +32,12 @@ final class EventBroadcaster: Sendable {
     }
 
     func send(_ event: LibraryEvent) {
-        // A yield never calls back into this type (a stream's termination handler runs when it
-        // ends, not when a value is refused), so it may run under the lock.
-        subscribers.withLock { subscribers in
-            for continuation in subscribers.values { continuation.yield(event) }
-        }
+        // Never under the lock: a yield that resumes a waiting subscriber takes that task's
+        // status lock, and cancelling that task holds its status lock while the stream's
+        // termination handler (``subscribe()``) takes ours. Under the lock the two deadlocked:
+        // a daemon stopped (DaemonServer.stop cancels its events task) while a delivery was
+        // told hung after 'stopping' (DaemonBandwidthTests' SIGHUP test, killed after 60 s).
+        for continuation in subscribers.withLock({ Array($0.values) }) { continuation.yield(event) }
     }
 
     func finish() {
