@@ -66,6 +66,12 @@ final class InterruptHandler {
     /// Set once Ctrl-C or SIGTERM arrived: the handler closes the library and exits.
     static let interrupted = Atomic<Bool>(false)
 
+    /// Waits for the handler's exit with 130, once ``interrupted`` is set: the command's own
+    /// path must not end the process first with another status.
+    static func waitForExit() async -> Never {
+        while true { try? await Task.sleep(for: .seconds(60)) }
+    }
+
     func cancel() {
         source.cancel()
         terminate.cancel()
