@@ -347,10 +347,12 @@ extension Scheduler {
     private func prepareChunks(_ indexURL: URL, run: Run) async throws -> ChunkedTransfer {
         let request = run.request
         let seed = request.destinationPath.map { layout.deliveredURL(issue: run.issueName, path: $0) }
-        // The chunks recorded for the file there (read before this asset's own go, below): the
-        // plan need not cut it. Unreadable, it is cut.
-        let recorded = request.destinationPath.flatMap { path in
-            try? store.recordedChunks(ofFileAt: path, inIssue: run.issueName)
+        // The chunks recorded for the file there (read before this asset's own go, below, and
+        // off the cooperative pool: a large file has tens of thousands): the plan need not cut
+        // it. Unreadable, it is cut.
+        let (store, issueName, path) = (self.store, run.issueName, request.destinationPath)
+        let recorded = await durability.offload {
+            path.flatMap { path in try? store.recordedChunks(ofFileAt: path, inIssue: issueName) }
         }
         // The file this asset finished with before, if any, is being replaced: its chunks go.
         var dropped = AssetPatch(id: run.id)
