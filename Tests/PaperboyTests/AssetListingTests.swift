@@ -27,6 +27,10 @@ struct AssetListingTests {
         requests.append((AssetRequest(url: URL(string: "https://example.com/h")!, headers: ["X-A": "1"], destinationPath: "headers"), nil))
         requests.append((AssetRequest(url: URL(string: "https://example.com/u.zip")!, destinationPath: "unpacked", unpack: .zip), nil))
         requests.append((AssetRequest(url: URL(string: "https://example.com/none")!), nil))
+        // Options (a credential's CA file), then headers and options that are damaged below.
+        requests.append((AssetRequest(url: URL(string: "https://example.com/o")!, destinationPath: "options", options: ["ca_file": "/ca.pem"]), nil))
+        requests.append((AssetRequest(url: URL(string: "https://example.com/bh")!, destinationPath: "bad-headers"), nil))
+        requests.append((AssetRequest(url: URL(string: "https://example.com/bo")!, destinationPath: "bad-options"), nil))
         let assets = try await issue.addAssets(requests, downloading: false)
         let store = library.scheduler.store
         // A password (refused now, held by an older row), failed, waiting to retry, damaged (a
@@ -41,7 +45,15 @@ struct AssetListingTests {
             try db.execute(sql: "UPDATE asset SET url = 42 WHERE id = ?", arguments: [assets[4].identifier])
             try db.execute(sql: "UPDATE asset SET url = ? WHERE id = ?", arguments: [AssetRecord.unreadableURL.absoluteString, assets[5].identifier])
             try db.execute(sql: "UPDATE asset SET state = 'bogus', bytesOnDisk = -5, expectedBytes = -1 WHERE id = ?", arguments: [assets[6].identifier])
+            try db.execute(sql: "UPDATE asset SET headers = '{\"X-A\": 1' WHERE destinationPath = 'bad-headers'")
+            try db.execute(sql: "UPDATE asset SET options = '[\"ca_file\"]' WHERE destinationPath = 'bad-options'")
         }
+        // Well-formed options are read from the listing's columns; damaged ones in full.
+        let plain = try await store.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT \(AssetListing.columnNames.joined(separator: ", ")) FROM asset WHERE destinationPath IN ('options', 'bad-headers', 'bad-options') ORDER BY seq")
+                .map { try AssetListing(plainRow: $0, now: Date()) != nil }
+        }
+        #expect(plain == [true, false, false])
         var patch = AssetPatch(id: assets[7].identifier)
         patch.state = .paused
         patch.bytesOnDisk = 77
@@ -64,6 +76,7 @@ struct AssetListingTests {
         #expect(listings[0].redactedURLString == "https://example.com/a.pdf")
         #expect(listings[3].state.name == "failed" && listings[4].state.name == "failed" && listings[5].state.name == "failed")
         #expect(listings[7].state == .waiting(.pausedByApp) && listings[7].totalBytesWritten == 77)
+        #expect(listings.suffix(2).map(\.state.name) == ["failed", "failed"], "damaged headers and options read as damaged")
         await library.close()
     }
 

@@ -74,12 +74,16 @@ extension AssetListing {
     ]
 
     /// Reads a row of ``columnNames`` by position when it is plainly well formed (a URL of
-    /// printable ASCII, no unpack format, headers or options to check); `nil` when it must be
-    /// read in full (``AssetRecord/init(row:)`` decides what a damaged row reads as).
+    /// printable ASCII, no unpack format to check, headers and options that read as
+    /// ``AssetRecord`` reads them); `nil` when it must be read in full (``AssetRecord/init(row:)``
+    /// decides what a damaged row reads as). Options are common (a credential's `ca_file` is one):
+    /// reading each such row in full cost 0.09 s of a 0.32 s sync of 1,000 files over TLS.
     init?(plainRow row: Row, now: Date) throws {
         let stored: DatabaseValue = row[2]
         guard case .string(let url) = stored.storage, url != AssetRecord.unreadableURL.absoluteString,
-              Self.isPlainURL(url), row.hasNull(atIndex: 4), row.hasNull(atIndex: 5), row.hasNull(atIndex: 6),
+              Self.isPlainURL(url), row.hasNull(atIndex: 4),
+              row.hasNull(atIndex: 5) || (try? AssetRecord.strings(row, 5, "headers")) != nil,
+              row.hasNull(atIndex: 6) || (try? AssetRecord.strings(row, 6, "options")) != nil,
               let state = (try? row.decode(String.self, atIndex: 7)).flatMap(PersistedState.init(rawValue:))
         else { return nil }
         identifier = try row.decode(String.self, atIndex: 0)

@@ -146,7 +146,7 @@ extension LibraryStore {
         try forEachPage(issueName: issueName, columns: AssetListing.columnNames, pageSize: pageSize, decode: { row, patch, db in
             if patch == nil, let listing = try AssetListing(plainRow: row, now: now) { return listing }
             let id = try row.decode(String.self, atIndex: 0)
-            guard var record = try AssetRecord.fetchOne(db, key: id) else {
+            guard var record = try AssetRecord.fetch(id: id, in: db) else {
                 throw LibraryError(.storage, "asset \(id) vanished while it was read")
             }
             patch?.apply(to: &record)

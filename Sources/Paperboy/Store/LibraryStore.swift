@@ -242,7 +242,7 @@ final class LibraryStore: Sendable {
     }
 
     func asset(id: String) -> AssetRecord? {
-        overlaid { (try? pool.read { db in try AssetRecord.fetchOne(db, key: id) }).map { [$0] } ?? [] }.first
+        overlaid { (try? pool.read { db in try AssetRecord.fetch(id: id, in: db) }).map { [$0] } ?? [] }.first
     }
 
     func assets(issueName: String) -> [AssetRecord] {
