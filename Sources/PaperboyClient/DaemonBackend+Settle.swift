@@ -7,7 +7,10 @@ extension DaemonBackend {
                                   retryWaitLimit: RetryWaitLimit?) async throws(LibraryError) -> Int {
         let tracker = SettleTracker(issues: Set(issues), includingNetworkWaits: includingNetworkWaits, retryWaitLimit: retryWaitLimit,
                                     clock: clock)
-        let events = self.events()
+        let followed = Set(issues)
+        let events = self.events { event in
+            if case .assetStateChanged(let asset, _) = event { followed.contains(asset.issueName) } else { false }
+        }
         let following = Task {
             for await event in events {
                 guard case .assetStateChanged(let asset, let state) = event else { continue }

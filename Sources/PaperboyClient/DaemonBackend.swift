@@ -22,7 +22,8 @@ package final class DaemonBackend: LibraryBackend {
     /// What the daemon last reported (see ``DaemonMirror``).
     let mirror = Mutex(DaemonMirror())
     private let state = Mutex(State())
-    private let wideEvents = Mutex<[UUID: AsyncStream<LibraryEvent>.Continuation]>([:])
+    /// Library-wide events, as the daemon tells them, to this process's subscribers.
+    private let wideEvents = EventBroadcaster()
 
     private struct State {
         /// The delegates of this process, by asset, with the handle they were attached with.
@@ -45,7 +46,7 @@ package final class DaemonBackend: LibraryBackend {
         let events = connection.events
         Task { [self] in
             for await event in events { await dispatch(event) }
-            finishAll()
+            wideEvents.finish()
         }
         let questions = connection.questions
         Task { [self] in
@@ -116,21 +117,10 @@ package final class DaemonBackend: LibraryBackend {
 
     // MARK: Events
 
-    /// Library-wide events from now on.
-    package func events() -> AsyncStream<LibraryEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(of: LibraryEvent.self)
-        let key = UUID()
-        wideEvents.withLock { $0[key] = continuation }
-        continuation.onTermination = { [weak self] _ in _ = self?.wideEvents.withLock { $0.removeValue(forKey: key) } }
-        return stream
-    }
-
-    private func broadcast(_ event: LibraryEvent) {
-        for continuation in wideEvents.withLock({ Array($0.values) }) { continuation.yield(event) }
-    }
-
-    private func finishAll() {
-        for continuation in wideEvents.withLock({ Array($0.values) }) { continuation.finish() }
+    /// Library-wide events from now on, those `wants` accepts (all when `nil`): filtered in this
+    /// process, as they arrive from the daemon.
+    package func events(where wants: (@Sendable (LibraryEvent) -> Bool)? = nil) -> AsyncStream<LibraryEvent> {
+        wideEvents.subscribe(where: wants)
     }
 
     /// Hands one event to the mirror, the delegates of its asset and the library-wide streams, in order.
@@ -164,11 +154,11 @@ package final class DaemonBackend: LibraryBackend {
                 // A cancelled download ends with a `.cancelled` failure, as in process.
                 for delegate in detach(asset) { delegate.download(handle, didFailWithError: LibraryError.cancelled(asset: asset)) }
             }
-            broadcast(.assetStateChanged(handle, wire.state))
+            wideEvents.send(.assetStateChanged(handle, wire.state))
         case .issueAvailable(let name):
             let known = mirror.withLock { $0.issue(named: name, backend: self) }
             let issue = if let known { known } else { try? await issue(named: name) }
-            if let issue { broadcast(.issueDownloadCompleted(issue)) }
+            if let issue { wideEvents.send(.issueDownloadCompleted(issue)) }
         case .badge:
             break
         }

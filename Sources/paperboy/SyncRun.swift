@@ -49,8 +49,13 @@ struct SyncRun {
         let events: AsyncStream<LibraryEvent>?
         var plan: SyncPlan
         do {
-            // Subscribed before planning: downloads start while the plan is being written.
-            events = options.quiet ? nil : try await library.events()
+            // Subscribed before planning: downloads start while the plan is being written. Only
+            // the states the narrator tells are queued for it: without --verbose, waits only.
+            let verbose = options.verbose
+            events = options.quiet ? nil : try await library.events { event in
+                guard case .assetStateChanged(_, let state) = event else { return false }
+                return SyncNarrator.tells(state, verbose: verbose)
+            }
             plan = try await SyncPlan.make(issues: issues, config: config, library: library)
         } catch {
             Console.error("paperboy: \(source): \(error.message)")
@@ -162,10 +167,21 @@ struct SyncNarrator: Sendable {
         }
     }
 
+    /// Whether an asset's change to `state` may be told (``narrate(_:named:_:bytes:announced:)``
+    /// tells no other): the sync subscribes to these only.
+    static func tells(_ state: AssetState, verbose: Bool) -> Bool {
+        switch state {
+        case .downloading, .delivered, .failed: verbose
+        case .waiting(.retry), .waiting(.network): true
+        default: false
+        }
+    }
+
     /// Tells one asset's new state (`name` and `bytes` are read only when told); `announced`
     /// holds the assets whose network wait was told.
     func narrate(_ identifier: String, named name: @autoclosure () -> String, _ state: AssetState, bytes: @autoclosure () -> Int64,
                  announced: inout Set<String>) {
+        guard Self.tells(state, verbose: verbose) else { return }
         switch state {
         case .downloading:
             detail("downloading \(name())")

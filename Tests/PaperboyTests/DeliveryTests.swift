@@ -119,6 +119,43 @@ struct DeliveryTests {
         await library.close()
     }
 
+    /// A filtered subscription receives only what its filter accepts, and every such event: the
+    /// others are never queued for it (an unfiltered one sees them).
+    @Test func aFilteredSubscriptionReceivesOnlyTheEventsItWants() async throws {
+        let transport = InMemoryTransport()
+        let library = try open(transport)
+        let wanted = try await library.events { event in
+            if case .assetStateChanged(let asset, .delivered) = event { asset.issueName == "a" } else { false }
+        }
+        let all = try await library.events()
+        for name in ["a", "b"] {
+            let issue = try await library.addIssue(name: name, date: Date())
+            let requests = (0..<3).map { index in
+                (AssetRequest(url: transport.serve(randomData(1_000, seed: UInt64(index)), at: "\(name)\(index)"), destinationPath: "f\(index)"),
+                 JSONValue?.none)
+            }
+            for asset in try await issue.addAssets(requests) { try await asset.download() }
+        }
+        await library.waitUntilIdle()
+        await library.close()
+        var received: [LibraryEvent] = []
+        for await event in wanted { received.append(event) }
+        var others = 0
+        for await event in all {
+            if case .assetStateChanged(let asset, .delivered) = event, asset.issueName == "a" { continue }
+            others += 1
+        }
+        #expect(received.count == 3)
+        for event in received {
+            guard case .assetStateChanged(let asset, .delivered) = event else {
+                Issue.record("unwanted event \(event)")
+                continue
+            }
+            #expect(asset.issueName == "a")
+        }
+        #expect(others >= 6, "the unfiltered stream sees issue b's deliveries and the completions")
+    }
+
     @Test func checksumMismatchKeepsNothing() async throws {
         let transport = InMemoryTransport()
         let url = transport.serve(randomData(100_000), at: "bad")

@@ -155,7 +155,9 @@ private final class ForwardingBackend: LibraryBackend {
     func badgeCount() async throws(LibraryError) -> Int { base.badgeCount() }
     func downloadingAssets() async throws(LibraryError) -> [AssetDownload] { base.downloadingAssets().map(asset) }
     func asset(identifier: String) async throws(LibraryError) -> AssetDownload? { base.asset(identifier: identifier).map(asset) }
-    func events() async throws(LibraryError) -> AsyncStream<LibraryEvent> { base.events() }
+    func events(where wants: (@Sendable (LibraryEvent) -> Bool)?) async throws(LibraryError) -> AsyncStream<LibraryEvent> {
+        base.events(where: wants)
+    }
     func activity() async throws(LibraryError) -> LibraryActivity { try base.activity() }
     func counts() async throws(LibraryError) -> [String: AssetCounts] { try base.counts() }
     func purge(keep: Int?, budgetBytes: Int64?) async throws(LibraryError) -> [String] {

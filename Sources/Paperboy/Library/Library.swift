@@ -368,7 +368,24 @@ public final class Library: Sendable {
     ///
     /// - Throws: ``LibraryError`` when a daemon cannot be reached.
     public func events() async throws(LibraryError) -> AsyncStream<LibraryEvent> {
-        try await backend.events()
+        try await backend.events(where: nil)
+    }
+
+    /// Library-wide events from now on that `wants` accepts: the others are never queued for
+    /// this stream, so a subscriber that wants few events does not wake for the rest (a sync of
+    /// 1,000 files changes asset states about 4,000 times).
+    ///
+    /// ```swift
+    /// let failures = try await library.events { event in
+    ///     if case .assetStateChanged(_, .failed) = event { true } else { false }
+    /// }
+    /// ```
+    ///
+    /// - Parameter wants: called once per event, on the thread that tells it (through a daemon,
+    ///   in this process as events arrive): keep it quick, and never block in it.
+    /// - Throws: ``LibraryError`` when a daemon cannot be reached.
+    public func events(where wants: @escaping @Sendable (LibraryEvent) -> Bool) async throws(LibraryError) -> AsyncStream<LibraryEvent> {
+        try await backend.events(where: wants)
     }
 
     /// Returns once nothing is queued, downloading, waiting for a retry or being delivered.

@@ -39,8 +39,8 @@ package protocol LibraryBackend: AnyObject, Sendable {
     func downloadingAssets() async throws(LibraryError) -> [AssetDownload]
     /// The asset with this identifier, if it still exists.
     func asset(identifier: String) async throws(LibraryError) -> AssetDownload?
-    /// Library-wide events from now on.
-    func events() async throws(LibraryError) -> AsyncStream<LibraryEvent>
+    /// Library-wide events from now on, those `wants` accepts (all when `nil`); see ``Library/events(where:)``.
+    func events(where wants: (@Sendable (LibraryEvent) -> Bool)?) async throws(LibraryError) -> AsyncStream<LibraryEvent>
     /// Counts and bytes of the work in progress.
     func activity() async throws(LibraryError) -> LibraryActivity
     /// Every issue's assets counted by state, by issue name.

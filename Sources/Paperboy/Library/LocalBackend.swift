@@ -72,7 +72,9 @@ package final class LocalBackend: LibraryBackend {
         store.asset(id: identifier).map { asset($0.id, issueName: $0.issueName) }
     }
 
-    package func events() -> AsyncStream<LibraryEvent> { scheduler.broadcaster.subscribe() }
+    package func events(where wants: (@Sendable (LibraryEvent) -> Bool)? = nil) -> AsyncStream<LibraryEvent> {
+        scheduler.broadcaster.subscribe(where: wants)
+    }
 
     package func activity() throws(LibraryError) -> LibraryActivity { try scheduler.activity() }
 

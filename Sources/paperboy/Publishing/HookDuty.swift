@@ -17,7 +17,9 @@ final class HookDuty: Sendable {
     init(library: Library, logger: Logger, config: @escaping @Sendable () -> PaperboyConfiguration) {
         // Subscribed here, before this returns, so that no completion is missed; a library
         // served by a daemon runs its hooks there.
-        let events = library.local?.events() ?? AsyncStream { $0.finish() }
+        let events = library.local?.events { event in
+            if case .issueDownloadCompleted = event { true } else { false }
+        } ?? AsyncStream { $0.finish() }
         task = Task {
             for await event in events {
                 guard case .issueDownloadCompleted(let issue) = event else { continue }
