@@ -118,9 +118,16 @@ public final class DaemonServer: Sendable {
         for asset in library.downloadingAssets where asset.state == .finished && !claims.contains(asset.identifier) {
             try served().start(asset, delegate: nil)
         }
-        let events = try served().events()
-        let task = Task { [self] in
-            for await event in events { forward(event) }
+        // Forwarded as the library tells them, on its thread, never queued: an event reaches the
+        // connections' queues before anything the library does after telling it, so a `WAIT`
+        // answered once an asset is delivered goes out after the `delivered` event (a client's
+        // synchronous read after the answer finds it). The stream only holds the subscription.
+        let events = try served().events { [weak self] event in
+            self?.forward(event)
+            return false
+        }
+        let task = Task {
+            for await _ in events {}
         }
         let ticker = Task { [self] in await reportProgress() }
         registry.state.withLock { state in
@@ -234,12 +241,23 @@ public final class DaemonServer: Sendable {
 
     // MARK: Library events
 
+    /// Runs on the thread that tells `event` (the library's), possibly on several at once: it only
+    /// reads and queues frames.
     private func forward(_ event: LibraryEvent) {
         switch event {
         case .assetStateChanged(let asset, let assetState):
             // A failure's reason and codes travel with its state (read here, off the library's
             // event path: failures are few).
             let failure: LibraryError? = if case .failed = assetState { asset.status?.failure } else { nil }
+            // The whole size before the state that ends a transfer nobody claimed (a claimed
+            // one's delegate sent each write): a transfer shorter than ``progressInterval`` sent
+            // no progress, and a client would read 0 bytes for a delivered file where the
+            // library in process reads its size.
+            if assetState == .finished || assetState == .delivered, !desk.claims.contains(asset.identifier),
+               let status = asset.status, status.totalBytesWritten > 0 {
+                broadcast(.progress(asset: asset.identifier, bytesWritten: 0, totalBytesWritten: status.totalBytesWritten,
+                                    expectedTotalBytes: status.expectedTotalBytes))
+            }
             broadcast(.state(asset: asset.identifier, issue: asset.issueName, state: WireState(assetState, failure: failure)))
             if case .cancelled = assetState { desk.release(asset.identifier) }
         case .issueDownloadCompleted(let issue):

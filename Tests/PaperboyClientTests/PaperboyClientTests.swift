@@ -84,6 +84,23 @@ struct PaperboyClientTests {
         }
     }
 
+    /// A transfer nobody claimed that ends within the daemon's progress interval still tells
+    /// its size: a client reads the delivered file's size, as in process (it read 0 before).
+    @Test func aShortTransferNobodyClaimedCountsItsSizeOnceDelivered() async throws {
+        let data = try await generated(2_000_000, seed: 24)
+        try await home.withDaemon { _ in
+            let client = try await Library.connect(socket: home.socket)
+            defer { client.disconnect() }
+            let issue = try await client.addIssue(name: "2026-11-21", date: date)
+            let asset = try await issue.addAsset(AssetRequest(url: home.transport.serve(data, at: "short.bin"), destinationPath: "short.bin"))
+            try await asset.download()
+            #expect(try await asset.waitUntilFinished() == .delivered)
+            try await eventually("the delivered size in the client", seen: "\(asset.totalBytesWritten) bytes") {
+                asset.state == .delivered && asset.totalBytesWritten == Int64(data.count)
+            }
+        }
+    }
+
     @Test func aDelegateThatThrowsKeepsTheFileForTheNextConnection() async throws {
         let data = try await generated(120_000, seed: 22)
         try await home.withDaemon { _ in
