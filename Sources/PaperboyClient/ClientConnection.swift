@@ -21,6 +21,9 @@ final class ClientConnection: Sendable {
     private let state = Mutex(State())
     let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
+    /// Told each event on the reader's thread, before ``events`` is and before any later reply
+    /// resumes its request (``observeEvents(_:)``).
+    private let eventObserver = LockedFunction<@Sendable (Event) -> Void>()
     /// `CHALLENGE`s and `RESUMING`s from the daemon, apart from events: answering one must not
     /// wait behind them.
     let questions: AsyncStream<Question>
@@ -44,6 +47,20 @@ final class ClientConnection: Sendable {
         framed = FramedConnection(fd: fd, maxPayloadLength: DaemonProtocol.maxPayloadLength)
         (events, eventSink) = AsyncStream.makeStream(of: Event.self)
         (questions, questionSink) = AsyncStream.makeStream(of: Question.self)
+    }
+
+    /// Has `observer` told each event as it is read, on the reader's thread, before the event
+    /// reaches ``events`` and before the reply to any request that follows it is handed over:
+    /// what the observer records from events is current when a request's answer arrives (a
+    /// `WAIT` answered `delivered` finds the asset delivered in the client's mirror). It must be
+    /// quick and must not block. Set it before subscribing.
+    /// Has `observer` told each event as it is read, on the reader's thread, before the event
+    /// reaches ``events`` and before the reply to any request that follows it is handed over:
+    /// what the observer records from events is current when a request's answer arrives (a
+    /// `WAIT` answered `delivered` finds the asset delivered in the client's mirror). It must be
+    /// quick and must not block. Set it before subscribing.
+    func observeEvents(_ observer: @escaping @Sendable (Event) -> Void) {
+        eventObserver.set(observer)
     }
 
     /// Starts reading and writing, going on with `reader`: the one that read the daemon's
@@ -144,7 +161,10 @@ final class ClientConnection: Sendable {
             return
         }
         if frame.kind == DaemonProtocol.Kind.event {
-            if let event = try? DaemonProtocol.decode(Event.self, frame) { eventSink.yield(event) }
+            if let event = try? DaemonProtocol.decode(Event.self, frame) {
+                eventObserver.function?(event)
+                eventSink.yield(event)
+            }
             return
         }
         if frame.kind == DaemonProtocol.Kind.challenge {

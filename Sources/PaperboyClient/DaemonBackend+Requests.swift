@@ -205,9 +205,10 @@ extension DaemonBackend {
     // MARK: Asset
 
     package func status(ofAsset identifier: String) async throws(LibraryError) -> AssetStatus {
+        let since = eventsApplied
         let reply = try await connection.request(as: StatusReply.self) { .status(StatusRequest(id: $0, asset: identifier)) }
         guard case .asset(let wire) = reply.subject else { throw Self.unexpected(reply, "STATUS") }
-        record(wire)
+        record(wire, since: since)
         guard let status = mirror.withLock({ $0.assets[identifier]?.status }) else {
             throw LibraryError(.assetNotFound, "asset \(identifier) is not in the library")
         }
@@ -219,19 +220,22 @@ extension DaemonBackend {
     }
 
     package func pause(asset identifier: String) async throws(LibraryError) {
-        record(try await connection.request(as: AssetReply.self) { .pause(AssetCommand(id: $0, asset: identifier)) }.asset)
+        let since = eventsApplied
+        record(try await connection.request(as: AssetReply.self) { .pause(AssetCommand(id: $0, asset: identifier)) }.asset, since: since)
     }
 
     package func resume(asset identifier: String) async throws(LibraryError) {
         do {
-            record(try await connection.request(as: AssetReply.self) { .resume(AssetCommand(id: $0, asset: identifier)) }.asset)
+            let since = eventsApplied
+            record(try await connection.request(as: AssetReply.self) { .resume(AssetCommand(id: $0, asset: identifier)) }.asset, since: since)
         } catch where error.code == .assetNotFound {
             // As in process: an asset no longer in the library is left alone.
         }
     }
 
     package func cancel(asset identifier: String) async throws(LibraryError) {
-        record(try await connection.request(as: AssetReply.self) { .cancel(AssetCommand(id: $0, asset: identifier)) }.asset)
+        let since = eventsApplied
+        record(try await connection.request(as: AssetReply.self) { .cancel(AssetCommand(id: $0, asset: identifier)) }.asset, since: since)
     }
 
     package func events(of asset: AssetDownload) async throws(LibraryError) -> DownloadEvents {
@@ -254,7 +258,8 @@ extension DaemonBackend {
     }
 
     package func updateExpectedSHA256(_ sha256: String?, ofAsset identifier: String) async throws(LibraryError) {
-        record(try await connection.request(as: AssetReply.self) { .checksum(ChecksumRequest(id: $0, asset: identifier, sha256: sha256)) }.asset)
+        let since = eventsApplied
+        record(try await connection.request(as: AssetReply.self) { .checksum(ChecksumRequest(id: $0, asset: identifier, sha256: sha256)) }.asset, since: since)
     }
 
     // MARK: Helpers
@@ -285,9 +290,14 @@ extension DaemonBackend {
         return Issue(name: issue.name, date: issue.date, contentURL: URL(fileURLWithPath: issue.contentPath, isDirectory: true), backend: self)
     }
 
-    func record(_ asset: WireAsset) {
-        mirror.withLock { $0.record(asset) }
+    /// Records `asset` from an answer to a request sent when `since` events had been applied
+    /// (``eventsApplied``, read before sending): an event about it applied since wins.
+    func record(_ asset: WireAsset, since: Int) {
+        mirror.withLock { $0.record(asset, since: since) }
     }
+
+    /// Events applied to the mirror so far: read before sending a request whose answer is recorded.
+    var eventsApplied: Int { mirror.withLock { $0.eventCount } }
 
     /// A `STATUS` answered with another subject than the one asked.
     static func unexpected(_ reply: StatusReply, _ kind: String) -> LibraryError {

@@ -43,6 +43,10 @@ package final class DaemonBackend: LibraryBackend {
     private init(connection: ClientConnection, clock: any LibraryClock) {
         self.connection = connection
         self.clock = clock
+        // The mirror follows the events on the reader's thread, in their order and before any
+        // later answer: a synchronous read after an answer sees what the events before it said,
+        // even while the dispatch below waits on a delegate (a file being handed over).
+        connection.observeEvents { [weak self] event in self?.mirror.withLock { $0.apply(event) } }
         let events = connection.events
         Task { [self] in
             for await event in events { await dispatch(event) }
@@ -92,10 +96,11 @@ package final class DaemonBackend: LibraryBackend {
             return (!(state.delegates[asset.identifier] ?? []).isEmpty, resumed)
         }
         if let delegate, let resumed { delegate.download(asset, didResumeAt: resumed.total, expectedTotalBytes: resumed.expected) }
+        let since = eventsApplied
         let reply = try await connection.request(as: AssetReply.self) {
             .download(AssetCommand(id: $0, asset: asset.identifier, deliver: claimed ? true : nil))
         }
-        record(reply.asset)
+        record(reply.asset, since: since)
         if claimed, let path = state.withLock({ $0.parked.removeValue(forKey: asset.identifier) }) {
             await deliver(asset: asset.identifier, path: path)
         }
@@ -123,9 +128,9 @@ package final class DaemonBackend: LibraryBackend {
         wideEvents.subscribe(where: wants)
     }
 
-    /// Hands one event to the mirror, the delegates of its asset and the library-wide streams, in order.
+    /// Hands one event to the delegates of its asset and the library-wide streams, in order (the
+    /// mirror applied it as it was read).
     private func dispatch(_ event: Event) async {
-        mirror.withLock { $0.apply(event) }
         let asset = event.asset ?? ""
         let delegates = state.withLock { $0.delegates[asset] ?? [] }
         let handle = handle(asset, issue: event.issue)

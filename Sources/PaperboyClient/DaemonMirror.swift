@@ -28,6 +28,11 @@ struct DaemonMirror {
 
     var issues: [String: IssueEntry] = [:]
     var assets: [String: AssetEntry] = [:]
+    /// Events applied so far, and, for each asset, how many had been when the last one about it
+    /// was: an answer to a request sent before that event may be older than it
+    /// (``record(_:since:)``).
+    private(set) var eventCount = 0
+    private var lastEvent: [String: Int] = [:]
     /// Each issue's assets in the order added, as last listed (and added since).
     var issueAssets: [String: [String]] = [:]
     var badge = 0
@@ -47,6 +52,22 @@ struct DaemonMirror {
     mutating func record(_ issue: ShelfIssue) {
         issues[issue.name] = IssueEntry(date: issue.date, contentPath: issue.contentPath, status: Issue.Status(rawValue: issue.status) ?? .notDownloaded,
                                         isNew: issue.isNew, coverPath: issue.coverPath)
+    }
+
+    /// Records `asset` as an answer says it. With `since`, the events applied when its request
+    /// was sent: if an event about the asset was applied after that, the answer may be older
+    /// than the event (events are applied as they are read, answers when their requester
+    /// resumes), so the state and bytes the event left are kept.
+    mutating func record(_ asset: WireAsset, since: Int?) {
+        guard let since, (lastEvent[asset.id] ?? 0) > since, let current = assets[asset.id]?.status else {
+            record(asset)
+            return
+        }
+        record(asset)
+        assets[asset.id]?.status?.state = current.state
+        assets[asset.id]?.status?.failure = current.failure
+        assets[asset.id]?.status?.totalBytesWritten = current.totalBytesWritten
+        assets[asset.id]?.status?.expectedTotalBytes = current.expectedTotalBytes
     }
 
     mutating func record(_ asset: WireAsset) {
@@ -78,12 +99,17 @@ struct DaemonMirror {
 
     mutating func removeIssue(_ name: String) {
         issues[name] = nil
-        for id in issueAssets.removeValue(forKey: name) ?? [] { assets[id] = nil }
+        for id in issueAssets.removeValue(forKey: name) ?? [] {
+            assets[id] = nil
+            lastEvent[id] = nil
+        }
         assets = assets.filter { $0.value.issueName != name }
         if reading == name { reading = nil }
     }
 
     mutating func apply(_ event: Event) {
+        eventCount += 1
+        if let asset = event.asset { lastEvent[asset] = eventCount }
         switch event {
         case .progress(let asset, _, let total, let expected):
             assets[asset]?.status?.totalBytesWritten = max(0, total)

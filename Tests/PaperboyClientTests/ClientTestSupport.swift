@@ -106,6 +106,18 @@ final class InboxReader: AssetDownloadDelegate {
     }
 }
 
+/// A delegate that waits at `gate` before it takes a finished file: the client's delivery of
+/// events to delegates waits with it.
+final class HoldingReader: AssetDownloadDelegate {
+    let gate: Gate
+
+    init(gate: Gate) { self.gate = gate }
+
+    func download(_ asset: AssetDownload, didFinishDownloadingTo destinationURL: URL) async throws {
+        await gate.pass()
+    }
+}
+
 /// A client's library-wide events, collected as they come.
 final class EventLog: Sendable {
     private final class Record: Sendable {

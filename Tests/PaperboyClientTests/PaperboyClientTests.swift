@@ -84,6 +84,32 @@ struct PaperboyClientTests {
         }
     }
 
+    /// The client's synchronous reads follow the events that came before an answer, even while
+    /// the events' delivery to delegates waits: here on a delegate still taking another asset's
+    /// file (the soak saw `asset.state` read `finished` after `waitUntilFinished()` answered
+    /// `delivered`: the mirror then applied events on the dispatching task, behind the delegate).
+    @Test func aSynchronousReadAfterAnAnswerSeesTheEventsBeforeItWhileADelegateHoldsTheOthers() async throws {
+        let held = try await generated(40_000, seed: 23)
+        let data = try await generated(2_000_000, seed: 24)
+        try await home.withDaemon { _ in
+            let client = try await Library.connect(socket: home.socket)
+            defer { client.disconnect() }
+            let issue = try await client.addIssue(name: "2026-11-21", date: date)
+            let first = try await issue.addAsset(AssetRequest(url: home.transport.serve(held, at: "held.bin"), destinationPath: "held.bin"))
+            let second = try await issue.addAsset(AssetRequest(url: home.transport.serve(data, at: "second.bin"), destinationPath: "second.bin"))
+            let gate = Gate()
+            try await first.download(delegate: HoldingReader(gate: gate))
+            try await eventually("the delegate to hold the first file", seen: "\(gate.arrivals) arrival(s)") { gate.arrivals == 1 }
+            try await second.download()
+            #expect(try await second.waitUntilFinished() == .delivered)
+            #expect(second.state == .delivered, "the events before the answer are in the mirror")
+            #expect(second.totalBytesWritten == Int64(data.count))
+            gate.open()
+            #expect(try await first.waitUntilFinished() == .delivered)
+            #expect(first.state == .delivered)
+        }
+    }
+
     /// A transfer nobody claimed that ends within the daemon's progress interval still tells
     /// its size: a client reads the delivered file's size, as in process (it read 0 before).
     @Test func aShortTransferNobodyClaimedCountsItsSizeOnceDelivered() async throws {

@@ -171,12 +171,10 @@ struct SchedulerTests {
         // The first sync waits (on the durability queue, not the cooperative pool) until the
         // second transfer has started: it cannot if the first still holds the only slot.
         let overlapped = Mutex<Bool?>(nil)
-        library.scheduler.durability.beforeSync.withLock { hook in
-            hook = { [transport] in
-                guard overlapped.withLock({ $0 == nil }) else { return }  // the first file only
-                let started = transport.blockUntilJobs(2, timeout: .seconds(30))
-                overlapped.withLock { $0 = started }
-            }
+        library.scheduler.durability.beforeSync.set { [transport] in
+            guard overlapped.withLock({ $0 == nil }) else { return }  // the first file only
+            let started = transport.blockUntilJobs(2, timeout: .seconds(30))
+            overlapped.withLock { $0 = started }
         }
         let issue = try await library.addIssue(name: "i", date: Date())
         let first = try await issue.addAsset(AssetRequest(url: transport.serve(randomData(4096, seed: 1), at: "a"), destinationPath: "a"))

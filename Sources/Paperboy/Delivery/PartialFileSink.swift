@@ -12,10 +12,10 @@ final class LiveProgress: Sendable {
     let written = Atomic<Int64>(0)
     let expected = Atomic<Int64>(-1)
     /// How a split download goes, read when asked (``SplitReportingSink``).
-    let split = Mutex<(@Sendable () -> SplitProgress?)?>(nil)
+    let split = LockedFunction<@Sendable () -> SplitProgress?>()
 
     /// The figures of the split download running now, if any.
-    var splitProgress: SplitProgress? { split.withLock { $0 }?() }
+    var splitProgress: SplitProgress? { split.function?() }
 
     var expectedBytes: Int64? {
         let value = expected.load(ordering: .relaxed)
@@ -586,6 +586,6 @@ final class PartialFileSink: TransferSink, @unchecked Sendable {
 
 extension PartialFileSink: SplitReportingSink {
     func reportSplit(_ progress: (@Sendable () -> SplitProgress?)?) {
-        context.live.split.withLock { $0 = progress }
+        context.live.split.set(progress)
     }
 }

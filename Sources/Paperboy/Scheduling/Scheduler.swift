@@ -64,9 +64,7 @@ final class Scheduler: Sendable {
         initial.network = networkMonitor.current
         initial.perTransferLimit = settings.perTransferBandwidthLimit
         state = Mutex(initial)
-        store.onCommitFailure.withLock { handler in
-            handler = { [weak self] error, ids in self?.recordingFailed(error, ids: ids) }
-        }
+        store.onCommitFailure.set { [weak self] error, ids in self?.recordingFailed(error, ids: ids) }
     }
 
     deinit {

@@ -51,7 +51,7 @@ final class LibraryStore: Sendable {
     /// Told (on a queue of its own) when queued updates could not be committed after
     /// ``commitAttempts`` tries: the error and the assets whose updates are not recorded. The
     /// updates stay queued and are written with the next batch that succeeds.
-    let onCommitFailure = Mutex<(@Sendable (LibraryError, [String]) -> Void)?>(nil)
+    let onCommitFailure = LockedFunction<@Sendable (LibraryError, [String]) -> Void>()
 
     /// Held while a batch is taken and committed, and while a read takes its overlay and reads:
     /// a read sees each update either in the database or in the overlay, never in neither.
@@ -616,7 +616,7 @@ final class LibraryStore: Sendable {
             if givingUp {
                 commitFailures.withLock { $0 = 0 }
                 FileHandle.standardError.write(Data("paperboy: gave up recording after \(Self.commitAttempts) attempts: \(failure.message)\n".utf8))
-                if let handler = onCommitFailure.withLock({ $0 }) {
+                if let handler = onCommitFailure.function {
                     DispatchQueue.global().async { handler(failure, ids) }
                 }
             }

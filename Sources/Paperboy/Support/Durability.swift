@@ -18,7 +18,7 @@ final class Durability: Sendable {
     private let group = Mutex<GroupState>(GroupState())
     let enabled: Bool
     /// Tests only: runs on the durability queue before each file is made durable (to hold it).
-    let beforeSync = Mutex<(@Sendable () -> Void)?>(nil)
+    let beforeSync = LockedFunction<@Sendable () -> Void>()
 
     private struct GroupState {
         var waiting: [CheckedContinuation<Void, Never>] = []
@@ -54,7 +54,7 @@ final class Durability: Sendable {
     /// ``joinsGroupCommit(size:)``.
     func makeDurable(fd: Int32, size: Int64) async {
         guard enabled else { return }
-        if let hook = beforeSync.withLock({ $0 }) { await offload(hook) }
+        if let hook = beforeSync.function { await offload(hook) }
         if !joinsGroupCommit(size: size) {
             await offload { POSIX.dataSync(fd) }
         } else {
