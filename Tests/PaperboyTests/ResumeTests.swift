@@ -149,12 +149,12 @@ struct ResumeTests {
     /// Runs `before` (set once the test's assets exist) ahead of each transfer of `inner`.
     final class HeldTransport: Transport, Sendable {
         let inner: InMemoryTransport
-        let before = Mutex<(@Sendable (TransferJob) async throws -> Void)?>(nil)
+        let before = LockedFunction<@Sendable (TransferJob) async throws -> Void>()
         init(_ inner: InMemoryTransport) { self.inner = inner }
         var schemes: Set<String> { inner.schemes }
         var capabilities: TransportCapabilities { inner.capabilities }
         func transfer(_ job: TransferJob, into sink: any TransferSink) async throws {
-            if let before = before.withLock({ $0 }) { try await before(job) }
+            if let before = before.function { try await before(job) }
             try await inner.transfer(job, into: sink)
         }
     }
@@ -182,13 +182,11 @@ struct ResumeTests {
         let other = try await library.addIssue(name: "j", date: Date()).addAsset(AssetRequest(url: otherURL))
         // Each fetch of the spliced asset waits until the other asset has been asked for, and,
         // if it was started meanwhile, until its transfer runs: an overlap is then certain.
-        held.before.withLock {
-            $0 = { job in
-                guard job.url == url else { return }
-                try await eventually("the other asset queued or transferring", seen: "\(other.state)") {
-                    let state = other.state
-                    return state != .idle && (state != .downloading || transport.jobs.contains { $0.url == otherURL })
-                }
+        held.before.set { job in
+            guard job.url == url else { return }
+            try await eventually("the other asset queued or transferring", seen: "\(other.state)") {
+                let state = other.state
+                return state != .idle && (state != .downloading || transport.jobs.contains { $0.url == otherURL })
             }
         }
         let delegate = RecordingDelegate()
