@@ -157,7 +157,8 @@ extension DaemonServer {
         }
         connection.run {
             guard let reply = try? await waiting() else { return }
-            connection.send(Reply.wait(reply).frame)
+            // After the events of the change it answers (the client's mirror then holds them).
+            self.sendAfterEvents(Reply.wait(reply).frame, on: connection)
         }
     }
 

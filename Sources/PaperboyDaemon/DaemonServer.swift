@@ -28,6 +28,9 @@ public final class DaemonServer: Sendable {
     private let desk: DeliveryDesk
     private let challenges: ChallengeRelay
     private let registry = Registry()
+    /// What goes out to clients in the order the library told it: its events, and the answers
+    /// that must not overtake them (``sendAfterEvents(_:on:)``), handed to one task in order.
+    private let outbox = AsyncStream.makeStream(of: Outgoing.self)
     private let listener = Mutex<Int32>(-1)
     /// Answers `NOTIFY` (see ``answerNotifications(with:)``).
     let notifyHandler = Mutex<NotifyHandler?>(nil)
@@ -118,16 +121,28 @@ public final class DaemonServer: Sendable {
         for asset in library.downloadingAssets where asset.state == .finished && !claims.contains(asset.identifier) {
             try served().start(asset, delegate: nil)
         }
-        // Forwarded as the library tells them, on its thread, never queued: an event reaches the
-        // connections' queues before anything the library does after telling it, so a `WAIT`
-        // answered once an asset is delivered goes out after the `delivered` event (a client's
-        // synchronous read after the answer finds it). The stream only holds the subscription.
-        let events = try served().events { [weak self] event in
-            self?.forward(event)
+        // Put in the outbox as the library tells them, on its thread: an event is in line before
+        // anything the library does after telling it, so a `WAIT` answered once an asset is
+        // delivered goes out after the `delivered` event (a client's synchronous read after the
+        // answer finds it). The frames are made on the outbox's task, off the library's path.
+        let outbox = outbox.continuation
+        let events = try served().events { event in
+            outbox.yield(.event(event))
             return false
         }
-        let task = Task {
-            for await _ in events {}
+        let task = Task { [self] in
+            // The subscription lives as long as this task.
+            await withTaskCancellationHandler {
+                for await outgoing in self.outbox.stream {
+                    switch outgoing {
+                    case .event(let event): forward(event)
+                    case .answer(let frame, let connection): connection.send(frame)
+                    }
+                }
+            } onCancel: {
+                outbox.finish()
+            }
+            withExtendedLifetime(events) {}
         }
         let ticker = Task { [self] in await reportProgress() }
         registry.state.withLock { state in
@@ -241,8 +256,18 @@ public final class DaemonServer: Sendable {
 
     // MARK: Library events
 
-    /// Runs on the thread that tells `event` (the library's), possibly on several at once: it only
-    /// reads and queues frames.
+    /// An event to forward, or an answer that goes out after the events told before it.
+    private enum Outgoing: Sendable {
+        case event(LibraryEvent)
+        case answer(Data, DaemonConnection)
+    }
+
+    /// Sends `frame` on `connection` after every event the library told before this call: for
+    /// an answer that says what those events said (a `WAIT` answered once an asset settled).
+    func sendAfterEvents(_ frame: Data, on connection: DaemonConnection) {
+        if case .terminated = outbox.continuation.yield(.answer(frame, connection)) { connection.send(frame) }
+    }
+
     private func forward(_ event: LibraryEvent) {
         switch event {
         case .assetStateChanged(let asset, let assetState):
