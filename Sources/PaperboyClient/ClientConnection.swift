@@ -54,11 +54,6 @@ final class ClientConnection: Sendable {
     /// what the observer records from events is current when a request's answer arrives (a
     /// `WAIT` answered `delivered` finds the asset delivered in the client's mirror). It must be
     /// quick and must not block. Set it before subscribing.
-    /// Has `observer` told each event as it is read, on the reader's thread, before the event
-    /// reaches ``events`` and before the reply to any request that follows it is handed over:
-    /// what the observer records from events is current when a request's answer arrives (a
-    /// `WAIT` answered `delivered` finds the asset delivered in the client's mirror). It must be
-    /// quick and must not block. Set it before subscribing.
     func observeEvents(_ observer: @escaping @Sendable (Event) -> Void) {
         eventObserver.set(observer)
     }
