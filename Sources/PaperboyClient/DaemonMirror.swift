@@ -24,15 +24,16 @@ struct DaemonMirror {
         /// The last state an event announced while `status` was unknown (an asset of `ADDASSETS`
         /// whose transfer moved before the answer came).
         var announced: WireState?
+        /// ``eventCount`` when the last event about the asset was applied (0: none was).
+        var lastEvent = 0
     }
 
     var issues: [String: IssueEntry] = [:]
     var assets: [String: AssetEntry] = [:]
-    /// Events applied so far, and, for each asset, how many had been when the last one about it
-    /// was: an answer to a request sent before that event may be older than it
-    /// (``record(_:since:)``).
+    /// Events applied so far (each known asset keeps the count at its last one,
+    /// ``AssetEntry/lastEvent``): an answer to a request sent before an event about its asset may
+    /// be older than that event (``record(_:since:)``).
     private(set) var eventCount = 0
-    private var lastEvent: [String: Int] = [:]
     /// Each issue's assets in the order added, as last listed (and added since).
     var issueAssets: [String: [String]] = [:]
     var badge = 0
@@ -59,7 +60,7 @@ struct DaemonMirror {
     /// than the event (events are applied as they are read, answers when their requester
     /// resumes), so the state and bytes the event left are kept.
     mutating func record(_ asset: WireAsset, since: Int?) {
-        guard let since, (lastEvent[asset.id] ?? 0) > since, let current = assets[asset.id]?.status else {
+        guard let since, let entry = assets[asset.id], entry.lastEvent > since, let current = entry.status else {
             record(asset)
             return
         }
@@ -78,7 +79,8 @@ struct DaemonMirror {
         }
         // Only answers about one asset carry its user info: a listing keeps what was known.
         let userInfo = asset.userInfo ?? assets[asset.id]?.userInfo
-        assets[asset.id] = AssetEntry(issueName: asset.issue, status: status, userInfo: userInfo, announced: nil)
+        assets[asset.id] = AssetEntry(issueName: asset.issue, status: status, userInfo: userInfo, announced: nil,
+                                      lastEvent: assets[asset.id]?.lastEvent ?? 0)
         if !(issueAssets[asset.issue]?.contains(asset.id) ?? true) { issueAssets[asset.issue]?.append(asset.id) }
     }
 
@@ -99,17 +101,16 @@ struct DaemonMirror {
 
     mutating func removeIssue(_ name: String) {
         issues[name] = nil
-        for id in issueAssets.removeValue(forKey: name) ?? [] {
-            assets[id] = nil
-            lastEvent[id] = nil
-        }
+        for id in issueAssets.removeValue(forKey: name) ?? [] { assets[id] = nil }
         assets = assets.filter { $0.value.issueName != name }
         if reading == name { reading = nil }
     }
 
     mutating func apply(_ event: Event) {
         eventCount += 1
-        if let asset = event.asset { lastEvent[asset] = eventCount }
+        // Counted for known assets only (a `state` with its issue makes one known, below): an
+        // event about another is not kept, whatever a daemon sends.
+        defer { if let asset = event.asset { assets[asset]?.lastEvent = eventCount } }
         switch event {
         case .progress(let asset, _, let total, let expected):
             assets[asset]?.status?.totalBytesWritten = max(0, total)

@@ -1,5 +1,7 @@
+import Foundation
 import Paperboy
 @testable import PaperboyClient
+import PaperboyWire
 import PaperboyTesting
 import Testing
 
@@ -26,5 +28,40 @@ struct SettleTrackerTests {
         // Another issue's events are not followed.
         tracker.update("c", ofIssue: "other", .downloading)
         #expect(tracker.isSettled)
+    }
+}
+
+/// The client's mirror of the daemon: what events and answers leave in it.
+@Suite("The daemon mirror")
+struct DaemonMirrorTests {
+    static func asset(_ state: AssetState, bytes: Int64 = 0) -> WireAsset {
+        WireAsset(id: "a", issue: "i", request: AssetRequest(url: URL(string: "https://example.com/a")!), userInfo: nil,
+                  state: WireState(state), totalBytesWritten: bytes, expectedTotalBytes: nil, attempts: 0)
+    }
+
+    /// An answer to a request sent before an event about its asset keeps the event's state and
+    /// bytes; one sent after it is taken whole.
+    @Test func anAnswerOlderThanAnEventKeepsWhatTheEventSaid() {
+        var mirror = DaemonMirror()
+        mirror.record(Self.asset(.waiting(.queued)), since: nil)
+        let sent = mirror.eventCount
+        mirror.apply(.progress(asset: "a", bytesWritten: 10, totalBytesWritten: 10, expectedTotalBytes: 10))
+        mirror.apply(.state(asset: "a", issue: "i", state: WireState(.delivered)))
+        mirror.record(Self.asset(.downloading, bytes: 4), since: sent)
+        #expect(mirror.assets["a"]?.status?.state == .delivered)
+        #expect(mirror.assets["a"]?.status?.totalBytesWritten == 10)
+        mirror.record(Self.asset(.idle), since: mirror.eventCount)
+        #expect(mirror.assets["a"]?.status?.state == .idle)
+    }
+
+    /// Events about assets the mirror does not know leave nothing behind, however many a daemon
+    /// sends.
+    @Test func eventsAboutUnknownAssetsAreNotKept() {
+        var mirror = DaemonMirror()
+        for index in 0..<1_000 {
+            mirror.apply(.progress(asset: "x\(index)", bytesWritten: 1, totalBytesWritten: 1, expectedTotalBytes: nil))
+        }
+        #expect(mirror.assets.isEmpty)
+        #expect(mirror.eventCount == 1_000)
     }
 }
