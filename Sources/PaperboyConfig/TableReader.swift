@@ -30,6 +30,16 @@ struct TableReader {
     /// The key path of this table: empty for the document, `scheduler`, `issues[0]`.
     let path: String
     let context: DecodeContext
+    /// The table's keys, read once: a key the table does not hold is answered without asking
+    /// TOMLKit (a lookup there crosses into C++; an asset reads a dozen keys and holds one or two).
+    private let keys: Set<String>
+
+    init(table: TOMLTable, path: String, context: DecodeContext) {
+        self.table = table
+        self.path = path
+        self.context = context
+        keys = Set(table.keys)
+    }
 
     /// How the table is written, for messages: `[scheduler]`, `[[issues.assets]]`, `the top level`.
     var sectionName: String {
@@ -43,7 +53,8 @@ struct TableReader {
     }
 
     func value(_ key: String) -> (any TOMLValueConvertible)? {
-        table[key]
+        guard keys.contains(key) else { return nil }
+        return table[key]
     }
 
     func error(_ code: ConfigError.Code, _ key: String?, _ message: String, suggestion: String? = nil) -> ConfigError {
@@ -60,7 +71,7 @@ struct TableReader {
 
     /// Rejects keys outside `known`, reporting the one written first, with a suggestion.
     func checkKnownKeys(_ known: [String]) throws(ConfigError) {
-        let unknown = table.keys.filter { !known.contains($0) }
+        let unknown = keys.filter { !known.contains($0) }
         guard !unknown.isEmpty else { return }
         let first = unknown.min { context.line(for: keyPath($0)) < context.line(for: keyPath($1)) }!
         let suggestion = EditDistance.suggestion(for: first, among: known)

@@ -146,13 +146,34 @@ enum CLI {
             errData = readToEnd(errFD)
             errorsRead.signal()
         }.start()
+        // A command that hangs is killed after `commandTimeLimit` and named, with what it printed,
+        // instead of the whole test running into its time limit without a word on the cause.
+        let exited = DispatchSemaphore(value: 0)
+        let killed = Atomic<Bool>(false)
+        Thread {
+            if exited.wait(timeout: .now() + .seconds(commandTimeLimit)) == .timedOut {
+                killed.store(true, ordering: .relaxed)
+                process.signal(SIGKILL)
+            }
+        }.start()
         let outData = readToEnd(out[0])
         process.waitUntilExit()
+        exited.signal()
         errorsRead.wait()
         close(out[0]); close(err[0])
-        return CLIResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                         stderr: String(decoding: errData, as: UTF8.self))
+        let result = CLIResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                               stderr: String(decoding: errData, as: UTF8.self))
+        if killed.load(ordering: .relaxed) {
+            throw CLIError("paperboy \(arguments.joined(separator: " ")) did not end within \(commandTimeLimit) s and was killed; "
+                           + "stdout: \(result.stdout.suffix(4000))\nstderr: \(result.stderr.suffix(4000))")
+        }
+        return result
     }
+
+    /// Seconds a command may run before ``run(_:in:environment:executable:)`` kills it and fails:
+    /// below the suites' time limits (2 minutes for most), far above any command's time on a loaded
+    /// machine.
+    static let commandTimeLimit = 90
 
     private static func readToEnd(_ fd: Int32) -> Data {
         var data = Data()

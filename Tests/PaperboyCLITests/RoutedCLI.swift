@@ -73,7 +73,12 @@ final class RoutedCLI: @unchecked Sendable {
     /// `environment` added to the command's (not the daemon's: see `daemonEnvironment`).
     func run(_ arguments: [String], in folder: URL? = nil, environment extra: [String: String] = [:]) async throws -> CLIResult {
         try await startForConfig(in: arguments)
-        return try await CLI.run(arguments, in: folder, environment: environment.merging(extra) { $1 })
+        do {
+            return try await CLI.run(arguments, in: folder, environment: environment.merging(extra) { $1 })
+        } catch let error as CLIError where daemon != nil {
+            // A command that hung through a daemon: what the daemon logged says why.
+            throw CLIError("\(error.description)\ndaemon log: \(daemonLog.suffix(8000))")
+        }
     }
 
     /// Runs the command on a pseudo-terminal (``CLI/runOnTerminal(_:in:environment:)``).

@@ -60,5 +60,21 @@ public final class LighttpdServer: LoopbackWebServer, @unchecked Sendable {
             try configuration.write(to: configURL, atomically: true, encoding: .utf8)
             return ["-D", "-f", configURL.path]
         }
+        // lighttpd starts even when a module it was told to load is missing (it says
+        // `dlopen() failed` on its standard error and serves without it): `/forced-gzip/` would
+        // then send the file unencoded, and the tests of encoded bodies would fail for the wrong
+        // reason. `-tt` loads the modules again and says so on its standard error.
+        let check = folder.appendingPathComponent("logs/modules.log")
+        let fd = open(check.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        if fd >= 0 {
+            defer { close(fd) }
+            let loading = try? ChildProcess(binary, ["-tt", "-f", folder.appendingPathComponent("lighttpd.conf").path], standardError: fd)
+            loading?.waitUntilExit()
+        }
+        let log = (try? String(contentsOf: check, encoding: .utf8)) ?? ""
+        if let line = log.split(separator: "\n").first(where: { $0.contains("dlopen() failed") }) {
+            stop()
+            throw ServerError("lighttpd could not load a module (scripts/install-deps --tests installs lighttpd-mod-deflate): \(line)")
+        }
     }
 }
