@@ -21,6 +21,8 @@
 #                      its output to a file: what listening to the library's events costs)
 #   LOCAL=0            (leave out "paperboy-local": paperboy copying the same small files through
 #                      the local-file transport, file:// URLs, no network: the library's own cost)
+#   DAEMON=0           (leave out "paperboy-daemon": `paperboy sync -q` of the small files through a
+#                      daemon started on the same library beforehand, not timed; its CPU is added)
 #   CASES="big small tls"  (which cases to run)
 #   PAPERBOY=path      (a built paperboy; default: Benchmarks/build.sh, a release build with
 #                      the Swift runtime linked statically, in SCRATCH)
@@ -44,6 +46,7 @@ PARALLEL=${PARALLEL:-8}
 NOSYNC=${NOSYNC:-0}
 LOCAL=${LOCAL:-1}
 OUTPUT=${OUTPUT:-1}
+DAEMON=${DAEMON:-1}
 CASES=${CASES:-big small tls}
 if [[ ${TMPFS:-0} == 1 ]]; then
     WORK=${WORK:-$(mktemp -d /dev/shm/paperboy-http-bench.XXXXXX)}
@@ -135,6 +138,35 @@ paperboy_config small "$WORK/out" -local "" "file://$WORK/www"
 paperboy_config small "$WORK/out" -tls "" "$TLS_BASE"
 paperboy_config small "$WORK/out" -tls-h1 "" "$TLS_BASE" 'http_version = "1.1"'
 paperboy_config small "$WORK/out" -tls-h2 "" "$TLS_BASE" 'http_version = "2"'
+# The small files through a daemon: the daemon starts on the library-wide part (no issues: the
+# sync adds them, as an app's command would), the sync finds it by the same [daemon] socket.
+mkdir -p -m 700 "$WORK/run"
+DAEMON_SOCKET=$WORK/run/paperboy.sock
+printf '\n[daemon]\nsocket = "%s"\n' "$DAEMON_SOCKET" >> "$WORK/paperboy-small-daemon.toml.tail"
+cat "$WORK/paperboy-small.toml" "$WORK/paperboy-small-daemon.toml.tail" > "$WORK/paperboy-small-daemon.toml"
+sed '/^\[\[issues/,$d' "$WORK/paperboy-small.toml" | cat - "$WORK/paperboy-small-daemon.toml.tail" > "$WORK/paperboy-daemon-only.toml"
+rm -f "$WORK/paperboy-small-daemon.toml.tail"
+
+# start_daemon: a daemon on the small files' library (in out/, made afresh by `run`), once its
+# socket answers; its PID in DAEMON_PID. stop_daemon: SIGTERM, and its CPU seconds in DAEMON_CPU.
+start_daemon() {
+    rm -f "$DAEMON_SOCKET"
+    "$PAPERBOY" daemon --config "$WORK/paperboy-daemon-only.toml" > "$WORK/daemon.log" 2>&1 &
+    DAEMON_PID=$!
+    for _ in $(seq 1 500); do
+        [[ -S $DAEMON_SOCKET ]] && python3 -c "import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])" "$DAEMON_SOCKET" 2> /dev/null && return 0
+        kill -0 "$DAEMON_PID" 2> /dev/null || break
+        sleep 0.01
+    done
+    echo "the daemon did not start:" >&2; tail -5 "$WORK/daemon.log" >&2; return 1
+}
+stop_daemon() {
+    local ticks
+    ticks=$(awk '{print $14 + $15}' "/proc/$DAEMON_PID/stat" 2> /dev/null || echo 0)
+    DAEMON_CPU=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", t / hz}')
+    kill "$DAEMON_PID" 2> /dev/null || true
+    wait "$DAEMON_PID" 2> /dev/null || true
+}
 
 # run NAME CASE COMMAND… : runs in a fresh output folder; appends "seconds peak_kib" to a result file.
 run() {
@@ -145,21 +177,30 @@ run() {
     # The tool's own code warm too, as for a tool that runs again and again (cold, paperboy's
     # start-up reads ~20 MiB of code from disk: +50-100 ms on this VM): one unmeasured run of the
     # same command for the small case, `--version` for the big one (its start-up is noise there).
+    local daemon=0
+    [[ $name == *-daemon ]] && daemon=1
     if [[ $case == small || $case == tls ]]; then
         rm -rf "$WORK/warm"; mkdir -p "$WORK/warm"
+        if (( daemon )); then start_daemon || return 0; fi
         (cd "$WORK/warm" && "$@" > /dev/null 2>&1) || true
+        if (( daemon )); then stop_daemon; fi
         # paperboy's library is in out/ (its config says so): start the measured run afresh.
         rm -rf "$WORK/warm" "$WORK/out"; mkdir -p "$WORK/out"; sync
     else
         "$1" --version > /dev/null 2>&1 || true
     fi
+    DAEMON_CPU=0
+    if (( daemon )); then start_daemon || return 0; fi
     if ! (cd "$WORK/out" && /usr/bin/time -f '%e %M %U %S' -o "$WORK/time.txt" "$@" > "$WORK/tool.log" 2>&1); then
-        echo "$name ($case) failed:" >&2; tail -5 "$WORK/tool.log" >&2; return 0
+        echo "$name ($case) failed:" >&2; tail -5 "$WORK/tool.log" >&2
+        if (( daemon )); then stop_daemon; fi
+        return 0
     fi
+    if (( daemon )); then stop_daemon; fi
     local bytes
     bytes=$(find "$WORK/out" -type f \( -name '*.bin' -o -name 'f[0-9]*' \) -printf '%s\n' | awk '{s+=$1} END {print s+0}')
-    # seconds, peak KiB, bytes, CPU seconds (user + system)
-    awk -v b="$bytes" '{printf "%s %s %s %.2f\n", $1, $2, b, $3 + $4}' "$WORK/time.txt" >> "$WORK/result-$case-$name.txt"
+    # seconds, peak KiB (the command's), bytes, CPU seconds (user + system; the daemon's added)
+    awk -v b="$bytes" -v d="$DAEMON_CPU" '{printf "%s %s %s %.2f\n", $1, $2, b, $3 + $4 + d}' "$WORK/time.txt" >> "$WORK/result-$case-$name.txt"
 }
 
 TOOLS_TLS=(${TLS_TOOLS:-paperboy paperboy-h1 "curl-Z$PARALLEL-h2" "curl-Z$PARALLEL-h1"})
@@ -167,6 +208,7 @@ TOOLS_BIG=(paperboy curl)
 TOOLS_SMALL=(paperboy curl-seq "curl-Z$PARALLEL")
 if [[ $LOCAL == 1 ]]; then TOOLS_SMALL+=(paperboy-local); fi
 if [[ $OUTPUT == 1 ]]; then TOOLS_SMALL+=(paperboy-out); fi
+if [[ $DAEMON == 1 ]]; then TOOLS_SMALL+=(paperboy-daemon); fi
 if [[ $NOSYNC == 1 ]]; then TOOLS_BIG+=(paperboy-nosync); TOOLS_SMALL+=(paperboy-nosync); fi
 if [[ -n ${BASELINE:-} ]]; then TOOLS_BIG+=(paperboy-base); TOOLS_SMALL+=(paperboy-base); fi
 command -v wget > /dev/null && { TOOLS_BIG+=(wget); TOOLS_SMALL+=(wget); }
@@ -195,6 +237,7 @@ for ((i = 1; i <= RUNS; i++)); do
             paperboy-nosync) run paperboy-nosync small "$PAPERBOY" sync -q --config "$WORK/paperboy-small-nosync.toml" ;;
             paperboy-out) run paperboy-out small "$PAPERBOY" sync --config "$WORK/paperboy-small.toml" ;;
             paperboy-local) run paperboy-local small "$PAPERBOY" sync -q --config "$WORK/paperboy-small-local.toml" ;;
+            paperboy-daemon) run paperboy-daemon small "$PAPERBOY" sync -q --config "$WORK/paperboy-small-daemon.toml" ;;
             paperboy-base) run paperboy-base small "$BASELINE" sync -q --config "$WORK/paperboy-small.toml" ;;
             curl-seq) run "$tool" small curl -sS -K "$WORK/small-curl.txt" ;;
             curl-Z*) run "$tool" small curl -sS -Z --parallel-max "$PARALLEL" -K "$WORK/small-curl.txt" ;;
@@ -261,6 +304,7 @@ ratio big paperboy-nosync curl 1.3
 ratio small paperboy "curl-Z$PARALLEL" 1.0
 ratio small paperboy-nosync "curl-Z$PARALLEL" 1.0
 ratio small paperboy-out paperboy 0.95
+ratio small paperboy-daemon paperboy "- (through a daemon against in process)"
 ratio tls paperboy "curl-Z$PARALLEL-h2" 1.0
 ratio tls paperboy-h1 "curl-Z$PARALLEL-h1" 1.0
 ratio tls paperboy paperboy-h1 "1.0 (HTTP/2 against HTTP/1.1)"

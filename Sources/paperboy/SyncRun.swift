@@ -58,6 +58,8 @@ struct SyncRun {
             }
             plan = try await SyncPlan.make(issues: issues, config: config, library: library)
         } catch {
+            // Interrupted while planning: the handler's close ended the plan; it exits with 130.
+            await InterruptHandler.exitIfInterrupted()
             Console.error("paperboy: \(source): \(error.message)")
             await library.close()
             return 2
@@ -106,14 +108,14 @@ struct SyncRun {
             // Interrupted: the handler's close of the library ended the wait (through a daemon,
             // the connection it closes), and it exits with 130; this path must not exit first
             // with 1 (DaemonCLITests' Ctrl-C test saw 1 in 4 runs of 30 under load).
-            if InterruptHandler.interrupted.load(ordering: .relaxed) { await InterruptHandler.waitForExit() }
+            await InterruptHandler.exitIfInterrupted()
             Console.error("paperboy: \(error.message)")
             await library.close()
             narration?.cancel()
             return 1
         }
         display?.stop()
-        if InterruptHandler.interrupted.load(ordering: .relaxed) { await InterruptHandler.waitForExit() }
+        await InterruptHandler.exitIfInterrupted()
         let elapsed = ContinuousClock.now - started
 
         var report = SyncReport(options: options, config: config, planned: plan.plannedCount, toDownload: plan.toDownloadCount,

@@ -28,6 +28,8 @@ struct SyncCommand: AsyncParsableCommand {
         var run = SyncRun(options: options, config: config, opened: try await DaemonRoute.open(config, options: options))
         run.wait = wait
         let code = await run.perform()
+        // Whichever step the handler's close of the library cut short, the exit is the handler's 130.
+        await InterruptHandler.exitIfInterrupted()
         if code != 0 { throw ExitCode(code) }
     }
 }
@@ -70,6 +72,11 @@ final class InterruptHandler {
     /// path must not end the process first with another status.
     static func waitForExit() async -> Never {
         while true { try? await Task.sleep(for: .seconds(60)) }
+    }
+
+    /// ``waitForExit()`` once Ctrl-C or SIGTERM arrived; returns at once otherwise.
+    static func exitIfInterrupted() async {
+        if interrupted.load(ordering: .relaxed) { await waitForExit() }
     }
 
     func cancel() {
