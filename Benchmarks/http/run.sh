@@ -291,7 +291,9 @@ ratio() {  # $1 = case, $2 = paperboy row, $3 = other tool, $4 = aim
     mine=$(awk -v n="$2" '$1 == n {print $2}' "$WORK/rates-$1.txt" 2>/dev/null || true)
     theirs=$(awk -v n="$3" '$1 == n {print $2}' "$WORK/rates-$1.txt" 2>/dev/null || true)
     [[ -n $mine && -n $theirs ]] || return 0
-    printf '%s: %s / %s = %sx (aim >= %s)\n' "$1" "$2" "$3" "$(awk -v a="$mine" -v b="$theirs" 'BEGIN {printf "%.2f", a / b}')" "$4"
+    local aim="aim >= $4"
+    [[ $4 == -* ]] && aim=${4#- }   # a row without an aim: its note
+    printf '%s: %s / %s = %sx (%s)\n' "$1" "$2" "$3" "$(awk -v a="$mine" -v b="$theirs" 'BEGIN {printf "%.2f", a / b}')" "$aim"
 }
 rm -f "$WORK"/rates-*.txt
 report big MB/s
@@ -304,7 +306,7 @@ ratio big paperboy-nosync curl 1.3
 ratio small paperboy "curl-Z$PARALLEL" 1.0
 ratio small paperboy-nosync "curl-Z$PARALLEL" 1.0
 ratio small paperboy-out paperboy 0.95
-ratio small paperboy-daemon paperboy "- (through a daemon against in process)"
+ratio small paperboy-daemon paperboy "- no aim: through a daemon against in process"
 ratio tls paperboy "curl-Z$PARALLEL-h2" 1.0
 ratio tls paperboy-h1 "curl-Z$PARALLEL-h1" 1.0
 ratio tls paperboy paperboy-h1 "1.0 (HTTP/2 against HTTP/1.1)"
