@@ -426,4 +426,37 @@ struct ResumeTests {
         #expect(asset.request?.url == fresh)
         await library.close()
     }
+
+    /// While the asset is still in memory (its delegate holds the finished file), its request is
+    /// already the refreshed one: the live view, not only the row, took it.
+    @Test func aRefreshedRequestIsTheAssetsRequestWhileItIsStillInMemory() async throws {
+        let transport = makeTransport()
+        let fresh = transport.serve(data, at: "fresh.bin")
+        let (id, _) = try await interrupted(transport)
+        let library = try open(transport)
+        let asset = try #require(await library.asset(identifier: id))
+        let delegate = RequestAtFinish(fresh: fresh)
+        try await asset.download(delegate: delegate)
+        #expect(try await asset.waitUntilFinished() == .delivered)
+        #expect(delegate.seen.withLock { $0 } == fresh)
+        await library.close()
+    }
+}
+
+/// Refreshes a resumed request to `fresh`, and reads the asset's request when handed the file.
+private final class RequestAtFinish: AssetDownloadDelegate {
+    let fresh: URL
+    let seen = Mutex<URL?>(nil)
+    init(fresh: URL) { self.fresh = fresh }
+
+    func download(_ asset: AssetDownload, willResumeWith request: AssetRequest) async -> AssetRequest {
+        var request = request
+        request.url = fresh
+        return request
+    }
+
+    func download(_ asset: AssetDownload, didFinishDownloadingTo destinationURL: URL) async throws {
+        let url = asset.request?.url
+        seen.withLock { $0 = url }
+    }
 }

@@ -430,8 +430,12 @@ extension Scheduler {
         state.withLock { $0.entries[id]?.hub }
     }
 
+    /// Records the request a delegate refreshed before a resume, in the row and in the live view
+    /// (``AssetDownload/request`` reads the live view while the asset is in memory: it showed
+    /// the old URL until the entry left memory).
     private func updateRequest(_ id: String, _ request: AssetRequest) {
-        try? store.updateRequest(id: id, request)
+        guard (try? store.updateRequest(id: id, request)) != nil else { return }
+        state.withLock { $0.entries[id]?.request = request }
     }
 
     static func libraryError(_ error: any Error) -> LibraryError {
