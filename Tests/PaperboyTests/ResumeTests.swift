@@ -406,12 +406,18 @@ struct ResumeTests {
         await library.close()
     }
 
-    @Test func willResumeMayRefreshTheURLAndKeepTheBytes() async throws {
+    /// An asset interrupted after `cut` bytes of `file.bin`, in a library opened again, and the
+    /// URL of the same bytes at `fresh.bin`, for a delegate to refresh the request to.
+    func reopenedWithAFreshCopy() async throws -> (InMemoryTransport, fresh: URL, Library, AssetDownload) {
         let transport = makeTransport()
         let fresh = transport.serve(data, at: "fresh.bin")
         let (id, _) = try await interrupted(transport)
         let library = try open(transport)
-        let asset = try #require(await library.asset(identifier: id))
+        return (transport, fresh, library, try #require(await library.asset(identifier: id)))
+    }
+
+    @Test func willResumeMayRefreshTheURLAndKeepTheBytes() async throws {
+        let (transport, fresh, library, asset) = try await reopenedWithAFreshCopy()
         let delegate = RecordingDelegate(refresh: { request in
             var request = request
             request.url = fresh
@@ -430,11 +436,7 @@ struct ResumeTests {
     /// While the asset is still in memory (its delegate holds the finished file), its request is
     /// already the refreshed one: the live view, not only the row, took it.
     @Test func aRefreshedRequestIsTheAssetsRequestWhileItIsStillInMemory() async throws {
-        let transport = makeTransport()
-        let fresh = transport.serve(data, at: "fresh.bin")
-        let (id, _) = try await interrupted(transport)
-        let library = try open(transport)
-        let asset = try #require(await library.asset(identifier: id))
+        let (_, fresh, library, asset) = try await reopenedWithAFreshCopy()
         let delegate = RequestAtFinish(fresh: fresh)
         try await asset.download(delegate: delegate)
         #expect(try await asset.waitUntilFinished() == .delivered)
