@@ -6,6 +6,7 @@ import PaperboyHTTP
 import PaperboyTestServers
 import PaperboyTesting
 import Synchronization
+import Testing
 
 /// A scenario's world: a temporary folder, the transports a daemon can serve as well (the
 /// in-memory one, `file:`, HTTP on loopback), and the backend under test.
@@ -140,6 +141,24 @@ extension RecordingDelegate {
     /// The totals of the progress calls, in order.
     var progressTotals: [Int64] {
         events.compactMap { if case .progress(_, let total, _) = $0 { total } else { nil } }
+    }
+
+    /// Expects one progress call per total of `each`, in order. With `mergeable` (through a
+    /// daemon), reports of one asset that wait in the connection's queue together are one report
+    /// with their bytes summed (docs/Daemon.md, `progress`): a loaded machine may merge some,
+    /// never lose their bytes, reorder them or skip the last.
+    func expectProgress(_ each: [Int64], mergeable: Bool, sourceLocation: SourceLocation = #_sourceLocation) {
+        let totals = progressTotals
+        guard mergeable else {
+            #expect(totals == each, "\(events)", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(totals.last == each.last && totals.allSatisfy(each.contains), "\(events)", sourceLocation: sourceLocation)
+        #expect(zip(totals, totals.dropFirst()).allSatisfy { $0 < $1 }, "\(events)", sourceLocation: sourceLocation)
+        let told = events.reduce(Int64(0)) { sum, event in
+            if case .progress(let bytes, _, _) = event { sum + bytes } else { sum }
+        }
+        #expect(told == each.last, "\(events)", sourceLocation: sourceLocation)
     }
 
     /// How many calls ended the download (`didFinish` and `didFail` together).

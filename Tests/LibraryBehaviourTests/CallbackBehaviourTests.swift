@@ -49,9 +49,8 @@ struct CallbackBehaviourTests {
     }
 
     /// Each chunk comes one progress interval (20 ms of the test clock) after the previous one:
-    /// each is told, none is lost on the way to the delegate. Through a daemon, reports of one
-    /// asset that wait in the connection's queue together are one report with their bytes summed
-    /// (docs/Daemon.md, `progress`): a loaded machine may merge two, never lose their bytes.
+    /// each is told, none is lost on the way to the delegate (through a daemon, see
+    /// ``RecordingDelegate/expectProgress(_:mergeable:sourceLocation:)``).
     @Test(arguments: Backends.all)
     func progressComesOncePerIntervalAsTheClockMoves(backend: any BackendFactory) async throws {
         let clock = TestClock()
@@ -64,18 +63,7 @@ struct CallbackBehaviourTests {
             try await asset.download(delegate: delegate)
             try await clock.passChunks(6)
             #expect(try await asset.waitUntilFinished() == .delivered)
-            let each = (1...6).map { Int64($0 * chunk) }
-            if backend is DaemonFactory {
-                let totals = delegate.progressTotals
-                #expect(totals.last == each.last && totals.allSatisfy(each.contains), "\(delegate.events)")
-                #expect(zip(totals, totals.dropFirst()).allSatisfy { $0 < $1 }, "\(delegate.events)")
-                let told = delegate.events.reduce(Int64(0)) { sum, event in
-                    if case .progress(let bytes, _, _) = event { sum + bytes } else { sum }
-                }
-                #expect(told == Int64(6 * chunk), "\(delegate.events)")
-            } else {
-                #expect(delegate.progressTotals == each, "\(delegate.events)")
-            }
+            delegate.expectProgress((1...6).map { Int64($0 * chunk) }, mergeable: backend is DaemonFactory)
         }
     }
 
@@ -181,7 +169,7 @@ struct CallbackBehaviourTests {
             for delegate in [first, second] {
                 #expect(delegate.endings == 1, "\(delegate.events)")
                 #expect(delegate.keptFiles == [data])
-                #expect(delegate.progressTotals == [64 * 1024, 128 * 1024], "\(delegate.events)")
+                delegate.expectProgress([64 * 1024, 128 * 1024], mergeable: backend is DaemonFactory)
             }
             #expect(home.memory.jobs.count == 1, "one transfer for three attachments")
         }

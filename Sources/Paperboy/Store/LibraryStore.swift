@@ -28,6 +28,11 @@ final class LibraryStore: Sendable {
         var waiterFlushScheduled = false
         /// The assets of the batch being committed: their updates are no longer in `patches`.
         var inFlight: [String] = []
+        /// The assets whose queued update someone waits for: a write for the waiters takes
+        /// these only. The others (a transfer's start, its progress) wait for the timed write,
+        /// or merge into their asset's next update before it: a small file's whole life is
+        /// then one `UPDATE` instead of three or four.
+        var urgent: Set<String> = []
     }
     /// How long an update someone waits for may wait for others to share its commit: a
     /// delivery is reported this much later at most, and deliveries finishing together share
@@ -299,13 +304,31 @@ final class LibraryStore: Sendable {
 
     /// Queued assets in the order they run (highest priority, then first in), at most `limit`
     /// of them besides those in `excluded`: the scheduler's next in line, from the index on
-    /// (state, priority, seq). The updates queued are written first, so none is missed.
+    /// (state, priority, seq). Updates not yet written count as written: an asset they queue is
+    /// written first (else the read would miss it), the others are read through them, so the
+    /// scheduler, which calls this under its lock, waits for no commit.
     func queuedAssets(limit: Int, excluding excluded: Set<String>) throws(LibraryError) -> [AssetRecord] {
-        flush()
-        return try reading("cannot read the queued assets of library database \(fileURL.path)") { db in
-            try Self.readableAssets(AssetRecord.filter(Column("state") == PersistedState.queued.rawValue)
-                .order(Column("priority").desc, Column("seq")).limit(limit + excluded.count), in: db,
-                skipping: excluded, limit: limit)
+        let queuesOthers = pending.withLock { pending in
+            pending.patches.values.contains { $0.state == .queued && !excluded.contains($0.id) }
+        }
+        if queuesOthers { flush() }
+        return try commitLock.withLock { _ throws(LibraryError) in
+            let patches = pending.withLock { $0.patches }
+            // Not queued any more by an update not yet written (started, delivered, cancelled).
+            let gone = patches.values.filter { $0.state.map { $0 != .queued } ?? false }.map(\.id)
+            let skipped = gone.isEmpty ? excluded : excluded.union(gone)
+            let records = try reading("cannot read the queued assets of library database \(fileURL.path)") { db in
+                try Self.readableAssets(AssetRecord.filter(Column("state") == PersistedState.queued.rawValue)
+                    .order(Column("priority").desc, Column("seq")).limit(limit + skipped.count), in: db,
+                    skipping: skipped, limit: limit)
+            }
+            guard !patches.isEmpty else { return records }
+            return records.map { record in
+                guard let patch = patches[record.id] else { return record }
+                var record = record
+                patch.apply(to: &record)
+                return record
+            }
         }
     }
 
@@ -476,6 +499,7 @@ final class LibraryStore: Sendable {
         let schedule = pending.withLock { pending -> Bool in
             if let whenRecorded {
                 pending.waiters.append(whenRecorded)
+                pending.urgent.insert(patch.id)
                 soon = !pending.waiterFlushScheduled
                 pending.waiterFlushScheduled = true
             }
@@ -513,6 +537,7 @@ final class LibraryStore: Sendable {
                 guard pending.patches[id] != nil || pending.inFlight.contains(id) else { return nil }
                 // Told with the batch after the one in flight, which the writer's queue runs after it.
                 pending.waiters.append { continuation.resume(returning: $0) }
+                if pending.patches[id] != nil { pending.urgent.insert(id) }
                 defer { pending.waiterFlushScheduled = true }
                 return !pending.waiterFlushScheduled
             }
@@ -564,11 +589,20 @@ final class LibraryStore: Sendable {
     /// (those of the batch when it was written or given up; the others stay queued).
     private func writeBatchLocked(_ trigger: Trigger) -> (LibraryError?, [@Sendable (LibraryError?) -> Void]) {
         let (batch, waiters) = pending.withLock { pending -> ([AssetPatch], [@Sendable (LibraryError?) -> Void]) in
-            let batch = pending.order.compactMap { pending.patches[$0] }
+            // A write for the waiters takes the updates they wait for; the rest wait for the
+            // timed write (``Pending/urgent``). Any other write takes everything.
+            let taken: [String]
+            if trigger == .waiters, pending.urgent.count < pending.order.count {
+                taken = pending.order.filter { pending.urgent.contains($0) }
+                pending.order.removeAll { pending.urgent.contains($0) }
+            } else {
+                taken = pending.order
+                pending.order = []
+            }
+            let batch = taken.compactMap { pending.patches.removeValue(forKey: $0) }
             let waiters = pending.waiters
-            pending.patches = [:]
-            pending.inFlight = pending.order
-            pending.order = []
+            pending.inFlight = taken
+            pending.urgent = []
             pending.waiters = []
             switch trigger {
             case .timer: pending.flushScheduled = false
@@ -596,7 +630,10 @@ final class LibraryStore: Sendable {
             // (after a failure is reported, with the next batch or flush).
             let retry = pending.withLock { pending -> Bool in
                 pending.inFlight = []
-                if !givingUp { pending.waiters = waiters + pending.waiters }
+                if !givingUp {
+                    pending.waiters = waiters + pending.waiters
+                    if !waiters.isEmpty { pending.urgent.formUnion(batch.map(\.id)) }
+                }
                 for patch in batch {
                     var merged = patch
                     if let later = pending.patches[patch.id] { merged.merge(later) }
