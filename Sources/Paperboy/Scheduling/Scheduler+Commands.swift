@@ -31,7 +31,10 @@ extension Scheduler {
                     entry.hub = nil
                 }
                 if let delegate {
-                    if entry.hub == nil { entry.hub = AssetEventHub(asset: asset) }
+                    if entry.hub == nil {
+                        hubsCreated.store(true, ordering: .releasing)
+                        entry.hub = AssetEventHub(asset: asset)
+                    }
                     // The transfer resumed before anybody listened: the first delegate hears of it.
                     var resumedAt: (total: Int64, expected: Int64?)?
                     if entry.state == .downloading || entry.state == .finished, entry.hub?.hasDelegates == false {

@@ -420,14 +420,16 @@ extension Scheduler {
     /// Whether an app delegate is attached to the asset now (those of a cancelled download that
     /// may still finish included).
     private func hasDelegates(_ id: String) -> Bool {
-        state.withLock { state in
+        guard hubsCreated.load(ordering: .acquiring) else { return false }
+        return state.withLock { state in
             guard let entry = state.entries[id] else { return false }
             return entry.hub?.hasDelegates == true || entry.cancelledHub?.hasDelegates == true
         }
     }
 
     func currentHub(_ id: String) -> AssetEventHub? {
-        state.withLock { $0.entries[id]?.hub }
+        guard hubsCreated.load(ordering: .acquiring) else { return nil }
+        return state.withLock { $0.entries[id]?.hub }
     }
 
     /// Records the request a delegate refreshed before a resume, in the row and in the live view

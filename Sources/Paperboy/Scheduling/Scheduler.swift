@@ -40,6 +40,10 @@ final class Scheduler: Sendable {
     let logger: Logger
     let broadcaster = EventBroadcaster()
     let state: Mutex<State>
+    /// Whether any asset ever had an event hub (a delegate attached): until then a transfer's
+    /// lookups of its hub (each progress report, each end) answer without the lock, which the
+    /// transfer thread would otherwise take for nothing, against every other user of it.
+    let hubsCreated = Atomic<Bool>(false)
     /// The backend serving this scheduler (see ``backend``).
     let backendReference = Mutex(BackendReference())
     /// The configured clock: retries, timeouts, the limiter and the schedule read it.
