@@ -11,16 +11,10 @@ extension DaemonServer {
     /// Items in a `SHELF` or `ASSETS` page, fewer when their JSON would not fit in a frame.
     static let pageSize = 500
 
-    /// Answers a library request (`SHELF`, `ASSETS`, `READ`, `PURGE`, `REMOVE`, `MARKREAD`,
-    /// `CHECKSUM`, `COUNTS`, `ACTIVITY`); `nil` for another.
+    /// Answers a library request (`READ`, `PURGE`, `REMOVE`, `MARKREAD`, `CHECKSUM`, `ACTIVITY`;
+    /// the pages are ``pageFrame(_:)``'s); `nil` for another.
     func answerLibrary(_ request: Request) throws -> Reply? {
         switch request {
-        case .shelf(let request):
-            return try shelfPage(request)
-        case .assets(let request):
-            return try assetsPage(request)
-        case .counts(let request):
-            return try countsPage(request)
         case .activity(let request):
             return .activity(ActivityReply(id: request.id, activity: try served().activity()))
         case .read(let request):
@@ -68,10 +62,22 @@ extension DaemonServer {
         }
     }
 
+    /// The `OK` frame of a page request (`SHELF`, `ASSETS`, `COUNTS`), encoded once: the page is
+    /// fitted to a frame by encoding it, and that encoding is the answer (encoding it again to send
+    /// it was half of what a page cost); `nil` for another request.
+    func pageFrame(_ request: Request) throws -> Data? {
+        switch request {
+        case .shelf(let request): try shelfPage(request)
+        case .assets(let request): try assetsPage(request)
+        case .counts(let request): try countsPage(request)
+        default: nil
+        }
+    }
+
     /// The most damaged rows a `SHELF` reply names (each a few hundred bytes: the frame stays small).
     static let maxDamagedRows = 100
 
-    private func shelfPage(_ request: ShelfRequest) throws -> Reply {
+    private func shelfPage(_ request: ShelfRequest) throws -> Data {
         let offset = max(0, request.offset ?? 0)
         let all = library.issues
         let issues = all.dropFirst(offset).prefix(Self.pageSize)
@@ -92,7 +98,7 @@ extension DaemonServer {
         }
     }
 
-    private func countsPage(_ request: CountsRequest) throws -> Reply {
+    private func countsPage(_ request: CountsRequest) throws -> Data {
         let offset = max(0, request.offset ?? 0)
         let all = library.issues
         let issues = all.dropFirst(offset).prefix(Self.pageSize)
@@ -108,7 +114,7 @@ extension DaemonServer {
         }
     }
 
-    private func assetsPage(_ request: AssetsRequest) throws -> Reply {
+    private func assetsPage(_ request: AssetsRequest) throws -> Data {
         let issue = try existingIssue(request.issue)
         var cursor: Issue.PageCursor?
         if let token = request.after {
@@ -125,17 +131,17 @@ extension DaemonServer {
         }
     }
 
-    /// The reply `make` builds for the most of `count` items (halving) whose frame fits.
-    private static func fitted(count: Int, _ make: (Int) throws -> Reply) throws -> Reply {
+    /// The frame of the reply `make` builds for the most of `count` items (halving) that fits.
+    private static func fitted(count: Int, _ make: (Int) throws -> Reply) throws -> Data {
         var count = count
         while true {
-            let reply = try make(count)
-            let length = reply.frame.count
+            let frame = try make(count).frame
+            let length = frame.count
             if length <= DaemonProtocol.maxPayloadLength || count <= 1 {
                 guard length <= DaemonProtocol.maxPayloadLength + 32 else {
                     throw WireError(DaemonProtocol.ErrorCode.badRequest, "one item of the page is larger than a frame")
                 }
-                return reply
+                return frame
             }
             count /= 2
         }

@@ -345,8 +345,8 @@ public final class DaemonServer: Sendable {
                 throw WireError(DaemonProtocol.ErrorCode.notNegotiated, "\(frame.kind) before HELLO")
             }
             try DaemonProtocol.checkID(frame)
-            if let reply = try answer(try Request(frame), on: connection) {
-                let answer = reply.frame
+            let request = try Request(frame)
+            if let answer = try pageFrame(request) ?? answer(request, on: connection)?.frame {
                 // An answer no frame holds (`STATUS` of a whole large library) is an error the
                 // client can act on, not a closed connection.
                 guard answer.count <= DaemonProtocol.maxPayloadLength else {
@@ -473,8 +473,11 @@ public final class DaemonServer: Sendable {
         case .wait(let request):
             try wait(request, on: connection)
             return nil
-        case .shelf, .assets, .read, .purge, .remove, .markRead, .checksum, .counts, .activity:
+        case .read, .purge, .remove, .markRead, .checksum, .activity:
             return try answerLibrary(request)
+        case .shelf, .assets, .counts:
+            // Answered by ``pageFrame(_:)``, encoded once.
+            return nil
         }
     }
 
