@@ -24,6 +24,28 @@ extension DaemonBackend {
         try await connection.request(as: AssetsReply.self) { .assets(AssetsRequest(id: $0, issue: issue, after: after)) }
     }
 
+    /// One page of the states of an issue's assets, after the `next` of the previous page
+    /// (`nil`: the first).
+    package func statesPage(issue: String, after: String?) async throws(LibraryError) -> StatesReply {
+        try await connection.request(as: StatesReply.self) { .states(StatesRequest(id: $0, issue: issue, after: after)) }
+    }
+
+    /// Calls `body` with the identifier and state of each asset of the issue named `issue`, read
+    /// a page of `STATES` at a time; from a daemon without `STATES` (0.1.0 answers
+    /// `unknown-kind`), from its `ASSETS` pages.
+    package func forEachState(ofIssue issue: String, _ body: (String, AssetState) -> Void) async throws(LibraryError) {
+        var after: String?
+        do {
+            repeat {
+                let page = try await statesPage(issue: issue, after: after)
+                for entry in page.states { body(entry.asset, entry.state.state) }
+                after = page.next
+            } while after != nil
+        } catch where error.code == Self.unknownKind && after == nil {
+            try await forEachAsset(ofIssue: issue) { asset in body(asset.id, asset.state.state) }
+        }
+    }
+
     /// The whole shelf: every page of `SHELF`, the first page's other fields.
     package func shelf() async throws(LibraryError) -> LibraryShelf {
         let first = try await shelfPage(offset: 0)

@@ -4,7 +4,7 @@ import Paperboy
 import PaperboyWire
 import PaperboyFraming
 
-/// The library requests (`SHELF`, `ASSETS`, `READ`, `PURGE`: what `paperboy issues`, `status`,
+/// The library requests (`SHELF`, `ASSETS`, `STATES`, `READ`, `PURGE`: what `paperboy issues`, `status`,
 /// `read` and `purge` ask a daemon), and those that serve the rest of `Library`'s API (`REMOVE`,
 /// `MARKREAD`, `CHECKSUM`, `WAIT`, `COUNTS`, `ACTIVITY`), each through the library's in-process backend.
 extension DaemonServer {
@@ -62,13 +62,14 @@ extension DaemonServer {
         }
     }
 
-    /// The `OK` frame of a page request (`SHELF`, `ASSETS`, `COUNTS`), encoded once: the page is
+    /// The `OK` frame of a page request (`SHELF`, `ASSETS`, `STATES`, `COUNTS`), encoded once: the page is
     /// fitted to a frame by encoding it, and that encoding is the answer (encoding it again to send
     /// it was half of what a page cost); `nil` for another request.
     func pageFrame(_ request: Request) throws -> Data? {
         switch request {
         case .shelf(let request): try shelfPage(request)
         case .assets(let request): try assetsPage(request)
+        case .states(let request): try statesPage(request)
         case .counts(let request): try countsPage(request)
         default: nil
         }
@@ -116,19 +117,36 @@ extension DaemonServer {
 
     private func assetsPage(_ request: AssetsRequest) throws -> Data {
         let issue = try existingIssue(request.issue)
-        var cursor: Issue.PageCursor?
-        if let token = request.after {
-            guard let parsed = Issue.PageCursor(token: token) else {
-                throw WireError(DaemonProtocol.ErrorCode.badRequest, "ASSETS: 'after' is not a cursor of an earlier page")
-            }
-            cursor = parsed
-        }
+        let cursor = try Self.cursor(request.after, of: DaemonProtocol.Kind.assets)
         let (statuses, next) = try issue.assetStatuses(after: cursor, limit: Self.pageSize)
         let wired = statuses.map { WireAsset($0, issue: issue.name) }
         return try Self.fitted(count: wired.count) { count in
             let last = count < wired.count ? try issue.assetStatuses(after: cursor, limit: count).next : next
             return .assets(AssetsReply(id: request.id, assets: Array(wired.prefix(count)), next: last?.token))
         }
+    }
+
+    /// States in a `STATES` page (a few dozen bytes each), fewer when they would not fit in a frame.
+    static let statesPageSize = 1_000
+
+    private func statesPage(_ request: StatesRequest) throws -> Data {
+        let issue = try existingIssue(request.issue)
+        let cursor = try Self.cursor(request.after, of: DaemonProtocol.Kind.states)
+        let (statuses, next) = try issue.assetStatuses(after: cursor, limit: Self.statesPageSize)
+        let states = statuses.map { WireAssetState(asset: $0.identifier, state: WireState($0.state, failure: $0.failure)) }
+        return try Self.fitted(count: states.count) { count in
+            let last = count < states.count ? try issue.assetStatuses(after: cursor, limit: count).next : next
+            return .states(StatesReply(id: request.id, states: Array(states.prefix(count)), next: last?.token))
+        }
+    }
+
+    /// The cursor an `ASSETS` or `STATES` request's `after` names (`nil`: the first page).
+    private static func cursor(_ token: String?, of kind: String) throws -> Issue.PageCursor? {
+        guard let token else { return nil }
+        guard let cursor = Issue.PageCursor(token: token) else {
+            throw WireError(DaemonProtocol.ErrorCode.badRequest, "\(kind): 'after' is not a cursor of an earlier page")
+        }
+        return cursor
     }
 
     /// The frame of the reply `make` builds for the most of `count` items (halving) that fits.

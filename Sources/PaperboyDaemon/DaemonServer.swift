@@ -475,7 +475,7 @@ public final class DaemonServer: Sendable {
             return nil
         case .read, .purge, .remove, .markRead, .checksum, .activity:
             return try answerLibrary(request)
-        case .shelf, .assets, .counts:
+        case .shelf, .assets, .states, .counts:
             // Answered by ``pageFrame(_:)``, encoded once.
             return nil
         }

@@ -20,6 +20,8 @@ package enum Reply: Sendable {
     case shelf(ShelfReply)
     /// `ASSETS`.
     case assets(AssetsReply)
+    /// `STATES`.
+    case states(StatesReply)
     /// `READ`.
     case read(ReadReply)
     /// `PURGE`.
@@ -46,6 +48,7 @@ package enum Reply: Sendable {
         case Kind.reload: return ReloadReply.self
         case Kind.shelf: return ShelfReply.self
         case Kind.assets: return AssetsReply.self
+        case Kind.states: return StatesReply.self
         case Kind.read: return ReadReply.self
         case Kind.purge: return PurgeReply.self
         case Kind.notify: return NotifyReply.self
@@ -70,6 +73,7 @@ package enum Reply: Sendable {
         case is ReloadReply.Type: return .reload(try DaemonProtocol.decode(ReloadReply.self, frame))
         case is ShelfReply.Type: return .shelf(try DaemonProtocol.decode(ShelfReply.self, frame))
         case is AssetsReply.Type: return .assets(try DaemonProtocol.decode(AssetsReply.self, frame))
+        case is StatesReply.Type: return .states(try DaemonProtocol.decode(StatesReply.self, frame))
         case is ReadReply.Type: return .read(try DaemonProtocol.decode(ReadReply.self, frame))
         case is PurgeReply.Type: return .purge(try DaemonProtocol.decode(PurgeReply.self, frame))
         case is NotifyReply.Type: return .notify(try DaemonProtocol.decode(NotifyReply.self, frame))
@@ -91,6 +95,7 @@ package enum Reply: Sendable {
         case .reload(let reply): reply
         case .shelf(let reply): reply
         case .assets(let reply): reply
+        case .states(let reply): reply
         case .read(let reply): reply
         case .purge(let reply): reply
         case .notify(let reply): reply

@@ -20,6 +20,7 @@ package enum Request: Sendable {
     case reload(PlainRequest)
     case shelf(ShelfRequest)
     case assets(AssetsRequest)
+    case states(StatesRequest)
     case read(ReadRequest)
     case purge(PurgeRequest)
     case notify(NotifyRequest)
@@ -54,6 +55,7 @@ package enum Request: Sendable {
         case Kind.reload: self = .reload(try read(PlainRequest.self))
         case Kind.shelf: self = .shelf(try read(ShelfRequest.self))
         case Kind.assets: self = .assets(try read(AssetsRequest.self))
+        case Kind.states: self = .states(try read(StatesRequest.self))
         case Kind.read: self = .read(try read(ReadRequest.self))
         case Kind.purge: self = .purge(try read(PurgeRequest.self))
         case Kind.notify: self = .notify(try read(NotifyRequest.self))
@@ -87,6 +89,7 @@ package enum Request: Sendable {
         case .reload: Kind.reload
         case .shelf: Kind.shelf
         case .assets: Kind.assets
+        case .states: Kind.states
         case .read: Kind.read
         case .purge: Kind.purge
         case .notify: Kind.notify
@@ -112,7 +115,7 @@ package enum Request: Sendable {
         case .status(let payload): payload
         case .subscribe(let payload), .reload(let payload), .activity(let payload): payload
         case .shelf(let payload): payload
-        case .assets(let payload): payload
+        case .assets(let payload), .states(let payload): payload
         case .read(let payload): payload
         case .purge(let payload): payload
         case .notify(let payload): payload

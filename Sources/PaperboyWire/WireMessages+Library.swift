@@ -9,6 +9,8 @@ extension DaemonProtocol.Kind {
     public static let shelf = "SHELF"
     /// One issue's assets, a page at a time.
     public static let assets = "ASSETS"
+    /// One issue's assets' states alone, a page at a time (what a settle reads).
+    public static let states = "STATES"
     /// Set (or clear) the currently-reading issue.
     public static let read = "READ"
     /// Remove the oldest available issues.
@@ -141,6 +143,37 @@ package struct AssetsRequest: Codable, Sendable {
         self.id = id
         self.issue = issue
         self.after = after
+    }
+}
+
+/// `STATES`: the states of the issue's assets, after the `next` of the previous page (absent
+/// for the first): the fields of `ASSETS`.
+package typealias StatesRequest = AssetsRequest
+
+/// One asset's state in a `STATES` page.
+package struct WireAssetState: Codable, Sendable, Equatable {
+    package var asset: String
+    package var state: WireState
+
+    package init(asset: String, state: WireState) {
+        self.asset = asset
+        self.state = state
+    }
+}
+
+/// `OK` to `STATES`: each asset's identifier and state, in the order they were added, and where
+/// the next page starts (absent after the last). A settle through a daemon reads these instead of
+/// whole assets (requests included): a few dozen bytes per asset instead of several hundred.
+package struct StatesReply: Codable, Sendable {
+    package var id: Int64
+    package var states: [WireAssetState]
+    /// The `after` of the next page; absent after the last.
+    package var next: String?
+
+    package init(id: Int64, states: [WireAssetState], next: String?) {
+        self.id = id
+        self.states = states
+        self.next = next
     }
 }
 

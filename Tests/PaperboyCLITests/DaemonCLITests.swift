@@ -388,6 +388,20 @@ struct DaemonCLITests {
             after = page.next
         } while after != nil
         #expect(sizes == [500, 500, 201])
+        // The same assets' states alone (`STATES`, what a settle reads), in the same order, in
+        // pages of 1,000; a cursor that is none is refused, as for `ASSETS`.
+        var states: [[String]] = []
+        after = nil
+        repeat {
+            let page = try await served.statesPage(issue: "long", after: after)
+            states.append(page.states.map(\.asset))
+            #expect(page.states.allSatisfy { $0.state.state == .idle }, "\(page.states.prefix(3))")
+            after = page.next
+        } while after != nil
+        #expect(states.map(\.count) == [1_000, 201])
+        #expect(states.flatMap { $0 } == (try await issue.assets()).map(\.identifier))
+        await #expect(throws: LibraryError.self) { try await served.statesPage(issue: "long", after: "not a cursor") }
+        await #expect(throws: LibraryError.self) { try await served.statesPage(issue: "missing", after: nil) }
 
         let result = try await run(["status", "--json", "--config", config.path], runtime: runtime)
         #expect(result.status == 0, "\(result.stderr)")

@@ -35,6 +35,7 @@ let requests: [(kind: String, decode: @Sendable (CheckedFrame) throws(WireError)
     (Kind.read, { frame throws(WireError) in _ = try DaemonProtocol.decode(ReadRequest.self, frame) }),
     (Kind.purge, { frame throws(WireError) in _ = try DaemonProtocol.decode(PurgeRequest.self, frame) }),
     (Kind.addAssets, { frame throws(WireError) in _ = try DaemonProtocol.decode(AddAssetsRequest.self, frame) }),
+    (Kind.states, { frame throws(WireError) in _ = try DaemonProtocol.decode(StatesRequest.self, frame) }),
 ]
 
 @_cdecl("LLVMFuzzerTestOneInput")
