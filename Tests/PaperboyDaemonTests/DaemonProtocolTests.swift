@@ -294,6 +294,9 @@ struct DaemonProtocolTests {
                 ("ACK", #"{"id":11,"asset":"nope"}"#, "not-pending"),
                 ("ASSETS", #"{"id":12,"issue":"nope"}"#, "issue-not-found"),
                 ("ASSETS", #"{"id":13,"issue":"2026-11-21","after":"not a cursor"}"#, "bad-request"),
+                ("STATES", #"{"id":19,"issue":"nope"}"#, "issue-not-found"),
+                ("STATES", #"{"id":20,"issue":"2026-11-21","after":"not a cursor"}"#, "bad-request"),
+                ("STATES", #"{"id":21,"issue":"2026-11-21","after":99}"#, "bad-request"),
                 ("READ", #"{"id":14,"issue":"nope"}"#, "issue-not-found"),
                 ("PURGE", #"{"id":15,"keep":-1}"#, "bad-request"),
             ]
