@@ -346,15 +346,16 @@ public final class DaemonServer: Sendable {
             }
             try DaemonProtocol.checkID(frame)
             let request = try Request(frame)
-            if let answer = try pageFrame(request) ?? answer(request, on: connection)?.frame {
+            // A page comes encoded already (``pageFrame(_:)``); any other answer is encoded here.
+            if let encoded = try pageFrame(request) ?? answer(request, on: connection)?.frame {
                 // An answer no frame holds (`STATUS` of a whole large library) is an error the
                 // client can act on, not a closed connection.
-                guard answer.count <= DaemonProtocol.maxPayloadLength else {
+                guard encoded.count <= DaemonProtocol.maxPayloadLength else {
                     throw WireError(DaemonProtocol.ErrorCode.frameTooLarge,
-                                    "\(frame.kind): the answer (\(answer.count) bytes) is larger than a frame (\(DaemonProtocol.maxPayloadLength)); "
+                                    "\(frame.kind): the answer (\(encoded.count) bytes) is larger than a frame (\(DaemonProtocol.maxPayloadLength)); "
                                         + "read the library a page at a time with SHELF and ASSETS")
                 }
-                connection.send(answer)
+                connection.send(encoded)
             }
         } catch var error as WireError {
             error.id = error.id ?? id
