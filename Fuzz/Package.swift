@@ -38,6 +38,7 @@ let package = Package(
         fuzzTarget("FuzzURLScope", ["Paperboy"]),
         fuzzTarget("FuzzPush", ["Paperboy"]),
         fuzzTarget("FuzzDaemon", ["PaperboyDaemon", "PaperboyWire"]),
+        fuzzTarget("FuzzReply", ["PaperboyClient", "PaperboyWire"]),
         fuzzTarget("FuzzHeaders", ["PaperboyHTTP"]),
         fuzzTarget("FuzzArchive", ["Paperboy"]),
         fuzzTarget("FuzzJSON", ["Paperboy"]),
