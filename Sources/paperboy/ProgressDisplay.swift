@@ -103,7 +103,7 @@ final class ProgressDisplay: Sendable {
         for asset in assets {
             let written = asset.totalBytesWritten
             let expected = asset.expectedTotalBytes
-            if let expected { bytesLeft += max(0, expected - written) } else { sizesKnown = false }
+            if let expected { bytesLeft = bytesLeft.addingSaturated(max(0, expected - written)) } else { sizesKnown = false }
             switch asset.state {
             case .downloading:
                 running += 1
@@ -121,7 +121,8 @@ final class ProgressDisplay: Sendable {
                 } else {
                     line += "  \(Console.bytes(written))"
                 }
-                line += "  \(Console.bytes(Int64(rate)))/s"
+                // Held below Int64's range: sizes reported by a daemon are outside input.
+                line += "  \(Console.bytes(rate < 9e18 ? Int64(rate) : .max))/s"
                 transfers.append(line)
             case .waiting(.queued), .idle:
                 queued += 1
@@ -140,11 +141,12 @@ final class ProgressDisplay: Sendable {
         state.withLock { $0.samples = seen }
         if running > transfers.count { transfers.append("  … and \(running - transfers.count) more downloading") }
 
-        let remaining = activity.downloading + activity.queued + activity.waitingForRetry + activity.waitingForNetwork
-            + activity.paused + activity.inInbox
-        var totalParts = ["total: \(max(0, total - remaining - activity.failed))/\(total) delivered"]
+        // Counts a daemon reported (outside input): added without trapping.
+        let remaining = [activity.queued, activity.waitingForRetry, activity.waitingForNetwork, activity.paused, activity.inInbox, activity.failed]
+            .reduce(max(0, activity.downloading)) { $0.addingSaturated(max(0, $1)) }
+        var totalParts = ["total: \(max(0, total.addingSaturated(-remaining)))/\(total) delivered"]
         if bytesLeft > 0 { totalParts.append("\(Console.bytes(bytesLeft))\(sizesKnown ? "" : "+") left") }
-        totalParts.append("\(Console.bytes(Int64(totalRate)))/s")
+        totalParts.append("\(Console.bytes(totalRate < 9e18 ? Int64(totalRate) : .max))/s")
         if totalRate > 1, sizesKnown, bytesLeft > 0 {
             totalParts.append("ETA \(Self.duration(Double(bytesLeft) / totalRate))")
         }
@@ -199,7 +201,8 @@ final class ProgressDisplay: Sendable {
     /// tenths below 10 s (a retry 50 ms away is "in 0.1 s", not "in 1 s").
     static func duration(_ seconds: Double, tenths: Bool = false) -> String {
         if tenths, seconds < 9.95 { return String(format: "%.1f s", max(0, seconds)) }
-        let whole = Int(seconds.rounded(.up))
+        // A year at most: a size or a date from outside (a daemon) can make the figure absurd.
+        let whole = Int(min(seconds, 366 * 86_400).rounded(.up))
         if whole < 60 { return "\(whole) s" }
         if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }
         return "\(whole / 3600) h \(whole % 3600 / 60) min"

@@ -100,8 +100,8 @@ struct SyncReport {
         switch item.state {
         case .delivered:
             delivered += 1
-            bytes += item.totalBytesWritten
-            bytesReused += min(item.bytesReused, item.totalBytesWritten)
+            bytes = bytes.addingSaturated(item.totalBytesWritten)
+            bytesReused = bytesReused.addingSaturated(min(item.bytesReused, item.totalBytesWritten))
         case .failed(let message):
             failures += 1
             // The line names the URL first: the error's own "(URL, code)" suffix would repeat it.

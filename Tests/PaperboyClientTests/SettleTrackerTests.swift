@@ -64,4 +64,24 @@ struct DaemonMirrorTests {
         #expect(mirror.assets.isEmpty)
         #expect(mirror.eventCount == 1_000)
     }
+
+    /// A listing whose sizes add up past `Int64.max` (a broken daemon) is counted, its totals
+    /// held at `Int64.max`: the sums trapped the client before (the `reply` fuzz target's seed
+    /// `ok-assets-bytes-int64-max`).
+    @Test func sizesAddingUpPastInt64MaxAreCountedWithoutATrap() throws {
+        var mirror = DaemonMirror()
+        mirror.record(WireIssue(name: "i", date: Date(timeIntervalSince1970: 0), status: "none", isNew: false, contentPath: "/i"))
+        let request = AssetRequest(url: URL(string: "https://example.com/a")!)
+        let listing = ["a", "b", "c"].map {
+            WireAsset(id: $0, issue: "i", request: request, userInfo: nil, state: WireState(.downloading),
+                      totalBytesWritten: .max, expectedTotalBytes: .max, attempts: 0)
+        }
+        mirror.recordListing(listing, ofIssue: "i")
+        let counts = mirror.counts(ofIssue: "i")
+        #expect(counts.downloading == 3)
+        #expect(counts.bytesWritten == .max && counts.expectedBytes == .max)
+        var activity = LibraryActivity()
+        for asset in listing { activity.count(try #require(mirror.assets[asset.id]?.status)) }
+        #expect(activity.downloading == 3 && activity.bytesWritten == .max)
+    }
 }

@@ -99,8 +99,8 @@ extension AssetCounts {
         case .failed: failed += 1
         case .cancelled: cancelled += 1
         }
-        bytesWritten += status.totalBytesWritten
-        expectedBytes += max(status.expectedTotalBytes ?? status.totalBytesWritten, status.totalBytesWritten)
+        bytesWritten = bytesWritten.addingSaturated(status.totalBytesWritten)
+        expectedBytes = expectedBytes.addingSaturated(max(status.expectedTotalBytes ?? status.totalBytesWritten, status.totalBytesWritten))
     }
 }
 
@@ -118,7 +118,7 @@ extension LibraryActivity {
         case .failed: failed += 1
         case .idle, .delivered, .cancelled: return
         }
-        bytesWritten += status.totalBytesWritten
-        expectedBytes += max(status.expectedTotalBytes ?? status.totalBytesWritten, status.totalBytesWritten)
+        bytesWritten = bytesWritten.addingSaturated(status.totalBytesWritten)
+        expectedBytes = expectedBytes.addingSaturated(max(status.expectedTotalBytes ?? status.totalBytesWritten, status.totalBytesWritten))
     }
 }

@@ -159,3 +159,13 @@ public struct ByteCount: Sendable, Hashable, Comparable, CustomStringConvertible
 
     public var description: String { "\(bytes) bytes" }
 }
+
+extension FixedWidthInteger {
+    /// `self + other`, held at `max` (or `min`) instead of trapping: the rule for every total of
+    /// counts or byte counts that came from outside (a daemon's listing or activity, a stored
+    /// row), each of which fits while their sum may not.
+    package func addingSaturated(_ other: Self) -> Self {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
+    }
+}

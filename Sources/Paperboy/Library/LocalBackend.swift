@@ -347,4 +347,16 @@ extension LocalBackend {
             }
         }
     }
+
+    /// The bytes of asset `identifier` while the scheduler holds it in memory (running, finishing,
+    /// being delivered), `nil` once it left: one look under the scheduler's lock, never a store
+    /// read, so an event's listener may call it on the thread that tells the event.
+    package func bytesInMemory(ofAsset identifier: String) -> RunningTransfer? {
+        scheduler.state.withLock { state in
+            state.entries[identifier].map { entry in
+                RunningTransfer(identifier: identifier, totalBytesWritten: entry.live.written.load(ordering: .relaxed),
+                                expectedTotalBytes: entry.live.expectedBytes)
+            }
+        }
+    }
 }
