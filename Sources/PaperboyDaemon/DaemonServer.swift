@@ -141,9 +141,11 @@ public final class DaemonServer: Sendable {
         let task = Task { [self] in
             // The subscription lives as long as this task.
             await withTaskCancellationHandler {
+                // The assets whose size went out with their `finished` (see `forward`).
+                var sizeSent = Set<String>()
                 for await outgoing in self.outbox.stream {
                     switch outgoing {
-                    case .event(let event, let bytes): forward(event, bytes: bytes)
+                    case .event(let event, let bytes): forward(event, bytes: bytes, sizeSent: &sizeSent)
                     case .answer(let frame, let connection): connection.send(frame)
                     }
                 }
@@ -278,8 +280,9 @@ public final class DaemonServer: Sendable {
     }
 
     /// `bytes`: the asset's bytes when the event was told (``LocalBackend/bytesInMemory(ofAsset:)``),
-    /// else its status is read.
-    private func forward(_ event: LibraryEvent, bytes: RunningTransfer?) {
+    /// else its status is read. `sizeSent`: the assets now `finished` whose size went out with
+    /// that state, so that their `delivered` does not send it again.
+    private func forward(_ event: LibraryEvent, bytes: RunningTransfer?, sizeSent: inout Set<String>) {
         switch event {
         case .assetStateChanged(let asset, let assetState):
             // A failure's reason and codes travel with its state (read here, off the library's
@@ -289,10 +292,13 @@ public final class DaemonServer: Sendable {
             // one's delegate sent each write): a transfer shorter than ``progressInterval`` sent
             // no progress, and a client would read 0 bytes for a delivered file where the
             // library in process reads its size.
-            if assetState == .finished || assetState == .delivered, !desk.claims.contains(asset.identifier),
+            // Once per transfer: with its first `finished`, or with `delivered` when it was not sent then.
+            let sent = assetState == .finished ? sizeSent.contains(asset.identifier) : sizeSent.remove(asset.identifier) != nil
+            if assetState == .finished || assetState == .delivered, !sent, !desk.claims.contains(asset.identifier),
                let size = bytes.map({ ($0.totalBytesWritten, $0.expectedTotalBytes) })
                    ?? asset.status.map({ ($0.totalBytesWritten, $0.expectedTotalBytes) }), size.0 > 0 {
                 broadcast(.progress(asset: asset.identifier, bytesWritten: 0, totalBytesWritten: size.0, expectedTotalBytes: size.1))
+                if assetState == .finished { sizeSent.insert(asset.identifier) }
             }
             broadcast(.state(asset: asset.identifier, issue: asset.issueName, state: WireState(assetState, failure: failure)))
             if case .cancelled = assetState { desk.release(asset.identifier) }
