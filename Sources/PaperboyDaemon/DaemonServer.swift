@@ -141,11 +141,10 @@ public final class DaemonServer: Sendable {
         let task = Task { [self] in
             // The subscription lives as long as this task.
             await withTaskCancellationHandler {
-                // The assets whose size went out with their `finished` (see `forward`).
-                var sizeSent = Set<String>()
+                var sizes = EndSizes()
                 for await outgoing in self.outbox.stream {
                     switch outgoing {
-                    case .event(let event, let bytes): forward(event, bytes: bytes, sizeSent: &sizeSent)
+                    case .event(let event, let bytes): forward(event, bytes: bytes, sizes: &sizes)
                     case .answer(let frame, let connection): connection.send(frame)
                     }
                 }
@@ -280,9 +279,8 @@ public final class DaemonServer: Sendable {
     }
 
     /// `bytes`: the asset's bytes when the event was told (``LocalBackend/bytesInMemory(ofAsset:)``),
-    /// else its status is read. `sizeSent`: the assets now `finished` whose size went out with
-    /// that state, so that their `delivered` does not send it again.
-    private func forward(_ event: LibraryEvent, bytes: RunningTransfer?, sizeSent: inout Set<String>) {
+    /// else its status is read. `sizes`: which ends of a transfer tell its size.
+    private func forward(_ event: LibraryEvent, bytes: RunningTransfer?, sizes: inout EndSizes) {
         switch event {
         case .assetStateChanged(let asset, let assetState):
             // A failure's reason and codes travel with its state (read here, off the library's
@@ -292,13 +290,11 @@ public final class DaemonServer: Sendable {
             // one's delegate sent each write): a transfer shorter than ``progressInterval`` sent
             // no progress, and a client would read 0 bytes for a delivered file where the
             // library in process reads its size.
-            // Once per transfer: with its first `finished`, or with `delivered` when it was not sent then.
-            let sent = assetState == .finished ? sizeSent.contains(asset.identifier) : sizeSent.remove(asset.identifier) != nil
-            if assetState == .finished || assetState == .delivered, !sent, !desk.claims.contains(asset.identifier),
+            if sizes.tellsSize(asset.identifier, assetState), !desk.claims.contains(asset.identifier),
                let size = bytes.map({ ($0.totalBytesWritten, $0.expectedTotalBytes) })
                    ?? asset.status.map({ ($0.totalBytesWritten, $0.expectedTotalBytes) }), size.0 > 0 {
                 broadcast(.progress(asset: asset.identifier, bytesWritten: 0, totalBytesWritten: size.0, expectedTotalBytes: size.1))
-                if assetState == .finished { sizeSent.insert(asset.identifier) }
+                sizes.told(asset.identifier, assetState)
             }
             broadcast(.state(asset: asset.identifier, issue: asset.issueName, state: WireState(assetState, failure: failure)))
             if case .cancelled = assetState { desk.release(asset.identifier) }
@@ -544,5 +540,32 @@ public final class DaemonServer: Sendable {
             wire.assets = try issue.assetStatuses.map { WireAsset($0, issue: issue.name) }
         }
         return wire
+    }
+}
+
+/// Which state of an asset a daemon sends its size with (docs/Daemon.md, `progress`): once per
+/// transfer, with its first `finished`, or with `delivered` when it was not sent then (a transfer
+/// straight to its issue folder, or one whose size was not known at `finished`).
+struct EndSizes {
+    /// The assets now `finished` whose size went out with that state.
+    private var toldAtFinish = Set<String>()
+
+    /// Whether the size goes out with `state` of asset `id`; forgets `id` at any state but
+    /// `finished` (the transfer has ended, or another began).
+    mutating func tellsSize(_ id: String, _ state: AssetState) -> Bool {
+        switch state {
+        case .finished:
+            return !toldAtFinish.contains(id)
+        case .delivered:
+            return toldAtFinish.remove(id) == nil
+        default:
+            toldAtFinish.remove(id)
+            return false
+        }
+    }
+
+    /// The size went out with `state` of asset `id`.
+    mutating func told(_ id: String, _ state: AssetState) {
+        if state == .finished { toldAtFinish.insert(id) }
     }
 }
