@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The package's JSON coder set-ups, each made once, so that a file, a frame or a document keeps
 /// its bytes whichever door writes it. JSON from outside the process is still read through
@@ -12,6 +13,8 @@ import Foundation
 /// | ``daemonWire`` | snake_case | UTC, to the millisecond; read by ``LibraryDate/parse(_:)`` | compact, sorted, `/` as is | the daemon protocol (docs/Daemon.md) |
 /// | ``feedSchedule`` | snake_case | ISO 8601 | indented, sorted | `feed-schedule.json` |
 /// | ``document`` | as declared | Foundation's | indented, sorted, `/` as is | documents printed for people and scripts (`--json`) |
+///
+/// snake_case keys are read with Foundation's conversion, remembered per key (``SnakeCaseKeys``).
 package struct JSONCoding: Sendable {
     package let encoder: JSONEncoder
     package let decoder: JSONDecoder
@@ -26,7 +29,7 @@ package struct JSONCoding: Sendable {
         let decoder = JSONDecoder()
         if snakeCase {
             encoder.keyEncodingStrategy = .convertToSnakeCase
-            decoder.keyDecodingStrategy = .convertFromSnakeCase
+            decoder.keyDecodingStrategy = SnakeCaseKeys.shared.strategy
         }
         switch dates {
         case .foundation:
@@ -92,5 +95,61 @@ extension JSONValue {
     /// `text` as a message shows it: at most 64 characters, then `…`.
     package static func shown(_ text: String) -> String {
         text.count <= 64 ? text : String(text.prefix(64)) + "…"
+    }
+}
+
+/// Foundation's `convertFromSnakeCase`, with the answers for the keys seen remembered: the
+/// conversion ran on every key of every object decoded (half the time a daemon client spent
+/// decoding events), while a protocol has a few dozen keys.
+///
+/// The rule is Foundation's, written out in ``convert(_:)`` (a test compares the two on every
+/// key the protocols use and on random ones). What is remembered is bounded: keys come from
+/// outside, so only ``maxKeys`` keys of at most ``maxKeyBytes`` bytes are kept, and any other is
+/// converted each time, as Foundation does.
+package final class SnakeCaseKeys: Sendable {
+    package static let shared = SnakeCaseKeys()
+    package init() {}
+    package static let maxKeys = 1_024
+    package static let maxKeyBytes = 64
+
+    private let remembered = Mutex<[String: String]>([:])
+
+    /// The decoding strategy that converts through this cache.
+    package var strategy: JSONDecoder.KeyDecodingStrategy {
+        .custom { [self] path in Key(converted(path.last?.stringValue ?? "")) }
+    }
+
+    /// How many keys are remembered (for tests).
+    package var rememberedCount: Int { remembered.withLock { $0.count } }
+
+    /// `key` converted, remembered when there is room.
+    package func converted(_ key: String) -> String {
+        if let known = remembered.withLock({ $0[key] }) { return known }
+        let converted = Self.convert(key)
+        if key.utf8.count <= Self.maxKeyBytes {
+            remembered.withLock { if $0.count < Self.maxKeys { $0[key] = converted } }
+        }
+        return converted
+    }
+
+    /// Foundation's rule: leading and trailing underscores kept; the words between underscores
+    /// joined, the first lowercased, the others capitalized; a key without an inner underscore as it is.
+    package static func convert(_ key: String) -> String {
+        guard !key.isEmpty, let first = key.firstIndex(where: { $0 != "_" }) else { return key }
+        var last = key.index(before: key.endIndex)
+        while last > first && key[last] == "_" { key.formIndex(before: &last) }
+        let words = key[first...last].split(separator: "_")
+        let joined = words.count == 1
+            ? String(key[first...last])
+            : ([words[0].lowercased()] + words[1...].map { $0.capitalized }).joined()
+        return String(key[..<first]) + joined + String(key[key.index(after: last)...])
+    }
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ stringValue: String) { self.stringValue = stringValue }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 }
