@@ -121,8 +121,7 @@ final class ProgressDisplay: Sendable {
                 } else {
                     line += "  \(Console.bytes(written))"
                 }
-                // Held below Int64's range: sizes reported by a daemon are outside input.
-                line += "  \(Console.bytes(rate < 9e18 ? Int64(rate) : .max))/s"
+                line += "  \(Self.rate(rate))"
                 transfers.append(line)
             case .waiting(.queued), .idle:
                 queued += 1
@@ -146,7 +145,7 @@ final class ProgressDisplay: Sendable {
             .reduce(max(0, activity.downloading)) { $0.addingSaturated(max(0, $1)) }
         var totalParts = ["total: \(max(0, total.addingSaturated(-remaining)))/\(total) delivered"]
         if bytesLeft > 0 { totalParts.append("\(Console.bytes(bytesLeft))\(sizesKnown ? "" : "+") left") }
-        totalParts.append("\(Console.bytes(totalRate < 9e18 ? Int64(totalRate) : .max))/s")
+        totalParts.append(Self.rate(totalRate))
         if totalRate > 1, sizesKnown, bytesLeft > 0 {
             totalParts.append("ETA \(Self.duration(Double(bytesLeft) / totalRate))")
         }
@@ -195,6 +194,11 @@ final class ProgressDisplay: Sendable {
     static func fit(_ text: String, to width: Int) -> String {
         guard text.count > width else { return text }
         return String(text.prefix(max(1, width - 1))) + "…"
+    }
+
+    /// A rate in bytes per second, held within Int64's range: sizes a daemon reports are outside input.
+    static func rate(_ bytesPerSecond: Double) -> String {
+        "\(Console.bytes(bytesPerSecond < 9e18 ? Int64(max(0, bytesPerSecond)) : .max))/s"
     }
 
     /// `seconds` for a person: whole seconds (rounded up), minutes or hours; with `tenths`,
