@@ -102,6 +102,9 @@ package struct ChildRun: Sendable {
             envp.forEach { free($0) }
         }
         var pid: pid_t = 0
+        // The timeout counts from before the child exists: read once the poll began, a thread
+        // held up after the spawn (a loaded machine) moved the deadline later.
+        let started = clock.uptime
         let out = outputLimit > 0 ? pipe[1] : inheritsOutput ? STDOUT_FILENO : null
         let failure = paperboy_spawn(path, argv, envp, folder?.path, null, out, inheritsOutput ? STDERR_FILENO : null, &pid)
         if outputLimit > 0 { close(pipe[1]) }
@@ -110,7 +113,7 @@ package struct ChildRun: Sendable {
             return (.couldNotStart("\(path): \(SystemFailure.reason(failure))"), Data())
         }
         var output = Data()
-        let ending = wait(for: pid, reading: outputLimit > 0 ? pipe[0] : -1, into: &output)
+        let ending = wait(for: pid, startedAt: started, reading: outputLimit > 0 ? pipe[0] : -1, into: &output)
         if outputLimit > 0 { close(pipe[0]) }
         return (ending, output)
     }
@@ -124,10 +127,10 @@ package struct ChildRun: Sendable {
     }
 
     /// Polls the child every 5 ms (reading its output meanwhile) until it ends, stopping it at
-    /// the timeout (see ``Stopping``) as the clock tells it.
-    private func wait(for pid: pid_t, reading fd: Int32, into output: inout Data) -> Ending {
+    /// the timeout (see ``Stopping``), counted from `started`, as the clock tells it.
+    private func wait(for pid: pid_t, startedAt started: Duration, reading fd: Int32, into output: inout Data) -> Ending {
         if fd >= 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-        var stopping = timeout.map { Stopping(start: clock.uptime, timeout: $0) }
+        var stopping = timeout.map { Stopping(start: started, timeout: $0) }
         var status: Int32 = 0
         var buffer = [UInt8](repeating: 0, count: 4096)
         func drain() {
