@@ -190,6 +190,10 @@ extension Scheduler {
                 id: id, issueName: entry.issueName, request: entry.request, bytesOnDisk: entry.bytesOnDisk,
                 validator: entry.validator, live: entry.live, hub: entry.hub, limiters: limiters, slot: slot)
             entry.task = Task { [self] in
+                // Told from the transfer's own task, before its end is (which the same task
+                // tells): read after the lock is given back, a short transfer was often already
+                // `finished`, and `downloading` was never told.
+                broadcastState(id)
                 let outcome = await transfer(run)
                 finish(id, slot: slot, outcome: outcome)
             }
