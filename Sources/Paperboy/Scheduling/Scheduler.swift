@@ -39,6 +39,8 @@ final class Scheduler: Sendable {
     let space: FreeSpaceGuard
     let logger: Logger
     let broadcaster = EventBroadcaster()
+    /// Orders the state changes told of one asset (``broadcastState(_:delivered:departed:)``).
+    let tellingOrder = StripedLocks()
     let state: Mutex<State>
     /// Whether any asset ever had an event hub (a delegate attached): until then a transfer's
     /// lookups of its hub (each progress report, each end) answer without the lock, which the
@@ -224,8 +226,17 @@ final class Scheduler: Sendable {
     /// - Parameter departed: the asset as it left memory with the change told (cancelled,
     ///   failed, paused…), when it did, or as it was recorded when it was never taken into
     ///   memory (added to the store's backlog): told as that, without a read of the store.
+    ///
+    /// The state is read and sent under the asset's lock of ``tellingOrder``: two threads telling
+    /// the same asset (a transfer's end and its delivery, a command and the transfer it started)
+    /// send in the order they read, so a subscriber never sees an earlier state after a later one
+    /// (read first, sent last: `finished` told after `delivered`). The same state may be told twice.
     func broadcastState(_ id: String, delivered: Bool = false, departed: State.Departure? = nil) {
         guard broadcaster.hasSubscribers else { return }
+        tellingOrder.withLock(for: id) { tellState(id, delivered: delivered, departed: departed) }
+    }
+
+    private func tellState(_ id: String, delivered: Bool, departed: State.Departure?) {
         // In memory first: a database read here would wait for batched writes on every change.
         var (current, issueName) = state.withLock { state -> (AssetState?, String?) in
             guard let entry = state.entries[id] else { return (delivered ? .delivered : nil, nil) }
