@@ -34,14 +34,15 @@ extension DaemonBackend {
     /// a page of `STATES` at a time; from a daemon without `STATES` (0.1.0 answers
     /// `unknown-kind`), from its `ASSETS` pages.
     package func forEachState(ofIssue issue: String, _ body: (String, AssetState) -> Void) async throws(LibraryError) {
-        var after: String?
-        do {
+        try await newerOrOlder(DaemonProtocol.Kind.states) { () async throws(LibraryError) in
+            // Refused, it is the first page: nothing was told yet.
+            var after: String?
             repeat {
                 let page = try await statesPage(issue: issue, after: after)
                 for entry in page.states { body(entry.asset, entry.state.state) }
                 after = page.next
             } while after != nil
-        } catch where error.code == Self.unknownKind && after == nil {
+        } older: { () async throws(LibraryError) in
             try await forEachAsset(ofIssue: issue) { asset in body(asset.id, asset.state.state) }
         }
     }

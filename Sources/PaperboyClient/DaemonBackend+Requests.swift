@@ -75,9 +75,9 @@ extension DaemonBackend {
     }
 
     package func activity() async throws(LibraryError) -> LibraryActivity {
-        do {
-            return try await connection.request(as: ActivityReply.self) { .activity(PlainRequest(id: $0)) }.activity
-        } catch where error.code == Self.unknownKind {
+        try await newerOrOlder(DaemonProtocol.Kind.activity) { () async throws(LibraryError) in
+            try await connection.request(as: ActivityReply.self) { .activity(PlainRequest(id: $0)) }.activity
+        } older: { () async throws(LibraryError) in
             // A daemon older than `ACTIVITY` (0.1.0): every asset listed and counted here.
             var activity = LibraryActivity()
             for name in try await shelf().issues.map(\.name) {
@@ -88,16 +88,19 @@ extension DaemonBackend {
     }
 
     package func counts() async throws(LibraryError) -> [String: AssetCounts] {
-        var counts: [String: AssetCounts] = [:]
-        var offset: Int? = 0
-        do {
+        try await newerOrOlder(DaemonProtocol.Kind.counts) { () async throws(LibraryError) in
+            // Refused, it is the first page: nothing was counted yet.
+            var counts: [String: AssetCounts] = [:]
+            var offset: Int? = 0
             while let from = offset {
                 let page = try await connection.request(as: CountsReply.self) { .counts(CountsRequest(id: $0, offset: from)) }
                 for issue in page.issues { counts[issue.name] = issue.counts }
                 offset = page.nextOffset.flatMap { $0 > from ? $0 : nil }
             }
-        } catch where error.code == Self.unknownKind {
+            return counts
+        } older: { () async throws(LibraryError) in
             // A daemon older than `COUNTS` (0.1.0): every asset listed and counted here.
+            var counts: [String: AssetCounts] = [:]
             for name in try await shelf().issues.map(\.name) {
                 let assets = try await listAssets(ofIssue: name)
                 guard !assets.isEmpty else { continue }
@@ -105,8 +108,8 @@ extension DaemonBackend {
                 for asset in assets { issueCounts.count(asset) }
                 counts[name] = issueCounts
             }
+            return counts
         }
-        return counts
     }
 
     /// The code of a daemon's `ERROR` to a kind it does not know.

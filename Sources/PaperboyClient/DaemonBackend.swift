@@ -24,6 +24,8 @@ package final class DaemonBackend: LibraryBackend {
     private let state = Mutex(State())
     /// Library-wide events, as the daemon tells them, to this process's subscribers.
     private let wideEvents = EventBroadcaster()
+    /// The kinds of request this daemon answered `unknown-kind` (it predates them): not asked again.
+    private let refusedKinds = Mutex<Set<String>>([])
 
     private struct State {
         /// The delegates of this process, by asset, with the handle they were attached with.
@@ -39,6 +41,21 @@ package final class DaemonBackend: LibraryBackend {
     }
 
     package var root: URL { URL(fileURLWithPath: connection.library, isDirectory: true) }
+
+    /// `newer`, a request of `kind`; from a daemon that predates `kind` (it answers
+    /// `unknown-kind`, as 0.1.0 does to `STATES`, `ACTIVITY` and `COUNTS`), `older` instead, which
+    /// gets the same from requests it knows. A refusal is remembered: the connection asks `older`
+    /// straight away from then on. `newer` must not have told anything before the refusal.
+    func newerOrOlder<T>(_ kind: String, _ newer: () async throws(LibraryError) -> T,
+                         older: () async throws(LibraryError) -> T) async throws(LibraryError) -> T {
+        if refusedKinds.withLock({ $0.contains(kind) }) { return try await older() }
+        do {
+            return try await newer()
+        } catch where error.code == Self.unknownKind {
+            refusedKinds.withLock { _ = $0.insert(kind) }
+            return try await older()
+        }
+    }
 
     private init(connection: ClientConnection, clock: any LibraryClock) {
         self.connection = connection
