@@ -35,10 +35,15 @@ extension DaemonBackend {
     /// `unknown-kind`), from its `ASSETS` pages.
     package func forEachState(ofIssue issue: String, _ body: (String, AssetState) -> Void) async throws(LibraryError) {
         try await newerOrOlder(DaemonProtocol.Kind.states) { () async throws(LibraryError) in
-            // Refused, it is the first page: nothing was told yet.
             var after: String?
             repeat {
-                let page = try await statesPage(issue: issue, after: after)
+                let page: StatesReply
+                do throws(LibraryError) {
+                    page = try await statesPage(issue: issue, after: after)
+                } catch where error.code == Self.unknownKind && after != nil {
+                    // Only a first page's refusal means "reads ASSETS instead": later, states were told.
+                    throw LibraryError(.transport, "the daemon refused STATES after answering its first page: \(error.message)")
+                }
                 for entry in page.states { body(entry.asset, entry.state.state) }
                 after = page.next
             } while after != nil

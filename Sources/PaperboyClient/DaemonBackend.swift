@@ -45,7 +45,7 @@ package final class DaemonBackend: LibraryBackend {
     /// `newer`, a request of `kind`; from a daemon that predates `kind` (it answers
     /// `unknown-kind`, as 0.1.0 does to `STATES`, `ACTIVITY` and `COUNTS`), `older` instead, which
     /// gets the same from requests it knows. A refusal is remembered: the connection asks `older`
-    /// straight away from then on. `newer` must not have told anything before the refusal.
+    /// straight away from then on. `newer` must not have told anything before a refusal it lets through.
     func newerOrOlder<T>(_ kind: String, _ newer: () async throws(LibraryError) -> T,
                          older: () async throws(LibraryError) -> T) async throws(LibraryError) -> T {
         if refusedKinds.withLock({ $0.contains(kind) }) { return try await older() }

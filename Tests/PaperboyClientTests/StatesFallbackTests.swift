@@ -20,13 +20,21 @@ struct StatesFallbackTests {
 
     /// A 0.1.0 daemon of one issue `i` with assets `a` (delivered) and `b` (downloading), which
     /// refuses `refused`; `asked` gets the kind of every frame it reads.
-    private func oldDaemon(refusing refused: String, asked: Asked) throws -> FakeDaemon {
+    /// With `firstPageOf` also, that kind's first request is answered with a page and a `next`.
+    private func oldDaemon(refusing refused: String, firstPageOf paged: (kind: String, page: String)? = nil,
+                           asked: Asked) throws -> FakeDaemon {
         let refusal: @Sendable (Int) -> Data = { id in
             Frame.encode("ERROR", Data(#"{"id":\#(id),"code":"unknown-kind","message":"unknown message kind \#(refused)"}"#.utf8))
         }
+        let answered = Mutex(false)
+        let firstOrRefusal: @Sendable (Int) -> Data = { id in
+            guard let paged, !answered.withLock({ $0 }) else { return refusal(id) }
+            answered.withLock { $0 = true }
+            return Frame.encode("OK", Data(#"{"id":\#(id),\#(paged.page)}"#.utf8))
+        }
         let answers: [String: @Sendable (Int) -> Data] = [
             "SUBSCRIBE": { id in Frame.encode("OK", Data(#"{"id":\#(id)}"#.utf8)) },
-            refused: refusal,
+            refused: firstOrRefusal,
             "SHELF": { id in
                 Frame.encode("OK", Data(#"""
                     {"id":\#(id),"library_path":"/lib","badge":0,"issues":[
@@ -83,5 +91,23 @@ struct StatesFallbackTests {
             #expect(counts.count == 1 && counts["i"]?.total == 2, "\(counts)")
         }
         #expect(asked.kinds.withLock { $0 } == ["SUBSCRIBE", "COUNTS", "SHELF", "ASSETS", "SHELF", "ASSETS"])
+    }
+
+    /// A refusal after a first page was answered is no "older daemon": the states told from that
+    /// page are not told again from `ASSETS`; the sweep fails, naming what happened.
+    @Test func aRefusalAfterTheFirstPageFailsTheSweepInsteadOfStartingOver() async throws {
+        let asked = Asked()
+        let page = #""states":[{"asset":"a","state":{"name":"delivered"}}],"next":"c1""#
+        let fake = try oldDaemon(refusing: "STATES", firstPageOf: ("STATES", page), asked: asked)
+        let client = try await Library.connect(socket: fake.socket, name: "pages")
+        defer { client.disconnect() }
+        let backend = try #require(client.daemon)
+        var told: [String] = []
+        let error = await #expect(throws: LibraryError.self) {
+            try await backend.forEachState(ofIssue: "i") { id, _ in told.append(id) }
+        }
+        #expect(error?.message.contains("refused STATES after answering its first page") == true, "\(String(describing: error))")
+        #expect(told == ["a"])
+        #expect(asked.kinds.withLock { $0 } == ["SUBSCRIBE", "STATES", "STATES"])
     }
 }

@@ -23,7 +23,8 @@ package final class EventBroadcaster: Sendable {
     package var hasSubscribers: Bool { count.load(ordering: .relaxed) > 0 }
 
     /// A stream of the events from now on that `wants` accepts (every event when `nil`). `wants`
-    /// runs on the thread that tells the event: it must be quick and must not block.
+    /// runs on the thread that tells the event, holding that asset's telling lock: it must be
+    /// quick, must not block, and must not call into the library.
     package func subscribe(where wants: (@Sendable (LibraryEvent) -> Bool)? = nil) -> AsyncStream<LibraryEvent> {
         let key = nextKey.withLock { key in
             key += 1

@@ -382,7 +382,8 @@ public final class Library: Sendable {
     /// ```
     ///
     /// - Parameter wants: called once per event, on the thread that tells it (through a daemon,
-    ///   in this process as events arrive): keep it quick, and never block in it.
+    ///   in this process as events arrive): keep it quick, never block in it, and do not call
+    ///   the library from it (it runs while the library tells the event).
     /// - Throws: ``LibraryError`` when a daemon cannot be reached.
     public func events(where wants: @escaping @Sendable (LibraryEvent) -> Bool) async throws(LibraryError) -> AsyncStream<LibraryEvent> {
         try await backend.events(where: wants)

@@ -229,8 +229,10 @@ final class Scheduler: Sendable {
     ///
     /// The state is read and sent under the asset's lock of ``tellingOrder``: two threads telling
     /// the same asset (a transfer's end and its delivery, a command and the transfer it started)
-    /// send in the order they read, so a subscriber never sees an earlier state after a later one
-    /// (read first, sent last: `finished` told after `delivered`). The same state may be told twice.
+    /// send in the order they read, so a state read here is never sent after a later one read
+    /// here. The same state may be told twice. Not covered: a `departed` taken by the caller
+    /// before this lock, told when the asset is out of memory again by then (it came back and
+    /// left meanwhile, on another thread): that needs the caller preempted for a whole transfer.
     func broadcastState(_ id: String, delivered: Bool = false, departed: State.Departure? = nil) {
         guard broadcaster.hasSubscribers else { return }
         tellingOrder.withLock(for: id) { tellState(id, delivered: delivered, departed: departed) }
