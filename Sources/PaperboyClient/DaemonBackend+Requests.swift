@@ -89,7 +89,7 @@ extension DaemonBackend {
 
     package func counts() async throws(LibraryError) -> [String: AssetCounts] {
         try await newerOrOlder(DaemonProtocol.Kind.counts) { () async throws(LibraryError) in
-            // Refused, it is the first page: nothing was counted yet.
+            // A refusal (of any page) starts over below: what was counted here is dropped.
             var counts: [String: AssetCounts] = [:]
             var offset: Int? = 0
             while let from = offset {
